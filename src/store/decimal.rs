@@ -1,0 +1,126 @@
+//! Exact decimals. Voting power and amounts arrive as text (Snapshot floats, wei integers) and
+//! stay text end to end; arithmetic uses `BigDecimal`, never `f64`.
+//!
+//! Both backends must sort by these numbers, and neither SQLite nor a portable column type holds
+//! a 78-digit integer with 30 decimals exactly. So each value is stored twice: the exact text as
+//! received, and a fixed-width key that sorts as the number does (`vp_sort`).
+use std::str::FromStr;
+
+use bigdecimal::{BigDecimal, Signed, Zero};
+
+/// Integer digits in a sort key: enough for any uint256 (78 digits).
+const SORT_INT_DIGITS: usize = 78;
+/// Fraction digits in a sort key: Snapshot keeps DECIMAL(64,30). Digits beyond this affect the
+/// order only, never the stored value.
+const SORT_FRAC_DIGITS: usize = 30;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecimalError {
+    #[error("`{0}` is not a decimal number")]
+    NotANumber(String),
+    #[error("`{0}` is negative")]
+    Negative(String),
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
+/// Parses plain or scientific decimal text exactly (`2.11e-16`, `345043375299837213698988`).
+pub fn parse(text: &str) -> Result<BigDecimal, DecimalError> {
+    let t = text.trim();
+    let ok_chars = !t.is_empty()
+        && t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
+        && t.chars().any(|c| c.is_ascii_digit());
+    if !ok_chars || t != text {
+        return Err(DecimalError::NotANumber(text.to_owned()));
+    }
+    BigDecimal::from_str(t).map_err(|_| DecimalError::NotANumber(text.to_owned()))
+}
+
+/// Parses a non-negative amount and returns it with its sort key.
+pub fn parse_amount(text: &str) -> Result<(BigDecimal, String), DecimalError> {
+    let value = parse(text)?;
+    let key = sort_key(&value)?;
+    Ok((value, key))
+}
+
+/// The plain decimal form without exponent or trailing fractional zeros: `2.11e-16` →
+/// `0.000000000000000211`, `2.0` → `2`.
+pub fn plain(value: &BigDecimal) -> String {
+    if value.is_zero() {
+        return "0".to_owned();
+    }
+    let s = value.normalized().to_plain_string();
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+/// A fixed-width string whose lexicographic order is the numeric order of non-negative values.
+pub fn sort_key(value: &BigDecimal) -> Result<String, DecimalError> {
+    if value.is_negative() {
+        return Err(DecimalError::Negative(value.to_string()));
+    }
+    let s = value.with_scale_round(SORT_FRAC_DIGITS as i64, bigdecimal::RoundingMode::Down).to_plain_string();
+    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+    if int.len() > SORT_INT_DIGITS {
+        return Err(DecimalError::TooLarge(value.to_string()));
+    }
+    Ok(format!("{int:0>SORT_INT_DIGITS$}.{frac:0<SORT_FRAC_DIGITS$}"))
+}
+
+/// Reads a sort key back (used where only the key is at hand, e.g. a cursor position).
+pub fn from_sort_key(key: &str) -> Result<BigDecimal, DecimalError> {
+    parse(key)
+}
+
+/// `raw / 10^decimals`, exact: a wei integer as a token amount.
+pub fn scale_down(raw: &str, decimals: u32) -> Result<BigDecimal, DecimalError> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(DecimalError::NotANumber(raw.to_owned()));
+    }
+    let int = bigdecimal::num_bigint::BigInt::from_str(raw).map_err(|_| DecimalError::NotANumber(raw.to_owned()))?;
+    Ok(BigDecimal::new(int, i64::from(decimals)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scientific_notation_is_exact() {
+        assert_eq!(plain(&parse("2.11e-16").unwrap()), "0.000000000000000211");
+        assert_eq!(plain(&parse("5.71815875e-05").unwrap()), "0.0000571815875");
+        assert_eq!(plain(&parse("2.0").unwrap()), "2");
+        assert_eq!(plain(&parse("2755022.0714428956").unwrap()), "2755022.0714428956");
+    }
+
+    #[test]
+    fn wei_integers_survive() {
+        let v = parse("345043375299837213698988").unwrap();
+        assert_eq!(plain(&v), "345043375299837213698988");
+        assert_eq!(plain(&scale_down("345043375299837213698988", 18).unwrap()), "345043.375299837213698988");
+        assert!(scale_down("12a", 18).is_err());
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for bad in ["", "abc", "1,5", "NaN", "inf", " 1", "0x10"] {
+            assert!(parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert!(parse_amount("-1").is_err());
+    }
+
+    #[test]
+    fn sort_keys_sort_like_numbers() {
+        let values = ["0", "2.11e-16", "1.6e-17", "0.04", "2", "10", "857.9874092673234", "2755022.0714428956", "345043375299837213698988"];
+        let mut by_key: Vec<_> = values.iter().map(|v| (sort_key(&parse(v).unwrap()).unwrap(), *v)).collect();
+        by_key.sort();
+        let mut by_num: Vec<_> = values.iter().map(|v| (parse(v).unwrap(), *v)).collect();
+        by_num.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(by_key.iter().map(|x| x.1).collect::<Vec<_>>(), by_num.iter().map(|x| x.1).collect::<Vec<_>>());
+        assert_eq!(sort_key(&parse("1").unwrap()).unwrap().len(), 78 + 1 + 30);
+        assert_eq!(from_sort_key(&sort_key(&parse("0.04").unwrap()).unwrap()).unwrap(), parse("0.04").unwrap());
+    }
+}

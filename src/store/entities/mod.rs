@@ -1,0 +1,19 @@
+//! sea-orm entities: one module per table.
+pub mod dao;
+pub mod dao_summary;
+pub mod data_revision;
+pub mod data_source;
+pub mod delegate;
+pub mod forum_post;
+pub mod forum_topic;
+pub mod governance_event;
+pub mod ingestion_run;
+pub mod partner_token;
+pub mod proposal;
+pub mod setting;
+pub mod signal;
+pub mod source_watermark;
+pub mod vote;
+pub mod voter;
+pub mod voter_dao_stat;
+pub mod x402_payment;

@@ -1,0 +1,58 @@
+//! A proposal, Snapshot (off-chain) or on-chain. Numbers are exact decimal text.
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "proposals")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    #[sea_orm(unique_key = "proposal_natural")]
+    pub dao_id: String,
+    /// snapshot | onchain
+    #[sea_orm(unique_key = "proposal_natural")]
+    pub source: String,
+    #[sea_orm(unique_key = "proposal_natural")]
+    pub external_id: String,
+    /// Opaque v2 key, derived from (dao_id, source, external_id).
+    #[sea_orm(unique)]
+    pub proposal_key: String,
+    pub title: String,
+    pub body: Option<String>,
+    /// Lowercase 0x address.
+    pub author: String,
+    /// Snapshot voting type (basic, single-choice, weighted, approval, ranked-choice) or `governor`.
+    pub voting_type: Option<String>,
+    /// pending | active | closed | queued | executed | canceled | defeated | succeeded | expired
+    pub state: String,
+    /// JSON array of choice labels, when known.
+    pub choices: Option<String>,
+    /// JSON array of exact decimal strings, one per choice, when known.
+    pub scores: Option<String>,
+    pub scores_total: Option<String>,
+    /// Snapshot `scores_state` (`final`, `pending`, ...), when known.
+    pub scores_state: Option<String>,
+    pub quorum: Option<String>,
+    /// Share of the leading choice in percent, as the upstream reported it.
+    pub top_choice_pct: Option<String>,
+    pub start_ms: Option<i64>,
+    pub end_ms: Option<i64>,
+    pub created_ms: i64,
+    /// Upstream total number of votes (Snapshot `votes`).
+    pub upstream_vote_count: Option<i64>,
+    /// Votes held in this store for the proposal.
+    pub ingested_vote_count: i64,
+    pub url: Option<String>,
+    pub discussion_url: Option<String>,
+    pub ipfs: Option<String>,
+    pub snapshot_block: Option<String>,
+    pub tx_hash: Option<String>,
+    pub block_number: Option<i64>,
+    /// Where the record came from (`snapshot-sample-csv`, `snapshot-hub`, `governor-logs`).
+    pub origin: String,
+    pub updated_ms: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

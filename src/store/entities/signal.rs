@@ -1,0 +1,29 @@
+//! A curated signal produced by a named rule, with the evidence that triggered it.
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "signals")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    #[sea_orm(unique)]
+    pub natural_key: String,
+    pub dao_id: String,
+    pub kind: String,
+    pub severity: String,
+    pub subject_kind: String,
+    pub subject_external_id: String,
+    pub subject_source: String,
+    pub proposal_id: Option<i64>,
+    pub topic_id: Option<i64>,
+    pub detected_ms: i64,
+    pub summary: String,
+    /// JSON object: exact numbers and citations.
+    pub evidence: String,
+    pub revision_id: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

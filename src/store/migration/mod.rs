@@ -1,0 +1,16 @@
+//! Schema migrations. Applied on every start (`govdata migrate` runs them alone).
+//!
+//! Migration 1 builds the tables from the entities as they stood when it was written. Once a
+//! release has shipped, it is frozen: later schema changes go in new migrations with explicit DDL.
+use sea_orm_migration::prelude::*;
+
+mod m0001_initial;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m0001_initial::Migration)]
+    }
+}

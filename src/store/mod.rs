@@ -1,0 +1,74 @@
+//! The data layer: sea-orm entities, migrations, and the read queries grouped by resource.
+//! Nothing here knows about HTTP.
+pub mod decimal;
+pub mod entities;
+pub mod migration;
+
+use std::time::Duration;
+
+use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend};
+use sea_orm_migration::MigratorTrait;
+
+pub use sea_orm::DbErr;
+
+/// The default store: an SQLite file next to the working directory.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://./data/govdata.db";
+
+/// Opens the store named by `url`, creating the SQLite file (and its folder) when missing,
+/// and applies pending migrations.
+pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
+    let url = prepare_url(url)?;
+    let mut options = ConnectOptions::new(url.clone());
+    options
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false);
+    if url.starts_with("sqlite:") {
+        // WAL lets readers run while the importer writes; a busy timeout instead of SQLITE_BUSY.
+        options.max_connections(8).map_sqlx_sqlite_opts(|o| {
+            o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true)
+        });
+    } else {
+        options.max_connections(16);
+    }
+    let db = Database::connect(options).await?;
+    migration::Migrator::up(&db, None).await?;
+    Ok(db)
+}
+
+/// `sqlite://path` → make sure the folder exists and ask SQLite to create the file.
+fn prepare_url(url: &str) -> anyhow::Result<String> {
+    let Some(rest) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(url.to_owned());
+        }
+        anyhow::bail!("DATABASE_URL must start with sqlite:// or postgres:// (got {url:?})");
+    };
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path != ":memory:" {
+        if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    let mut query: Vec<&str> = query.split('&').filter(|q| !q.is_empty()).collect();
+    if !query.iter().any(|q| q.starts_with("mode=")) {
+        query.push("mode=rwc");
+    }
+    Ok(format!("sqlite://{path}?{}", query.join("&")))
+}
+
+/// Whether the store answers a trivial query (readiness).
+pub async fn ping(db: &DatabaseConnection) -> bool {
+    db.ping().await.is_ok()
+}
+
+pub fn backend_name(db: &DatabaseConnection) -> &'static str {
+    match db.get_database_backend() {
+        DbBackend::Sqlite => "sqlite",
+        DbBackend::Postgres => "postgres",
+        _ => "other",
+    }
+}
