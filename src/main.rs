@@ -1,1 +1,102 @@
-fn main() {}
+//! The `govdata` command: serve (default), migrate, import, tokens.
+use anyhow::Context;
+use clap::Parser;
+use govdata::config::{Cli, Command, ServeArgs, Settings, TokensCommand};
+use govdata::contract::{access::Scope, time::now_ms};
+use govdata::{sample, server, store};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,sea_orm=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let url = cli.store.database_url.clone();
+    match cli.command.unwrap_or_else(|| Command::Serve(Box::default())) {
+        Command::Serve(args) => serve(&url, *args).await,
+        Command::Migrate => {
+            store::connect(&url).await?;
+            eprintln!("migrations applied to {}", redact(&url));
+            Ok(())
+        }
+        Command::Import { path } => {
+            let db = store::connect(&url).await?;
+            let files = sample::SampleFiles::from_dir(&path)?;
+            let report = sample::import(&db, &files, "manual").await?;
+            println!("{report}");
+            Ok(())
+        }
+        Command::Tokens(cmd) => tokens(&url, cmd).await,
+    }
+}
+
+async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let db = store::connect(url).await.with_context(|| format!("opening the store at {}", redact(url)))?;
+    if !args.no_sample {
+        if let Some(report) = sample::import_if_empty(&db).await? {
+            tracing::info!("empty store: loaded the bundled sample\n{report}");
+        }
+    }
+    let (server, bound) = server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
+    tracing::info!(
+        "govdata listening on http://{bound} (store {}, ready in {} ms); docs at http://{bound}/docs",
+        redact(url),
+        started.elapsed().as_millis()
+    );
+    server.await?;
+    Ok(())
+}
+
+async fn tokens(url: &str, cmd: TokensCommand) -> anyhow::Result<()> {
+    let db = store::connect(url).await?;
+    match cmd {
+        TokensCommand::Create { name, scopes } => {
+            let mut parsed = Vec::new();
+            for s in &scopes {
+                let scope = Scope::parse(s.trim()).with_context(|| {
+                    let all: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+                    format!("unknown scope `{s}`; scopes are {}", all.join(", "))
+                })?;
+                parsed.push(scope.as_str());
+            }
+            let (row, token) = store::tokens::create(&db, &name, &parsed, now_ms()).await?;
+            eprintln!("created token {} for {:?} with scopes {}; it is shown once:", row.id, row.name, row.scopes);
+            println!("{token}");
+        }
+        TokensCommand::List => {
+            println!("{:>4}  {:<20} {:<12} {:<40} {:<9} last used", "id", "name", "prefix", "scopes", "status");
+            for t in store::tokens::list(&db).await? {
+                let status = if t.revoked_ms.is_some() { "revoked" } else { "active" };
+                let last = t.last_used_ms.map(govdata::contract::time::rfc3339_ms).unwrap_or_else(|| "never".into());
+                println!("{:>4}  {:<20} {:<12} {:<40} {:<9} {last}", t.id, t.name, t.token_prefix, t.scopes, status);
+            }
+        }
+        TokensCommand::Revoke { id } => {
+            if store::tokens::revoke(&db, id, now_ms()).await? {
+                println!("token {id} revoked");
+            } else {
+                anyhow::bail!("no token with id {id}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Hides a password in a database URL before it is logged.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}

@@ -50,11 +50,7 @@ pub fn plain(value: &BigDecimal) -> String {
         return "0".to_owned();
     }
     let s = value.normalized().to_plain_string();
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    }
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_owned() } else { s }
 }
 
 /// A fixed-width string whose lexicographic order is the numeric order of non-negative values.
@@ -114,7 +110,17 @@ mod tests {
 
     #[test]
     fn sort_keys_sort_like_numbers() {
-        let values = ["0", "2.11e-16", "1.6e-17", "0.04", "2", "10", "857.9874092673234", "2755022.0714428956", "345043375299837213698988"];
+        let values = [
+            "0",
+            "2.11e-16",
+            "1.6e-17",
+            "0.04",
+            "2",
+            "10",
+            "857.9874092673234",
+            "2755022.0714428956",
+            "345043375299837213698988",
+        ];
         let mut by_key: Vec<_> = values.iter().map(|v| (sort_key(&parse(v).unwrap()).unwrap(), *v)).collect();
         by_key.sort();
         let mut by_num: Vec<_> = values.iter().map(|v| (parse(v).unwrap(), *v)).collect();

@@ -1,8 +1,14 @@
 //! The data layer: sea-orm entities, migrations, and the read queries grouped by resource.
 //! Nothing here knows about HTTP.
+pub mod address;
+pub mod daos;
 pub mod decimal;
 pub mod entities;
+pub mod freshness;
+pub mod keys;
 pub mod migration;
+pub mod publish;
+pub mod tokens;
 
 use std::time::Duration;
 
@@ -19,10 +25,7 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://./data/govdata.db";
 pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
     let url = prepare_url(url)?;
     let mut options = ConnectOptions::new(url.clone());
-    options
-        .connect_timeout(Duration::from_secs(10))
-        .acquire_timeout(Duration::from_secs(10))
-        .sqlx_logging(false);
+    options.connect_timeout(Duration::from_secs(10)).acquire_timeout(Duration::from_secs(10)).sqlx_logging(false);
     if url.starts_with("sqlite:") {
         // WAL lets readers run while the importer writes; a busy timeout instead of SQLITE_BUSY.
         options.max_connections(8).map_sqlx_sqlite_opts(|o| {

@@ -1,0 +1,73 @@
+//! The HTTP surfaces: typed poem-openapi endpoint declarations, one file per resource
+//! (parameters, response types and handler together). Handlers stay thin: parse, ask `store`,
+//! shape the envelope.
+pub mod model;
+pub mod v1;
+pub mod v2;
+
+use std::sync::Arc;
+
+use poem_openapi::OpenApiService;
+use sea_orm::DatabaseConnection;
+
+use crate::config::Settings;
+use crate::contract::{
+    access::{Prices, Version},
+    document::Published,
+};
+
+/// The document version of each surface (`info.version`).
+pub const V1_DOC_VERSION: &str = "1.0.0";
+pub const V2_DOC_VERSION: &str = "2.0.0";
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub settings: Arc<Settings>,
+    pub documents: Arc<Documents>,
+}
+
+/// Both finished documents.
+#[derive(Debug)]
+pub struct Documents {
+    pub v1: Published,
+    pub v2: Published,
+}
+
+impl Documents {
+    pub fn build(prices: Prices) -> Self {
+        Self {
+            v1: Published::new(Version::V1, &v1_service().spec(), prices),
+            v2: Published::new(Version::V2, &v2_service().spec(), prices),
+        }
+    }
+
+    /// The published files under `openapi/`, by name, with their content.
+    pub fn files(&self) -> [(&'static str, &str); 4] {
+        [
+            ("v1.json", &self.v1.json_text),
+            ("v1.yaml", &self.v1.yaml_text),
+            ("v2.json", &self.v2.json_text),
+            ("v2.yaml", &self.v2.yaml_text),
+        ]
+    }
+
+    pub fn get(&self, version: Version) -> &Published {
+        match version {
+            Version::V1 => &self.v1,
+            Version::V2 => &self.v2,
+        }
+    }
+}
+
+pub type V1Apis = (v1::pricing::Api, v1::daos::Api, v1::freshness::Api);
+pub type V2Apis = v2::daos::Api;
+
+pub fn v1_service() -> OpenApiService<V1Apis, ()> {
+    OpenApiService::new((v1::pricing::Api, v1::daos::Api, v1::freshness::Api), "govdata v1", V1_DOC_VERSION)
+}
+
+pub fn v2_service() -> OpenApiService<V2Apis, ()> {
+    OpenApiService::new(v2::daos::Api, "govdata v2", V2_DOC_VERSION)
+}

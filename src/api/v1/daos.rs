@@ -1,0 +1,56 @@
+//! `GET /v1/daos`: the covered DAOs.
+use poem::web::Data;
+use poem_openapi::{Object, OpenApi, param::Query, payload::Json};
+
+use super::V1Tag;
+use crate::api::{AppState, model::Dao};
+use crate::contract::{
+    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    errors::ApiError,
+    limits::MostLists,
+    operations::DaosListV1 as Op,
+    params::{V1Limit, V1Offset},
+};
+use crate::store;
+
+/// A page of DAOs with legacy pagination.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct DaoList {
+    pub items: Vec<Dao>,
+    /// DAOs in the whole list, whatever the page.
+    pub total: u64,
+    /// Page size applied.
+    pub limit: u32,
+    /// Rows skipped.
+    pub offset: u64,
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v1", tag = "V1Tag::Daos")]
+impl Api {
+    /// List covered DAOs
+    ///
+    /// The DAOs this service covers, ordered by `daoId`, each with its data sources, exact counts
+    /// (proposals; upstream vote totals and ingested votes kept apart; voters; delegates) and its
+    /// own ingestion watermark. Call it first to learn the valid `daoId` values and how current
+    /// each DAO's data is. `limit` and `offset` out of range are clamped, never rejected.
+    #[oai(path = "/daos", method = "get", operation_id = "daos_list")]
+    async fn daos_list(
+        &self,
+        state: Data<&AppState>,
+        req: V1Request,
+        /// Rows per page.
+        limit: Query<Option<V1Limit<MostLists>>>,
+        /// Rows to skip.
+        offset: Query<Option<V1Offset>>,
+    ) -> Result<Json<V1Envelope<DaoList>>, ApiError<Op>> {
+        let mut req = req;
+        let limit = V1Limit::resolve(limit.0, "limit", &mut req);
+        let offset = V1Offset::resolve(offset.0, "offset", &mut req);
+        let (rows, total) = store::daos::list(&state.db, u64::from(limit), offset).await?;
+        let revision = store::freshness::current_revision(&state.db).await?;
+        let data = DaoList { items: rows.into_iter().map(Dao::from_record).collect(), total, limit, offset };
+        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+    }
+}

@@ -1,0 +1,173 @@
+//! `GET /v1/system/freshness`: dataset state and ingestion freshness.
+use poem::web::Data;
+use poem_openapi::{Object, OpenApi, payload::Json};
+
+use super::V1Tag;
+use crate::api::AppState;
+use crate::contract::{
+    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    errors::ApiError,
+    operations::FreshnessGetV1 as Op,
+    time::{now_ms, rfc3339_ms},
+};
+use crate::store::{self, entities::ingestion_run};
+
+/// The serving data revision.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct Revision {
+    /// Increases with every publication; v2 cursors are bound to it.
+    pub id: String,
+    pub published_at: String,
+    pub data_as_of: String,
+    pub summary: String,
+}
+
+/// One ingestion run.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct Run {
+    pub id: String,
+    /// `import`, `schedule` or `manual`.
+    pub trigger: String,
+    /// `running`, `succeeded` or `failed`.
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub rows_written: String,
+    /// Malformed upstream rows that were reported and skipped.
+    pub rows_skipped: String,
+    pub error: Option<String>,
+}
+
+/// The watermark of one DAO's source.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct SourceFreshness {
+    pub dao_id: String,
+    pub source: String,
+    /// The time up to which this source's data is complete.
+    pub data_as_of: Option<String>,
+    /// Seconds between `dataAsOf` and this response, as an exact decimal string.
+    pub lag_seconds: Option<String>,
+    pub last_status: Option<String>,
+    pub last_error: Option<String>,
+    pub updated_at: String,
+}
+
+/// Row counts of the published dataset, as exact decimal strings.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct DatasetCounts {
+    pub daos: String,
+    pub proposals: String,
+    /// Upstream vote totals, summed over proposals.
+    pub upstream_votes: String,
+    /// Votes held in this store.
+    pub ingested_votes: String,
+    pub voters: String,
+    pub delegates: String,
+    pub forum_topics: String,
+    pub governance_events: String,
+    pub signals: String,
+}
+
+/// Dataset state.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct SystemFreshness {
+    /// The serving revision; absent before the first publication.
+    pub revision: Option<Revision>,
+    /// The most recent ingestion run.
+    pub last_run: Option<Run>,
+    /// Watermarks per DAO and source.
+    pub sources: Vec<SourceFreshness>,
+    pub counts: DatasetCounts,
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v1", tag = "V1Tag::Freshness")]
+impl Api {
+    /// Dataset freshness and state
+    ///
+    /// How current the data is, overall and per DAO and source: the serving data revision and
+    /// when it was published, each source's watermark and lag, the last ingestion run with its
+    /// status and error, and row counts. Call it to decide whether the data is recent enough for
+    /// a task before making other calls.
+    #[oai(path = "/system/freshness", method = "get", operation_id = "freshness_get")]
+    async fn freshness_get(
+        &self,
+        state: Data<&AppState>,
+        req: V1Request,
+    ) -> Result<Json<V1Envelope<SystemFreshness>>, ApiError<Op>> {
+        let s = store::freshness::dataset_state(&state.db).await?;
+        let now = now_ms();
+        let data = SystemFreshness {
+            revision: s.revision.as_ref().map(|r| Revision {
+                id: r.id.to_string(),
+                published_at: rfc3339_ms(r.published_ms),
+                data_as_of: rfc3339_ms(r.data_as_of_ms),
+                summary: r.summary.clone(),
+            }),
+            last_run: s.last_run.map(run),
+            sources: s
+                .watermarks
+                .into_iter()
+                .map(|w| SourceFreshness {
+                    lag_seconds: w.data_as_of_ms.map(|t| lag_seconds(now, t)),
+                    data_as_of: w.data_as_of_ms.map(rfc3339_ms),
+                    dao_id: w.dao_id,
+                    source: w.source,
+                    last_status: w.last_status,
+                    last_error: w.last_error,
+                    updated_at: rfc3339_ms(w.updated_ms),
+                })
+                .collect(),
+            counts: DatasetCounts {
+                daos: s.totals.daos.to_string(),
+                proposals: s.totals.proposals.to_string(),
+                upstream_votes: s.totals.upstream_votes.to_string(),
+                ingested_votes: s.totals.ingested_votes.to_string(),
+                voters: s.voters.to_string(),
+                delegates: s.totals.delegates.to_string(),
+                forum_topics: s.forum_topics.to_string(),
+                governance_events: s.events.to_string(),
+                signals: s.signals.to_string(),
+            },
+        };
+        let freshness = Freshness::new(s.revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh);
+        Ok(Json(req.respond(freshness, data)))
+    }
+}
+
+fn run(r: ingestion_run::Model) -> Run {
+    Run {
+        id: r.id.to_string(),
+        trigger: r.trigger,
+        status: r.status,
+        started_at: rfc3339_ms(r.started_ms),
+        finished_at: r.finished_ms.map(rfc3339_ms),
+        rows_written: r.rows_written.to_string(),
+        rows_skipped: r.rows_skipped.to_string(),
+        error: r.error,
+    }
+}
+
+/// Whole milliseconds as exact seconds: `1500` → `1.5`.
+fn lag_seconds(now_ms: i64, as_of_ms: i64) -> String {
+    let lag = (now_ms - as_of_ms).max(0);
+    let (secs, millis) = (lag / 1000, lag % 1000);
+    if millis == 0 { secs.to_string() } else { format!("{secs}.{millis:03}").trim_end_matches('0').to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lag_is_exact() {
+        assert_eq!(super::lag_seconds(2500, 1000), "1.5");
+        assert_eq!(super::lag_seconds(3000, 1000), "2");
+        assert_eq!(super::lag_seconds(1000, 3000), "0");
+        assert_eq!(super::lag_seconds(1001, 0), "1.001");
+    }
+}

@@ -1,0 +1,154 @@
+//! Configuration: command-line flags mirroring environment variables, in one place.
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::contract::access::{
+    DEFAULT_PRICE_PLUS, DEFAULT_PRICE_STANDARD, DEFAULT_X402_ASSET, DEFAULT_X402_ASSET_NAME,
+    DEFAULT_X402_ASSET_VERSION, DEFAULT_X402_NETWORK, Prices,
+};
+use crate::store::DEFAULT_DATABASE_URL;
+
+#[derive(Debug, Parser)]
+#[command(name = "govdata", version, about = "Read-only HTTP API serving DAO governance data to software agents")]
+pub struct Cli {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the API (the default). Creates, migrates and loads the bundled sample into an empty store.
+    Serve(Box<ServeArgs>),
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Import a governance sample directory (snapshot_proposals.csv, snapshot_votes.csv,
+    /// tally_delegates.csv) and publish a data revision if anything changed.
+    Import {
+        /// Directory holding the three CSV files.
+        path: std::path::PathBuf,
+    },
+    /// Manage partner tokens.
+    #[command(subcommand)]
+    Tokens(TokensCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokensCommand {
+    /// Create a partner token; it is printed once and only its hash is stored.
+    Create {
+        /// A name for the partner, for operators.
+        #[arg(long)]
+        name: String,
+        /// Comma-separated scopes: v1:paid:standard, v1:paid:plus, v1:paid:*, v2:paid:standard, v2:paid:plus, v2:paid:*.
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+    },
+    /// List partner tokens (never the tokens themselves).
+    List,
+    /// Revoke a partner token by id; takes effect on the next request.
+    Revoke {
+        /// The token's id, as `tokens list` shows it.
+        id: i64,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The store: `sqlite://PATH` (embedded, created on first start) or `postgres://…`.
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
+    pub database_url: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "GOVDATA_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// Absolute base URL used in x402 `resource` URLs and links (default `http://{addr}`).
+    #[arg(long, env = "GOVDATA_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Do not load the bundled sample into an empty store.
+    #[arg(long, env = "GOVDATA_NO_SAMPLE")]
+    pub no_sample: bool,
+    #[command(flatten)]
+    pub payments: PaymentArgs,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        Self::parse_from_env_defaults()
+    }
+}
+
+impl ServeArgs {
+    fn parse_from_env_defaults() -> Self {
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        Wrapper::parse_from(["govdata"]).serve
+    }
+}
+
+/// x402 payment settings.
+#[derive(Debug, Clone, Args)]
+pub struct PaymentArgs {
+    /// Base URL of the x402 facilitator (`/verify`, `/settle`). Without it only partner tokens open paid endpoints.
+    #[arg(long, env = "GOVDATA_X402_FACILITATOR_URL")]
+    pub facilitator_url: Option<String>,
+    /// Payment network, CAIP-2 (`eip155:8453` Base, `eip155:84532` Base Sepolia).
+    #[arg(long, env = "GOVDATA_X402_NETWORK", default_value = DEFAULT_X402_NETWORK)]
+    pub network: String,
+    /// Payment asset: the token contract address.
+    #[arg(long, env = "GOVDATA_X402_ASSET", default_value = DEFAULT_X402_ASSET)]
+    pub asset: String,
+    /// The asset's EIP-712 domain name.
+    #[arg(long, env = "GOVDATA_X402_ASSET_NAME", default_value = DEFAULT_X402_ASSET_NAME)]
+    pub asset_name: String,
+    /// The asset's EIP-712 domain version.
+    #[arg(long, env = "GOVDATA_X402_ASSET_VERSION", default_value = DEFAULT_X402_ASSET_VERSION)]
+    pub asset_version: String,
+    /// Address that receives payments.
+    #[arg(long, env = "GOVDATA_X402_PAY_TO")]
+    pub pay_to: Option<String>,
+    /// Price of a standard-tier call, in atomic units of the asset.
+    #[arg(long, env = "GOVDATA_PRICE_STANDARD", default_value_t = DEFAULT_PRICE_STANDARD)]
+    pub price_standard: u64,
+    /// Price of a plus-tier call, in atomic units of the asset.
+    #[arg(long, env = "GOVDATA_PRICE_PLUS", default_value_t = DEFAULT_PRICE_PLUS)]
+    pub price_plus: u64,
+    /// First-party token that opens every endpoint (header `x-internal-token`); not public.
+    #[arg(long, env = "GOVDATA_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
+    /// Secret that signs v2 cursors; generated and kept in the store when unset.
+    #[arg(long, env = "GOVDATA_CURSOR_SECRET", hide_env_values = true)]
+    pub cursor_secret: Option<String>,
+}
+
+impl PaymentArgs {
+    pub fn prices(&self) -> Prices {
+        Prices { standard: self.price_standard, plus: self.price_plus }
+    }
+}
+
+/// What the running server knows about its deployment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub public_url: String,
+    pub payments: PaymentArgs,
+}
+
+impl Settings {
+    pub fn from_args(args: &ServeArgs, bound: SocketAddr) -> Self {
+        let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"));
+        Self { public_url: public_url.trim_end_matches('/').to_owned(), payments: args.payments.clone() }
+    }
+
+    pub fn prices(&self) -> Prices {
+        self.payments.prices()
+    }
+}

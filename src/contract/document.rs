@@ -1,0 +1,264 @@
+//! The published OpenAPI documents. poem-openapi generates each surface's document from the
+//! typed endpoint declarations; this module adds what its derive cannot express per operation
+//! (poem issue #908): the access declaration of `operations.rs` (tier, price, scopes) as
+//! `x-govdata-access`, the partner-token security scheme, and a sentence on access in each
+//! description. codegen writes the result to `openapi/`; the server serves the same bytes.
+use serde_json::{Map, Value, json};
+
+use super::{
+    access::{Access, INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Prices, Scope, Version},
+    operations,
+};
+
+/// Name of the partner-token security scheme in the documents.
+pub const PARTNER_TOKEN_SCHEME: &str = "partnerToken";
+
+/// A surface's finished document in every served form.
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub version: Version,
+    pub json: Value,
+    pub json_text: String,
+    pub yaml_text: String,
+    paths: Vec<PathEntry>,
+}
+
+#[derive(Debug, Clone)]
+struct PathEntry {
+    template: String,
+    segments: Vec<Segment>,
+    /// (lowercase method, operationId)
+    operations: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Param(String),
+}
+
+/// What the path of a request matched in a document.
+#[derive(Debug, Clone)]
+pub struct PathMatch<'a> {
+    pub template: &'a str,
+    /// Path parameter names in order of appearance.
+    pub params: Vec<&'a str>,
+    /// Methods served on the path, uppercase.
+    pub methods: Vec<String>,
+    /// The operationId of the request's method, when served.
+    pub operation_id: Option<&'a str>,
+}
+
+impl Published {
+    /// Finishes the document poem-openapi generated for `version`.
+    pub fn new(version: Version, raw_spec: &str, prices: Prices) -> Self {
+        let mut json: Value = serde_json::from_str(raw_spec).expect("poem-openapi emits valid JSON");
+        finish(version, &mut json, prices);
+        let json_text = serde_json::to_string_pretty(&json).expect("a JSON value serialises") + "\n";
+        let yaml_text = serde_yaml::to_string(&json).expect("a JSON value serialises as YAML");
+        let paths = path_entries(&json);
+        Self { version, json, json_text, yaml_text, paths }
+    }
+
+    /// Matches a request path (with the surface prefix) against the document's templates.
+    /// Literal segments win over parameters, as in the router.
+    pub fn match_path(&self, path: &str, method: &str) -> Option<PathMatch<'_>> {
+        let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+        let entry = self
+            .paths
+            .iter()
+            .filter(|e| {
+                e.segments.len() == parts.len()
+                    && e.segments.iter().zip(&parts).all(|(s, p)| match s {
+                        Segment::Literal(l) => l == p,
+                        Segment::Param(_) => !p.is_empty(),
+                    })
+            })
+            .max_by_key(|e| e.segments.iter().filter(|s| matches!(s, Segment::Literal(_))).count())?;
+        let method = method.to_ascii_lowercase();
+        Some(PathMatch {
+            template: &entry.template,
+            params: entry
+                .segments
+                .iter()
+                .filter_map(|s| match s {
+                    Segment::Param(n) => Some(n.as_str()),
+                    Segment::Literal(_) => None,
+                })
+                .collect(),
+            methods: entry.operations.iter().map(|(m, _)| m.to_ascii_uppercase()).collect(),
+            operation_id: entry.operations.iter().find(|(m, _)| *m == method).map(|(_, id)| id.as_str()),
+        })
+    }
+
+    /// What the document accepts for parameter `name` of an operation, in words, for the
+    /// `expected` member of a VALIDATION_ERROR (so the bound is read from the declaration).
+    pub fn param_expectation(&self, template: &str, method: &str, name: &str) -> Option<String> {
+        let params = self.json["paths"][template][method.to_ascii_lowercase()]["parameters"].as_array()?;
+        let schema = &params.iter().find(|p| p["name"] == name)?["schema"];
+        let schema = match schema["$ref"].as_str() {
+            Some(r) => &self.json["components"]["schemas"][r.rsplit('/').next()?],
+            None => schema,
+        };
+        if let Some(values) = schema["enum"].as_array() {
+            let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+            return Some(format!("one of: {}", values.join(", ")));
+        }
+        let ty = schema["type"].as_str().unwrap_or("string");
+        Some(match (ty, schema["format"].as_str(), schema["minimum"].as_f64(), schema["maximum"].as_f64()) {
+            ("integer", _, Some(min), Some(max)) => format!("an integer from {min} to {max}"),
+            ("integer", _, Some(min), None) => format!("an integer of at least {min}"),
+            ("integer", ..) => "an integer".to_owned(),
+            ("string", Some("date-time"), ..) => "an RFC 3339 timestamp".to_owned(),
+            (ty, ..) => match schema["pattern"].as_str() {
+                Some(p) => format!("a {ty} matching `{p}`"),
+                None => format!("a {ty}"),
+            },
+        })
+    }
+
+    /// Every (method, path, operationId) of the document, in document order.
+    pub fn operations(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.paths
+            .iter()
+            .flat_map(|e| e.operations.iter().map(move |(m, id)| (m.as_str(), e.template.as_str(), id.as_str())))
+    }
+}
+
+fn path_entries(doc: &Value) -> Vec<PathEntry> {
+    let Some(paths) = doc["paths"].as_object() else { return Vec::new() };
+    paths
+        .iter()
+        .map(|(template, item)| PathEntry {
+            template: template.clone(),
+            segments: template
+                .trim_end_matches('/')
+                .split('/')
+                .map(|s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Some(name) => Segment::Param(name.to_owned()),
+                    None => Segment::Literal(s.to_owned()),
+                })
+                .collect(),
+            operations: item
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(m, op)| Some((m.clone(), op["operationId"].as_str()?.to_owned())))
+                .collect(),
+        })
+        .collect()
+}
+
+fn finish(version: Version, doc: &mut Value, prices: Prices) {
+    doc["info"]["description"] = Value::String(info_description(version));
+    let mut any_paid = false;
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for item in paths.values_mut() {
+            for op in item.as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
+                let id = op["operationId"].as_str().unwrap_or_default().to_owned();
+                let decl = operations::find(version, &id)
+                    .unwrap_or_else(|| panic!("operation `{id}` of {version:?} is missing from contract::operations"));
+                let access = access_extension(version, decl.access, prices);
+                let sentence = access_sentence(version, decl.access, prices);
+                let description = op["description"].as_str().map(str::to_owned);
+                op["description"] = Value::String(match description {
+                    Some(d) => format!("{d}\n\n{sentence}"),
+                    None => sentence,
+                });
+                op["x-govdata-access"] = access;
+                tidy_success_responses(op);
+                if let Access::Paid(_) = decl.access {
+                    any_paid = true;
+                    op["security"] = json!([{ PARTNER_TOKEN_SCHEME: [] }]);
+                }
+            }
+        }
+    }
+    if any_paid {
+        let components = doc["components"].as_object_mut().map(std::mem::take).unwrap_or_default();
+        let mut components: Map<String, Value> = components;
+        components.insert(
+            "securitySchemes".to_owned(),
+            json!({
+                PARTNER_TOKEN_SCHEME: {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": PARTNER_TOKEN_HEADER,
+                    "description": format!(
+                        "Partner token issued by the operator. Scopes: {}. A tier's scope grants that tier and the tiers \
+                         below it (`plus` includes `standard`); `*` grants every tier of its version. Without a token, a \
+                         paid endpoint answers 402 with an x402 payment challenge instead.",
+                        Scope::ALL.iter().map(|s| format!("`{}`", s.as_str())).collect::<Vec<_>>().join(", ")
+                    ),
+                }
+            }),
+        );
+        doc["components"] = Value::Object(components);
+    }
+    debug_assert!(!doc.to_string().contains(INTERNAL_TOKEN_HEADER), "the internal token header is never published");
+}
+
+/// poem-openapi leaves success descriptions empty and keys JSON bodies by
+/// `application/json; charset=utf-8`; SDK generators match on `application/json` exactly.
+fn tidy_success_responses(op: &mut Value) {
+    let summary = op["summary"].as_str().unwrap_or("Success").to_owned();
+    let Some(responses) = op["responses"].as_object_mut() else { return };
+    for (status, response) in responses.iter_mut().filter(|(s, _)| s.starts_with('2')) {
+        if response["description"].as_str().is_none_or(str::is_empty) {
+            response["description"] = Value::String(format!("{status}: {summary}."));
+        }
+        if let Some(content) = response["content"].as_object_mut() {
+            if let Some(body) = content.remove("application/json; charset=utf-8") {
+                content.insert("application/json".to_owned(), body);
+            }
+        }
+    }
+}
+
+fn info_description(version: Version) -> String {
+    let surface = match version {
+        Version::V1 => {
+            "The stable v1 surface. Every response is `{request, freshness, data}`: `request` echoes the parameters \
+             as received, the values applied and every adjustment made (v1 clamps out-of-range values instead of \
+             rejecting them); `freshness` says when the data was ingested and how the response was served. Lists \
+             carry legacy `limit`/`offset` pagination with `total`."
+        }
+        Version::V2 => {
+            "The additive v2 surface. Lists are `{data: {items}, meta: {page, freshness}}` with opaque keyset cursors \
+             bound to the serving data revision and no totals; single resources are `{data, meta}`. Out-of-range \
+             values are rejected with `VALIDATION_ERROR`."
+        }
+    };
+    format!(
+        "Read-only DAO governance data for software agents: DAOs, proposals, votes, voters, forum topics, \
+         governance events and curated signals, with explicit freshness.\n\n{surface}\n\nErrors are RFC 9457 \
+         problem documents (`application/problem+json`) with a stable `code`. Voting power, amounts, scores, counts \
+         and rates are exact decimal strings. Timestamps are RFC 3339 UTC with milliseconds. Paid endpoints accept \
+         a partner token (`{PARTNER_TOKEN_HEADER}`) or an x402 payment; prices are listed by `GET /v1/meta/pricing`."
+    )
+}
+
+fn access_extension(version: Version, access: Access, prices: Prices) -> Value {
+    match access {
+        Access::Free => json!({ "tier": "free" }),
+        Access::Paid(tier) => json!({
+            "tier": tier.as_str(),
+            "price": prices.of(tier).to_string(),
+            "priceUnit": "atomic units of the x402 asset listed by GET /v1/meta/pricing",
+            "scopes": Scope::accepted(version, tier).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn access_sentence(version: Version, access: Access, prices: Prices) -> String {
+    match access {
+        Access::Free => "Access: free; no credentials needed.".to_owned(),
+        Access::Paid(tier) => format!(
+            "Access: paid, tier `{}`. Pay {} atomic units of the x402 asset per call, or send a partner token in \
+             `{PARTNER_TOKEN_HEADER}` with one of the scopes {}.",
+            tier.as_str(),
+            prices.of(tier),
+            Scope::accepted(version, tier).iter().map(|s| format!("`{}`", s.as_str())).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}

@@ -1,0 +1,188 @@
+//! Response envelopes. v1: `{request, freshness, data}` with the request echo (params as
+//! received, values applied, adjustments made). v2: `{data, meta}` with keyset page metadata.
+use std::collections::BTreeMap;
+
+use poem::{FromRequest, Request, RequestBody};
+use poem_openapi::{
+    Enum, Object,
+    types::{ParseFromJSON, ToJSON, Type},
+};
+
+use super::time::{now_ms, rfc3339_ms};
+
+/// How a response was served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum CacheStatus {
+    /// Served from the in-process cache of the current data revision.
+    MemoryCache,
+    /// Read from the published store during this request.
+    Fresh,
+    /// Served from a cached on-demand upstream fetch.
+    CachedLive,
+    /// The data was past its freshness target and was fetched from upstream during this request.
+    RefreshedLive,
+    /// The DAO is registered but nothing has been ingested for it yet; only registry fields.
+    RegistryOnly,
+}
+
+/// Freshness metadata of a response.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct Freshness {
+    /// When this response was made (RFC 3339 UTC, milliseconds).
+    pub generated_at: String,
+    /// Ingestion watermark of the data behind the response; absent when nothing is ingested.
+    pub data_as_of: Option<String>,
+    /// How the response was served.
+    pub cache_status: CacheStatus,
+}
+
+impl Freshness {
+    pub fn new(data_as_of_ms: Option<i64>, cache_status: CacheStatus) -> Self {
+        Self { generated_at: rfc3339_ms(now_ms()), data_as_of: data_as_of_ms.map(rfc3339_ms), cache_status }
+    }
+}
+
+/// Why an input was changed before use (v1 only: v2 rejects instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum AdjustmentReason {
+    /// Above the maximum: the maximum was used.
+    ClampedToMax,
+    /// Below the minimum: the minimum was used.
+    ClampedToMin,
+    /// The window was longer than allowed: its start was moved forward.
+    WindowClampedToMax,
+}
+
+/// One input changed before use.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct Adjustment {
+    pub param: String,
+    pub received: String,
+    pub applied: String,
+    pub reason: AdjustmentReason,
+}
+
+/// Echo of a v1 request.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct RequestEcho {
+    pub method: String,
+    pub path: String,
+    /// Query parameters exactly as received.
+    pub params: BTreeMap<String, String>,
+    /// Effective values after defaults and clamping.
+    pub applied: BTreeMap<String, String>,
+    /// Every value that was changed before use.
+    pub adjustments: Vec<Adjustment>,
+    pub request_id: String,
+}
+
+/// The v1 envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct V1Envelope<T: ParseFromJSON + ToJSON + Type> {
+    pub request: RequestEcho,
+    pub freshness: Freshness,
+    pub data: T,
+}
+
+/// The id of the request being served (set by the middleware, echoed in `x-request-id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(pub String);
+
+/// A v1 request being answered: collects applied values and adjustments for the echo.
+pub struct V1Request {
+    echo: RequestEcho,
+}
+
+impl<'a> FromRequest<'a> for V1Request {
+    async fn from_request(req: &'a Request, _body: &mut RequestBody) -> poem::Result<Self> {
+        let params = req.uri().query().map(|q| serde_urlencoded_pairs(q).into_iter().collect()).unwrap_or_default();
+        Ok(Self {
+            echo: RequestEcho {
+                method: req.method().to_string(),
+                path: req.uri().path().to_owned(),
+                params,
+                applied: BTreeMap::new(),
+                adjustments: Vec::new(),
+                request_id: req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
+            },
+        })
+    }
+}
+
+impl V1Request {
+    /// Records the effective value of a parameter.
+    pub fn applied(&mut self, param: &str, value: impl ToString) {
+        self.echo.applied.insert(param.to_owned(), value.to_string());
+    }
+
+    pub fn adjust(&mut self, param: &str, received: impl ToString, applied: impl ToString, reason: AdjustmentReason) {
+        self.echo.adjustments.push(Adjustment {
+            param: param.to_owned(),
+            received: received.to_string(),
+            applied: applied.to_string(),
+            reason,
+        });
+    }
+
+    pub fn respond<T: ParseFromJSON + ToJSON + Type>(self, freshness: Freshness, data: T) -> V1Envelope<T> {
+        V1Envelope { request: self.echo, freshness, data }
+    }
+}
+
+/// Query pairs as received (percent-decoded); a repeated key keeps its last value.
+fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
+    serde_urlencoded::from_str(query).unwrap_or_default()
+}
+
+/// Rows of a v2 page.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct V2Items<T: ParseFromJSON + ToJSON + Type> {
+    pub items: Vec<T>,
+}
+
+/// Keyset page metadata. No totals.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct PageMeta {
+    /// Page size applied.
+    pub limit: u32,
+    /// True when more rows follow.
+    pub has_more: bool,
+    /// Opaque cursor for the next page; absent when `hasMore` is false.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct V2ListMeta {
+    pub page: PageMeta,
+    pub freshness: Freshness,
+}
+
+/// A v2 list.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct V2List<T: ParseFromJSON + ToJSON + Type> {
+    pub data: V2Items<T>,
+    pub meta: V2ListMeta,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct V2Meta {
+    pub freshness: Freshness,
+}
+
+/// A v2 single resource.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct V2Single<T: ParseFromJSON + ToJSON + Type> {
+    pub data: T,
+    pub meta: V2Meta,
+}
+
+impl<T: ParseFromJSON + ToJSON + Type> V2Single<T> {
+    pub fn new(data: T, freshness: Freshness) -> Self {
+        Self { data, meta: V2Meta { freshness } }
+    }
+}

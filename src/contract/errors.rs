@@ -1,0 +1,356 @@
+//! The error contract: stable codes, their HTTP statuses, and the RFC 9457 problem body.
+//!
+//! Handlers return `ApiError<Op>`; `Op` is the operation's declaration (`operations.rs`), which
+//! decides which error responses its document lists. Every error, whoever raises it (handler,
+//! parameter parsing, router, access gate), leaves the server through `Problem`, and the
+//! middleware in `server.rs` stamps the request id on it.
+use std::marker::PhantomData;
+
+use poem::http::StatusCode;
+use poem_openapi::{
+    Enum, Object,
+    registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry},
+    types::Type,
+};
+use serde::Serialize;
+
+use super::operations::Operation;
+
+/// The media type of every error body.
+pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
+
+/// Stable error codes. Clients branch on `code`, never on `title` or `detail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Enum, Serialize)]
+#[oai(rename_all = "SCREAMING_SNAKE_CASE")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    ValidationError,
+    InvalidCursor,
+    Unauthorized,
+    PaymentRequired,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    AmbiguousIdentifier,
+    RateLimited,
+    InternalError,
+    UpstreamError,
+    Unavailable,
+}
+
+impl ErrorCode {
+    pub const fn status(self) -> u16 {
+        match self {
+            Self::ValidationError | Self::InvalidCursor => 400,
+            Self::Unauthorized => 401,
+            Self::PaymentRequired => 402,
+            Self::Forbidden => 403,
+            Self::NotFound => 404,
+            Self::MethodNotAllowed => 405,
+            Self::AmbiguousIdentifier => 409,
+            Self::RateLimited => 429,
+            Self::InternalError => 500,
+            Self::UpstreamError => 502,
+            Self::Unavailable => 503,
+        }
+    }
+
+    pub const fn title(self) -> &'static str {
+        match self {
+            Self::ValidationError => "A parameter is missing, malformed or out of range",
+            Self::InvalidCursor => "The cursor cannot be used; restart from the first page",
+            Self::Unauthorized => "The partner token is unknown or revoked",
+            Self::PaymentRequired => "Payment or a partner token is required",
+            Self::Forbidden => "The partner token lacks the scope this endpoint needs",
+            Self::NotFound => "No such resource",
+            Self::MethodNotAllowed => "Method not allowed on this path",
+            Self::AmbiguousIdentifier => "The identifier matches items in several DAOs",
+            Self::RateLimited => "Too many requests",
+            Self::InternalError => "Internal error",
+            Self::UpstreamError => "An upstream service failed",
+            Self::Unavailable => "The service is temporarily unavailable",
+        }
+    }
+
+    /// A short text for the documented response: when an agent should expect this status.
+    pub const fn when(self) -> &'static str {
+        match self {
+            Self::ValidationError => {
+                "VALIDATION_ERROR: a parameter is missing, unparseable, or (v2) out of range; `errors[]` names it."
+            }
+            Self::InvalidCursor => {
+                "INVALID_CURSOR (400): the cursor is malformed, forged, stale or from another query; restart from the first page."
+            }
+            Self::Unauthorized => "UNAUTHORIZED: the partner token in `x-service-api-token` is unknown or revoked.",
+            Self::PaymentRequired => "PAYMENT_REQUIRED: no credentials; the body carries the x402 challenge.",
+            Self::Forbidden => "FORBIDDEN: the partner token lacks the scope this endpoint needs; `detail` names it.",
+            Self::NotFound => "NOT_FOUND: no resource has this identifier.",
+            Self::MethodNotAllowed => "METHOD_NOT_ALLOWED: only GET is served.",
+            Self::AmbiguousIdentifier => {
+                "AMBIGUOUS_IDENTIFIER: the identifier matches items in several DAOs; `candidates` lists them."
+            }
+            Self::RateLimited => "RATE_LIMITED: slow down; `Retry-After` says when to retry.",
+            Self::InternalError => "INTERNAL_ERROR: a defect on our side; the request id helps us find it.",
+            Self::UpstreamError => {
+                "UPSTREAM_ERROR: a service we depend on (payment facilitator, data upstream) failed."
+            }
+            Self::Unavailable => "UNAVAILABLE: the store is unreachable; retry later.",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ValidationError => "VALIDATION_ERROR",
+            Self::InvalidCursor => "INVALID_CURSOR",
+            Self::Unauthorized => "UNAUTHORIZED",
+            Self::PaymentRequired => "PAYMENT_REQUIRED",
+            Self::Forbidden => "FORBIDDEN",
+            Self::NotFound => "NOT_FOUND",
+            Self::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            Self::AmbiguousIdentifier => "AMBIGUOUS_IDENTIFIER",
+            Self::RateLimited => "RATE_LIMITED",
+            Self::InternalError => "INTERNAL_ERROR",
+            Self::UpstreamError => "UPSTREAM_ERROR",
+            Self::Unavailable => "UNAVAILABLE",
+        }
+    }
+
+    /// The problem `type` URI: stable, one per code.
+    pub fn type_uri(self) -> String {
+        format!("urn:govdata:problem:{}", self.as_str().to_ascii_lowercase().replace('_', "-"))
+    }
+}
+
+/// Where an invalid input was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum, Serialize)]
+#[oai(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum ParamLocation {
+    Query,
+    Path,
+    Header,
+}
+
+/// One invalid input, named by its public name.
+#[derive(Debug, Clone, PartialEq, Eq, Object, Serialize)]
+#[oai(skip_serializing_if_is_none)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldError {
+    /// Where the parameter travels.
+    #[oai(rename = "in")]
+    #[serde(rename = "in")]
+    pub location: ParamLocation,
+    /// The parameter's public name, as written in the document.
+    pub name: String,
+    /// Why the value was refused.
+    pub reason: String,
+    /// What would have been accepted (a range, a format, an enum).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// The value received, as sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received: Option<String>,
+}
+
+/// An item an ambiguous identifier could mean.
+#[derive(Debug, Clone, PartialEq, Eq, Object, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct Candidate {
+    pub dao_id: String,
+    pub kind: String,
+    pub source: String,
+    pub external_id: String,
+    pub title: String,
+}
+
+/// RFC 9457 problem details, the body of every error response.
+#[derive(Debug, Clone, PartialEq, Eq, Object, Serialize)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    /// A URI naming the problem type; one per `code`.
+    #[oai(rename = "type")]
+    #[serde(rename = "type")]
+    pub type_uri: String,
+    /// A short summary of the problem type.
+    pub title: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// What went wrong with this request, for a reader.
+    pub detail: String,
+    /// The stable error code to branch on.
+    pub code: ErrorCode,
+    /// Echo of `x-request-id`; quote it when reporting a problem.
+    pub request_id: String,
+    /// The invalid inputs, each by its public name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<FieldError>>,
+    /// For AMBIGUOUS_IDENTIFIER: the items the identifier matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<Vec<Candidate>>,
+}
+
+impl Problem {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self {
+            type_uri: code.type_uri(),
+            title: code.title().to_owned(),
+            status: code.status(),
+            detail: detail.into(),
+            code,
+            request_id: String::new(),
+            errors: None,
+            candidates: None,
+        }
+    }
+
+    pub fn validation(error: FieldError) -> Self {
+        let detail = format!("Parameter `{}`: {}", error.name, error.reason);
+        Self { errors: Some(vec![error]), ..Self::new(ErrorCode::ValidationError, detail) }
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, what)
+    }
+
+    /// A store failure: unreachable means 503 (retry later); anything else is our defect.
+    pub fn from_store(err: &sea_orm::DbErr) -> Self {
+        use sea_orm::DbErr;
+        match err {
+            DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => {
+                tracing::warn!(error = %err, "store unavailable");
+                Self::new(ErrorCode::Unavailable, "The data store is unreachable; retry shortly.")
+            }
+            _ => {
+                tracing::error!(error = %err, "store error");
+                Self::new(ErrorCode::InternalError, "The request failed on our side.")
+            }
+        }
+    }
+
+    fn example_value() -> Self {
+        Self {
+            request_id: "01J9Z7Q4T8ZK3M2N5P6R7S8T9V".to_owned(),
+            ..Self::validation(FieldError {
+                location: ParamLocation::Query,
+                name: "limit".to_owned(),
+                reason: "must be an integer".to_owned(),
+                expected: Some("integer".to_owned()),
+                received: Some("ten".to_owned()),
+            })
+        }
+    }
+
+    pub fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    pub fn into_response_with(mut self, request_id: &str) -> poem::Response {
+        if self.request_id.is_empty() {
+            self.request_id = request_id.to_owned();
+        }
+        let body = serde_json::to_vec(&self).unwrap_or_default();
+        let mut response =
+            poem::Response::builder().status(self.status_code()).content_type(PROBLEM_CONTENT_TYPE).body(body);
+        if self.code == ErrorCode::PaymentRequired {
+            response.headers_mut().insert("cache-control", poem::http::HeaderValue::from_static("no-store"));
+        }
+        response
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.detail)
+    }
+}
+
+impl std::error::Error for Problem {}
+
+impl poem::error::ResponseError for Problem {
+    fn status(&self) -> StatusCode {
+        self.status_code()
+    }
+
+    fn as_response(&self) -> poem::Response {
+        self.clone().into_response_with("")
+    }
+}
+
+/// The error half of an operation's result. `Op` declares which codes the operation documents.
+pub struct ApiError<Op> {
+    pub problem: Problem,
+    op: PhantomData<fn() -> Op>,
+}
+
+impl<Op> ApiError<Op> {
+    pub fn new(problem: Problem) -> Self {
+        Self { problem, op: PhantomData }
+    }
+}
+
+impl<Op> From<Problem> for ApiError<Op> {
+    fn from(problem: Problem) -> Self {
+        Self::new(problem)
+    }
+}
+
+impl<Op> From<sea_orm::DbErr> for ApiError<Op> {
+    fn from(err: sea_orm::DbErr) -> Self {
+        Self::new(Problem::from_store(&err))
+    }
+}
+
+impl<Op> From<ApiError<Op>> for poem::Error {
+    fn from(err: ApiError<Op>) -> Self {
+        poem::Error::from(err.problem)
+    }
+}
+
+impl<Op: Operation> poem_openapi::ApiResponse for ApiError<Op> {
+    fn meta() -> MetaResponses {
+        // One response per status: codes sharing a status (400) share its description.
+        let mut by_status: Vec<(u16, Vec<&'static str>)> = Vec::new();
+        for code in Op::error_codes() {
+            match by_status.iter_mut().find(|(s, _)| *s == code.status()) {
+                Some((_, texts)) => texts.push(code.when()),
+                None => by_status.push((code.status(), vec![code.when()])),
+            }
+        }
+        MetaResponses {
+            responses: by_status
+                .into_iter()
+                .map(|(status, texts)| MetaResponse {
+                    description: join_static(&texts),
+                    status: Some(status),
+                    status_range: None,
+                    content: vec![MetaMediaType {
+                        content_type: PROBLEM_CONTENT_TYPE,
+                        schema: MetaSchemaRef::Reference(Problem::name().into_owned()),
+                    }],
+                    headers: vec![],
+                })
+                .collect(),
+        }
+    }
+
+    fn register(registry: &mut Registry) {
+        Problem::register(registry);
+    }
+}
+
+/// Document metadata wants `&'static str`. The joined texts are built only while a document is
+/// generated (once per process and per codegen run), so leaking them is bounded.
+fn join_static(texts: &[&'static str]) -> &'static str {
+    match texts {
+        [one] => one,
+        many => Box::leak(many.join(" ").into_boxed_str()),
+    }
+}
+
+impl poem_openapi::types::Example for Problem {
+    fn example() -> Self {
+        Self::example_value()
+    }
+}

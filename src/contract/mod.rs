@@ -1,0 +1,11 @@
+//! The public contract, declared once: error codes and problem bodies, envelopes, limits,
+//! tiers, scopes and prices, the operation table, parameter types, and the published documents.
+//! Routing, validation, the documents, `/v1/meta/pricing` and the access gate all read from here.
+pub mod access;
+pub mod document;
+pub mod envelope;
+pub mod errors;
+pub mod limits;
+pub mod operations;
+pub mod params;
+pub mod time;

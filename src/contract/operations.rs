@@ -1,0 +1,118 @@
+//! Every public operation, declared once: its operationId, surface, access (free or a paid tier)
+//! and the error codes its handler can produce. Handlers name their declaration in their error
+//! type (`ApiError<op::DaosListV1>`); the document, `/v1/meta/pricing` and the access gate read
+//! this table. A test checks that the table and the served documents list the same operations.
+use super::access::{Access, Tier, Version};
+use super::errors::ErrorCode;
+
+/// A declared operation.
+pub trait Operation: Send + Sync + 'static {
+    const DECL: OperationDecl;
+
+    /// The error responses the document lists for the operation, in status order.
+    fn error_codes() -> Vec<ErrorCode> {
+        Self::DECL.error_codes()
+    }
+}
+
+/// The data of one declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperationDecl {
+    /// `<resource>_<verb>`; unique within its surface.
+    pub id: &'static str,
+    pub version: Version,
+    pub access: Access,
+    /// Codes the handler itself returns (beyond those that access and the store imply).
+    pub errors: &'static [ErrorCode],
+}
+
+impl OperationDecl {
+    pub fn tier(&self) -> Option<Tier> {
+        match self.access {
+            Access::Free => None,
+            Access::Paid(tier) => Some(tier),
+        }
+    }
+
+    pub fn error_codes(&self) -> Vec<ErrorCode> {
+        let mut codes: Vec<ErrorCode> = self.errors.to_vec();
+        if let Access::Paid(_) = self.access {
+            // No credentials → 402 with the challenge; bad token → 401; missing scope → 403;
+            // the payment facilitator failing → 502.
+            codes.extend([
+                ErrorCode::Unauthorized,
+                ErrorCode::PaymentRequired,
+                ErrorCode::Forbidden,
+                ErrorCode::UpstreamError,
+            ]);
+        }
+        // Every operation reads the store.
+        codes.extend([ErrorCode::InternalError, ErrorCode::Unavailable]);
+        codes.sort_by_key(|c| (c.status(), *c as u8));
+        codes.dedup();
+        codes
+    }
+}
+
+macro_rules! operations {
+    ($($(#[$doc:meta])* $name:ident = $id:literal, $version:ident, $access:expr, [$($err:ident),*];)*) => {
+        $(
+            $(#[$doc])*
+            pub struct $name;
+            impl Operation for $name {
+                const DECL: OperationDecl = OperationDecl {
+                    id: $id,
+                    version: Version::$version,
+                    access: $access,
+                    errors: &[$(ErrorCode::$err),*],
+                };
+            }
+        )*
+        /// Every operation of both surfaces.
+        pub const ALL: &[OperationDecl] = &[$(<$name as Operation>::DECL),*];
+    };
+}
+
+use Access::{Free, Paid};
+use Tier::Standard;
+
+operations! {
+    /// `GET /v1/meta/pricing`
+    PricingGetV1 = "pricing_get", V1, Free, [];
+    /// `GET /v1/daos`
+    DaosListV1 = "daos_list", V1, Free, [ValidationError];
+    /// `GET /v1/system/freshness`
+    FreshnessGetV1 = "freshness_get", V1, Paid(Standard), [];
+    /// `GET /v2/daos/{daoId}`
+    DaosGetV2 = "daos_get", V2, Paid(Standard), [ValidationError, NotFound];
+}
+
+/// The declaration of `id` on `version`.
+pub fn find(version: Version, id: &str) -> Option<&'static OperationDecl> {
+    ALL.iter().find(|d| d.version == version && d.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_per_surface_and_well_formed() {
+        for (i, a) in ALL.iter().enumerate() {
+            assert!(a.id.split_once('_').is_some_and(|(r, v)| !r.is_empty() && !v.is_empty()), "{}", a.id);
+            assert!(a.id.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", a.id);
+            for b in &ALL[i + 1..] {
+                assert!(!(a.version == b.version && a.id == b.id), "duplicate {}", a.id);
+            }
+        }
+    }
+
+    #[test]
+    fn paid_operations_document_the_access_errors() {
+        let codes = FreshnessGetV1::error_codes();
+        for c in [ErrorCode::Unauthorized, ErrorCode::PaymentRequired, ErrorCode::Forbidden] {
+            assert!(codes.contains(&c));
+        }
+        assert!(!PricingGetV1::error_codes().contains(&ErrorCode::PaymentRequired));
+    }
+}

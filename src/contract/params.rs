@@ -1,0 +1,224 @@
+//! Parameter types that carry their bounds from `limits.rs` into the document, so no bound is
+//! written twice. v1 types parse any integer and clamp in the handler (recording the clamp);
+//! v2 types reject out-of-range values at parse time (VALIDATION_ERROR).
+use std::{
+    borrow::Cow,
+    collections::HashMap,
+    marker::PhantomData,
+    sync::{Mutex, OnceLock},
+};
+
+use poem_openapi::{
+    registry::{MetaSchema, MetaSchemaRef},
+    types::{ParseError, ParseFromParameter, ParseResult, Type},
+};
+
+use super::{
+    envelope::{AdjustmentReason, V1Request},
+    limits::PageSizeDecl,
+};
+
+/// Document metadata wants `&'static str`; texts built from declarations are interned so each
+/// distinct text is allocated once per process.
+fn intern(text: String) -> &'static str {
+    static TEXTS: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
+    let mut texts = TEXTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = texts.get(&text) {
+        return s;
+    }
+    let leaked: &'static str = Box::leak(text.clone().into_boxed_str());
+    texts.insert(text, leaked);
+    leaked
+}
+
+/// An integer as sent; values beyond i64 saturate (v1 clamps them anyway).
+fn parse_saturating(value: &str) -> Result<i64, String> {
+    let digits = value.strip_prefix(['-', '+']).unwrap_or(value);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{value}` is not an integer"));
+    }
+    Ok(value.parse::<i64>().unwrap_or(if value.starts_with('-') { i64::MIN } else { i64::MAX }))
+}
+
+macro_rules! integer_param_type {
+    ($ty:ident<$g:ident>, $name:expr, $schema:expr) => {
+        impl<$g: PageSizeDecl> Type for $ty<$g> {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> Cow<'static, str> {
+                $name.into()
+            }
+
+            fn schema_ref() -> MetaSchemaRef {
+                MetaSchemaRef::Inline(Box::new($schema))
+            }
+
+            fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+                Box::new(self.as_raw_value().into_iter())
+            }
+        }
+    };
+}
+
+/// v1 `limit`: any integer; clamped to `1..=max` by [`V1Limit::resolve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V1Limit<L> {
+    received: i64,
+    size: PhantomData<L>,
+}
+
+integer_param_type!(V1Limit<L>, format!("v1_limit_{}", L::NAME), {
+    let size = L::SIZE;
+    let mut s = MetaSchema::new_with_format("integer", "int64");
+    s.default = Some(size.default.into());
+    s.description = Some(intern(format!(
+        "Rows per page: {} by default, at most {}. Values above {} are clamped to {} and values below 1 to 1; \
+         each clamp is recorded in `request.adjustments`.",
+        size.default, size.max, size.max, size.max
+    )));
+    s
+});
+
+impl<L: PageSizeDecl> ParseFromParameter for V1Limit<L> {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self { received: parse_saturating(value).map_err(ParseError::custom)?, size: PhantomData })
+    }
+}
+
+impl<L: PageSizeDecl> V1Limit<L> {
+    /// The effective page size, recorded in the request echo with any clamp.
+    pub fn resolve(param: Option<Self>, name: &str, req: &mut V1Request) -> u32 {
+        let size = L::SIZE;
+        let applied = match param {
+            None => size.default,
+            Some(p) if p.received > i64::from(size.max) => {
+                req.adjust(name, p.received, size.max, AdjustmentReason::ClampedToMax);
+                size.max
+            }
+            Some(p) if p.received < 1 => {
+                req.adjust(name, p.received, 1, AdjustmentReason::ClampedToMin);
+                1
+            }
+            Some(p) => p.received as u32,
+        };
+        req.applied(name, applied);
+        applied
+    }
+}
+
+/// v1 `offset`: any integer; negative values are clamped to 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V1Offset {
+    received: i64,
+}
+
+impl Type for V1Offset {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        "v1_offset".into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        let mut s = MetaSchema::new_with_format("integer", "int64");
+        s.default = Some(0.into());
+        s.description = Some(
+            "Rows to skip (legacy pagination). Negative values are clamped to 0 and recorded in `request.adjustments`.",
+        );
+        MetaSchemaRef::Inline(Box::new(s))
+    }
+
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        Box::new(self.as_raw_value().into_iter())
+    }
+}
+
+impl ParseFromParameter for V1Offset {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self { received: parse_saturating(value).map_err(ParseError::custom)? })
+    }
+}
+
+impl V1Offset {
+    pub fn resolve(param: Option<Self>, name: &str, req: &mut V1Request) -> u64 {
+        let applied = match param {
+            None => 0,
+            Some(p) if p.received < 0 => {
+                req.adjust(name, p.received, 0, AdjustmentReason::ClampedToMin);
+                0
+            }
+            Some(p) => p.received as u64,
+        };
+        req.applied(name, applied);
+        applied
+    }
+}
+
+/// v2 `limit`: `1..=max`, anything else is VALIDATION_ERROR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V2Limit<L> {
+    pub value: u32,
+    size: PhantomData<L>,
+}
+
+integer_param_type!(V2Limit<L>, format!("v2_limit_{}", L::NAME), {
+    let size = L::SIZE;
+    let mut s = MetaSchema::new_with_format("integer", "int32");
+    s.default = Some(size.default.into());
+    s.minimum = Some(1.0);
+    s.maximum = Some(f64::from(size.max));
+    s.description = Some(intern(format!("Rows per page, 1 to {}; {} by default.", size.max, size.default)));
+    s
+});
+
+impl<L: PageSizeDecl> ParseFromParameter for V2Limit<L> {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        let max = L::SIZE.max;
+        let n = parse_saturating(value).map_err(ParseError::custom)?;
+        if n < 1 || n > i64::from(max) {
+            return Err(ParseError::custom(format!("must be between 1 and {max}")));
+        }
+        Ok(Self { value: n as u32, size: PhantomData })
+    }
+}
+
+impl<L: PageSizeDecl> V2Limit<L> {
+    pub fn resolve(param: Option<Self>) -> u32 {
+        param.map_or(L::SIZE.default, |p| p.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::limits::MostLists;
+
+    #[test]
+    fn v1_limit_parses_any_integer() {
+        assert_eq!(V1Limit::<MostLists>::parse_from_parameter("5000").unwrap().received, 5000);
+        assert_eq!(V1Limit::<MostLists>::parse_from_parameter("-3").unwrap().received, -3);
+        assert_eq!(V1Limit::<MostLists>::parse_from_parameter("99999999999999999999999").unwrap().received, i64::MAX);
+        assert!(V1Limit::<MostLists>::parse_from_parameter("ten").is_err());
+        assert!(V1Limit::<MostLists>::parse_from_parameter("1.5").is_err());
+        assert!(V1Limit::<MostLists>::parse_from_parameter("").is_err());
+    }
+
+    #[test]
+    fn v2_limit_rejects_out_of_range() {
+        assert_eq!(V2Limit::<MostLists>::parse_from_parameter("100").unwrap().value, 100);
+        assert!(V2Limit::<MostLists>::parse_from_parameter("101").is_err());
+        assert!(V2Limit::<MostLists>::parse_from_parameter("0").is_err());
+    }
+}

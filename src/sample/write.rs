@@ -1,0 +1,367 @@
+//! Writes validated sample rows into the store.
+//!
+//! Each table is handled the same way: read what is stored under the rows' natural keys, build
+//! the row as it should be (keeping columns the sample does not carry, such as a vote's reason
+//! from a live connector), and write only rows that are new or different, in batched upserts.
+//! Comparing before writing is what gives exact insert/update counts and makes a repeated import
+//! a true no-op.
+use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
+
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseTransaction, DbErr, EntityTrait, IdenStatic, IntoActiveModel, Iterable,
+    QueryFilter, Value,
+};
+
+use super::TableCounts;
+use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
+use super::registry::{self, DEFAULT_REGISTRY};
+use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
+use crate::store::{address, keys};
+
+/// Rows per INSERT: 500 rows of the widest table (proposals) stay well below both backends'
+/// bind-parameter limits.
+const BATCH: usize = 500;
+
+/// The proposals' `source`.
+const SNAPSHOT: &str = "snapshot";
+/// Proposal `origin` of rows from the sample.
+const PROPOSAL_ORIGIN: &str = "snapshot-sample-csv";
+/// Delegate `origin` of rows from the sample.
+const DELEGATE_ORIGIN: &str = "tally-sample-csv";
+
+/// A column the sample does not carry keeps its stored value (`None` for a new row).
+macro_rules! kept {
+    ($stored:expr, $field:ident) => {
+        $stored.and_then(|s| s.$field.clone())
+    };
+}
+
+/// The transaction and the run that writes through it.
+pub struct Writer<'a> {
+    pub txn: &'a DatabaseTransaction,
+    pub run_id: i64,
+    pub now_ms: i64,
+}
+
+impl Writer<'_> {
+    /// The bundled registry. Columns it leaves open (forum, governor, ...) keep what an operator set.
+    pub async fn daos(&self) -> Result<TableCounts, DbErr> {
+        let stored = by_key(dao::Entity::find().all(self.txn).await?, |m| m.id.clone());
+        let mut changes = Changes::default();
+        for r in DEFAULT_REGISTRY {
+            let old = stored.get(r.id);
+            let desired = dao::Model {
+                id: r.id.to_owned(),
+                name: r.name.to_owned(),
+                symbol: Some(r.symbol.to_owned()),
+                snapshot_space: r.snapshot_space.map(str::to_owned).or_else(|| kept!(old, snapshot_space)),
+                discourse_url: kept!(old, discourse_url),
+                chain_id: old.and_then(|s| s.chain_id),
+                governor: kept!(old, governor),
+                token: kept!(old, token),
+                registered_ms: old.map_or(self.now_ms, |s| s.registered_ms),
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        upsert::<dao::Entity>(self.txn, changes.rows, &[dao::Column::Id], None).await?;
+        Ok(changes.counts)
+    }
+
+    /// A Snapshot source for every registry DAO with a space; a Tally source where the export
+    /// has rows for the DAO.
+    pub async fn data_sources(&self, parsed: &Parsed) -> Result<TableCounts, DbErr> {
+        let snapshot = DEFAULT_REGISTRY.iter().filter_map(|d| {
+            let space = d.snapshot_space?;
+            Some((d.id, "snapshot", space.to_owned(), Some(registry::space_url(space))))
+        });
+        let tally_daos: BTreeSet<&str> = parsed.delegates.iter().map(|d| d.dao_id).collect();
+        let tally =
+            tally_daos.into_iter().map(|dao_id| (dao_id, "tally", super::parse::DELEGATES_FILE.to_owned(), None));
+
+        let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind.clone()));
+        let mut changes = Changes::default();
+        for (dao_id, kind, locator, url) in snapshot.chain(tally) {
+            let old = stored.get(&(dao_id.to_owned(), kind.to_owned()));
+            let desired = data_source::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: dao_id.to_owned(),
+                kind: kind.to_owned(),
+                locator,
+                url,
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        let natural = [data_source::Column::DaoId, data_source::Column::Kind];
+        upsert::<data_source::Entity>(self.txn, changes.rows, &natural, Some(data_source::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    /// Writes the proposals and returns their store ids by (dao, external id) for the votes.
+    pub async fn proposals(
+        &self,
+        rows: &[ProposalRow],
+    ) -> Result<(TableCounts, HashMap<(String, String), i64>), DbErr> {
+        let external_ids = rows.iter().map(|r| r.external_id.clone());
+        let stored = by_key(self.stored_proposals(external_ids).await?, |m| (m.dao_id.clone(), m.external_id.clone()));
+        let mut changes = Changes::default();
+        for r in rows {
+            let old = stored.get(&(r.dao.id.to_owned(), r.external_id.clone()));
+            let now = self.now_ms;
+            changes.offer(old, desired_proposal(old, r), |m| m.updated_ms = now);
+        }
+        let natural = [proposal::Column::DaoId, proposal::Column::Source, proposal::Column::ExternalId];
+        upsert::<proposal::Entity>(self.txn, changes.rows, &natural, Some(proposal::Column::Id)).await?;
+
+        let written = self.stored_proposals(rows.iter().map(|r| r.external_id.clone())).await?;
+        let ids = written.into_iter().map(|m| ((m.dao_id, m.external_id), m.id)).collect();
+        Ok((changes.counts, ids))
+    }
+
+    async fn stored_proposals(
+        &self,
+        external_ids: impl Iterator<Item = String>,
+    ) -> Result<Vec<proposal::Model>, DbErr> {
+        let found = stored::<proposal::Entity, _>(self.txn, proposal::Column::ExternalId, external_ids).await?;
+        Ok(found.into_iter().filter(|m| m.source == SNAPSHOT).collect())
+    }
+
+    pub async fn votes(
+        &self,
+        rows: &[VoteRow],
+        proposal_ids: &HashMap<(String, String), i64>,
+    ) -> Result<TableCounts, DbErr> {
+        let stored =
+            stored::<vote::Entity, _>(self.txn, vote::Column::ProposalId, proposal_ids.values().copied()).await?;
+        let stored = by_key(stored, |m| (m.proposal_id, m.voter.clone()));
+        let mut changes = Changes::default();
+        for r in rows {
+            let key = (r.dao_id.to_owned(), r.proposal_external_id.clone());
+            let Some(&proposal_id) = proposal_ids.get(&key) else {
+                return Err(DbErr::Custom(format!("proposal {} was not stored", r.proposal_external_id)));
+            };
+            let old = stored.get(&(proposal_id, r.voter.clone()));
+            changes.offer(old, desired_vote(old, r, proposal_id), |_| {});
+        }
+        let natural = [vote::Column::ProposalId, vote::Column::Voter];
+        upsert::<vote::Entity>(self.txn, changes.rows, &natural, Some(vote::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    /// Voters merge with what is stored: the earliest sighting wins, and names the sample does
+    /// not give are kept.
+    pub async fn voters(&self, rows: &[VoterRow]) -> Result<TableCounts, DbErr> {
+        let addresses = rows.iter().map(|r| r.address.clone());
+        let stored = by_key(stored::<voter::Entity, _>(self.txn, voter::Column::Address, addresses).await?, |m| {
+            m.address.clone()
+        });
+        let mut changes = Changes::default();
+        for r in rows {
+            let old = stored.get(&r.address);
+            let desired = voter::Model {
+                address: r.address.clone(),
+                address_display: address::display(&r.address),
+                ens: r.ens.clone().or_else(|| kept!(old, ens)),
+                name: r.name.clone().or_else(|| kept!(old, name)),
+                first_seen_ms: old.map_or(r.first_seen_ms, |s| s.first_seen_ms.min(r.first_seen_ms)),
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        upsert::<voter::Entity>(self.txn, changes.rows, &[voter::Column::Address], None).await?;
+        Ok(changes.counts)
+    }
+
+    pub async fn delegates(&self, rows: &[DelegateRow], as_of_ms: i64) -> Result<TableCounts, DbErr> {
+        let dao_ids: BTreeSet<String> = rows.iter().map(|r| r.dao_id.to_owned()).collect();
+        let stored = stored::<delegate::Entity, _>(self.txn, delegate::Column::DaoId, dao_ids).await?;
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.address.clone()));
+        let mut changes = Changes::default();
+        for r in rows {
+            let old = stored.get(&(r.dao_id.to_owned(), r.address.clone()));
+            let desired = delegate::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: r.dao_id.to_owned(),
+                address: r.address.clone(),
+                voting_power_raw: r.voting_power_raw.clone(),
+                decimals: TALLY_DECIMALS as i32,
+                voting_power: r.voting_power.clone(),
+                vp_sort: r.vp_sort.clone(),
+                delegators_count: r.delegators_count,
+                origin: DELEGATE_ORIGIN.to_owned(),
+                as_of_ms,
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        let natural = [delegate::Column::DaoId, delegate::Column::Address];
+        upsert::<delegate::Entity>(self.txn, changes.rows, &natural, Some(delegate::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    /// Watermarks only move forward: a live connector may already have gone past the sample.
+    /// A row is stamped with this run only when it actually changes.
+    pub async fn watermarks(&self, rows: &[WatermarkRow]) -> Result<TableCounts, DbErr> {
+        let dao_ids = rows.iter().map(|r| r.dao_id.to_owned());
+        let stored = stored::<source_watermark::Entity, _>(self.txn, source_watermark::Column::DaoId, dao_ids).await?;
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.source.clone()));
+        let mut changes = Changes::default();
+        for r in rows {
+            let old = stored.get(&(r.dao_id.to_owned(), r.source.to_owned()));
+            let as_of = old.and_then(|s| s.data_as_of_ms).map_or(r.data_as_of_ms, |s| s.max(r.data_as_of_ms));
+            let desired = source_watermark::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: r.dao_id.to_owned(),
+                source: r.source.to_owned(),
+                data_as_of_ms: Some(as_of),
+                position: kept!(old, position),
+                last_run_id: old.and_then(|s| s.last_run_id),
+                last_status: Some("succeeded".to_owned()),
+                last_error: None,
+                updated_ms: old.map_or(self.now_ms, |s| s.updated_ms),
+            };
+            let (run_id, now) = (self.run_id, self.now_ms);
+            changes.offer(old, desired, |m| {
+                m.last_run_id = Some(run_id);
+                m.updated_ms = now;
+            });
+        }
+        let natural = [source_watermark::Column::DaoId, source_watermark::Column::Source];
+        upsert::<source_watermark::Entity>(self.txn, changes.rows, &natural, Some(source_watermark::Column::Id))
+            .await?;
+        Ok(changes.counts)
+    }
+}
+
+/// `created_ms` is the start: the sample has no creation time, and a Snapshot proposal is
+/// created at or shortly before its start. `ingested_vote_count` is publication's to set.
+fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal::Model {
+    proposal::Model {
+        id: old.map_or(0, |s| s.id),
+        dao_id: r.dao.id.to_owned(),
+        source: SNAPSHOT.to_owned(),
+        external_id: r.external_id.clone(),
+        proposal_key: keys::proposal_key(r.dao.id, SNAPSHOT, &r.external_id),
+        title: r.title.clone(),
+        body: kept!(old, body),
+        author: r.author.clone(),
+        voting_type: Some(r.voting_type.clone()),
+        state: r.state.clone(),
+        choices: kept!(old, choices),
+        scores: kept!(old, scores),
+        scores_total: r.scores_total.clone(),
+        scores_state: kept!(old, scores_state),
+        quorum: r.quorum.clone(),
+        top_choice_pct: r.top_choice_pct.clone(),
+        start_ms: Some(r.start_ms),
+        end_ms: Some(r.end_ms),
+        created_ms: r.start_ms,
+        upstream_vote_count: Some(r.upstream_vote_count),
+        ingested_vote_count: old.map_or(0, |s| s.ingested_vote_count),
+        url: Some(registry::proposal_url(&r.space, &r.external_id)),
+        discussion_url: kept!(old, discussion_url),
+        ipfs: kept!(old, ipfs),
+        snapshot_block: kept!(old, snapshot_block),
+        tx_hash: kept!(old, tx_hash),
+        block_number: old.and_then(|s| s.block_number),
+        origin: PROPOSAL_ORIGIN.to_owned(),
+        updated_ms: old.map_or(0, |s| s.updated_ms),
+    }
+}
+
+/// Snapshot serves `vp` as a float, hence `vp_from_float`; the text is kept as received.
+fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64) -> vote::Model {
+    vote::Model {
+        id: old.map_or(0, |s| s.id),
+        proposal_id,
+        dao_id: r.dao_id.to_owned(),
+        voter: r.voter.clone(),
+        choice: r.choice.clone(),
+        voting_power: r.voting_power.clone(),
+        vp_sort: r.vp_sort.clone(),
+        vp_from_float: true,
+        reason: kept!(old, reason),
+        created_ms: r.created_ms,
+        ipfs: kept!(old, ipfs),
+        tx_hash: kept!(old, tx_hash),
+        block_number: old.and_then(|s| s.block_number),
+    }
+}
+
+/// The rows to write and how many of them are new or changed.
+struct Changes<M> {
+    rows: Vec<M>,
+    counts: TableCounts,
+}
+
+impl<M> Default for Changes<M> {
+    fn default() -> Self {
+        Self { rows: Vec::new(), counts: TableCounts::default() }
+    }
+}
+
+impl<M: PartialEq> Changes<M> {
+    /// Keeps `desired` if it is new or differs from `stored`; `touch` then stamps bookkeeping
+    /// columns (such as `updated_ms`) that must not by themselves count as a change.
+    fn offer(&mut self, stored: Option<&M>, mut desired: M, touch: impl FnOnce(&mut M)) {
+        match stored {
+            Some(s) if *s == desired => return,
+            Some(_) => self.counts.updated += 1,
+            None => self.counts.inserted += 1,
+        }
+        touch(&mut desired);
+        self.rows.push(desired);
+    }
+}
+
+fn by_key<M, K: Eq + Hash>(models: Vec<M>, key: impl Fn(&M) -> K) -> HashMap<K, M> {
+    models.into_iter().map(|m| (key(&m), m)).collect()
+}
+
+/// The stored rows whose `column` is one of `values`, looked up in batches.
+async fn stored<E, V>(
+    txn: &DatabaseTransaction,
+    column: E::Column,
+    values: impl IntoIterator<Item = V>,
+) -> Result<Vec<E::Model>, DbErr>
+where
+    E: EntityTrait,
+    V: Into<Value> + Clone,
+{
+    let values: Vec<V> = values.into_iter().collect();
+    let mut found = Vec::new();
+    for chunk in values.chunks(BATCH) {
+        found.extend(E::find().filter(column.is_in(chunk.iter().cloned())).all(txn).await?);
+    }
+    Ok(found)
+}
+
+/// Inserts `rows` in batches; a row whose natural key exists updates every other column.
+/// `generated_id` names an auto-increment id, left to the database on insert and never updated.
+async fn upsert<E>(
+    txn: &DatabaseTransaction,
+    rows: Vec<E::Model>,
+    natural_key: &[E::Column],
+    generated_id: Option<E::Column>,
+) -> Result<(), DbErr>
+where
+    E: EntityTrait,
+    E::Model: IntoActiveModel<E::ActiveModel>,
+    E::ActiveModel: ActiveModelTrait<Entity = E> + Send,
+{
+    let fixed: Vec<&str> = natural_key.iter().chain(generated_id.iter()).map(|c| c.as_str()).collect();
+    let updated = E::Column::iter().filter(|c| !fixed.contains(&c.as_str()));
+    let conflict = OnConflict::columns(natural_key.iter().copied()).update_columns(updated).to_owned();
+    let mut rows = rows;
+    while !rows.is_empty() {
+        let rest = rows.split_off(rows.len().min(BATCH));
+        let batch = std::mem::replace(&mut rows, rest).into_iter().map(|m| {
+            let mut active = m.into_active_model();
+            if let Some(id) = generated_id {
+                active.not_set(id);
+            }
+            active
+        });
+        E::insert_many(batch).on_conflict(conflict.clone()).exec_without_returning(txn).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! The route tree: `/v1` and `/v2` (poem-openapi services), their documents, `/docs`, health.
+//! One middleware at the edge gives every response an `x-request-id` and turns every error,
+//! whoever raised it, into a problem body.
+use std::{net::SocketAddr, sync::Arc};
+
+use poem::{
+    Endpoint, EndpointExt, IntoResponse, Request, Response, Route, Server,
+    endpoint::make_sync,
+    error::{MethodNotAllowedError, NotFoundError},
+    get, handler,
+    http::{HeaderValue, Method, StatusCode, header},
+    listener::{Acceptor, Listener, TcpListener},
+    web::{Data, Html, Json},
+};
+use poem_openapi::error::{ParseParamError, ParsePathError, ParseRequestPayloadError};
+use sea_orm::DatabaseConnection;
+use serde_json::json;
+
+use crate::api::{self, AppState, Documents};
+use crate::config::Settings;
+use crate::contract::{
+    access::Version,
+    document::Published,
+    envelope::RequestId,
+    errors::{ErrorCode, FieldError, ParamLocation, Problem},
+};
+
+/// Builds the whole application.
+pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
+    let documents = state.documents.clone();
+    let v1_redoc = redoc_page(&api::v1_service().redoc_html(), &api::v1_service().spec(), &documents.v1);
+    let v2_redoc = redoc_page(&api::v2_service().redoc_html(), &api::v2_service().spec(), &documents.v2);
+    Route::new()
+        .nest_no_strip("/v1", api::v1_service())
+        .nest_no_strip("/v2", api::v2_service())
+        .at("/v1/openapi.json", get(document_json).data(Version::V1))
+        .at("/v1/openapi.yaml", get(document_yaml).data(Version::V1))
+        .at("/v2/openapi.json", get(document_json).data(Version::V2))
+        .at("/v2/openapi.yaml", get(document_yaml).data(Version::V2))
+        .at("/docs", get(make_sync(|_| Html(DOCS_INDEX))))
+        .at("/docs/v1", get(make_sync(move |_| Html(v1_redoc.clone()))))
+        .at("/docs/v2", get(make_sync(move |_| Html(v2_redoc.clone()))))
+        .at("/healthz", get(healthz))
+        .at("/readyz", get(readyz))
+        .at("/", get(root_index))
+        .data(state)
+        .around(move |ep, req| edge(ep, req, documents.clone()))
+}
+
+/// Binds `addr` (port 0 picks a free one) and returns the server future and the bound address.
+pub async fn bind(
+    db: DatabaseConnection,
+    addr: SocketAddr,
+    settings: &dyn Fn(SocketAddr) -> Settings,
+) -> anyhow::Result<(impl std::future::Future<Output = std::io::Result<()>> + use<>, SocketAddr)> {
+    let acceptor = TcpListener::bind(addr).into_acceptor().await?;
+    let bound = acceptor
+        .local_addr()
+        .first()
+        .and_then(|a| a.as_socket_addr().copied())
+        .ok_or_else(|| anyhow::anyhow!("the listener has no socket address"))?;
+    let settings = settings(bound);
+    let documents = Arc::new(Documents::build(settings.prices()));
+    let state = AppState { db, settings: Arc::new(settings), documents };
+    let server = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(
+        app(state),
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        },
+        Some(std::time::Duration::from_secs(10)),
+    );
+    Ok((server, bound))
+}
+
+const DOCS_INDEX: &str = r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>govdata API documentation</title>
+<style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:3rem auto;padding:0 1rem;line-height:1.5}</style></head>
+<body><h1>govdata</h1>
+<p>Read-only DAO governance data for software agents.</p>
+<ul>
+<li><a href="/docs/v1">v1 reference</a> (stable) &middot; <a href="/v1/openapi.json">openapi.json</a> &middot; <a href="/v1/openapi.yaml">openapi.yaml</a></li>
+<li><a href="/docs/v2">v2 reference</a> (additive) &middot; <a href="/v2/openapi.json">openapi.json</a> &middot; <a href="/v2/openapi.yaml">openapi.yaml</a></li>
+</ul>
+<p>Prices and access terms: <a href="/v1/meta/pricing">GET /v1/meta/pricing</a>.</p>
+</body></html>
+"#;
+
+/// poem-openapi's Redoc page embeds its own document; swap in the finished one.
+fn redoc_page(html: &str, raw_spec: &str, published: &Published) -> String {
+    html.replacen(raw_spec, &published.json_text, 1)
+}
+
+#[handler]
+fn document_json(docs: Data<&AppState>, version: Data<&Version>) -> Response {
+    Response::builder().content_type("application/json").body(docs.documents.get(*version.0).json_text.clone())
+}
+
+#[handler]
+fn document_yaml(docs: Data<&AppState>, version: Data<&Version>) -> Response {
+    Response::builder().content_type("application/yaml").body(docs.documents.get(*version.0).yaml_text.clone())
+}
+
+#[handler]
+fn root_index() -> Json<serde_json::Value> {
+    Json(json!({
+        "name": "govdata",
+        "description": "Read-only DAO governance data for software agents.",
+        "documents": { "v1": "/v1/openapi.json", "v2": "/v2/openapi.json" },
+        "docs": "/docs",
+        "pricing": "/v1/meta/pricing",
+    }))
+}
+
+/// Liveness: the process answers.
+#[handler]
+fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// Readiness: the store answers.
+#[handler]
+async fn readyz(state: Data<&AppState>) -> poem::Result<Json<serde_json::Value>> {
+    if crate::store::ping(&state.db).await {
+        Ok(Json(json!({ "status": "ready", "store": crate::store::backend_name(&state.db) })))
+    } else {
+        Err(Problem::new(ErrorCode::Unavailable, "The data store is unreachable.").into())
+    }
+}
+
+const REQUEST_ID: &str = "x-request-id";
+
+/// A client's request id is echoed when it is short and printable; otherwise we make one.
+fn request_id(req: &Request) -> String {
+    req.header(REQUEST_ID)
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string())
+}
+
+async fn edge<E: Endpoint>(ep: Arc<E>, mut req: Request, documents: Arc<Documents>) -> poem::Result<Response> {
+    let rid = request_id(&req);
+    req.extensions_mut().insert(RequestId(rid.clone()));
+    let (method, path, query) =
+        (req.method().clone(), req.uri().path().to_owned(), req.uri().query().map(str::to_owned));
+    let mut response = match ep.call(req).await {
+        Ok(r) => r.into_response(),
+        Err(err) => problem_response(err, &documents, &method, &path, query.as_deref(), &rid),
+    };
+    if let Ok(v) = HeaderValue::from_str(&rid) {
+        response.headers_mut().insert(REQUEST_ID, v);
+    }
+    Ok(response)
+}
+
+fn problem_response(
+    err: poem::Error,
+    documents: &Documents,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    rid: &str,
+) -> Response {
+    let published = if path.starts_with("/v2/") { &documents.v2 } else { &documents.v1 };
+    let matched = published.match_path(path, method.as_str());
+    let mut allow = None;
+    let problem = if let Some(p) = err.downcast_ref::<Problem>() {
+        p.clone()
+    } else if let Some(e) = err.downcast_ref::<ParseParamError>() {
+        let received = query.and_then(|q| {
+            serde_urlencoded::from_str::<Vec<(String, String)>>(q)
+                .ok()?
+                .into_iter()
+                .rev()
+                .find(|(k, _)| k == e.name)
+                .map(|(_, v)| v)
+        });
+        let expected = matched.as_ref().and_then(|m| published.param_expectation(m.template, method.as_str(), e.name));
+        Problem::validation(FieldError {
+            location: ParamLocation::Query,
+            name: e.name.to_owned(),
+            reason: if received.is_none() { "is required".to_owned() } else { readable(&e.reason) },
+            expected,
+            received,
+        })
+    } else if let Some(e) = err.downcast_ref::<ParsePathError>() {
+        // poem-openapi names path parameters `param0`, `param1`…; the document knows their names.
+        let index = e.name.strip_prefix("param").and_then(|n| n.parse::<usize>().ok());
+        let name = matched.as_ref().and_then(|m| index.and_then(|i| m.params.get(i).copied())).unwrap_or(e.name);
+        let expected = matched.as_ref().and_then(|m| published.param_expectation(m.template, method.as_str(), name));
+        Problem::validation(FieldError {
+            location: ParamLocation::Path,
+            name: name.to_owned(),
+            reason: readable(&e.reason),
+            expected,
+            received: None,
+        })
+    } else if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
+        Problem::new(ErrorCode::ValidationError, format!("This API takes no request body: {}", e.reason))
+    } else if err.is::<MethodNotAllowedError>() || err.status() == StatusCode::METHOD_NOT_ALLOWED {
+        let methods = matched.map(|m| m.methods).unwrap_or_else(|| vec!["GET".to_owned()]);
+        allow = Some(methods.join(", "));
+        Problem::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{method} is not served on {path}; allowed: {}.", methods.join(", ")),
+        )
+    } else if err.is::<NotFoundError>() || err.status() == StatusCode::NOT_FOUND {
+        Problem::not_found(format!(
+            "No endpoint at {path}. The documents at /v1/openapi.json and /v2/openapi.json list every path."
+        ))
+    } else if err.status().is_client_error() {
+        Problem::new(ErrorCode::ValidationError, err.to_string())
+    } else {
+        tracing::error!(error = %err, %path, "unhandled error");
+        Problem::new(ErrorCode::InternalError, "The request failed on our side.")
+    };
+    let mut response = problem.into_response_with(rid);
+    if let Some(allow) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
+    response
+}
+
+/// poem-openapi's parse messages name Rust types; keep the part a caller can act on.
+fn readable(reason: &str) -> String {
+    reason.trim().to_owned()
+}

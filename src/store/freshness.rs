@@ -1,0 +1,73 @@
+//! Read queries: dataset state — the serving revision, the last ingestion run, watermarks, totals.
+use sea_orm::{
+    ConnectionTrait, DbErr, EntityTrait, FromQueryResult, PaginatorTrait, QueryOrder, QuerySelect,
+    sea_query::{Expr, ExprTrait, Func, SimpleExpr},
+};
+
+use super::entities::{data_revision, forum_topic, governance_event, ingestion_run, signal, source_watermark, voter};
+
+/// Totals over the published dataset.
+#[derive(Debug, Clone, Default, FromQueryResult)]
+pub struct Totals {
+    pub daos: i64,
+    pub proposals: i64,
+    pub upstream_votes: i64,
+    pub ingested_votes: i64,
+    pub delegates: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatasetState {
+    pub revision: Option<data_revision::Model>,
+    pub last_run: Option<ingestion_run::Model>,
+    pub watermarks: Vec<source_watermark::Model>,
+    pub totals: Totals,
+    pub voters: u64,
+    pub forum_topics: u64,
+    pub events: u64,
+    pub signals: u64,
+}
+
+/// The serving revision: the highest published one.
+pub async fn current_revision(db: &impl ConnectionTrait) -> Result<Option<data_revision::Model>, DbErr> {
+    data_revision::Entity::find().order_by_desc(data_revision::Column::Id).one(db).await
+}
+
+/// `CAST(COALESCE(SUM(col), 0) AS BIGINT)`: PostgreSQL sums bigints as numeric, and an empty
+/// table sums to NULL.
+fn sum0(col: impl sea_orm::sea_query::IntoColumnRef) -> SimpleExpr {
+    Expr::expr(Func::coalesce([Expr::col(col).sum(), Expr::val(0).into()])).cast_as("bigint")
+}
+
+pub async fn dataset_state(db: &impl ConnectionTrait) -> Result<DatasetState, DbErr> {
+    use super::entities::dao_summary::{Column as S, Entity as Summaries};
+    let revision = current_revision(db).await?;
+    let last_run = ingestion_run::Entity::find().order_by_desc(ingestion_run::Column::StartedMs).one(db).await?;
+    let watermarks = source_watermark::Entity::find()
+        .order_by_asc(source_watermark::Column::DaoId)
+        .order_by_asc(source_watermark::Column::Source)
+        .all(db)
+        .await?;
+    // Per-DAO counts are materialised at publication; the totals are their sums.
+    let totals = Summaries::find()
+        .select_only()
+        .column_as(Expr::col(S::DaoId).count(), "daos")
+        .column_as(sum0(S::Proposals), "proposals")
+        .column_as(sum0(S::UpstreamVotes), "upstream_votes")
+        .column_as(sum0(S::IngestedVotes), "ingested_votes")
+        .column_as(sum0(S::Delegates), "delegates")
+        .into_model::<Totals>()
+        .one(db)
+        .await?
+        .unwrap_or_default();
+    Ok(DatasetState {
+        revision,
+        last_run,
+        watermarks,
+        totals,
+        voters: voter::Entity::find().count(db).await?,
+        forum_topics: forum_topic::Entity::find().count(db).await?,
+        events: governance_event::Entity::find().count(db).await?,
+        signals: signal::Entity::find().count(db).await?,
+    })
+}

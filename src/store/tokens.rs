@@ -1,0 +1,68 @@
+//! Partner tokens. The token is shown once at creation; only its SHA-256 is stored, so a stolen
+//! database does not yield usable tokens.
+use base64::Engine;
+use rand::RngCore;
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, QueryOrder};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::entities::partner_token;
+
+/// Prefix that makes a leaked token recognisable (secret scanners, logs).
+pub const TOKEN_PREFIX: &str = "gdp_";
+
+pub fn hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Creates a token with `scopes` (already validated by the caller). Returns the row and the
+/// token, which is never stored or shown again.
+pub async fn create(
+    db: &impl ConnectionTrait,
+    name: &str,
+    scopes: &[&str],
+    now_ms: i64,
+) -> Result<(partner_token::Model, String), DbErr> {
+    let mut secret = [0u8; 32];
+    rand::rng().fill_bytes(&mut secret);
+    let token = format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret));
+    let row = partner_token::ActiveModel {
+        name: Set(name.to_owned()),
+        token_hash: Set(hash(&token)),
+        token_prefix: Set(token[..TOKEN_PREFIX.len() + 6].to_owned()),
+        scopes: Set(scopes.join(",")),
+        created_ms: Set(now_ms),
+        revoked_ms: Set(None),
+        last_used_ms: Set(None),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?;
+    Ok((row, token))
+}
+
+pub async fn list(db: &impl ConnectionTrait) -> Result<Vec<partner_token::Model>, DbErr> {
+    partner_token::Entity::find().order_by_asc(partner_token::Column::Id).all(db).await
+}
+
+/// Revokes token `id`; `Ok(false)` when there is no such token. Revoking twice keeps the first time.
+pub async fn revoke(db: &impl ConnectionTrait, id: i64, now_ms: i64) -> Result<bool, DbErr> {
+    let Some(row) = partner_token::Entity::find_by_id(id).one(db).await? else {
+        return Ok(false);
+    };
+    if row.revoked_ms.is_none() {
+        let mut active: partner_token::ActiveModel = row.into();
+        active.revoked_ms = Set(Some(now_ms));
+        active.update(db).await?;
+    }
+    Ok(true)
+}
+
+/// The live (not revoked) token matching `token`, if any.
+pub async fn find_live(db: &impl ConnectionTrait, token: &str) -> Result<Option<partner_token::Model>, DbErr> {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    let digest = hash(token);
+    let row = partner_token::Entity::find().filter(partner_token::Column::TokenHash.eq(digest.clone())).one(db).await?;
+    // The lookup is by hash, so timing reveals nothing about the token; compare in constant time anyway.
+    Ok(row.filter(|r| bool::from(r.token_hash.as_bytes().ct_eq(digest.as_bytes())) && r.revoked_ms.is_none()))
+}

@@ -1,0 +1,137 @@
+//! The published documents: committed, served and generated must agree, and each operation must
+//! carry what agents and SDK generators rely on.
+use govdata::{
+    api::Documents,
+    contract::{access::Prices, operations},
+};
+use serde_json::Value;
+
+use crate::{helpers::snapshot_settings, on_both_backends};
+
+fn committed(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+#[test]
+fn committed_documents_are_current() {
+    let documents = Documents::build(Prices::default());
+    let stale: Vec<&str> =
+        documents.files().into_iter().filter(|(name, content)| committed(name) != *content).map(|(n, _)| n).collect();
+    assert!(
+        stale.is_empty(),
+        "openapi/{} differ from what the code declares.\nRun `cargo run -p codegen`, review the diff, and commit it.",
+        stale.join(", openapi/")
+    );
+}
+
+#[test]
+fn documents_parse_as_openapi_3() {
+    for name in ["v1.json", "v2.json"] {
+        let doc: openapiv3::OpenAPI = serde_json::from_str(&committed(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(doc.openapi.starts_with("3."), "{name}");
+        assert!(!doc.paths.paths.is_empty(), "{name} has paths");
+    }
+    for name in ["v1.yaml", "v2.yaml"] {
+        let _: openapiv3::OpenAPI = serde_yaml::from_str(&committed(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
+fn every_operation_is_documented_for_agents() {
+    let documents = Documents::build(Prices::default());
+    let mut seen = Vec::new();
+    for published in [&documents.v1, &documents.v2] {
+        let doc = &published.json;
+        for (template, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {template} has an operationId"));
+                let (resource, verb) = id.split_once('_').unwrap_or_else(|| panic!("{id} is <resource>_<verb>"));
+                assert!(
+                    !resource.is_empty() && !verb.is_empty() && id.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{id}"
+                );
+                assert_eq!(op["tags"].as_array().map(Vec::len), Some(1), "{id}: exactly one tag");
+                assert!(op["summary"].as_str().is_some_and(|s| !s.is_empty()), "{id}: summary");
+                assert!(
+                    op["description"].as_str().is_some_and(|s| s.len() > 80),
+                    "{id}: a description an agent can decide on"
+                );
+                for p in op["parameters"].as_array().into_iter().flatten() {
+                    assert!(
+                        p["description"].as_str().is_some_and(|s| !s.is_empty()),
+                        "{id}: parameter {} described",
+                        p["name"]
+                    );
+                }
+                let decl = operations::find(published.version, id)
+                    .unwrap_or_else(|| panic!("{id} declared in contract::operations"));
+                let access = &op["x-govdata-access"];
+                match decl.tier() {
+                    None => assert_eq!(access["tier"], "free", "{id}"),
+                    Some(tier) => {
+                        assert_eq!(access["tier"], tier.as_str(), "{id}");
+                        assert!(access["price"].as_str().is_some_and(|p| p.parse::<u64>().is_ok()), "{id}: price");
+                        assert_eq!(op["security"][0]["partnerToken"], serde_json::json!([]), "{id}: security");
+                        for status in ["401", "402", "403"] {
+                            assert!(op["responses"][status].is_object(), "{id}: documents {status}");
+                        }
+                    }
+                }
+                let mut statuses = 0;
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    if status.starts_with('4') || status.starts_with('5') {
+                        statuses += 1;
+                        assert_eq!(
+                            response["content"]["application/problem+json"]["schema"]["$ref"],
+                            "#/components/schemas/Problem",
+                            "{id}: {status} uses the problem schema"
+                        );
+                    } else {
+                        assert!(
+                            response["content"]["application/json"]["schema"].is_object(),
+                            "{id}: {status} has a schema"
+                        );
+                    }
+                }
+                assert!(statuses >= 2, "{id}: error responses documented");
+                seen.push((published.version, id.to_owned()));
+            }
+        }
+        assert!(doc["components"]["schemas"]["Problem"]["example"].is_object(), "the problem schema has an example");
+        assert!(!published.json_text.contains("x-internal-token"), "the internal token is never published");
+    }
+    // The operation table and the documents list the same operations.
+    let mut declared: Vec<_> = operations::ALL.iter().map(|d| (d.version, d.id.to_owned())).collect();
+    declared.sort_by(|a, b| (a.0 as u8, &a.1).cmp(&(b.0 as u8, &b.1)));
+    seen.sort_by(|a, b| (a.0 as u8, &a.1).cmp(&(b.0 as u8, &b.1)));
+    assert_eq!(seen, declared);
+}
+
+#[test]
+fn document_snapshots() {
+    let documents = Documents::build(Prices::default());
+    snapshot_settings().bind(|| {
+        insta::assert_json_snapshot!("openapi_v1", documents.v1.json);
+        insta::assert_json_snapshot!("openapi_v2", documents.v2.json);
+    });
+}
+
+on_both_backends!(served_documents_equal_the_committed_ones, |app: crate::helpers::TestApp| async move {
+    for (path, file, content_type) in [
+        ("/v1/openapi.json", "v1.json", "application/json"),
+        ("/v1/openapi.yaml", "v1.yaml", "application/yaml"),
+        ("/v2/openapi.json", "v2.json", "application/json"),
+        ("/v2/openapi.yaml", "v2.yaml", "application/yaml"),
+    ] {
+        let r = app.get(path).await;
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.headers()["content-type"], content_type, "{path}");
+        assert_eq!(r.text().await.unwrap(), committed(file), "{path} serves openapi/{file}");
+    }
+    let docs = app.get("/docs").await.text().await.unwrap();
+    assert!(docs.contains("/docs/v1") && docs.contains("/docs/v2"));
+    let redoc = app.get("/docs/v1").await.text().await.unwrap();
+    assert!(redoc.contains("Redoc.init") && redoc.contains("x-govdata-access"), "the page shows the finished document");
+    let _: Value = serde_json::from_str(&committed("v1.json")).unwrap();
+});

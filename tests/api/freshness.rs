@@ -1,0 +1,33 @@
+use crate::{helpers::snapshot_settings, on_both_backends};
+
+on_both_backends!(system_freshness_reports_the_dataset, |app: crate::helpers::TestApp| async move {
+    let (status, body) = app.get_json("/v1/system/freshness").await;
+    assert_eq!(status, 200);
+    crate::daos::assert_no_floats(&body, "$");
+    let data = &body["data"];
+    assert_eq!(data["revision"]["id"], "1");
+    assert_eq!(data["revision"]["dataAsOf"], body["freshness"]["dataAsOf"]);
+    assert_eq!(data["lastRun"]["status"], "succeeded");
+    assert_eq!(data["lastRun"]["rowsSkipped"], "0");
+    let counts = &data["counts"];
+    assert_eq!(counts["daos"], "8");
+    assert_eq!(counts["proposals"], "131");
+    assert_eq!(counts["ingestedVotes"], "19970");
+    assert_eq!(counts["delegates"], "500");
+    let sources = data["sources"].as_array().unwrap();
+    assert!(sources.iter().any(|s| s["daoId"] == "arbitrum" && s["source"] == "snapshot"));
+    for s in sources {
+        let lag = s["lagSeconds"].as_str().unwrap();
+        assert!(lag.chars().all(|c| c.is_ascii_digit() || c == '.'), "{lag}");
+    }
+    snapshot_settings().bind(|| {
+        insta::assert_json_snapshot!("v1_system_freshness", body, {
+            ".data.revision.publishedAt" => "[publishedAt]",
+            ".data.lastRun.startedAt" => "[startedAt]",
+            ".data.lastRun.finishedAt" => "[finishedAt]",
+            ".data.lastRun.id" => "[runId]",
+            ".data.sources[].updatedAt" => "[updatedAt]",
+            ".data.sources[].lagSeconds" => "[lagSeconds]",
+        })
+    });
+});

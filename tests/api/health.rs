@@ -1,0 +1,24 @@
+use crate::on_both_backends;
+
+on_both_backends!(health_and_readiness, |app: crate::helpers::TestApp| async move {
+    let (status, body) = app.get_json("/healthz").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "ok");
+    let (status, body) = app.get_json("/readyz").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "ready");
+    assert!(["sqlite", "postgres"].contains(&body["store"].as_str().unwrap()));
+});
+
+on_both_backends!(request_ids, |app: crate::helpers::TestApp| async move {
+    let generated = app.get("/healthz").await;
+    let id = generated.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert_eq!(id.len(), 32, "a generated id is a UUID without dashes: {id}");
+    let echoed = app.client.get(app.url("/v1/daos")).header("x-request-id", "agent-run-42").send().await.unwrap();
+    assert_eq!(echoed.headers()["x-request-id"], "agent-run-42");
+    let body: serde_json::Value = echoed.json().await.unwrap();
+    assert_eq!(body["request"]["requestId"], "agent-run-42");
+    // A value that is not a short printable token is replaced, not echoed.
+    let replaced = app.client.get(app.url("/healthz")).header("x-request-id", "x".repeat(500)).send().await.unwrap();
+    assert_ne!(replaced.headers()["x-request-id"].to_str().unwrap(), "x".repeat(500));
+});

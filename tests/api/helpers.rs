@@ -1,0 +1,199 @@
+//! Test harness: a real server on 127.0.0.1:0 in front of a real store, on SQLite or PostgreSQL.
+//!
+//! Read-only tests share one database per backend per run, loaded once with the bundled sample.
+//! Tests that write get a database of their own. PostgreSQL databases are named
+//! `govdata_test_<unix seconds>_<pid>_<n>`, dropped when the run ends, and any left behind by an
+//! interrupted run over an hour ago are dropped at the next start.
+use std::{
+    net::SocketAddr,
+    sync::{
+        Mutex, OnceLock,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use govdata::config::{ServeArgs, Settings};
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The PostgreSQL server tests use (trust authentication).
+pub fn pg_base_url() -> String {
+    std::env::var("GOVDATA_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
+}
+
+static CREATED_PG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+#[ctor::dtor]
+fn drop_test_databases() {
+    let names = std::mem::take(&mut *CREATED_PG.lock().unwrap_or_else(|e| e.into_inner()));
+    if names.is_empty() {
+        return;
+    }
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+    rt.block_on(async {
+        if let Ok(admin) = Database::connect(format!("{}/postgres", pg_base_url())).await {
+            for name in names {
+                let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
+            }
+        }
+    });
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A new, empty database URL on `backend`.
+pub async fn fresh_database(backend: Backend) -> String {
+    let n = SEQ.fetch_add(1, Ordering::SeqCst);
+    match backend {
+        Backend::Sqlite => {
+            let dir = tempdir_for_run();
+            format!("sqlite://{}/test_{n}.db", dir.display())
+        }
+        Backend::Postgres => {
+            let admin = Database::connect(format!("{}/postgres", pg_base_url()))
+                .await
+                .expect("PostgreSQL must be running on 127.0.0.1:5432 (set GOVDATA_TEST_PG_URL to use another)");
+            drop_stale(&admin).await;
+            let name = format!("govdata_test_{}_{}_{n}", unix_now(), std::process::id());
+            admin.execute_unprepared(&format!("CREATE DATABASE \"{name}\"")).await.expect("create test database");
+            CREATED_PG.lock().unwrap_or_else(|e| e.into_inner()).push(name.clone());
+            format!("{}/{name}", pg_base_url())
+        }
+    }
+}
+
+/// Drops test databases an interrupted run left behind (over an hour old).
+async fn drop_stale(admin: &DatabaseConnection) {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    if ONCE.set(()).is_err() {
+        return;
+    }
+    let rows = admin
+        .query_all_raw(sea_orm::Statement::from_string(
+            admin.get_database_backend(),
+            "SELECT datname FROM pg_database WHERE datname LIKE 'govdata_test_%'",
+        ))
+        .await
+        .unwrap_or_default();
+    for row in rows {
+        let Ok(name) = row.try_get::<String>("", "datname") else { continue };
+        let created: u64 = name.split('_').nth(2).and_then(|t| t.parse().ok()).unwrap_or(u64::MAX);
+        if created.saturating_add(3600) < unix_now() {
+            let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
+        }
+    }
+}
+
+fn tempdir_for_run() -> &'static std::path::Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir")).path()
+}
+
+/// The shared database of `backend`, created and loaded with the bundled sample once per run.
+/// Loading runs on its own thread and runtime: each test has its own runtime, and a pool must not
+/// outlive the runtime that made it.
+pub fn sample_database(backend: Backend) -> String {
+    static SQLITE: OnceLock<String> = OnceLock::new();
+    static POSTGRES: OnceLock<String> = OnceLock::new();
+    let cell = match backend {
+        Backend::Sqlite => &SQLITE,
+        Backend::Postgres => &POSTGRES,
+    };
+    cell.get_or_init(|| {
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async {
+                let url = fresh_database(backend).await;
+                let db = govdata::store::connect(&url).await.expect("connect");
+                govdata::sample::import_if_empty(&db).await.expect("import the sample");
+                db.close().await.ok();
+                url
+            })
+        })
+        .join()
+        .expect("loading the sample")
+    })
+    .clone()
+}
+
+/// A running server.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.expect("request")
+    }
+
+    /// GET returning status and JSON body.
+    pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
+        let response = self.get(path).await;
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(serde_json::Value::Null);
+        (status, body)
+    }
+}
+
+/// Starts a server over the shared sample database of `backend`.
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_on(sample_database(backend)).await
+}
+
+/// Starts a server over the database at `url` (migrated, not loaded).
+pub async fn spawn_app_on(url: String) -> TestApp {
+    let db = govdata::store::connect(&url).await.expect("connect");
+    let args = ServeArgs { addr: "127.0.0.1:0".parse().expect("addr"), ..ServeArgs::default() };
+    let (server, addr) =
+        govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");
+    tokio::spawn(server);
+    TestApp { addr, client: reqwest::Client::new() }
+}
+
+/// Runs a test body on both backends: `both!(name, |app| async move { ... })`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test]
+            async fn sqlite() {
+                let app = $crate::helpers::spawn_app($crate::helpers::Backend::Sqlite).await;
+                ($body)(app).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let app = $crate::helpers::spawn_app($crate::helpers::Backend::Postgres).await;
+                ($body)(app).await;
+            }
+        }
+    };
+}
+
+/// insta settings: snapshots in the top-level `snapshots/`, volatile values redacted.
+pub fn snapshot_settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path("../../snapshots");
+    s.set_prepend_module_to_snapshot(false);
+    s.add_redaction(".request.requestId", "[requestId]");
+    s.add_redaction(".freshness.generatedAt", "[generatedAt]");
+    s.add_redaction(".meta.freshness.generatedAt", "[generatedAt]");
+    s
+}
