@@ -138,6 +138,18 @@ fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
     serde_urlencoded::from_str(query).unwrap_or_default()
 }
 
+/// A v1 list page: legacy pagination with a total.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+pub struct V1Page<T: ParseFromJSON + ToJSON + Type> {
+    pub items: Vec<T>,
+    /// Rows in the whole list for these filters, whatever the page.
+    pub total: u64,
+    /// Page size applied.
+    pub limit: u32,
+    /// Rows skipped.
+    pub offset: u64,
+}
+
 /// Rows of a v2 page.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 pub struct V2Items<T: ParseFromJSON + ToJSON + Type> {

@@ -74,15 +74,29 @@ macro_rules! operations {
 }
 
 use Access::{Free, Paid};
-use Tier::Standard;
+use Tier::{Plus, Standard};
 
 operations! {
     /// `GET /v1/meta/pricing`
     PricingGetV1 = "pricing_get", V1, Free, [];
     /// `GET /v1/daos`
     DaosListV1 = "daos_list", V1, Free, [ValidationError];
+    /// `GET /v1/activity`
+    ActivityListV1 = "activity_list", V1, Paid(Standard), [ValidationError];
+    /// `GET /v1/governance-events`
+    EventsListV1 = "events_list", V1, Paid(Standard), [ValidationError];
+    /// `GET /v1/governance-signals`
+    SignalsListV1 = "signals_list", V1, Paid(Standard), [ValidationError];
+    /// `GET /v1/proposals/lookup`
+    ProposalsLookupV1 = "proposals_lookup", V1, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v1/system/freshness`
     FreshnessGetV1 = "freshness_get", V1, Paid(Standard), [];
+    /// `GET /v1/daos/{daoId}/brief`
+    BriefGetV1 = "brief_get", V1, Paid(Standard), [ValidationError, NotFound];
+    /// `GET /v1/daos/{daoId}/proposals/{source}/{externalId}/evidence`
+    EvidenceGetV1 = "evidence_get", V1, Paid(Plus), [ValidationError, NotFound];
+    /// `GET /v1/items/{kind}/{externalId}`
+    ItemsGetV1 = "items_get", V1, Paid(Standard), [ValidationError, NotFound, AmbiguousIdentifier];
     /// `GET /v2/daos/{daoId}`
     DaosGetV2 = "daos_get", V2, Paid(Standard), [ValidationError, NotFound];
 }

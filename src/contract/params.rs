@@ -15,7 +15,7 @@ use poem_openapi::{
 
 use super::{
     envelope::{AdjustmentReason, V1Request},
-    limits::PageSizeDecl,
+    limits::{PageSizeDecl, Window},
 };
 
 /// Document metadata wants `&'static str`; texts built from declarations are interned so each
@@ -164,6 +164,59 @@ impl V1Offset {
         req.applied(name, applied);
         applied
     }
+}
+
+/// v1 `start_ms` / `end_ms`: epoch milliseconds (UTC). Any integer parses; the window is
+/// clamped by [`resolve_v1_window`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V1EpochMs(pub i64);
+
+impl Type for V1EpochMs {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        "v1_epoch_ms".into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        let mut s = MetaSchema::new_with_format("integer", "int64");
+        s.description = Some("Epoch milliseconds, UTC.");
+        s.example = Some(1_767_225_600_000_i64.into());
+        MetaSchemaRef::Inline(Box::new(s))
+    }
+
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        Box::new(self.as_raw_value().into_iter())
+    }
+}
+
+impl ParseFromParameter for V1EpochMs {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self(parse_saturating(value).map_err(ParseError::custom)?))
+    }
+}
+
+/// The effective v1 window `[start, end]` in epoch ms. A window longer than `window` keeps its end
+/// and moves its start forward; a start after the end is moved to the end. Each change is recorded.
+pub fn resolve_v1_window(start: (&str, i64), end: (&str, i64), window: Window, req: &mut V1Request) -> (i64, i64) {
+    let ((start_name, received_start), (end_name, end_ms)) = (start, end);
+    let mut start_ms = received_start;
+    if start_ms > end_ms {
+        start_ms = end_ms;
+        req.adjust(start_name, received_start, start_ms, AdjustmentReason::ClampedToMax);
+    } else if end_ms.saturating_sub(start_ms) > window.max_ms() {
+        start_ms = end_ms - window.max_ms();
+        req.adjust(start_name, received_start, start_ms, AdjustmentReason::WindowClampedToMax);
+    }
+    req.applied(start_name, start_ms);
+    req.applied(end_name, end_ms);
+    (start_ms, end_ms)
 }
 
 /// v2 `limit`: `1..=max`, anything else is VALIDATION_ERROR.

@@ -1,5 +1,6 @@
 //! Import tests on a fresh SQLite file, and on PostgreSQL when `GOVDATA_TEST_PG` names a server
-//! (a base URL such as `postgres://postgres@127.0.0.1:5432`).
+//! (a base URL such as `postgres://postgres@127.0.0.1:5432`, optionally with a query part such
+//! as `?host=/var/run/postgresql`). The PostgreSQL test creates and drops its own database.
 use std::time::Instant;
 
 use sea_orm::{ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, QueryFilter, Statement};
@@ -140,12 +141,14 @@ async fn bundled_sample_on_postgres() {
         eprintln!("GOVDATA_TEST_PG not set: skipping the PostgreSQL import test");
         return;
     };
+    // A query part (e.g. `?host=/var/run/postgresql` for the Unix socket) applies to both URLs.
+    let (base, query) = base.split_once('?').map_or((base.as_str(), String::new()), |(b, q)| (b, format!("?{q}")));
     let base = base.trim_end_matches('/');
     let name = format!("govdata_test_{}_{}", std::process::id(), publish::now_ms());
-    let admin = Database::connect(format!("{base}/postgres")).await.unwrap();
+    let admin = Database::connect(format!("{base}/postgres{query}")).await.unwrap();
     admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
 
-    let db = store::connect(&format!("{base}/{name}")).await.unwrap();
+    let db = store::connect(&format!("{base}/{name}{query}")).await.unwrap();
     // Run the checks in a task so a failed assertion still reaches the DROP below.
     let outcome = tokio::spawn(async move {
         let elapsed = import_and_check_bundled(&db).await;

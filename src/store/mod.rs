@@ -8,6 +8,7 @@ pub mod freshness;
 pub mod keys;
 pub mod migration;
 pub mod publish;
+pub mod tally;
 pub mod tokens;
 
 use std::time::Duration;

@@ -1,29 +1,17 @@
 //! `GET /v1/daos`: the covered DAOs.
 use poem::web::Data;
-use poem_openapi::{Object, OpenApi, param::Query, payload::Json};
+use poem_openapi::{OpenApi, param::Query, payload::Json};
 
 use super::V1Tag;
 use crate::api::{AppState, model::Dao};
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
     errors::ApiError,
     limits::MostLists,
     operations::DaosListV1 as Op,
     params::{V1Limit, V1Offset},
 };
 use crate::store;
-
-/// A page of DAOs with legacy pagination.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-pub struct DaoList {
-    pub items: Vec<Dao>,
-    /// DAOs in the whole list, whatever the page.
-    pub total: u64,
-    /// Page size applied.
-    pub limit: u32,
-    /// Rows skipped.
-    pub offset: u64,
-}
 
 pub struct Api;
 
@@ -44,13 +32,13 @@ impl Api {
         limit: Query<Option<V1Limit<MostLists>>>,
         /// Rows to skip.
         offset: Query<Option<V1Offset>>,
-    ) -> Result<Json<V1Envelope<DaoList>>, ApiError<Op>> {
+    ) -> Result<Json<V1Envelope<V1Page<Dao>>>, ApiError<Op>> {
         let mut req = req;
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
         let (rows, total) = store::daos::list(&state.db, u64::from(limit), offset).await?;
         let revision = store::freshness::current_revision(&state.db).await?;
-        let data = DaoList { items: rows.into_iter().map(Dao::from_record).collect(), total, limit, offset };
+        let data = V1Page { items: rows.into_iter().map(Dao::from_record).collect(), total, limit, offset };
         Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
     }
 }
