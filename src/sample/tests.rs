@@ -1,4 +1,4 @@
-//! Import tests on a fresh SQLite file, and on PostgreSQL when `GOVDATA_TEST_PG` names a server
+//! Import tests on a fresh SQLite file and on PostgreSQL (`GOVDATA_TEST_PG_URL`, default the local server)
 //! (a base URL such as `postgres://postgres@127.0.0.1:5432`, optionally with a query part such
 //! as `?host=/var/run/postgresql`). The PostgreSQL test creates and drops its own database.
 use std::time::Instant;
@@ -137,14 +137,14 @@ async fn bundled_sample_on_sqlite() {
 
 #[tokio::test]
 async fn bundled_sample_on_postgres() {
-    let Ok(base) = std::env::var("GOVDATA_TEST_PG") else {
-        eprintln!("GOVDATA_TEST_PG not set: skipping the PostgreSQL import test");
-        return;
-    };
+    // The same server the API tests use; the run fails, never skips, when it is unreachable.
+    let base = std::env::var("GOVDATA_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
     // A query part (e.g. `?host=/var/run/postgresql` for the Unix socket) applies to both URLs.
     let (base, query) = base.split_once('?').map_or((base.as_str(), String::new()), |(b, q)| (b, format!("?{q}")));
     let base = base.trim_end_matches('/');
-    let name = format!("govdata_test_{}_{}", std::process::id(), publish::now_ms());
+    // `govdata_test_<unix seconds>_...`: the API tests' cleanup reads the third part as the
+    // creation time and drops databases older than an hour.
+    let name = format!("govdata_test_{}_{}_sample", publish::now_ms() / 1000, std::process::id());
     let admin = Database::connect(format!("{base}/postgres{query}")).await.unwrap();
     admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
 
@@ -185,7 +185,7 @@ async fn malformed_rows_are_reported_and_skipped() {
         format!("UNI,{P},0xECC2a9240268BC7a26386ecB49E1Befca2706AC9,abc,1,2025-12-03"),
         format!("UNI,{P},0x3FB1977194707262,2504102.9694649545,1,2025-12-05"),
         format!("UNI,{P},0xB933AEe47C438f22DE0747D57fc239FE37878Dd1,1,1,2025-12-03,extra"),
-        format!("UNI,0xfeed,0xB933AEe47C438f22DE0747D57fc239FE37878Dd1,1,1,2025-12-03"),
+        "UNI,0xfeed,0xB933AEe47C438f22DE0747D57fc239FE37878Dd1,1,1,2025-12-03".to_owned(),
         format!("UNI,{P},0xB933AEe47C438f22DE0747D57fc239FE37878Dd1,5.7e-05,\"{{'2': 1}}\",2025-12-03"),
     ];
     let dir = write_dir(
