@@ -95,6 +95,10 @@ fn every_operation_is_documented_for_agents() {
                     }
                 }
                 assert!(statuses >= 2, "{id}: error responses documented");
+                assert!(
+                    has_example(doc, &op["responses"]["200"]["content"]["application/json"]["schema"], 0),
+                    "{id}: an example"
+                );
                 seen.push((published.version, id.to_owned()));
             }
         }
@@ -106,6 +110,23 @@ fn every_operation_is_documented_for_agents() {
     declared.sort_by(|a, b| (a.0 as u8, &a.1).cmp(&(b.0 as u8, &b.1)));
     seen.sort_by(|a, b| (a.0 as u8, &a.1).cmp(&(b.0 as u8, &b.1)));
     assert_eq!(seen, declared);
+}
+
+/// Whether the response schema carries an example on it or on the payload it wraps (`data`,
+/// `data.items[]`), following `$ref`s.
+fn has_example(doc: &Value, schema: &Value, depth: u8) -> bool {
+    let schema = match schema["$ref"].as_str() {
+        Some(r) => &doc["components"]["schemas"][r.rsplit('/').next().unwrap()],
+        None => schema,
+    };
+    if schema.get("example").is_some() {
+        return true;
+    }
+    depth < 4
+        && ["data", "items"].iter().any(|p| {
+            let member = &schema["properties"][p];
+            has_example(doc, if member["type"] == "array" { &member["items"] } else { member }, depth + 1)
+        })
 }
 
 #[test]

@@ -22,3 +22,23 @@ on_both_backends!(request_ids, |app: crate::helpers::TestApp| async move {
     let replaced = app.client.get(app.url("/healthz")).header("x-request-id", "x".repeat(500)).send().await.unwrap();
     assert_ne!(replaced.headers()["x-request-id"].to_str().unwrap(), "x".repeat(500));
 });
+
+/// With its database gone, the server says so: readiness fails and reads answer 503 problems,
+/// never a 500 or a hang.
+#[tokio::test]
+async fn a_lost_store_is_unavailable_not_an_error() {
+    use sea_orm::ConnectionTrait;
+    let url = crate::helpers::fresh_database(crate::helpers::Backend::Postgres).await;
+    let app = crate::helpers::spawn_app_on(url.clone()).await;
+    assert_eq!(app.get("/readyz").await.status(), 200);
+    let name = url.rsplit('/').next().unwrap().to_owned();
+    let admin = sea_orm::Database::connect(format!("{}/postgres", crate::helpers::pg_base_url())).await.unwrap();
+    admin.execute_unprepared(&format!("DROP DATABASE \"{name}\" WITH (FORCE)")).await.unwrap();
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status(), 503);
+    assert_eq!(ready.headers()["content-type"], "application/problem+json");
+    let (status, body) = app.get_json("/v1/daos").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "UNAVAILABLE");
+    assert_eq!(app.get("/healthz").await.status(), 200, "the process itself is up");
+}

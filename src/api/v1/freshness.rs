@@ -74,7 +74,7 @@ pub struct DatasetCounts {
 
 /// Dataset state.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct SystemFreshness {
     /// The serving revision; absent before the first publication.
     pub revision: Option<Revision>,
@@ -83,6 +83,50 @@ pub struct SystemFreshness {
     /// Watermarks per DAO and source.
     pub sources: Vec<SourceFreshness>,
     pub counts: DatasetCounts,
+}
+
+impl poem_openapi::types::Example for SystemFreshness {
+    fn example() -> Self {
+        let at = "2026-03-26T00:00:00.000Z".to_owned();
+        Self {
+            revision: Some(Revision {
+                id: "1".to_owned(),
+                published_at: "2026-11-22T10:00:00.000Z".to_owned(),
+                data_as_of: at.clone(),
+                summary: "sample import (run 1)".to_owned(),
+            }),
+            last_run: Some(Run {
+                id: "1".to_owned(),
+                trigger: "import".to_owned(),
+                status: "succeeded".to_owned(),
+                started_at: "2026-11-22T09:59:58.000Z".to_owned(),
+                finished_at: Some("2026-11-22T10:00:00.000Z".to_owned()),
+                rows_written: "27119".to_owned(),
+                rows_skipped: "0".to_owned(),
+                error: None,
+            }),
+            sources: vec![SourceFreshness {
+                dao_id: "arbitrum".to_owned(),
+                source: "snapshot".to_owned(),
+                data_as_of: Some(at),
+                lag_seconds: Some("20995200".to_owned()),
+                last_status: Some("succeeded".to_owned()),
+                last_error: None,
+                updated_at: "2026-11-22T10:00:00.000Z".to_owned(),
+            }],
+            counts: DatasetCounts {
+                daos: "8".to_owned(),
+                proposals: "131".to_owned(),
+                upstream_votes: "120103".to_owned(),
+                ingested_votes: "19970".to_owned(),
+                voters: "6488".to_owned(),
+                delegates: "500".to_owned(),
+                forum_topics: "0".to_owned(),
+                governance_events: "0".to_owned(),
+                signals: "0".to_owned(),
+            },
+        }
+    }
 }
 
 pub struct Api;

@@ -87,13 +87,55 @@ pub struct PricedEndpoint {
 
 /// Prices and terms of every paid endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 pub struct Pricing {
     pub x402: X402Terms,
     pub partner_token: PartnerTokenTerms,
     pub tiers: Vec<TierPrice>,
     /// Every paid endpoint of v1 and v2.
     pub endpoints: Vec<PricedEndpoint>,
+}
+
+impl poem_openapi::types::Example for Pricing {
+    fn example() -> Self {
+        use crate::contract::access::{DEFAULT_PRICE_STANDARD, DEFAULT_X402_ASSET, DEFAULT_X402_NETWORK};
+        Pricing {
+            x402: X402Terms {
+                versions: X402_VERSIONS.to_vec(),
+                scheme: X402_SCHEME.to_owned(),
+                network: DEFAULT_X402_NETWORK.to_owned(),
+                network_v1: v1_network_name(DEFAULT_X402_NETWORK).map(str::to_owned),
+                asset: DEFAULT_X402_ASSET.to_owned(),
+                asset_name: "USDC".to_owned(),
+                asset_version: "2".to_owned(),
+                asset_decimals: DEFAULT_ASSET_DECIMALS,
+                pay_to: Some("0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC".to_owned()),
+                payments_enabled: true,
+            },
+            partner_token: PartnerTokenTerms {
+                header: PARTNER_TOKEN_HEADER.to_owned(),
+                scopes: vec![ScopeGrant {
+                    scope: Scope::V1Standard,
+                    version: Version::V1,
+                    tiers: vec![Tier::Standard],
+                }],
+            },
+            tiers: vec![TierPrice {
+                tier: Tier::Standard,
+                price: DEFAULT_PRICE_STANDARD.to_string(),
+                price_decimal: "0.001".to_owned(),
+            }],
+            endpoints: vec![PricedEndpoint {
+                method: "GET".to_owned(),
+                path: "/v1/system/freshness".to_owned(),
+                operation_id: "freshness_get".to_owned(),
+                version: Version::V1,
+                tier: Tier::Standard,
+                price: DEFAULT_PRICE_STANDARD.to_string(),
+                scopes: Scope::accepted(Version::V1, Tier::Standard),
+            }],
+        }
+    }
 }
 
 pub struct Api;
