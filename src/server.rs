@@ -20,6 +20,7 @@ use crate::api::{self, AppState, Documents};
 use crate::config::Settings;
 use crate::contract::{
     access::Version,
+    cursor::CursorCodec,
     document::Published,
     envelope::RequestId,
     errors::{ErrorCode, FieldError, ParamLocation, Problem},
@@ -61,7 +62,11 @@ pub async fn bind(
         .ok_or_else(|| anyhow::anyhow!("the listener has no socket address"))?;
     let settings = settings(bound);
     let documents = Arc::new(Documents::build(settings.prices()));
-    let state = AppState { db, settings: Arc::new(settings), documents };
+    let secret = match &settings.payments.cursor_secret {
+        Some(configured) => configured.as_bytes().to_vec(),
+        None => crate::store::settings::cursor_secret(&db).await?,
+    };
+    let state = AppState { db, settings: Arc::new(settings), documents, cursors: CursorCodec::new(&secret) };
     let server = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(
         app(state),
         async {

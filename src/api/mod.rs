@@ -13,6 +13,7 @@ use sea_orm::DatabaseConnection;
 use crate::config::Settings;
 use crate::contract::{
     access::{Prices, Version},
+    cursor::CursorCodec,
     document::Published,
 };
 
@@ -26,6 +27,8 @@ pub struct AppState {
     pub db: DatabaseConnection,
     pub settings: Arc<Settings>,
     pub documents: Arc<Documents>,
+    /// Signs and checks v2 cursors.
+    pub cursors: CursorCodec,
 }
 
 /// Both finished documents.
@@ -61,11 +64,15 @@ impl Documents {
     }
 }
 
-pub type V1Apis = (v1::pricing::Api, v1::daos::Api, v1::freshness::Api);
+pub type V1Apis = (v1::pricing::Api, v1::daos::Api, v1::freshness::Api, v1::events::Api, v1::activity::Api, v1::brief::Api, v1::lookup::Api, v1::items::Api, v1::evidence::Api, v1::signals::Api);
 pub type V2Apis = v2::daos::Api;
 
 pub fn v1_service() -> OpenApiService<V1Apis, ()> {
-    OpenApiService::new((v1::pricing::Api, v1::daos::Api, v1::freshness::Api), "govdata v1", V1_DOC_VERSION)
+    OpenApiService::new(
+        (v1::pricing::Api, v1::daos::Api, v1::freshness::Api, v1::events::Api, v1::activity::Api, v1::brief::Api, v1::lookup::Api, v1::items::Api, v1::evidence::Api, v1::signals::Api),
+        "govdata v1",
+        V1_DOC_VERSION,
+    )
 }
 
 pub fn v2_service() -> OpenApiService<V2Apis, ()> {

@@ -62,3 +62,32 @@ impl PageSizeDecl for ProposalVotes {
     const SIZE: PageSize = PROPOSAL_VOTES;
     const NAME: &'static str = "ProposalVotes";
 }
+
+/// Proposal lookup, items and evidence (`/v1/proposals/lookup`, `/v1/items/…`, `…/evidence`).
+pub mod lookup {
+    /// Alternatives listed beside the best match of a lookup.
+    pub const ALTERNATIVES: usize = 5;
+    /// Title lookup: rows the full-text index returns (ranked by bm25 on SQLite, `ts_rank` on
+    /// PostgreSQL) before confidence is computed and the final order applied.
+    pub const TITLE_CANDIDATES: u64 = 100;
+    /// Title lookup: words of the query used; further words are ignored.
+    pub const TITLE_MAX_WORDS: usize = 16;
+    /// Title lookup confidence, a documented rule over word overlap (never a backend score):
+    /// `QUERY_WEIGHT × (query words found in the title ÷ query words)
+    ///  + TITLE_WEIGHT × (title words matched by a query word ÷ title words)`,
+    /// a query word matching every title word it is a prefix of; rounded half-even to
+    /// `CONFIDENCE_DECIMALS`. URL and external-id matches have confidence 1.
+    pub const CONFIDENCE_QUERY_WEIGHT: &str = "0.8";
+    pub const CONFIDENCE_TITLE_WEIGHT: &str = "0.2";
+    pub const CONFIDENCE_DECIMALS: i64 = 4;
+    /// Items: rows an external id may match before the answer is AMBIGUOUS_IDENTIFIER; candidates listed.
+    pub const ITEM_CANDIDATES: u64 = 20;
+    /// Characters of a forum topic's first post shown as its excerpt.
+    pub const EXCERPT_CHARS: usize = 500;
+    /// Evidence: the largest votes listed (by voting power).
+    pub const EVIDENCE_LARGEST_VOTES: usize = 10;
+    /// Evidence: governance events of the proposal in its timeline.
+    pub const EVIDENCE_EVENTS: u64 = 100;
+    /// Evidence: linked forum topics listed.
+    pub const EVIDENCE_TOPICS: u64 = 20;
+}

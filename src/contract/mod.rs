@@ -2,10 +2,13 @@
 //! tiers, scopes and prices, the operation table, parameter types, and the published documents.
 //! Routing, validation, the documents, `/v1/meta/pricing` and the access gate all read from here.
 pub mod access;
+pub mod cursor;
 pub mod document;
 pub mod envelope;
 pub mod errors;
+pub mod events;
 pub mod limits;
 pub mod operations;
 pub mod params;
+pub mod signals;
 pub mod time;

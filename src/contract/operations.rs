@@ -97,6 +97,8 @@ operations! {
     EvidenceGetV1 = "evidence_get", V1, Paid(Plus), [ValidationError, NotFound];
     /// `GET /v1/items/{kind}/{externalId}`
     ItemsGetV1 = "items_get", V1, Paid(Standard), [ValidationError, NotFound, AmbiguousIdentifier];
+    /// `GET /v2/daos`
+    DaosListV2 = "daos_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
     /// `GET /v2/daos/{daoId}`
     DaosGetV2 = "daos_get", V2, Paid(Standard), [ValidationError, NotFound];
 }

@@ -23,6 +23,15 @@ pub async fn list(db: &impl ConnectionTrait, limit: u64, offset: u64) -> Result<
     Ok((attach(db, daos).await?, total))
 }
 
+/// Up to `limit` DAOs ordered by id, after `after` (keyset: page 1,000 costs what page 1 costs).
+pub async fn list_after(db: &impl ConnectionTrait, after: Option<&str>, limit: u64) -> Result<Vec<DaoRecord>, DbErr> {
+    let mut query = dao::Entity::find().order_by_asc(dao::Column::Id).limit(limit);
+    if let Some(after) = after {
+        query = query.filter(dao::Column::Id.gt(after));
+    }
+    attach(db, query.all(db).await?).await
+}
+
 /// One DAO by its slug.
 pub async fn get(db: &impl ConnectionTrait, id: &str) -> Result<Option<DaoRecord>, DbErr> {
     let Some(dao) = dao::Entity::find_by_id(id.to_owned()).one(db).await? else {

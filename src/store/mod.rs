@@ -1,13 +1,21 @@
 //! The data layer: sea-orm entities, migrations, and the read queries grouped by resource.
 //! Nothing here knows about HTTP.
+pub mod activity;
 pub mod address;
+pub mod brief;
 pub mod daos;
 pub mod decimal;
 pub mod entities;
+pub mod events;
+pub mod evidence;
 pub mod freshness;
+pub mod items;
 pub mod keys;
 pub mod migration;
 pub mod publish;
+pub mod search;
+pub mod signals;
+pub mod settings;
 pub mod tally;
 pub mod tokens;
 

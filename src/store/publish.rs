@@ -67,6 +67,7 @@ where
     exec(&txn, CLEAR_VOTER_STATS, []).await?;
     exec(&txn, RECOMPUTE_VOTER_STATS, []).await?;
     exec(&txn, RECOMPUTE_PROPOSAL_COUNTS, []).await?;
+    super::events::derive(&txn, now_ms()).await?;
     let now = now_ms();
     let revision = data_revision::ActiveModel {
         published_ms: Set(now),
@@ -79,6 +80,7 @@ where
     .await?;
     exec(&txn, CLEAR_SUMMARIES, []).await?;
     exec(&txn, RECOMPUTE_SUMMARIES, [revision.id.into()]).await?;
+    super::signals::compute(&txn, &revision).await?;
     exec(&txn, LINK_RUN, [revision.id.into(), run_id.into()]).await?;
     txn.commit().await?;
     Ok(revision)

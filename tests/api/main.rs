@@ -1,11 +1,19 @@
 //! One integration-test binary: a real server, a real store, over HTTP. A module per area.
 mod helpers;
 
+mod activity;
+mod brief;
 mod cli;
 mod daos;
 mod documents;
 mod errors;
+mod events;
+mod evidence;
 mod freshness;
 mod health;
 mod import;
+mod items;
+mod lookup;
 mod pricing;
+mod signals;
+mod v2_daos;

@@ -1,7 +1,14 @@
 //! The stable v1 surface.
+pub mod activity;
+pub mod brief;
 pub mod daos;
+pub mod events;
+pub mod evidence;
 pub mod freshness;
+pub mod items;
+pub mod lookup;
 pub mod pricing;
+pub mod signals;
 
 use poem_openapi::Tags;
 
@@ -14,4 +21,17 @@ pub enum V1Tag {
     Daos,
     /// Dataset state: ingestion runs, watermarks and the serving data revision.
     Freshness,
+    /// Dated governance events (proposals created, opened, closed, executed; notable votes; forum
+    /// topics), each citing its source, for timelines and alerting.
+    Events,
+    /// Recent cross-DAO activity, events and signals in one feed, for summarising and monitoring.
+    Activity,
+    /// Proposals: find one by URL, external id or title; evidence-rich detail with exact tallies,
+    /// the largest votes and a citation for every fact.
+    Proposals,
+    /// One normalized item (a proposal or a forum topic) by kind and upstream id.
+    Items,
+    /// Curated governance signals computed by documented rules (close races, quorum, decisive
+    /// voters, turnout, outcomes, new authors, forum spikes), each with its evidence.
+    Signals,
 }

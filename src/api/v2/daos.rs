@@ -1,13 +1,20 @@
-//! `GET /v2/daos/{daoId}`: one covered DAO.
+//! `GET /v2/daos` and `GET /v2/daos/{daoId}`: the covered DAOs.
 use poem::web::Data;
-use poem_openapi::{OpenApi, param::Path, payload::Json};
+use poem_openapi::{
+    OpenApi,
+    param::{Path, Query},
+    payload::Json,
+};
 
 use super::V2Tag;
 use crate::api::{AppState, model::Dao};
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V2Single},
+    cursor::QueryShape,
+    envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta, V2Single},
     errors::{ApiError, Problem},
-    operations::DaosGetV2 as Op,
+    limits::MostLists,
+    operations::{DaosGetV2 as Op, DaosListV2},
+    params::V2Limit,
 };
 use crate::store;
 
@@ -15,6 +22,44 @@ pub struct Api;
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Daos")]
 impl Api {
+    /// List covered DAOs
+    ///
+    /// The DAOs this service covers, ordered by `daoId`, each with its data sources and their
+    /// watermarks, exact counts (upstream vote totals and ingested votes kept apart) and
+    /// freshness. Keyset-paginated: pass `meta.page.nextCursor` back as `cursor` with the same
+    /// `limit` until `hasMore` is false. No totals.
+    #[oai(path = "/daos", method = "get", operation_id = "daos_list")]
+    async fn daos_list(
+        &self,
+        state: Data<&AppState>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged. Cursors are bound to the data
+        /// revision: after a publication, restart from the first page.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<Dao>>, ApiError<DaosListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let shape = QueryShape { endpoint: "daos_list", filters: vec![], limit };
+        let revision = store::freshness::current_revision(&state.db).await?;
+        let revision_id = revision.as_ref().map_or(0, |r| r.id);
+        let after = match cursor.0.as_deref() {
+            Some(c) => state.cursors.decode(c, &shape, revision_id)?.into_iter().next(),
+            None => None,
+        };
+        let mut rows = store::daos::list_after(&state.db, after.as_deref(), u64::from(limit) + 1).await?;
+        let has_more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next_cursor =
+            has_more.then(|| rows.last().map(|r| state.cursors.encode(&shape, revision_id, vec![r.dao.id.clone()]))).flatten();
+        Ok(Json(V2List {
+            data: V2Items { items: rows.into_iter().map(Dao::from_record).collect() },
+            meta: V2ListMeta {
+                page: PageMeta { limit, has_more, next_cursor },
+                freshness: Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh),
+            },
+        }))
+    }
+
     /// Get one DAO
     ///
     /// One covered DAO by its `daoId`: its data sources with their watermarks, exact counts

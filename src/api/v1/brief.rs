@@ -1,0 +1,362 @@
+//! `GET /v1/daos/{daoId}/brief`: a compact summary of one DAO, read in one call.
+use bigdecimal::Zero;
+use poem::web::Data;
+use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
+
+use super::V1Tag;
+use super::events::{GovernanceEvent, event_from_row, item_ref};
+use crate::api::{
+    AppState,
+    model::{Dao, ItemKind, ItemRef},
+};
+use crate::contract::{
+    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    errors::{ApiError, FieldError, ParamLocation, Problem},
+    operations::BriefGetV1 as Op,
+    signals::{Severity, SignalKind},
+    time::rfc3339_ms,
+};
+use crate::store::{
+    self,
+    brief::{BriefData, SignalRow, TalliedProposal},
+    decimal,
+    entities::{delegate, voter_dao_stat},
+    tally::{self, Tally},
+};
+
+/// Whether a proposal's upstream score total reached its quorum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum QuorumStatus {
+    /// The upstream `scoresTotal` is at least the quorum.
+    Reached,
+    /// The upstream `scoresTotal` is below the quorum.
+    NotReached,
+    /// The proposal has no quorum (zero).
+    NoQuorum,
+    /// The quorum or the total is not known.
+    Unknown,
+}
+
+/// One choice of a tally, exact.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct BriefChoiceScore {
+    /// The choice's 1-based index, as Snapshot numbers them.
+    pub choice: String,
+    /// The choice's label, when the upstream gave the labels.
+    pub label: Option<String>,
+    /// Voting power credited to the choice, exact decimal.
+    pub score: String,
+    /// `score / countedPower`, rounded half-even to 10 decimals.
+    pub share: String,
+}
+
+/// Per-choice totals computed from the votes held in this store.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct BriefTally {
+    /// What the tally covers, in words: "covers N ingested of M upstream votes".
+    pub coverage: String,
+    /// Votes held in this store for the proposal.
+    pub ingested_votes: String,
+    /// The upstream vote total (Snapshot `votes`), when known. May exceed `ingestedVotes`.
+    pub upstream_votes: Option<String>,
+    /// Votes counted (ingested votes whose choice could be read).
+    pub counted_votes: String,
+    /// Ingested votes whose choice could not be read; reported, never guessed.
+    pub unreadable_votes: String,
+    /// Sum of the counted votes' voting power, exact.
+    pub counted_power: String,
+    /// Choices by score, highest first.
+    pub choices: Vec<BriefChoiceScore>,
+}
+
+/// A proposal with where it stands (active) or how it ended (closed).
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct BriefProposal {
+    pub proposal: ItemRef,
+    /// `active`, `closed`, or an on-chain state.
+    pub state: String,
+    pub voting_type: Option<String>,
+    pub start_at: Option<String>,
+    pub end_at: Option<String>,
+    /// The leading choice of the ingested tally (index), absent when no vote was counted.
+    pub leading_choice: Option<String>,
+    pub leading_label: Option<String>,
+    /// The leading choice's share of the counted power in the ingested tally.
+    pub leading_share: Option<String>,
+    /// The leading choice's share in percent as the upstream reported it (covers every upstream vote).
+    pub upstream_top_choice_pct: Option<String>,
+    /// The upstream total voting power (Snapshot `scores_total`), exact text.
+    pub scores_total: Option<String>,
+    /// The upstream quorum, exact text.
+    pub quorum: Option<String>,
+    /// `scoresTotal` against `quorum`, both upstream, compared exactly.
+    pub quorum_status: QuorumStatus,
+    /// The tally of the votes held in this store.
+    pub tally: BriefTally,
+}
+
+/// A voter ranked by voting power in the DAO.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct BriefVoter {
+    /// Lowercase 0x address.
+    pub voter_identity: String,
+    /// Voting power of the voter's most recent vote in the DAO, exact text as received (Snapshot
+    /// serves it as a float).
+    pub voting_power: String,
+    /// Ingested votes cast in the DAO.
+    pub votes_cast: String,
+    pub last_vote_at: String,
+}
+
+/// A delegate ranked by delegated voting power.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct BriefDelegate {
+    /// Lowercase 0x address.
+    pub address: String,
+    /// Delegated voting power in tokens, exact.
+    pub voting_power: String,
+    /// The same in the token's smallest unit.
+    pub voting_power_raw: String,
+    pub decimals: i32,
+    pub delegators_count: Option<String>,
+    /// When the power was recorded.
+    pub as_of: String,
+}
+
+/// A signal, in brief; `/v1/governance-signals` has its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct BriefSignal {
+    /// The id of `/v1/governance-signals`.
+    pub id: String,
+    pub kind: SignalKind,
+    pub severity: Severity,
+    pub detected_at: String,
+    pub summary: String,
+    pub subject: ItemRef,
+}
+
+/// One DAO in brief. When nothing has been ingested for the DAO (`cacheStatus` `registry_only`),
+/// only `dao` is present.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct DaoBrief {
+    pub dao: Dao,
+    /// Proposals open for voting, soonest deadline first, with their current tallies.
+    pub active_proposals: Option<Vec<BriefProposal>>,
+    /// The latest closed proposals latest end first, with their outcomes.
+    pub recently_closed: Option<Vec<BriefProposal>>,
+    /// Voters by the power of their latest vote in the DAO, highest first.
+    pub top_voters: Option<Vec<BriefVoter>>,
+    /// Delegates by delegated power, highest first.
+    pub top_delegates: Option<Vec<BriefDelegate>>,
+    /// The latest governance events, newest first.
+    pub recent_activity: Option<Vec<GovernanceEvent>>,
+    /// The latest signals, newest first.
+    pub signals: Option<Vec<BriefSignal>>,
+}
+
+fn quorum_status(scores_total: Option<&str>, quorum: Option<&str>) -> QuorumStatus {
+    let (Some(total), Some(quorum)) = (scores_total, quorum) else {
+        return QuorumStatus::Unknown;
+    };
+    match (decimal::parse(total), decimal::parse(quorum)) {
+        (_, Ok(q)) if q.is_zero() => QuorumStatus::NoQuorum,
+        (Ok(t), Ok(q)) if t >= q => QuorumStatus::Reached,
+        (Ok(_), Ok(_)) => QuorumStatus::NotReached,
+        _ => QuorumStatus::Unknown,
+    }
+}
+
+fn labels(choices: Option<&str>) -> Vec<String> {
+    choices.and_then(|c| serde_json::from_str::<Vec<String>>(c).ok()).unwrap_or_default()
+}
+
+fn ingested_tally(t: &Tally, ingested: i64, upstream: Option<i64>, labels: &[String]) -> BriefTally {
+    let label = |c: u32| labels.get(c.checked_sub(1)? as usize).cloned();
+    BriefTally {
+        coverage: match upstream {
+            Some(m) => format!("covers {ingested} ingested of {m} upstream votes"),
+            None => format!("covers {ingested} ingested votes; the upstream total is not known"),
+        },
+        ingested_votes: ingested.to_string(),
+        upstream_votes: upstream.map(|m| m.to_string()),
+        counted_votes: t.votes_counted.to_string(),
+        unreadable_votes: t.votes_unreadable.to_string(),
+        counted_power: tally::score_text(&t.total_power),
+        choices: t
+            .ranked()
+            .into_iter()
+            .map(|(c, score)| BriefChoiceScore {
+                choice: c.to_string(),
+                label: label(c),
+                share: tally::share(&score, &t.total_power),
+                score: tally::score_text(&score),
+            })
+            .collect(),
+    }
+}
+
+fn standing(tp: TalliedProposal) -> BriefProposal {
+    let TalliedProposal { proposal: p, tally: t } = tp;
+    let labels = labels(p.choices.as_deref());
+    let tally = ingested_tally(&t, p.ingested_vote_count, p.upstream_vote_count, &labels);
+    let leader = tally.choices.first().cloned();
+    BriefProposal {
+        proposal: ItemRef {
+            kind: ItemKind::Proposal,
+            dao_id: p.dao_id,
+            source: p.source,
+            external_id: p.external_id,
+            key: Some(p.proposal_key),
+            title: Some(p.title),
+            url: p.url,
+        },
+        state: p.state,
+        voting_type: p.voting_type,
+        start_at: p.start_ms.map(rfc3339_ms),
+        end_at: p.end_ms.map(rfc3339_ms),
+        leading_choice: leader.as_ref().map(|c| c.choice.clone()),
+        leading_label: leader.as_ref().and_then(|c| c.label.clone()),
+        leading_share: leader.map(|c| c.share),
+        upstream_top_choice_pct: p.top_choice_pct,
+        quorum_status: quorum_status(p.scores_total.as_deref(), p.quorum.as_deref()),
+        scores_total: p.scores_total,
+        quorum: p.quorum,
+        tally,
+    }
+}
+
+fn top_voter(s: voter_dao_stat::Model) -> BriefVoter {
+    BriefVoter {
+        voter_identity: s.voter,
+        voting_power: s.voting_power,
+        votes_cast: s.votes_cast.to_string(),
+        last_vote_at: rfc3339_ms(s.last_vote_ms),
+    }
+}
+
+fn top_delegate(d: delegate::Model) -> BriefDelegate {
+    BriefDelegate {
+        address: d.address,
+        voting_power: d.voting_power,
+        voting_power_raw: d.voting_power_raw,
+        decimals: d.decimals,
+        delegators_count: d.delegators_count.map(|n| n.to_string()),
+        as_of: rfc3339_ms(d.as_of_ms),
+    }
+}
+
+fn brief_signal(s: SignalRow) -> Option<BriefSignal> {
+    let kind = SignalKind::parse(&s.kind)?;
+    let severity = Severity::parse(&s.severity)?;
+    let subject = item_ref(
+        &s.subject_kind,
+        &s.dao_id,
+        &s.subject_source,
+        &s.subject_external_id,
+        s.subject_key,
+        s.subject_title,
+        s.subject_url,
+    )?;
+    Some(BriefSignal {
+        id: s.id.to_string(),
+        kind,
+        severity,
+        detected_at: rfc3339_ms(s.detected_ms),
+        summary: s.summary,
+        subject,
+    })
+}
+
+/// A daoId is a lowercase slug.
+fn valid_dao_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v1", tag = "V1Tag::Daos")]
+impl Api {
+    /// A DAO in brief
+    ///
+    /// Everything an agent needs about one DAO in one call: the DAO with its sources, counts and
+    /// freshness; the proposals open for voting with their current exact per-choice tallies; the
+    /// latest closed proposals with their outcomes (leading choice and share, upstream score total
+    /// against quorum); the top voters and delegates by voting power; the latest governance events;
+    /// and the latest signals. Tallies are computed exactly from the votes held in this store and
+    /// say how many of the upstream votes they cover; the upstream totals (`scoresTotal`,
+    /// `upstreamTopChoicePct`) are given beside them. `cacheStatus` is `registry_only`, with only
+    /// `dao`, when nothing has been ingested for the DAO yet. Unknown `daoId` → 404.
+    #[oai(path = "/daos/:daoId/brief", method = "get", operation_id = "brief_get")]
+    async fn brief_get(
+        &self,
+        state: Data<&AppState>,
+        req: V1Request,
+        /// The DAO's slug, as `GET /v1/daos` lists it (`uniswap`, `arbitrum`, …).
+        #[oai(name = "daoId")]
+        dao_id: Path<String>,
+    ) -> Result<Json<V1Envelope<DaoBrief>>, ApiError<Op>> {
+        if !valid_dao_id(&dao_id.0) {
+            return Err(Problem::validation(FieldError {
+                location: ParamLocation::Path,
+                name: "daoId".to_owned(),
+                reason: "is not a DAO slug".to_owned(),
+                expected: Some("a lowercase slug such as `arbitrum`".to_owned()),
+                received: Some(dao_id.0.clone()),
+            })
+            .into());
+        }
+        let (record, data) = store::brief::get(&state.db, &dao_id.0)
+            .await?
+            .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`; GET /v1/daos lists them.", dao_id.0)))?;
+        let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
+        let status = if data.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
+        let dao = Dao::from_record(record);
+        let brief = match data {
+            None => DaoBrief {
+                dao,
+                active_proposals: None,
+                recently_closed: None,
+                top_voters: None,
+                top_delegates: None,
+                recent_activity: None,
+                signals: None,
+            },
+            Some(BriefData { active, recently_closed, top_voters, top_delegates, recent_events, signals }) => {
+                DaoBrief {
+                    dao,
+                    active_proposals: Some(active.into_iter().map(standing).collect()),
+                    recently_closed: Some(recently_closed.into_iter().map(standing).collect()),
+                    top_voters: Some(top_voters.into_iter().map(top_voter).collect()),
+                    top_delegates: Some(top_delegates.into_iter().map(top_delegate).collect()),
+                    recent_activity: Some(recent_events.into_iter().filter_map(event_from_row).collect()),
+                    signals: Some(signals.into_iter().filter_map(brief_signal).collect()),
+                }
+            }
+        };
+        Ok(Json(req.respond(Freshness::new(as_of, status), brief)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quorum_is_compared_exactly() {
+        assert_eq!(quorum_status(Some("10000000"), Some("10000000")), QuorumStatus::Reached);
+        assert_eq!(quorum_status(Some("9999999.9999999999"), Some("10000000")), QuorumStatus::NotReached);
+        assert_eq!(quorum_status(Some("5"), Some("0")), QuorumStatus::NoQuorum);
+        assert_eq!(quorum_status(None, Some("1")), QuorumStatus::Unknown);
+        assert_eq!(quorum_status(Some("x"), Some("1")), QuorumStatus::Unknown);
+    }
+}

@@ -1,0 +1,472 @@
+//! `GET /v1/daos/{daoId}/proposals/{source}/{externalId}/evidence`: a proposal with the exact
+//! numbers behind it and a citation for every fact.
+use bigdecimal::{BigDecimal, Zero};
+use poem::web::Data;
+use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
+
+use super::{
+    V1Tag,
+    items::{json_strings, topic_ref},
+    lookup::ProposalSummary,
+};
+use crate::api::{
+    AppState,
+    model::{Citation, ItemRef},
+};
+use crate::contract::{
+    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    errors::{ApiError, FieldError, ParamLocation, Problem},
+    limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
+    operations::EvidenceGetV1 as Op,
+    time::rfc3339_ms,
+};
+use crate::store::{
+    self, address, decimal,
+    entities::{governance_event, proposal, vote},
+    evidence::SAMPLE_PROPOSAL_ORIGIN,
+    tally::{self, Tally},
+};
+
+/// Where per-choice scores come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum ScoresFrom {
+    /// The upstream's own per-choice scores.
+    Upstream,
+    /// Computed here, exactly, from the votes held in this store (see `turnout.coverage`).
+    IngestedVotes,
+}
+
+/// One choice with its exact score and share.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct ChoiceScore {
+    /// 1-based, as Snapshot numbers choices (on-chain: support + 1, i.e. 1 = Against, 2 = For, 3 = Abstain).
+    pub choice: u32,
+    /// The label, when the choices are known.
+    pub label: Option<String>,
+    /// Exact voting power for the choice.
+    pub score: String,
+    /// `score` ÷ the sum of all choices' scores, rounded half-even to 10 decimals.
+    pub share: String,
+}
+
+/// The quorum and whether the upstream total reaches it.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct QuorumEvidence {
+    /// The upstream quorum, as the exact text received.
+    pub required: String,
+    /// The upstream `scoresTotal` it is compared with.
+    pub scores_total: String,
+    /// `scoresTotal ≥ required`.
+    pub reached: bool,
+}
+
+/// Participation: upstream counts and what this store holds, kept apart.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct Turnout {
+    /// Votes cast according to the upstream.
+    pub upstream_votes: Option<String>,
+    /// Votes held in this store.
+    pub ingested_votes: String,
+    /// `ingestedVotes ÷ upstreamVotes`, rounded half-even to 10 decimals; absent when the
+    /// upstream count is unknown or zero.
+    pub coverage: Option<String>,
+    /// Ingested votes whose choice was read and counted in `choices`.
+    pub votes_counted: String,
+    /// Ingested votes whose choice could not be read: reported, never guessed.
+    pub votes_unreadable: String,
+    /// Exact sum of the voting power of the counted votes.
+    pub ingested_voting_power: String,
+}
+
+/// One governance event of the proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct TimelineEvent {
+    pub kind: String,
+    pub at: String,
+    /// Lowercase 0x address of whoever caused it, when known.
+    pub actor: Option<String>,
+    pub url: Option<String>,
+    pub snapshot_id: Option<String>,
+    pub tx_hash: Option<String>,
+    pub block_number: Option<String>,
+}
+
+/// The proposal's dates and governance events.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct Timeline {
+    pub created_at: String,
+    pub start_at: Option<String>,
+    pub end_at: Option<String>,
+    /// Governance events of the proposal, oldest first (at most 100).
+    pub events: Vec<TimelineEvent>,
+}
+
+/// One of the largest votes.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct VoteEvidence {
+    /// The canonical lowercase 0x address (`voterIdentity`).
+    pub voter: String,
+    /// EIP-55 display form.
+    pub address: String,
+    /// The choice exactly as the upstream gave it: `1`, `[1,3]`, `{'2': 1}`.
+    pub choice: String,
+    /// The exact voting power text received.
+    pub voting_power: String,
+    /// True when the upstream served the power as a float (Snapshot `vp`): the text is exactly
+    /// what was received, which may already be rounded upstream.
+    pub voting_power_from_float: bool,
+    /// `votingPower ÷ turnout.ingestedVotingPower`, rounded half-even to 10 decimals.
+    pub share_of_ingested_power: String,
+    pub reason: Option<String>,
+    pub created_at: String,
+}
+
+/// Evidence-rich detail of one proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct Evidence {
+    pub proposal: ProposalSummary,
+    /// The full text, when known (the bundled sample carries none).
+    pub body: Option<String>,
+    pub discussion_url: Option<String>,
+    /// `upstream` when the upstream's per-choice scores are stored, else `ingested_votes`.
+    pub scores_from: ScoresFrom,
+    /// One sentence saying what `choices` covers.
+    pub scores_note: String,
+    /// Every choice with its exact score and share, in choice order.
+    pub choices: Vec<ChoiceScore>,
+    /// Upstream `scores_total`, as the exact text received.
+    pub scores_total: Option<String>,
+    /// Absent when the proposal has no quorum (unknown or zero) or no upstream total.
+    pub quorum: Option<QuorumEvidence>,
+    pub turnout: Turnout,
+    pub timeline: Timeline,
+    /// The largest ingested votes by voting power (at most 10; ties by address).
+    pub largest_votes: Vec<VoteEvidence>,
+    /// Forum topics that discuss the proposal.
+    pub linked_topics: Vec<ItemRef>,
+    /// Where each fact comes from; `supports` names fields of this object (`proposal.title`,
+    /// `choices[].score`, `largestVotes[0]`).
+    pub citations: Vec<Citation>,
+}
+
+fn citation(source: &str, supports: Vec<String>) -> Citation {
+    Citation {
+        supports,
+        source: source.to_owned(),
+        url: None,
+        snapshot_id: None,
+        ipfs: None,
+        tx_hash: None,
+        block_number: None,
+        dataset: None,
+    }
+}
+
+/// The bundled dataset file a sample row came from.
+fn sample_file(name: &str) -> String {
+    format!("data/sample/{name}")
+}
+
+/// Citations of a proposal's upstream fields (`supports`): the Snapshot proposal (URL, id, IPFS)
+/// or the on-chain transaction and block; for rows imported from the bundled sample, also the
+/// dataset file they were read from.
+pub fn proposal_citations(p: &proposal::Model, supports: Vec<String>) -> Vec<Citation> {
+    let mut out = Vec::new();
+    if p.source == "onchain" {
+        out.push(Citation {
+            url: p.url.clone(),
+            tx_hash: p.tx_hash.clone(),
+            block_number: p.block_number.map(|b| b.to_string()),
+            ..citation("onchain", supports.clone())
+        });
+    } else {
+        out.push(Citation {
+            url: p.url.clone(),
+            snapshot_id: Some(p.external_id.clone()),
+            ipfs: p.ipfs.clone(),
+            ..citation("snapshot", supports.clone())
+        });
+    }
+    if p.origin == SAMPLE_PROPOSAL_ORIGIN {
+        out.push(Citation {
+            snapshot_id: Some(p.external_id.clone()),
+            dataset: Some(sample_file(crate::sample::PROPOSALS_FILE)),
+            ..citation("snapshot", supports)
+        });
+    }
+    out
+}
+
+/// Per-choice scores: the upstream's when stored, else the exact tally of ingested votes.
+fn choices(p: &proposal::Model, tally: &Tally) -> (ScoresFrom, Vec<ChoiceScore>) {
+    let labels = json_strings(p.choices.as_deref()).unwrap_or_default();
+    let label = |i: u32| labels.get(i as usize - 1).cloned();
+    let upstream: Option<Vec<BigDecimal>> = json_strings(p.scores.as_deref())
+        .and_then(|s| s.iter().map(|v| decimal::parse(v).ok()).collect::<Option<Vec<_>>>())
+        .filter(|s| !s.is_empty());
+    if let Some(scores) = upstream {
+        let sum: BigDecimal = scores.iter().sum();
+        let rows = scores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let n = i as u32 + 1;
+                ChoiceScore { choice: n, label: label(n), score: tally::score_text(s), share: tally::share(s, &sum) }
+            })
+            .collect();
+        return (ScoresFrom::Upstream, rows);
+    }
+    let sum = tally.scores_sum();
+    let mut indexes: Vec<u32> = (1..=labels.len() as u32).collect();
+    indexes.extend(tally.scores.keys().filter(|c| **c as usize > labels.len() || **c == 0));
+    indexes.sort_unstable();
+    indexes.dedup();
+    let rows = indexes
+        .into_iter()
+        .map(|n| {
+            let score = tally.scores.get(&n).cloned().unwrap_or_else(BigDecimal::zero);
+            ChoiceScore {
+                choice: n,
+                label: if n == 0 { None } else { label(n) },
+                score: tally::score_text(&score),
+                share: tally::share(&score, &sum),
+            }
+        })
+        .collect();
+    (ScoresFrom::IngestedVotes, rows)
+}
+
+fn quorum(p: &proposal::Model) -> Option<QuorumEvidence> {
+    let required = p.quorum.as_deref()?;
+    let total = p.scores_total.as_deref()?;
+    let (q, t) = (decimal::parse(required).ok()?, decimal::parse(total).ok()?);
+    if q.is_zero() {
+        return None;
+    }
+    Some(QuorumEvidence { required: required.to_owned(), scores_total: total.to_owned(), reached: t >= q })
+}
+
+fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> VoteEvidence {
+    let power = decimal::parse(&v.voting_power).unwrap_or_else(|_| BigDecimal::zero());
+    VoteEvidence {
+        voter: v.voter.clone(),
+        address: address::display(&v.voter),
+        choice: v.choice.clone(),
+        voting_power: v.voting_power.clone(),
+        voting_power_from_float: v.vp_from_float,
+        share_of_ingested_power: tally::share(&power, total_power),
+        reason: v.reason.clone(),
+        created_at: rfc3339_ms(v.created_ms),
+    }
+}
+
+fn timeline_event(e: &governance_event::Model) -> TimelineEvent {
+    TimelineEvent {
+        kind: e.kind.clone(),
+        at: rfc3339_ms(e.occurred_ms),
+        actor: e.actor.clone(),
+        url: e.url.clone(),
+        snapshot_id: e.snapshot_id.clone(),
+        tx_hash: e.tx_hash.clone(),
+        block_number: e.block_number.map(|b| b.to_string()),
+    }
+}
+
+fn strings(fields: &[&str]) -> Vec<String> {
+    fields.iter().map(|f| (*f).to_owned()).collect()
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v1", tag = "V1Tag::Proposals")]
+impl Api {
+    /// Evidence for one proposal, with citations
+    ///
+    /// Everything needed to state facts about one proposal and quote their sources: the full
+    /// text when known; every choice with its exact score and share (`scoresFrom` says whether
+    /// they are the upstream's or computed here from the ingested votes, and
+    /// `turnout.coverage` how many of the upstream votes those are); upstream `scoresTotal`,
+    /// quorum and whether it is reached; turnout with upstream and ingested counts kept apart;
+    /// the timeline (created, start, end, governance events); the ten largest votes with voter,
+    /// choice as given, exact power and reason; linked forum topics; and `citations`, each
+    /// naming the fields it supports and where they come from (Snapshot URL and id, IPFS,
+    /// transaction hash and block, forum URL, or the bundled dataset file). Find the
+    /// `source`/`externalId` with `GET /v1/proposals/lookup`.
+    #[oai(path = "/daos/:daoId/proposals/:source/:externalId/evidence", method = "get", operation_id = "evidence_get")]
+    async fn evidence_get(
+        &self,
+        state: Data<&AppState>,
+        req: V1Request,
+        /// The DAO's slug, as `GET /v1/daos` lists it.
+        #[oai(name = "daoId")]
+        dao_id: Path<String>,
+        /// `snapshot` or `onchain`.
+        source: Path<String>,
+        /// The upstream proposal id (Snapshot id, or on-chain proposal id as a decimal string).
+        #[oai(name = "externalId")]
+        external_id: Path<String>,
+    ) -> Result<Json<V1Envelope<Evidence>>, ApiError<Op>> {
+        let (dao_id, source, external_id) = (dao_id.0, source.0, external_id.0);
+        if !matches!(source.as_str(), "snapshot" | "onchain") {
+            return Err(Problem::validation(FieldError {
+                location: ParamLocation::Path,
+                name: "source".to_owned(),
+                reason: "unknown proposal source".to_owned(),
+                expected: Some("snapshot | onchain".to_owned()),
+                received: Some(source),
+            })
+            .into());
+        }
+        let db = &state.db;
+        let Some(p) = store::items::proposal(db, &dao_id, &source, &external_id).await? else {
+            let detail = if store::evidence::dao_exists(db, &dao_id).await? {
+                format!("DAO `{dao_id}` has no {source} proposal `{external_id}`.")
+            } else {
+                format!("No DAO has the id `{dao_id}`; GET /v1/daos lists them.")
+            };
+            return Err(Problem::not_found(detail).into());
+        };
+        let votes = store::evidence::vote_summary(db, &p, EVIDENCE_LARGEST_VOTES).await?;
+        let events = store::evidence::events(db, p.id, EVIDENCE_EVENTS).await?;
+        let topics = store::items::topics_linked_to(db, p.id, EVIDENCE_TOPICS).await?;
+        let revision = store::freshness::current_revision(db).await?;
+
+        let tally = &votes.tally;
+        let (scores_from, choices) = choices(&p, tally);
+        let ingested = p.ingested_vote_count;
+        let coverage = p
+            .upstream_vote_count
+            .filter(|u| *u > 0)
+            .map(|u| tally::share(&BigDecimal::from(ingested), &BigDecimal::from(u)));
+        let scores_note = match scores_from {
+            ScoresFrom::Upstream => "Per-choice scores are the upstream's own.".to_owned(),
+            ScoresFrom::IngestedVotes => format!(
+                "Per-choice scores are computed here from the {} ingested votes{}; the upstream's per-choice scores are not stored.",
+                ingested,
+                p.upstream_vote_count.map(|u| format!(" of {u} cast upstream")).unwrap_or_default()
+            ),
+        };
+        let quorum = quorum(&p);
+
+        // Upstream facts about the proposal.
+        let mut upstream = strings(&["proposal.title", "proposal.author", "proposal.state"]);
+        let present = [
+            ("proposal.votingType", p.voting_type.is_some()),
+            ("proposal.startAt", p.start_ms.is_some()),
+            ("proposal.endAt", p.end_ms.is_some()),
+            ("proposal.upstreamVotes", p.upstream_vote_count.is_some()),
+            ("timeline.startAt", p.start_ms.is_some()),
+            ("timeline.endAt", p.end_ms.is_some()),
+            ("turnout.upstreamVotes", p.upstream_vote_count.is_some()),
+            ("body", p.body.is_some()),
+            ("discussionUrl", p.discussion_url.is_some()),
+            ("scoresTotal", p.scores_total.is_some()),
+            ("quorum", quorum.is_some()),
+            ("choices[].label", p.choices.is_some()),
+            ("choices[].score", scores_from == ScoresFrom::Upstream),
+            ("choices[].share", scores_from == ScoresFrom::Upstream),
+        ];
+        upstream.extend(present.iter().filter(|(_, on)| *on).map(|(f, _)| (*f).to_owned()));
+        if p.origin != SAMPLE_PROPOSAL_ORIGIN {
+            // The sample has no creation time: `createdAt` is its start, derived here.
+            upstream.extend(strings(&["proposal.createdAt", "timeline.createdAt"]));
+        }
+        let mut citations = proposal_citations(&p, upstream);
+
+        // Facts computed from the ingested votes.
+        if ingested > 0 || tally.votes_counted > 0 {
+            let mut from_votes = strings(&[
+                "turnout.ingestedVotes",
+                "turnout.votesCounted",
+                "turnout.votesUnreadable",
+                "turnout.ingestedVotingPower",
+                "largestVotes[]",
+            ]);
+            if scores_from == ScoresFrom::IngestedVotes {
+                from_votes.extend(strings(&["choices[].score", "choices[].share"]));
+            }
+            if p.origin == SAMPLE_PROPOSAL_ORIGIN {
+                citations.push(Citation {
+                    snapshot_id: Some(p.external_id.clone()),
+                    dataset: Some(sample_file(crate::sample::VOTES_FILE)),
+                    ..citation("snapshot", from_votes)
+                });
+            } else if p.source == "onchain" {
+                citations.push(Citation { url: p.url.clone(), ..citation("onchain", from_votes) });
+            } else {
+                citations.push(Citation {
+                    url: p.url.clone(),
+                    snapshot_id: Some(p.external_id.clone()),
+                    ..citation("snapshot", from_votes)
+                });
+            }
+        }
+        for (i, v) in votes.largest.iter().enumerate() {
+            let supports = vec![format!("largestVotes[{i}]")];
+            if v.tx_hash.is_some() {
+                citations.push(Citation {
+                    tx_hash: v.tx_hash.clone(),
+                    block_number: v.block_number.map(|b| b.to_string()),
+                    ..citation("onchain", supports)
+                });
+            } else if v.ipfs.is_some() {
+                citations.push(Citation { ipfs: v.ipfs.clone(), ..citation("ipfs", supports) });
+            }
+        }
+        for (i, e) in events.iter().enumerate() {
+            if e.url.is_some() || e.tx_hash.is_some() || e.snapshot_id.is_some() {
+                let source = if e.tx_hash.is_some() { "onchain" } else { e.subject_source.as_str() };
+                citations.push(Citation {
+                    url: e.url.clone(),
+                    snapshot_id: e.snapshot_id.clone(),
+                    tx_hash: e.tx_hash.clone(),
+                    block_number: e.block_number.map(|b| b.to_string()),
+                    ..citation(source, vec![format!("timeline.events[{i}]")])
+                });
+            }
+        }
+        for (i, t) in topics.iter().enumerate() {
+            citations.push(Citation {
+                url: Some(t.url.clone()),
+                ..citation("discourse", vec![format!("linkedTopics[{i}]")])
+            });
+        }
+
+        let data = Evidence {
+            proposal: ProposalSummary::from_model(&p),
+            body: p.body.clone(),
+            discussion_url: p.discussion_url.clone(),
+            scores_from,
+            scores_note,
+            choices,
+            scores_total: p.scores_total.clone(),
+            quorum,
+            turnout: Turnout {
+                upstream_votes: p.upstream_vote_count.map(|u| u.to_string()),
+                ingested_votes: ingested.to_string(),
+                coverage,
+                votes_counted: tally.votes_counted.to_string(),
+                votes_unreadable: tally.votes_unreadable.to_string(),
+                ingested_voting_power: tally::score_text(&tally.total_power),
+            },
+            timeline: Timeline {
+                created_at: rfc3339_ms(p.created_ms),
+                start_at: p.start_ms.map(rfc3339_ms),
+                end_at: p.end_ms.map(rfc3339_ms),
+                events: events.iter().map(timeline_event).collect(),
+            },
+            largest_votes: votes.largest.iter().map(|v| vote_evidence(v, &tally.total_power)).collect(),
+            linked_topics: topics.iter().map(topic_ref).collect(),
+            citations,
+        };
+        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+    }
+}

@@ -1,0 +1,487 @@
+//! `GET /v1/proposals/lookup`: resolve one proposal from a URL, an external id or a title.
+use std::collections::HashMap;
+
+use poem::web::Data;
+use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
+
+use super::V1Tag;
+use crate::api::AppState;
+use crate::contract::{
+    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    errors::{ApiError, ErrorCode, FieldError, ParamLocation, Problem},
+    limits::lookup::{ALTERNATIVES, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS},
+    operations::ProposalsLookupV1 as Op,
+    time::rfc3339_ms,
+};
+use crate::store::{self, entities::proposal, search, tally};
+
+/// A proposal, without its text: enough to recognise it and fetch more.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct ProposalSummary {
+    pub dao_id: String,
+    /// `snapshot` or `onchain`.
+    pub source: String,
+    /// The upstream id (Snapshot proposal id, on-chain proposal id as a decimal string).
+    pub external_id: String,
+    /// The opaque v2 key.
+    pub proposal_key: String,
+    pub title: String,
+    /// pending | active | closed | queued | executed | canceled | defeated | succeeded | expired
+    pub state: String,
+    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`) or `governor`.
+    pub voting_type: Option<String>,
+    /// Lowercase 0x address of the author.
+    pub author: String,
+    pub created_at: String,
+    pub start_at: Option<String>,
+    pub end_at: Option<String>,
+    /// Where a person or agent can open the proposal upstream.
+    pub url: Option<String>,
+    /// Votes cast according to the upstream (Snapshot `votes`). May exceed `ingestedVotes`.
+    pub upstream_votes: Option<String>,
+    /// Votes held in this store for the proposal.
+    pub ingested_votes: String,
+}
+
+impl ProposalSummary {
+    pub fn from_model(p: &proposal::Model) -> Self {
+        Self {
+            dao_id: p.dao_id.clone(),
+            source: p.source.clone(),
+            external_id: p.external_id.clone(),
+            proposal_key: p.proposal_key.clone(),
+            title: p.title.clone(),
+            state: p.state.clone(),
+            voting_type: p.voting_type.clone(),
+            author: p.author.clone(),
+            created_at: rfc3339_ms(p.created_ms),
+            start_at: p.start_ms.map(rfc3339_ms),
+            end_at: p.end_ms.map(rfc3339_ms),
+            url: p.url.clone(),
+            upstream_votes: p.upstream_vote_count.map(|c| c.to_string()),
+            ingested_votes: p.ingested_vote_count.to_string(),
+        }
+    }
+}
+
+impl poem_openapi::types::Example for ProposalSummary {
+    fn example() -> Self {
+        Self {
+            dao_id: "uniswap".to_owned(),
+            source: "snapshot".to_owned(),
+            external_id: "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned(),
+            proposal_key: "p_8Gx1cQmV3sYtR2kZ0aW9nB".to_owned(),
+            title: "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks"
+                .to_owned(),
+            state: "closed".to_owned(),
+            voting_type: Some("single-choice".to_owned()),
+            author: "0x3fb19771947072629c8eee7995a2ef23b72d4c8a".to_owned(),
+            created_at: "2026-03-03T00:00:00.000Z".to_owned(),
+            start_at: Some("2026-03-03T00:00:00.000Z".to_owned()),
+            end_at: Some("2026-03-08T00:00:00.000Z".to_owned()),
+            url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned()),
+            upstream_votes: Some("133".to_owned()),
+            ingested_votes: "0".to_owned(),
+        }
+    }
+}
+
+/// Which input the match was made on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "camelCase")]
+pub enum MatchBy {
+    Url,
+    ExternalId,
+    Title,
+}
+
+/// How the best match was found and how sure it is.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct LookupMatch {
+    pub by: MatchBy,
+    /// A decimal in [0, 1]. URL and external-id matches: `1` when the identifier names one
+    /// proposal, `1/n` each when it names n proposals (in several DAOs). Title matches:
+    /// `0.8 × (query words found in the title ÷ query words) + 0.2 × (title words matched ÷
+    /// title words)`, a query word matching the title words it begins; rounded half-even to 4
+    /// decimals. Identical on both store backends.
+    pub confidence: String,
+}
+
+/// Another proposal the input could mean.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct LookupAlternative {
+    /// Same rule as `match.confidence`.
+    pub confidence: String,
+    pub proposal: ProposalSummary,
+}
+
+/// The best match and the runners-up.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct LookupResult {
+    #[oai(rename = "match")]
+    pub matched: LookupMatch,
+    pub proposal: ProposalSummary,
+    /// Up to five other candidates, most likely first.
+    pub alternatives: Vec<LookupAlternative>,
+}
+
+/// A URL form the lookup recognises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProposalUrl {
+    /// `snapshot.org/#/<space>/proposal/<id>` or `snapshot.box/#/s:<space>/proposal/<id>`.
+    Snapshot { space: String, id: String },
+    /// `tally.xyz/gov/<org>/proposal/<id>`.
+    Tally { org: String, id: String },
+    /// A Discourse topic: `<forum>/t/<slug>/<id>` (or `/t/<id>`, optionally `/<post>`).
+    Discourse { host: String, topic_id: String },
+}
+
+const URL_FORMS: &str = "https://snapshot.org/#/<space>/proposal/<id>, https://snapshot.box/#/s:<space>/proposal/<id>, \
+     https://www.tally.xyz/gov/<org>/proposal/<id>, or a Discourse topic https://<forum>/t/<slug>/<topicId>";
+
+/// The lowercase host of `url` (scheme optional, `www.` and port dropped) and the rest.
+pub fn split_host(url: &str) -> (String, &str) {
+    let t = url.trim();
+    let rest = ["https://", "http://"]
+        .iter()
+        .find_map(|s| t.get(..s.len()).filter(|p| p.eq_ignore_ascii_case(s)).map(|_| &t[s.len()..]))
+        .unwrap_or(t);
+    let end = rest.find(['/', '#', '?']).unwrap_or(rest.len());
+    let host = rest[..end].to_ascii_lowercase();
+    let host = host.split(':').next().unwrap_or_default();
+    (host.strip_prefix("www.").unwrap_or(host).to_owned(), &rest[end..])
+}
+
+fn segments(path: &str) -> Vec<&str> {
+    path.split(['?', '#']).next().unwrap_or_default().split('/').filter(|s| !s.is_empty()).collect()
+}
+
+/// Recognises the URL forms of [`ProposalUrl`].
+pub fn parse_url(url: &str) -> Option<ProposalUrl> {
+    let (host, rest) = split_host(url);
+    if host.is_empty() {
+        return None;
+    }
+    match host.as_str() {
+        "snapshot.org" | "snapshot.box" => {
+            let fragment = rest.split_once('#')?.1;
+            let parts: Vec<&str> = fragment.split('?').next()?.split('/').filter(|s| !s.is_empty()).collect();
+            match parts.as_slice() {
+                [space, "proposal", id, ..] => {
+                    let space = space.strip_prefix("s:").unwrap_or(space);
+                    (!space.is_empty()).then(|| ProposalUrl::Snapshot { space: space.to_owned(), id: (*id).to_owned() })
+                }
+                _ => None,
+            }
+        }
+        "tally.xyz" => match segments(rest).as_slice() {
+            ["gov", org, "proposal", id, ..] => Some(ProposalUrl::Tally { org: org.to_string(), id: id.to_string() }),
+            _ => None,
+        },
+        _ => {
+            let parts = segments(rest);
+            let t = parts.iter().position(|s| *s == "t")?;
+            let numeric = |s: &&str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            let id = match &parts[t + 1..] {
+                [id, ..] if numeric(id) => id,
+                [_slug, id, ..] if numeric(id) => id,
+                _ => return None,
+            };
+            Some(ProposalUrl::Discourse { host, topic_id: id.to_string() })
+        }
+    }
+}
+
+fn field(name: &str, reason: impl Into<String>, expected: Option<&str>, received: Option<&str>) -> FieldError {
+    FieldError {
+        location: ParamLocation::Query,
+        name: name.to_owned(),
+        reason: reason.into(),
+        expected: expected.map(str::to_owned),
+        received: received.map(str::to_owned),
+    }
+}
+
+/// `1` for a unique identifier match, `1/n` each for n matches.
+fn identifier_confidence(n: usize) -> String {
+    tally::share(&1.into(), &(n.max(1) as u64).into())
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v1", tag = "V1Tag::Proposals")]
+impl Api {
+    /// Find a proposal by URL, external id or title
+    ///
+    /// Resolves one proposal from what an agent usually has: a link, an upstream id, or (part
+    /// of) a title. Give exactly one of `url`, `externalId` or `title`; `daoId` narrows the
+    /// search. Recognised URLs: Snapshot (`https://snapshot.org/#/<space>/proposal/<id>`,
+    /// `https://snapshot.box/#/s:<space>/proposal/<id>`), Tally
+    /// (`https://www.tally.xyz/gov/<org>/proposal/<id>`) and Discourse topics
+    /// (`https://<forum>/t/<slug>/<id>`, resolved through the topic's linked proposal). Titles
+    /// are searched in a full-text index of proposal titles and of linked forum-topic titles:
+    /// each word matches as a prefix, in any order; all words must match, or, when no title has
+    /// them all, any word. Returns the best match with `match.by` and a decimal
+    /// `match.confidence`, plus up to five `alternatives`. Use the proposal's `daoId`, `source`
+    /// and `externalId` with the evidence and item endpoints. No match → 404.
+    #[oai(path = "/proposals/lookup", method = "get", operation_id = "proposals_lookup")]
+    async fn proposals_lookup(
+        &self,
+        state: Data<&AppState>,
+        req: V1Request,
+        /// A Snapshot, Tally or Discourse topic URL.
+        url: Query<Option<String>>,
+        /// The upstream proposal id (Snapshot id, or on-chain proposal id as a decimal string).
+        #[oai(name = "externalId")]
+        external_id: Query<Option<String>>,
+        /// Words of the title, in any order; each may be the beginning of a word.
+        title: Query<Option<String>>,
+        /// Only proposals of this DAO.
+        #[oai(name = "daoId")]
+        dao_id: Query<Option<String>>,
+    ) -> Result<Json<V1Envelope<LookupResult>>, ApiError<Op>> {
+        let mut req = req;
+        let inputs = [("url", url.0), ("externalId", external_id.0), ("title", title.0)];
+        let given: Vec<(&str, String)> = inputs.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))).collect();
+        let (name, value) = match given.as_slice() {
+            [one] => one.clone(),
+            [] => {
+                let errors = ["url", "externalId", "title"]
+                    .iter()
+                    .map(|n| field(n, "exactly one of `url`, `externalId`, `title` is required", None, None))
+                    .collect();
+                return Err(Problem {
+                    errors: Some(errors),
+                    ..Problem::new(ErrorCode::ValidationError, "Give exactly one of `url`, `externalId`, `title`.")
+                }
+                .into());
+            }
+            many => {
+                let names: Vec<String> = many.iter().map(|(n, _)| format!("`{n}`")).collect();
+                let errors = many
+                    .iter()
+                    .map(|(n, v)| field(n, "only one of `url`, `externalId`, `title` may be given", None, Some(v)))
+                    .collect();
+                return Err(Problem {
+                    errors: Some(errors),
+                    ..Problem::new(
+                        ErrorCode::ValidationError,
+                        format!("Give exactly one of `url`, `externalId`, `title` (got {}).", names.join(", ")),
+                    )
+                }
+                .into());
+            }
+        };
+        let dao = dao_id.0.filter(|d| !d.is_empty());
+        if let Some(d) = &dao {
+            req.applied("daoId", d);
+        }
+        req.applied("by", name);
+        let db = &state.db;
+        let (by, ranked): (MatchBy, Vec<(String, proposal::Model)>) = match name {
+            "url" => {
+                let Some(parsed) = parse_url(&value) else {
+                    return Err(Problem::validation(field(
+                        "url",
+                        "not a recognised Snapshot, Tally or Discourse topic URL",
+                        Some(URL_FORMS),
+                        Some(&value),
+                    ))
+                    .into());
+                };
+                (MatchBy::Url, by_url(db, &parsed, dao.as_deref()).await?)
+            }
+            "externalId" => {
+                let id = value.trim();
+                if id.is_empty() {
+                    return Err(
+                        Problem::validation(field("externalId", "must not be empty", None, Some(&value))).into()
+                    );
+                }
+                let rows =
+                    store::items::proposals_by_external_id(db, id, None, dao.as_deref(), ITEM_CANDIDATES).await?;
+                (MatchBy::ExternalId, with_identifier_confidence(rows))
+            }
+            _ => {
+                let words = search::query_words(&value);
+                if words.is_empty() {
+                    return Err(Problem::validation(field(
+                        "title",
+                        "contains no words (letters or digits)",
+                        Some(&format!("one to {TITLE_MAX_WORDS} words")),
+                        Some(&value),
+                    ))
+                    .into());
+                }
+                (MatchBy::Title, by_title(db, &words, dao.as_deref()).await?)
+            }
+        };
+        let mut ranked = ranked.into_iter();
+        let Some((confidence, best)) = ranked.next() else {
+            let scope = dao.as_deref().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
+            return Err(Problem::not_found(format!("No proposal{scope} matches `{name}` = `{value}`.")).into());
+        };
+        let alternatives = ranked
+            .take(ALTERNATIVES)
+            .map(|(confidence, p)| LookupAlternative { confidence, proposal: ProposalSummary::from_model(&p) })
+            .collect();
+        let data = LookupResult {
+            matched: LookupMatch { by, confidence },
+            proposal: ProposalSummary::from_model(&best),
+            alternatives,
+        };
+        let revision = store::freshness::current_revision(db).await?;
+        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+    }
+}
+
+fn with_identifier_confidence(rows: Vec<proposal::Model>) -> Vec<(String, proposal::Model)> {
+    let c = identifier_confidence(rows.len());
+    rows.into_iter().map(|p| (c.clone(), p)).collect()
+}
+
+/// Resolves a recognised URL: one query for Snapshot and Tally, two for Discourse (the topics,
+/// then their linked proposals).
+async fn by_url(
+    db: &sea_orm::DatabaseConnection,
+    url: &ProposalUrl,
+    dao: Option<&str>,
+) -> Result<Vec<(String, proposal::Model)>, Problem> {
+    let store_err = |e: sea_orm::DbErr| Problem::from_store(&e);
+    let rows = match url {
+        ProposalUrl::Snapshot { space, id } => {
+            store::items::snapshot_proposals_in_space(db, space, id, dao, ITEM_CANDIDATES).await.map_err(store_err)?
+        }
+        ProposalUrl::Tally { org, id } => {
+            let rows = store::items::proposals_by_external_id(db, id, Some("onchain"), dao, ITEM_CANDIDATES)
+                .await
+                .map_err(store_err)?;
+            // The Tally organisation slug usually is the daoId: prefer that DAO when it matches.
+            let org = org.to_ascii_lowercase();
+            if rows.iter().any(|p| p.dao_id == org) {
+                rows.into_iter().filter(|p| p.dao_id == org).collect()
+            } else {
+                rows
+            }
+        }
+        ProposalUrl::Discourse { host, topic_id } => {
+            let topics = store::items::topics_by_external_id(db, topic_id, dao, ITEM_CANDIDATES)
+                .await
+                .map_err(store_err)?
+                .into_iter()
+                .filter(|t| split_host(&t.url).0 == *host)
+                .collect::<Vec<_>>();
+            if topics.is_empty() {
+                return Ok(Vec::new());
+            }
+            let ids: Vec<i64> = topics.iter().filter_map(|t| t.linked_proposal_id).collect();
+            if ids.is_empty() {
+                return Err(Problem::not_found(format!(
+                    "The forum topic {host}/t/{topic_id} is known but not linked to any proposal."
+                )));
+            }
+            let mut rows = store::items::proposals_by_ids(db, &ids).await.map_err(store_err)?;
+            rows.sort_by(|a, b| (&a.dao_id, &a.source, &a.external_id).cmp(&(&b.dao_id, &b.source, &b.external_id)));
+            rows
+        }
+    };
+    Ok(with_identifier_confidence(rows))
+}
+
+/// Title search: proposals and linked forum topics whose titles have all the words (falling back
+/// to any word), each candidate scored by [`search::confidence`] against the title it matched
+/// (the best of its own and its topics'), ordered by confidence, then newest, then identity.
+/// Two or four search queries, plus one for proposals found only through a topic.
+async fn by_title(
+    db: &sea_orm::DatabaseConnection,
+    words: &[String],
+    dao: Option<&str>,
+) -> Result<Vec<(String, proposal::Model)>, sea_orm::DbErr> {
+    let mut proposals = Vec::new();
+    let mut topics = Vec::new();
+    for mode in [search::Mode::All, search::Mode::Any] {
+        proposals = search::proposals(db, words, mode, dao, TITLE_CANDIDATES).await?;
+        topics = search::linked_topics(db, words, mode, dao, TITLE_CANDIDATES).await?;
+        if !proposals.is_empty() || !topics.is_empty() {
+            break;
+        }
+    }
+    let mut scored: HashMap<i64, (bigdecimal::BigDecimal, String, Option<proposal::Model>)> = HashMap::new();
+    let mut offer = |id: i64, title: &str, model: Option<proposal::Model>| {
+        let text = search::confidence(words, title);
+        let value = store::decimal::parse(&text).unwrap_or_default();
+        let entry = scored.entry(id).or_insert_with(|| (value.clone(), text.clone(), None));
+        if value > entry.0 {
+            (entry.0, entry.1) = (value, text);
+        }
+        if model.is_some() {
+            entry.2 = model;
+        }
+    };
+    for p in proposals {
+        offer(p.id, &p.title.clone(), Some(p));
+    }
+    for t in &topics {
+        if let Some(id) = t.linked_proposal_id {
+            offer(id, &t.title, None);
+        }
+    }
+    let missing: Vec<i64> = scored.iter().filter(|(_, v)| v.2.is_none()).map(|(id, _)| *id).collect();
+    for p in store::items::proposals_by_ids(db, &missing).await? {
+        if let Some(entry) = scored.get_mut(&p.id) {
+            entry.2 = Some(p);
+        }
+    }
+    let mut ranked: Vec<(bigdecimal::BigDecimal, String, proposal::Model)> =
+        scored.into_values().filter_map(|(v, t, p)| p.map(|p| (v, t, p))).collect();
+    ranked.sort_by(|a, b| {
+        b.0.cmp(&a.0).then(b.2.created_ms.cmp(&a.2.created_ms)).then_with(|| {
+            (&a.2.dao_id, &a.2.source, &a.2.external_id).cmp(&(&b.2.dao_id, &b.2.source, &b.2.external_id))
+        })
+    });
+    Ok(ranked.into_iter().map(|(_, t, p)| (t, p)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_every_url_form() {
+        let id = "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde";
+        let snap = ProposalUrl::Snapshot { space: "uniswapgovernance.eth".into(), id: id.into() };
+        assert_eq!(
+            parse_url(&format!("https://snapshot.org/#/uniswapgovernance.eth/proposal/{id}")),
+            Some(snap.clone())
+        );
+        assert_eq!(
+            parse_url(&format!("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}")),
+            Some(snap.clone())
+        );
+        assert_eq!(parse_url(&format!("snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}?tab=votes")), Some(snap));
+        assert_eq!(
+            parse_url("https://www.tally.xyz/gov/uniswap/proposal/77?govId=eip155:1:0x408E"),
+            Some(ProposalUrl::Tally { org: "uniswap".into(), id: "77".into() })
+        );
+        let topic = ProposalUrl::Discourse { host: "forum.example".into(), topic_id: "1234".into() };
+        assert_eq!(parse_url("https://forum.example/t/some-slug/1234"), Some(topic.clone()));
+        assert_eq!(parse_url("https://forum.example/t/some-slug/1234/7?u=x"), Some(topic.clone()));
+        assert_eq!(parse_url("HTTPS://Forum.Example:443/t/1234"), Some(topic));
+        for bad in
+            ["", "https://snapshot.org/#/space", "https://example.com/x/1", "https://forum.example/t/slug", "nope"]
+        {
+            assert_eq!(parse_url(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn identifier_confidence_splits_between_equal_matches() {
+        assert_eq!(identifier_confidence(1), "1");
+        assert_eq!(identifier_confidence(2), "0.5");
+        assert_eq!(identifier_confidence(3), "0.3333333333");
+    }
+}

@@ -1,0 +1,178 @@
+//! Opaque v2 cursors: URL-safe, at most 512 bytes, signed with HMAC-SHA-256 by the server,
+//! carrying a format version, the serving data revision, a fingerprint of the query (endpoint,
+//! filters, limit, sort) and the keyset position. Anything else is `INVALID_CURSOR`: the client
+//! restarts from the first page.
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::errors::{ErrorCode, FieldError, ParamLocation, Problem};
+
+/// Format version; a cursor of another version is refused.
+const VERSION: u8 = 1;
+/// Bytes of the HMAC kept in the cursor (128 bits).
+const MAC_BYTES: usize = 16;
+/// Upper bound of an encoded cursor, as published.
+pub const MAX_CURSOR_BYTES: usize = 512;
+/// The public name of the parameter.
+pub const CURSOR_PARAM: &str = "cursor";
+
+/// What a query is: a cursor only continues the query it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryShape<'a> {
+    pub endpoint: &'a str,
+    /// Filters and sort, in a fixed order, absent ones as empty strings.
+    pub filters: Vec<(&'a str, String)>,
+    pub limit: u32,
+}
+
+impl QueryShape<'_> {
+    fn fingerprint(&self) -> [u8; 16] {
+        let mut h = Sha256::new();
+        h.update(self.endpoint.as_bytes());
+        for (k, v) in &self.filters {
+            h.update([0]);
+            h.update(k.as_bytes());
+            h.update([0x1f]);
+            h.update(v.as_bytes());
+        }
+        h.update([0]);
+        h.update(self.limit.to_be_bytes());
+        let digest = h.finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&digest[..16]);
+        out
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Payload {
+    v: u8,
+    /// Serving revision when the cursor was issued.
+    r: i64,
+    /// Query fingerprint, base64url.
+    q: String,
+    /// Keyset position: the sort key values of the last row served.
+    p: Vec<String>,
+}
+
+/// Signs and checks cursors with one secret.
+#[derive(Clone)]
+pub struct CursorCodec {
+    secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for CursorCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorCodec(..)")
+    }
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+}
+
+impl CursorCodec {
+    pub fn new(secret: &[u8]) -> Self {
+        Self { secret: secret.to_vec() }
+    }
+
+    fn mac(&self, bytes: &[u8]) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        mac.update(bytes);
+        mac
+    }
+
+    /// The cursor continuing `shape` after `position`, issued under `revision`.
+    pub fn encode(&self, shape: &QueryShape<'_>, revision: i64, position: Vec<String>) -> String {
+        let payload = Payload { v: VERSION, r: revision, q: b64().encode(shape.fingerprint()), p: position };
+        let mut bytes = serde_json::to_vec(&payload).expect("a cursor payload serialises");
+        let tag = self.mac(&bytes).finalize().into_bytes();
+        bytes.extend_from_slice(&tag[..MAC_BYTES]);
+        let cursor = b64().encode(bytes);
+        debug_assert!(cursor.len() <= MAX_CURSOR_BYTES, "cursor of {} bytes", cursor.len());
+        cursor
+    }
+
+    /// The keyset position of `cursor`, if it was issued by us, for this very query, under the
+    /// serving revision.
+    pub fn decode(&self, cursor: &str, shape: &QueryShape<'_>, revision: i64) -> Result<Vec<String>, Problem> {
+        let invalid = |reason: &str| invalid_cursor(cursor, reason);
+        if cursor.len() > MAX_CURSOR_BYTES {
+            return Err(invalid("the cursor is longer than any cursor this API issues"));
+        }
+        let bytes = b64().decode(cursor).map_err(|_| invalid("the cursor is not one this API issued"))?;
+        if bytes.len() <= MAC_BYTES {
+            return Err(invalid("the cursor is not one this API issued"));
+        }
+        let (body, tag) = bytes.split_at(bytes.len() - MAC_BYTES);
+        self.mac(body).verify_truncated_left(tag).map_err(|_| invalid("the cursor's signature does not match"))?;
+        let payload: Payload = serde_json::from_slice(body).map_err(|_| invalid("the cursor is not one this API issued"))?;
+        if payload.v != VERSION {
+            return Err(invalid("the cursor has an older format"));
+        }
+        if payload.q != b64().encode(shape.fingerprint()) {
+            return Err(invalid("the cursor belongs to another endpoint, filter, sort or limit"));
+        }
+        if payload.r != revision {
+            return Err(invalid("the data was republished since the cursor was issued"));
+        }
+        Ok(payload.p)
+    }
+}
+
+fn invalid_cursor(cursor: &str, reason: &str) -> Problem {
+    let mut p = Problem::new(ErrorCode::InvalidCursor, format!("{reason}; restart from the first page without `cursor`."));
+    p.errors = Some(vec![FieldError {
+        location: ParamLocation::Query,
+        name: CURSOR_PARAM.to_owned(),
+        reason: reason.to_owned(),
+        expected: Some("a `meta.page.nextCursor` of the same query, unchanged".to_owned()),
+        received: Some(cursor.chars().take(MAX_CURSOR_BYTES).collect()),
+    }]);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(limit: u32, dao: &str) -> QueryShape<'static> {
+        QueryShape { endpoint: "daos_list", filters: vec![("daoId", dao.to_owned())], limit }
+    }
+
+    #[test]
+    fn round_trips_and_refuses_everything_else() {
+        let codec = CursorCodec::new(b"secret");
+        let c = codec.encode(&shape(25, ""), 7, vec!["arbitrum".into()]);
+        assert!(c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "URL-safe: {c}");
+        assert_eq!(codec.decode(&c, &shape(25, ""), 7).unwrap(), vec!["arbitrum".to_owned()]);
+        let code = |r: Result<Vec<String>, Problem>| r.unwrap_err().code;
+        assert_eq!(code(codec.decode(&c, &shape(26, ""), 7)), ErrorCode::InvalidCursor, "another limit");
+        assert_eq!(code(codec.decode(&c, &shape(25, "lido"), 7)), ErrorCode::InvalidCursor, "another filter");
+        assert_eq!(code(codec.decode(&c, &shape(25, ""), 8)), ErrorCode::InvalidCursor, "republished");
+        assert_eq!(code(CursorCodec::new(b"other").decode(&c, &shape(25, ""), 7)), ErrorCode::InvalidCursor, "forged");
+        let other_endpoint = QueryShape { endpoint: "voters_list", ..shape(25, "") };
+        assert_eq!(code(codec.decode(&c, &other_endpoint, 7)), ErrorCode::InvalidCursor);
+        for i in 0..c.len() {
+            let mut bytes = c.clone().into_bytes();
+            bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+            let flipped = String::from_utf8(bytes).unwrap();
+            if flipped != c {
+                assert!(codec.decode(&flipped, &shape(25, ""), 7).is_err(), "flipped byte {i}");
+            }
+        }
+        for junk in ["", "!!!", "AAAA", &"A".repeat(600)] {
+            assert!(codec.decode(junk, &shape(25, ""), 7).is_err(), "{junk:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_position_stays_under_the_bound() {
+        let codec = CursorCodec::new(&[7u8; 32]);
+        let key = "9".repeat(78) + "." + &"9".repeat(30);
+        let c = codec.encode(&shape(100, "arbitrum"), i64::MAX, vec![key, format!("0x{}", "a".repeat(64))]);
+        assert!(c.len() <= MAX_CURSOR_BYTES, "{}", c.len());
+    }
+}

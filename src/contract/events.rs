@@ -1,0 +1,215 @@
+//! Governance events and cross-DAO activity, declared once: the event kinds, the activity kinds,
+//! the rule that makes a vote notable enough to be an event, the proposal states each event is
+//! derived from, the natural keys that make derivation idempotent, and the sizes of a DAO brief.
+//!
+//! `store::events` derives events from these declarations at every publication;
+//! `/v1/governance-events`, `/v1/activity` and `/v1/daos/{daoId}/brief` serve them.
+use poem_openapi::Enum;
+
+/// What happened. Every governance event has exactly one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A proposal was created (`occurredAt`: its creation time; for the bundled Snapshot sample,
+    /// which has no creation time, its voting start). `actor` is the author.
+    ProposalCreated,
+    /// Voting on a proposal opened (`occurredAt`: its voting start).
+    VotingStarted,
+    /// A notable vote was cast: its voting power is at least `NOTABLE_VOTE_MIN_SHARE` of the
+    /// proposal's upstream total (`scores_total`). `actor` is the voter; `details.votingPower` is the
+    /// exact power as received, `details.choice` the choice as received.
+    VoteCast,
+    /// Voting on a proposal ended (`occurredAt`: its voting end); `details.state` is the final state.
+    ProposalClosed,
+    /// An on-chain proposal was queued in the timelock.
+    ProposalQueued,
+    /// An on-chain proposal was executed.
+    ProposalExecuted,
+    /// A proposal was canceled.
+    ProposalCanceled,
+    /// A forum topic was opened (`actor`: its author).
+    ForumTopicCreated,
+    /// A delegate's delegation changed (on-chain `DelegateChanged`); written by the on-chain connector.
+    DelegationChanged,
+}
+
+impl EventKind {
+    pub const ALL: [Self; 9] = [
+        Self::ProposalCreated,
+        Self::VotingStarted,
+        Self::VoteCast,
+        Self::ProposalClosed,
+        Self::ProposalQueued,
+        Self::ProposalExecuted,
+        Self::ProposalCanceled,
+        Self::ForumTopicCreated,
+        Self::DelegationChanged,
+    ];
+
+    /// The name stored in `governance_events.kind` and served in `kind`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ProposalCreated => "proposal_created",
+            Self::VotingStarted => "voting_started",
+            Self::VoteCast => "vote_cast",
+            Self::ProposalClosed => "proposal_closed",
+            Self::ProposalQueued => "proposal_queued",
+            Self::ProposalExecuted => "proposal_executed",
+            Self::ProposalCanceled => "proposal_canceled",
+            Self::ForumTopicCreated => "forum_topic_created",
+            Self::DelegationChanged => "delegation_changed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+/// What an activity entry is: one of the event kinds, or a curated signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum ActivityKind {
+    /// A proposal was created.
+    ProposalCreated,
+    /// Voting on a proposal opened.
+    VotingStarted,
+    /// A notable vote was cast (see the `vote_cast` event kind for the rule).
+    VoteCast,
+    /// Voting on a proposal ended.
+    ProposalClosed,
+    /// An on-chain proposal was queued.
+    ProposalQueued,
+    /// An on-chain proposal was executed.
+    ProposalExecuted,
+    /// A proposal was canceled.
+    ProposalCanceled,
+    /// A forum topic was opened.
+    ForumTopicCreated,
+    /// A delegation changed.
+    DelegationChanged,
+    /// A curated signal fired (close race, quorum at risk, ...); `signalKind` and `severity` say which.
+    Signal,
+}
+
+impl ActivityKind {
+    pub const fn from_event(kind: EventKind) -> Self {
+        match kind {
+            EventKind::ProposalCreated => Self::ProposalCreated,
+            EventKind::VotingStarted => Self::VotingStarted,
+            EventKind::VoteCast => Self::VoteCast,
+            EventKind::ProposalClosed => Self::ProposalClosed,
+            EventKind::ProposalQueued => Self::ProposalQueued,
+            EventKind::ProposalExecuted => Self::ProposalExecuted,
+            EventKind::ProposalCanceled => Self::ProposalCanceled,
+            EventKind::ForumTopicCreated => Self::ForumTopicCreated,
+            EventKind::DelegationChanged => Self::DelegationChanged,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        self.event_kind().map_or("signal", EventKind::as_str)
+    }
+
+    /// The event kind behind this activity kind; `None` for `signal`.
+    pub fn event_kind(self) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| Self::from_event(*k) == self)
+    }
+}
+
+/// The notable-vote rule: a vote becomes a `vote_cast` event when its voting power is at least
+/// this share of its proposal's upstream total (`scores_total`), compared exactly in decimal.
+///
+/// Why a share of the upstream total and not "the top N votes": the store may hold only part of a
+/// proposal's votes (the bundled sample holds 19,970 of far more), and a top-N of the ingested
+/// votes would change as more votes arrive, making events appear and vanish. A share of the
+/// upstream total depends only on the vote and the proposal, so the event set is stable and
+/// derivation stays idempotent. 1% keeps the voters who can move an outcome (at most 100 per
+/// proposal by construction; 380 of the sample's 19,970 votes) and drops the long tail. A
+/// proposal without an upstream total (or a zero one) yields no vote events.
+pub const NOTABLE_VOTE_MIN_SHARE: &str = "0.01";
+
+/// Proposal states meaning voting has ended: each yields a `proposal_closed` event at `end_ms`.
+/// (`canceled` is not among them: a canceled proposal may never have closed its vote.)
+pub const CLOSED_STATES: &[&str] = &["closed", "defeated", "succeeded", "queued", "executed", "expired"];
+
+/// Proposal states that are themselves events, derived from the state when no connector wrote
+/// the exact on-chain event (with its transaction) first.
+pub const STATE_EVENTS: &[(&str, EventKind)] = &[
+    ("queued", EventKind::ProposalQueued),
+    ("executed", EventKind::ProposalExecuted),
+    ("canceled", EventKind::ProposalCanceled),
+];
+
+/// The proposal state whose voting is open.
+pub const ACTIVE_STATE: &str = "active";
+
+/// `governance_events.natural_key` of an event about a proposal:
+/// `<daoId>:<source>:<externalId>:<kind>`, e.g. `arbitrum:snapshot:0x04d6…:proposal_created`.
+/// The same upstream fact always gets the same key, whoever writes it (derivation at publication
+/// or a connector reading the exact on-chain event), so writes are idempotent upserts.
+pub fn proposal_event_key(dao_id: &str, source: &str, external_id: &str, kind: EventKind) -> String {
+    format!("{dao_id}:{source}:{external_id}:{}", kind.as_str())
+}
+
+/// Natural key of a `vote_cast` event: `<daoId>:<source>:<proposal externalId>:vote_cast:<voter>`.
+pub fn vote_event_key(dao_id: &str, source: &str, proposal_external_id: &str, voter: &str) -> String {
+    format!("{dao_id}:{source}:{proposal_external_id}:{}:{voter}", EventKind::VoteCast.as_str())
+}
+
+/// Natural key of a `forum_topic_created` event: `<daoId>:discourse:<topic id>:forum_topic_created`.
+pub fn topic_event_key(dao_id: &str, topic_external_id: &str) -> String {
+    format!("{dao_id}:discourse:{topic_external_id}:{}", EventKind::ForumTopicCreated.as_str())
+}
+
+/// How much a DAO brief (`/v1/daos/{daoId}/brief`) holds of each part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BriefSizes {
+    /// Active proposals with tallies (soonest deadline first).
+    pub active_proposals: u64,
+    /// Recently closed proposals with outcomes (latest end first).
+    pub recently_closed: u64,
+    /// Top voters by voting power.
+    pub top_voters: u64,
+    /// Top delegates by delegated voting power.
+    pub top_delegates: u64,
+    /// Latest governance events.
+    pub recent_activity: u64,
+    /// Latest signals.
+    pub open_signals: u64,
+}
+
+pub const BRIEF: BriefSizes = BriefSizes {
+    active_proposals: 20,
+    recently_closed: 5,
+    top_voters: 10,
+    top_delegates: 10,
+    recent_activity: 10,
+    open_signals: 10,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_and_activity_covers_every_event_kind() {
+        for k in EventKind::ALL {
+            assert_eq!(EventKind::parse(k.as_str()), Some(k));
+            assert_eq!(ActivityKind::from_event(k).event_kind(), Some(k));
+        }
+        assert_eq!(ActivityKind::Signal.event_kind(), None);
+        assert_eq!(EventKind::parse("nope"), None);
+    }
+
+    #[test]
+    fn natural_keys() {
+        assert_eq!(
+            proposal_event_key("arbitrum", "snapshot", "0xab", EventKind::ProposalClosed),
+            "arbitrum:snapshot:0xab:proposal_closed"
+        );
+        assert_eq!(vote_event_key("arbitrum", "snapshot", "0xab", "0xcd"), "arbitrum:snapshot:0xab:vote_cast:0xcd");
+        assert_eq!(topic_event_key("uniswap", "42"), "uniswap:discourse:42:forum_topic_created");
+    }
+}

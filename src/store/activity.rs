@@ -1,0 +1,161 @@
+//! Cross-DAO activity: governance events and curated signals in one list, newest first.
+//!
+//! Each side is read from its own time index and cut to `offset + limit` rows before the two
+//! are merged, so a page costs two bounded index scans, one small sort, and one count per side.
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
+
+use super::events::{SUBJECT_JOIN, count, to_i64};
+use crate::contract::events::{ActivityKind, EventKind};
+
+/// Filters of the activity list.
+#[derive(Debug, Clone, Default)]
+pub struct ActivityFilter {
+    pub dao_id: Option<String>,
+    pub kind: Option<ActivityKind>,
+    /// Inclusive lower bound on the entry's time.
+    pub since_ms: Option<i64>,
+}
+
+/// Which table an entry comes from.
+pub const ENTRY_EVENT: &str = "event";
+pub const ENTRY_SIGNAL: &str = "signal";
+
+/// One entry: an event (`entry = "event"`) or a signal (`entry = "signal"`).
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+pub struct ActivityRow {
+    pub entry: String,
+    pub id: i64,
+    pub dao_id: String,
+    /// The event kind, or the signal's rule name.
+    pub kind: String,
+    pub occurred_ms: i64,
+    pub subject_kind: String,
+    pub subject_external_id: String,
+    pub subject_source: String,
+    pub actor: Option<String>,
+    pub url: Option<String>,
+    pub snapshot_id: Option<String>,
+    pub tx_hash: Option<String>,
+    pub block_number: Option<i64>,
+    /// Event details (JSON object); absent for signals.
+    pub details: Option<String>,
+    /// Signal severity; absent for events.
+    pub severity: Option<String>,
+    /// Signal one-line summary; absent for events.
+    pub summary: Option<String>,
+    pub subject_key: Option<String>,
+    pub subject_title: Option<String>,
+    pub subject_url: Option<String>,
+}
+
+struct Side {
+    sql: String,
+    count_sql: String,
+    values: Vec<Value>,
+}
+
+/// `WHERE` for one side; parameters are numbered after `values` already bound.
+fn side_conditions(
+    filter: &ActivityFilter,
+    time_col: &str,
+    event_kind: Option<EventKind>,
+    values: &mut Vec<Value>,
+) -> String {
+    let mut conds = Vec::new();
+    let mut push = |cond: &str, value: Value, values: &mut Vec<Value>| {
+        values.push(value);
+        conds.push(cond.replace('?', &format!("${}", values.len())));
+    };
+    if let Some(since) = filter.since_ms {
+        push(&format!("x.{time_col} >= ?"), since.into(), values);
+    }
+    if let Some(dao) = &filter.dao_id {
+        push("x.dao_id = ?", dao.clone().into(), values);
+    }
+    if let Some(kind) = event_kind {
+        push("x.kind = ?", kind.as_str().into(), values);
+    }
+    if conds.is_empty() { String::new() } else { format!("WHERE {}", conds.join(" AND ")) }
+}
+
+fn events_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Side {
+    let kind = filter.kind.and_then(ActivityKind::event_kind);
+    let mut own = Vec::new();
+    let count_where = side_conditions(filter, "occurred_ms", kind, &mut own);
+    let where_ = side_conditions(filter, "occurred_ms", kind, start);
+    start.push(cap.into());
+    let sql = format!(
+        "SELECT * FROM (
+            SELECT '{ENTRY_EVENT}' AS entry, x.id, x.dao_id, x.kind, x.occurred_ms, x.subject_kind, x.subject_external_id,
+                   x.subject_source, x.proposal_id, x.topic_id, x.actor, x.url, x.snapshot_id, x.tx_hash, x.block_number,
+                   x.details, CAST(NULL AS TEXT) AS severity, CAST(NULL AS TEXT) AS summary
+            FROM governance_events x {where_}
+            ORDER BY x.occurred_ms DESC, x.id DESC LIMIT ${}
+         ) ev",
+        start.len()
+    );
+    Side { sql, count_sql: format!("SELECT COUNT(*) AS n FROM governance_events x {count_where}"), values: own }
+}
+
+fn signals_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Side {
+    let mut own = Vec::new();
+    let count_where = side_conditions(filter, "detected_ms", None, &mut own);
+    let where_ = side_conditions(filter, "detected_ms", None, start);
+    start.push(cap.into());
+    let sql = format!(
+        "SELECT * FROM (
+            SELECT '{ENTRY_SIGNAL}' AS entry, x.id, x.dao_id, x.kind, x.detected_ms AS occurred_ms, x.subject_kind,
+                   x.subject_external_id, x.subject_source, x.proposal_id, x.topic_id, CAST(NULL AS TEXT) AS actor,
+                   CAST(NULL AS TEXT) AS url, CAST(NULL AS TEXT) AS snapshot_id, CAST(NULL AS TEXT) AS tx_hash,
+                   CAST(NULL AS BIGINT) AS block_number, CAST(NULL AS TEXT) AS details, x.severity, x.summary
+            FROM signals x {where_}
+            ORDER BY x.detected_ms DESC, x.id DESC LIMIT ${}
+         ) sg",
+        start.len()
+    );
+    Side { sql, count_sql: format!("SELECT COUNT(*) AS n FROM signals x {count_where}"), values: own }
+}
+
+/// One page of activity, newest first (time desc; on the same millisecond events before signals,
+/// then higher id first), and the total for the filters. Three queries at most: the page and one
+/// count per side that the `kind` filter keeps.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &ActivityFilter,
+    limit: u64,
+    offset: u64,
+) -> Result<(Vec<ActivityRow>, u64), DbErr> {
+    let want_events = filter.kind != Some(ActivityKind::Signal);
+    let want_signals = filter.kind.is_none() || filter.kind == Some(ActivityKind::Signal);
+    let cap = to_i64(offset.saturating_add(limit));
+    let mut values = Vec::new();
+    let mut sides = Vec::new();
+    if want_events {
+        sides.push(events_side(filter, cap, &mut values));
+    }
+    if want_signals {
+        sides.push(signals_side(filter, cap, &mut values));
+    }
+    let union = sides.iter().map(|s| s.sql.as_str()).collect::<Vec<_>>().join(" UNION ALL ");
+    let n = values.len();
+    values.extend([Value::from(to_i64(limit)), Value::from(to_i64(offset))]);
+    let sql = format!(
+        "SELECT a.entry, a.id, a.dao_id, a.kind, a.occurred_ms, a.subject_kind, a.subject_external_id, a.subject_source,
+                a.actor, a.url, a.snapshot_id, a.tx_hash, a.block_number, a.details, a.severity, a.summary, {SUBJECT_JOIN}
+         FROM ({union}) a
+         LEFT JOIN proposals p ON p.id = a.proposal_id
+         LEFT JOIN forum_topics t ON t.id = a.topic_id
+         ORDER BY a.occurred_ms DESC, a.entry ASC, a.id DESC
+         LIMIT ${} OFFSET ${}",
+        n + 1,
+        n + 2
+    );
+    let rows = ActivityRow::find_by_statement(Statement::from_sql_and_values(db.get_database_backend(), sql, values))
+        .all(db)
+        .await?;
+    let mut total = 0;
+    for side in sides {
+        total += count(db, &side.count_sql, side.values).await?;
+    }
+    Ok((rows, total))
+}

@@ -1,0 +1,348 @@
+//! `GET /v1/governance-events` on the real sample, and derivation on fixtures.
+use std::collections::HashMap;
+
+use bigdecimal::BigDecimal;
+use serde_json::{Value, json};
+
+use crate::{
+    daos::assert_no_floats,
+    helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
+    on_both_backends,
+};
+
+const DAY_MS: i64 = 86_400_000;
+/// 2026-04-03T00:00:00Z: the day after the sample's last date.
+pub const SAMPLE_END_MS: i64 = 1_775_174_400_000;
+
+/// One event the sample implies, computed here from the CSV files, independently of the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub dao: &'static str,
+    pub kind: &'static str,
+    pub ms: i64,
+}
+
+pub fn dao_of_symbol(symbol: &str) -> &'static str {
+    match symbol {
+        "UNI" => "uniswap",
+        "ARB" => "arbitrum",
+        "LDO" => "lido",
+        "COMP" => "compound",
+        "DIMO" => "dimo",
+        "WXM" => "weatherxm",
+        other => panic!("unknown symbol {other}"),
+    }
+}
+
+pub fn date_ms(text: &str) -> i64 {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    time::Date::parse(text, &format).unwrap().midnight().assume_utc().unix_timestamp() * 1000
+}
+
+pub fn dec(text: &str) -> BigDecimal {
+    text.parse().unwrap_or_else(|_| panic!("{text} is a decimal"))
+}
+
+fn sample_file(name: &str) -> csv::Reader<std::fs::File> {
+    csv::Reader::from_path(format!("{}/data/sample/{name}", env!("CARGO_MANIFEST_DIR"))).expect("sample file")
+}
+
+/// The sample's proposals: id → (symbol, state, start, end, scores_total, fields by header).
+pub fn sample_proposals() -> Vec<HashMap<String, String>> {
+    let mut r = sample_file("snapshot_proposals.csv");
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_owned(), v.to_owned())).collect())
+        .collect()
+}
+
+pub fn sample_votes() -> Vec<HashMap<String, String>> {
+    let mut r = sample_file("snapshot_votes.csv");
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_owned(), v.to_owned())).collect())
+        .collect()
+}
+
+/// Every event the sample implies: created and voting started at the start (the sample has no
+/// creation time), closed at the end for closed proposals, and one vote_cast per vote of at least
+/// 1% of its proposal's `scores_total` (compared in exact decimals).
+pub fn expected_events() -> Vec<Expected> {
+    let proposals = sample_proposals();
+    let mut out = Vec::new();
+    let mut totals = HashMap::new();
+    for p in &proposals {
+        let dao = dao_of_symbol(&p["symbol"]);
+        let (start, end) = (date_ms(&p["start"]), date_ms(&p["end"]));
+        out.push(Expected { dao, kind: "proposal_created", ms: start });
+        out.push(Expected { dao, kind: "voting_started", ms: start });
+        if p["state"] == "closed" {
+            out.push(Expected { dao, kind: "proposal_closed", ms: end });
+        }
+        totals.insert(p["proposal_id"].clone(), dec(&p["scores_total"]));
+    }
+    let one_percent = dec("0.01");
+    for v in sample_votes() {
+        let total = &totals[&v["proposal_id"]];
+        if *total > BigDecimal::from(0) && dec(&v["voting_power"]) >= total * &one_percent {
+            out.push(Expected { dao: dao_of_symbol(&v["symbol"]), kind: "vote_cast", ms: date_ms(&v["created"]) });
+        }
+    }
+    out
+}
+
+fn in_window(e: &Expected, from: i64, to: i64) -> bool {
+    e.ms >= from && e.ms <= to
+}
+
+fn items(body: &Value) -> &Vec<Value> {
+    body["data"]["items"].as_array().expect("items")
+}
+
+on_both_backends!(v1_events_cover_the_sample_exactly, |app: TestApp| async move {
+    let expected = expected_events();
+    assert_eq!(expected.iter().filter(|e| e.kind == "vote_cast").count(), 380, "the notable-vote rule on the sample");
+    let (from, to) = (SAMPLE_END_MS - 90 * DAY_MS, SAMPLE_END_MS);
+    let want = expected.iter().filter(|e| in_window(e, from, to)).count();
+    let (status, body) = app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&limit=200")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_no_floats(&body, "$");
+    assert_eq!(body["data"]["total"], want as u64);
+    assert_eq!(body["request"]["adjustments"], json!([]));
+    assert_eq!(body["request"]["applied"]["start_ms"], from.to_string());
+    assert_eq!(body["request"]["applied"]["end_ms"], to.to_string());
+    assert_eq!(body["freshness"]["cacheStatus"], "fresh");
+    let page = items(&body);
+    assert_eq!(page.len(), want.min(200));
+    // Newest first, each inside the window, each citing its source.
+    let mut last = (String::from("9999"), u64::MAX);
+    for e in page {
+        let at = e["occurredAt"].as_str().unwrap().to_owned();
+        let id: u64 = e["id"].as_str().unwrap().parse().unwrap();
+        assert!(at < last.0 || (at == last.0 && id < last.1), "order at {e}");
+        last = (at, id);
+        assert_eq!(e["subject"]["kind"], "proposal");
+        assert_eq!(e["subject"]["source"], "snapshot");
+        assert!(e["subject"]["key"].as_str().unwrap().starts_with("p_"));
+        assert_eq!(e["citation"]["source"], "snapshot");
+        assert_eq!(e["citation"]["snapshotId"], e["subject"]["externalId"]);
+        assert!(e["citation"]["url"].as_str().unwrap().starts_with("https://snapshot.box/#/s:"));
+        assert!(!e["summary"].as_str().unwrap().is_empty());
+    }
+    // Per kind and DAO, the totals match the independent computation.
+    for (dao, kind) in [("arbitrum", "vote_cast"), ("arbitrum", "proposal_closed"), ("uniswap", "proposal_created")] {
+        let want = expected.iter().filter(|e| e.dao == dao && e.kind == kind && in_window(e, from, to)).count();
+        let (status, body) =
+            app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&daoId={dao}&kind={kind}")).await;
+        assert_eq!(status, 200);
+        assert_eq!(body["data"]["total"], want as u64, "{dao} {kind}");
+        assert!(items(&body).iter().all(|e| e["daoId"] == dao && e["kind"] == kind));
+        assert_eq!(body["request"]["applied"]["daoId"], dao);
+        assert_eq!(body["request"]["applied"]["kind"], kind);
+    }
+});
+
+on_both_backends!(v1_vote_events_carry_the_exact_power, |app: TestApp| async move {
+    // The largest arbitrum votes: compare the served power with the CSV text.
+    let votes = sample_votes();
+    let (from, to) = (SAMPLE_END_MS - 90 * DAY_MS, SAMPLE_END_MS);
+    let (_, body) =
+        app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&kind=vote_cast&limit=200")).await;
+    let page = items(&body);
+    assert!(!page.is_empty());
+    for e in page {
+        let voter = e["actor"].as_str().unwrap();
+        let proposal = e["subject"]["externalId"].as_str().unwrap();
+        let row = votes
+            .iter()
+            .find(|v| v["proposal_id"] == proposal && v["voter"].to_ascii_lowercase() == voter)
+            .unwrap_or_else(|| panic!("vote of {voter} on {proposal} is in the sample"));
+        assert_eq!(e["details"]["votingPower"], row["voting_power"].as_str(), "exact text as received");
+        assert_eq!(e["details"]["choice"], row["choice"].as_str());
+        assert_eq!(e["occurredAt"], crate::events::rfc(date_ms(&row["created"])));
+        let share = dec(&row["voting_power"]) / dec(e["details"]["scoresTotal"].as_str().unwrap());
+        assert!(share >= dec("0.01"), "{voter}: {share}");
+    }
+});
+
+pub fn rfc(ms: i64) -> String {
+    govdata::contract::time::rfc3339_ms(ms)
+}
+
+on_both_backends!(v1_events_clamp_window_and_limit, |app: TestApp| async move {
+    // The sample's busiest 90 days end on 2025-08-02: more than 200 events.
+    let to = date_ms("2025-08-03");
+    let from = to - 91 * DAY_MS;
+    let (status, body) = app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&limit=500")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["limit"], 200);
+    assert_eq!(items(&body).len(), 200);
+    assert_eq!(
+        body["request"]["adjustments"],
+        json!([
+            {"param": "start_ms", "received": from.to_string(), "applied": (to - 90 * DAY_MS).to_string(), "reason": "window_clamped_to_max"},
+            {"param": "limit", "received": "500", "applied": "200", "reason": "clamped_to_max"},
+        ])
+    );
+    assert_eq!(body["request"]["params"]["start_ms"], from.to_string());
+    assert_eq!(body["request"]["applied"]["start_ms"], (to - 90 * DAY_MS).to_string());
+    // The clamped window answers like the 90-day window.
+    let (_, exact) = app.get_json(&format!("/v1/governance-events?start_ms={}&end_ms={to}", to - 90 * DAY_MS)).await;
+    assert_eq!(body["data"]["total"], exact["data"]["total"]);
+    // A start after the end is moved to the end; a negative offset to 0; limit 0 to 1.
+    let (_, body) = app.get_json(&format!("/v1/governance-events?start_ms={to}&end_ms={from}&offset=-1&limit=0")).await;
+    assert_eq!(body["data"]["offset"], 0);
+    assert_eq!(body["data"]["limit"], 1);
+    let reasons: Vec<&str> =
+        body["request"]["adjustments"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["clamped_to_max", "clamped_to_min", "clamped_to_min"]);
+});
+
+async fn assert_validation(app: &TestApp, path: &str, name: &str) -> Value {
+    let response = app.get(path).await;
+    assert_eq!(response.status().as_u16(), 400, "{path}");
+    assert_eq!(response.headers()["content-type"], "application/problem+json");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "VALIDATION_ERROR", "{path}");
+    assert_eq!(body["errors"][0]["name"], name, "{path}: {body}");
+    body
+}
+
+on_both_backends!(v1_events_reject_missing_and_unparseable_values, |app: TestApp| async move {
+    let body = assert_validation(&app, "/v1/governance-events?end_ms=1775174400000", "start_ms").await;
+    assert_eq!(body["errors"][0]["reason"], "is required");
+    assert_validation(&app, "/v1/governance-events?start_ms=1775174400000", "end_ms").await;
+    assert_validation(&app, "/v1/governance-events", "start_ms").await;
+    let body = assert_validation(&app, "/v1/governance-events?start_ms=abc&end_ms=1775174400000", "start_ms").await;
+    assert_eq!(body["errors"][0]["received"], "abc");
+    assert_validation(&app, "/v1/governance-events?start_ms=1&end_ms=1.5", "end_ms").await;
+    let body = assert_validation(&app, "/v1/governance-events?start_ms=1&end_ms=2&kind=vote", "kind").await;
+    assert_eq!(body["errors"][0]["received"], "vote");
+    assert_validation(&app, "/v1/governance-events?start_ms=1&end_ms=2&limit=ten", "limit").await;
+    assert_validation(&app, "/v1/governance-events?start_ms=1&end_ms=2&offset=x", "offset").await;
+});
+
+on_both_backends!(v1_events_unknown_dao_is_an_empty_page, |app: TestApp| async move {
+    let (status, body) =
+        app.get_json(&format!("/v1/governance-events?start_ms=0&end_ms={SAMPLE_END_MS}&daoId=nosuchdao")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["total"], 0);
+    assert_eq!(body["data"]["items"], json!([]));
+});
+
+on_both_backends!(v1_events_list_snapshot, |app: TestApp| async move {
+    let from = SAMPLE_END_MS - 10 * DAY_MS;
+    let (_, body) = app
+        .get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={SAMPLE_END_MS}&daoId=arbitrum&limit=6"))
+        .await;
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_events_list_arbitrum", body));
+});
+
+/// A store with the sample, a synthetic forum topic linked to an arbitrum proposal, and a signal,
+/// published. Returns the database URL.
+pub async fn fixture_database(backend: Backend) -> String {
+    use govdata::store::entities::{forum_topic, signal};
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
+    let url = fresh_database(backend).await;
+    let db = govdata::store::connect(&url).await.expect("connect");
+    govdata::sample::import_if_empty(&db).await.expect("import");
+    let proposal = govdata::store::entities::proposal::Entity::find()
+        .filter(govdata::store::entities::proposal::Column::ExternalId.eq(ACTIVE_ARB))
+        .one(&db)
+        .await
+        .unwrap()
+        .expect("the active arbitrum proposal");
+    forum_topic::ActiveModel {
+        dao_id: Set("arbitrum".to_owned()),
+        external_id: Set("90001".to_owned()),
+        topic_key: Set(govdata::store::keys::topic_key("arbitrum", "90001")),
+        title: Set("[synthetic] Discussion: ArbOS 60 Elara".to_owned()),
+        slug: Set("synthetic-discussion-arbos-60-elara".to_owned()),
+        url: Set("https://forum.example/t/synthetic-discussion-arbos-60-elara/90001".to_owned()),
+        category_id: Set(None),
+        tags: Set(None),
+        author: Set(Some("synthetic-author".to_owned())),
+        posts_count: Set(3),
+        reply_count: Set(2),
+        views: Set(40),
+        like_count: Set(1),
+        excerpt: Set(None),
+        created_ms: Set(SAMPLE_END_MS - DAY_MS / 2),
+        last_posted_ms: Set(Some(SAMPLE_END_MS - DAY_MS / 4)),
+        closed: Set(false),
+        archived: Set(false),
+        linked_proposal_id: Set(Some(proposal.id)),
+        updated_ms: Set(SAMPLE_END_MS),
+        ..Default::default()
+    }
+    .insert(&db)
+    .await
+    .expect("insert topic");
+    let run = govdata::store::publish::current_revision(&db).await.unwrap().unwrap().run_id.expect("the import's run");
+    govdata::store::publish::publish(&db, run, "synthetic forum topic").await.expect("publish");
+    // Publishing again derives nothing new: derivation is idempotent.
+    govdata::store::publish::publish(&db, run, "again").await.expect("publish again");
+    // A signal as the rule engine would write it at publication (inserted after it, so no engine
+    // run replaces it).
+    let revision = govdata::store::publish::current_revision(&db).await.unwrap().unwrap();
+    signal::ActiveModel {
+        natural_key: Set("synthetic:close_race:arbitrum".to_owned()),
+        dao_id: Set("arbitrum".to_owned()),
+        kind: Set("close_race".to_owned()),
+        severity: Set("warning".to_owned()),
+        subject_kind: Set("proposal".to_owned()),
+        subject_external_id: Set(ACTIVE_ARB.to_owned()),
+        subject_source: Set("snapshot".to_owned()),
+        proposal_id: Set(Some(proposal.id)),
+        topic_id: Set(None),
+        detected_ms: Set(SAMPLE_END_MS - DAY_MS / 3),
+        summary: Set("[synthetic] close race".to_owned()),
+        evidence: Set("{}".to_owned()),
+        revision_id: Set(revision.id),
+        ..Default::default()
+    }
+    .insert(&db)
+    .await
+    .expect("insert signal");
+    db.close().await.ok();
+    url
+}
+
+/// The sample's active arbitrum proposal "[Constitutional] AIP: ArbOS 60 Elara".
+pub const ACTIVE_ARB: &str = "0x04d6219c392f3f6187779f609d6cad21e3b3d6091809355ad12ba6bb39b55834";
+
+async fn forum_topic_becomes_an_event(backend: Backend) {
+    let app = spawn_app_on(fixture_database(backend).await).await;
+    let (from, to) = (SAMPLE_END_MS - 90 * DAY_MS, SAMPLE_END_MS);
+    let (status, body) =
+        app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&kind=forum_topic_created")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["total"], 1);
+    let e = &items(&body)[0];
+    assert_eq!(e["kind"], "forum_topic_created");
+    assert_eq!(e["daoId"], "arbitrum");
+    assert_eq!(e["occurredAt"], rfc(SAMPLE_END_MS - DAY_MS / 2));
+    assert_eq!(e["actor"], "synthetic-author");
+    assert_eq!(e["subject"]["kind"], "forum_topic");
+    assert_eq!(e["subject"]["source"], "discourse");
+    assert_eq!(e["subject"]["externalId"], "90001");
+    assert_eq!(e["subject"]["title"], "[synthetic] Discussion: ArbOS 60 Elara");
+    assert_eq!(e["subject"]["key"], govdata::store::keys::topic_key("arbitrum", "90001"));
+    assert_eq!(e["citation"]["source"], "discourse");
+    assert_eq!(e["citation"]["url"], "https://forum.example/t/synthetic-discussion-arbos-60-elara/90001");
+    assert_eq!(e["details"], json!({"linkedProposalSource": "snapshot", "linkedProposalExternalId": ACTIVE_ARB}));
+    // Two more publications added no event: the total is the sample's plus the topic.
+    let want = expected_events().iter().filter(|e| in_window(e, from, to)).count() + 1;
+    let (_, all) = app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}")).await;
+    assert_eq!(all["data"]["total"], want as u64);
+}
+
+#[tokio::test]
+async fn forum_topic_becomes_an_event_sqlite() {
+    forum_topic_becomes_an_event(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn forum_topic_becomes_an_event_postgres() {
+    forum_topic_becomes_an_event(Backend::Postgres).await;
+}
