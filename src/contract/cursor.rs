@@ -108,7 +108,8 @@ impl CursorCodec {
         }
         let (body, tag) = bytes.split_at(bytes.len() - MAC_BYTES);
         self.mac(body).verify_truncated_left(tag).map_err(|_| invalid("the cursor's signature does not match"))?;
-        let payload: Payload = serde_json::from_slice(body).map_err(|_| invalid("the cursor is not one this API issued"))?;
+        let payload: Payload =
+            serde_json::from_slice(body).map_err(|_| invalid("the cursor is not one this API issued"))?;
         if payload.v != VERSION {
             return Err(invalid("the cursor has an older format"));
         }
@@ -122,8 +123,14 @@ impl CursorCodec {
     }
 }
 
+/// A cursor that verified but whose position an endpoint cannot read (a defect or an old format).
+pub fn unreadable_position(cursor: &str) -> Problem {
+    invalid_cursor(cursor, "the cursor's position is unreadable")
+}
+
 fn invalid_cursor(cursor: &str, reason: &str) -> Problem {
-    let mut p = Problem::new(ErrorCode::InvalidCursor, format!("{reason}; restart from the first page without `cursor`."));
+    let mut p =
+        Problem::new(ErrorCode::InvalidCursor, format!("{reason}; restart from the first page without `cursor`."));
     p.errors = Some(vec![FieldError {
         location: ParamLocation::Query,
         name: CURSOR_PARAM.to_owned(),

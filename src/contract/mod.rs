@@ -6,6 +6,7 @@ pub mod cursor;
 pub mod document;
 pub mod envelope;
 pub mod errors;
+pub mod ids;
 pub mod events;
 pub mod limits;
 pub mod operations;

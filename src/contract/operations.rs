@@ -101,6 +101,18 @@ operations! {
     DaosListV2 = "daos_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
     /// `GET /v2/daos/{daoId}`
     DaosGetV2 = "daos_get", V2, Paid(Standard), [ValidationError, NotFound];
+    /// `GET /v2/proposals`
+    ProposalsListV2 = "proposals_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    /// `GET /v2/proposals/{proposalKey}`
+    ProposalsGetV2 = "proposals_get", V2, Paid(Standard), [ValidationError, NotFound];
+    /// `GET /v2/proposals/{proposalKey}/votes`
+    ProposalVotesListV2 = "proposal_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound];
+    /// `GET /v2/daos/{daoId}/voters`
+    VotersListV2 = "voters_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound];
+    /// `GET /v2/voters/{voterIdentity}`
+    VotersGetV2 = "voters_get", V2, Paid(Plus), [ValidationError, NotFound];
+    /// `GET /v2/voters/{voterIdentity}/votes`
+    VoterVotesListV2 = "voter_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound];
 }
 
 /// The declaration of `id` on `version`.

@@ -219,6 +219,75 @@ pub fn resolve_v1_window(start: (&str, i64), end: (&str, i64), window: Window, r
     (start_ms, end_ms)
 }
 
+/// v2 `from` / `to`: an RFC 3339 timestamp with any offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V2Timestamp(pub i64);
+
+impl Type for V2Timestamp {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        "v2_timestamp".into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        let mut s = MetaSchema::new_with_format("string", "date-time");
+        s.description = Some("RFC 3339 timestamp, any offset (`2026-01-01T00:00:00Z`).");
+        s.example = Some("2026-01-01T00:00:00Z".into());
+        MetaSchemaRef::Inline(Box::new(s))
+    }
+
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        Box::new(self.as_raw_value().into_iter())
+    }
+}
+
+impl ParseFromParameter for V2Timestamp {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        let t = time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
+            .map_err(|_| ParseError::custom(format!("`{value}` is not an RFC 3339 timestamp")))?;
+        Ok(Self((t.unix_timestamp_nanos() / 1_000_000) as i64))
+    }
+}
+
+/// The v2 window `[from, to]` in epoch ms: both bounds optional; one alone is completed to the
+/// longest window allowed; longer than `window`, or `from` after `to` → VALIDATION_ERROR.
+pub fn resolve_v2_window(
+    from: Option<V2Timestamp>,
+    to: Option<V2Timestamp>,
+    window: Window,
+) -> Result<Option<(i64, i64)>, super::errors::Problem> {
+    use super::errors::{FieldError, ParamLocation, Problem};
+    let (from, to) = match (from, to) {
+        (None, None) => return Ok(None),
+        (Some(f), None) => (f.0, f.0.saturating_add(window.max_ms())),
+        (None, Some(t)) => (t.0.saturating_sub(window.max_ms()), t.0),
+        (Some(f), Some(t)) => (f.0, t.0),
+    };
+    let error = |reason: String| {
+        Problem::validation(FieldError {
+            location: ParamLocation::Query,
+            name: "to".to_owned(),
+            reason,
+            expected: Some(format!("`from` ≤ `to` ≤ `from` + {} days", window.max_days)),
+            received: Some(super::time::rfc3339_ms(to)),
+        })
+    };
+    if from > to {
+        return Err(error("is before `from`".to_owned()));
+    }
+    if to - from > window.max_ms() {
+        return Err(error(format!("makes a window longer than {} days", window.max_days)));
+    }
+    Ok(Some((from, to)))
+}
+
 /// v2 `limit`: `1..=max`, anything else is VALIDATION_ERROR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V2Limit<L> {

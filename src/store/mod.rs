@@ -12,12 +12,14 @@ pub mod freshness;
 pub mod items;
 pub mod keys;
 pub mod migration;
+pub mod proposals;
 pub mod publish;
 pub mod search;
 pub mod signals;
 pub mod settings;
 pub mod tally;
 pub mod tokens;
+pub mod voters;
 
 use std::time::Duration;
 

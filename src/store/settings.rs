@@ -1,7 +1,7 @@
 //! Values every govdata process on one store must share.
 use base64::Engine;
 use rand::RngCore;
-use sea_orm::{ConnectionTrait, DbErr, EntityTrait, sea_query::OnConflict};
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
 
 use super::entities::setting;
 
@@ -17,11 +17,7 @@ pub async fn cursor_secret(db: &impl ConnectionTrait) -> Result<Vec<u8>, DbErr> 
         key: sea_orm::ActiveValue::Set(CURSOR_SECRET.to_owned()),
         value: sea_orm::ActiveValue::Set(base64::engine::general_purpose::STANDARD.encode(fresh)),
     };
-    setting::Entity::insert(row)
-        .on_conflict(OnConflict::column(setting::Column::Key).do_nothing().to_owned())
-        .do_nothing()
-        .exec(db)
-        .await?;
+    setting::Entity::insert(row).on_conflict_do_nothing_on([setting::Column::Key]).exec(db).await?;
     let stored = setting::Entity::find_by_id(CURSOR_SECRET.to_owned())
         .one(db)
         .await?

@@ -129,8 +129,8 @@ on_both_backends!(v1_activity_clamps_and_rejects, |app: TestApp| async move {
 });
 
 on_both_backends!(v1_activity_list_snapshot, |app: TestApp| async move {
-    let (_, body) = app.get_json("/v1/activity?daoId=arbitrum&limit=6").await;
-    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_activity_list_arbitrum", body));
+    let (_, body) = app.get_json("/v1/activity?daoId=weatherxm&limit=8").await;
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_activity_list_weatherxm", body));
 });
 
 async fn fixture_shows_topic_and_signal(backend: Backend) {

@@ -1,7 +1,7 @@
 //! `GET /v1/daos/{daoId}/brief`: every number checked against the sample CSV files.
 use std::collections::{BTreeMap, HashMap};
 
-use bigdecimal::{BigDecimal, RoundingMode};
+use bigdecimal::{BigDecimal, RoundingMode, Zero};
 use serde_json::Value;
 
 use crate::{
@@ -32,7 +32,7 @@ fn check_standings(list: &Value, state: &str) {
         assert_eq!(s["quorum"], p["quorum"].as_str());
         assert_eq!(s["upstreamTopChoicePct"], p["top_choice_pct"].as_str());
         let (total, quorum) = (dec(&p["scores_total"]), dec(&p["quorum"]));
-        let status = if quorum == BigDecimal::from(0) {
+        let status = if quorum.is_zero() {
             "no_quorum"
         } else if total >= quorum {
             "reached"

@@ -1,7 +1,7 @@
 //! `GET /v1/governance-events` on the real sample, and derivation on fixtures.
 use std::collections::HashMap;
 
-use bigdecimal::BigDecimal;
+use bigdecimal::{BigDecimal, Zero};
 use serde_json::{Value, json};
 
 use crate::{
@@ -84,7 +84,7 @@ pub fn expected_events() -> Vec<Expected> {
     let one_percent = dec("0.01");
     for v in sample_votes() {
         let total = &totals[&v["proposal_id"]];
-        if *total > BigDecimal::from(0) && dec(&v["voting_power"]) >= total * &one_percent {
+        if !total.is_zero() && dec(&v["voting_power"]) >= total * &one_percent {
             out.push(Expected { dao: dao_of_symbol(&v["symbol"]), kind: "vote_cast", ms: date_ms(&v["created"]) });
         }
     }
@@ -231,10 +231,11 @@ on_both_backends!(v1_events_unknown_dao_is_an_empty_page, |app: TestApp| async m
 });
 
 on_both_backends!(v1_events_list_snapshot, |app: TestApp| async move {
-    let from = SAMPLE_END_MS - 10 * DAY_MS;
-    let (_, body) = app
-        .get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={SAMPLE_END_MS}&daoId=arbitrum&limit=6"))
-        .await;
+    // The close of an arbitrum vote with its notable votes.
+    let to = date_ms("2025-08-01");
+    let from = to - 2 * DAY_MS;
+    let (_, body) =
+        app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&daoId=arbitrum&limit=6")).await;
     snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_events_list_arbitrum", body));
 });
 
@@ -312,7 +313,8 @@ pub async fn fixture_database(backend: Backend) -> String {
 pub const ACTIVE_ARB: &str = "0x04d6219c392f3f6187779f609d6cad21e3b3d6091809355ad12ba6bb39b55834";
 
 async fn forum_topic_becomes_an_event(backend: Backend) {
-    let app = spawn_app_on(fixture_database(backend).await).await;
+    let url = fixture_database(backend).await;
+    let app = spawn_app_on(url.clone()).await;
     let (from, to) = (SAMPLE_END_MS - 90 * DAY_MS, SAMPLE_END_MS);
     let (status, body) =
         app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&kind=forum_topic_created")).await;
@@ -335,6 +337,42 @@ async fn forum_topic_becomes_an_event(backend: Backend) {
     let want = expected_events().iter().filter(|e| in_window(e, from, to)).count() + 1;
     let (_, all) = app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}")).await;
     assert_eq!(all["data"]["total"], want as u64);
+    // The natural keys written by the set-based SQL are the ones the contract declares.
+    use govdata::contract::events::{EventKind, proposal_event_key, topic_event_key, vote_event_key};
+    use govdata::store::entities::governance_event as ge;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    let db = govdata::store::connect(&url).await.expect("connect");
+    let keys: Vec<String> = ge::Entity::find()
+        .filter(ge::Column::SubjectExternalId.is_in([ACTIVE_ARB, "90001"]))
+        .all(&db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.natural_key)
+        .collect();
+    db.close().await.ok();
+    assert!(keys.contains(&topic_event_key("arbitrum", "90001")), "{keys:?}");
+    let created = proposal_event_key("arbitrum", "snapshot", ACTIVE_ARB, EventKind::ProposalCreated);
+    assert!(keys.contains(&created), "{keys:?}");
+    assert!(keys.contains(&proposal_event_key("arbitrum", "snapshot", ACTIVE_ARB, EventKind::VotingStarted)));
+    let vote = vote_event_key("arbitrum", "snapshot", ACTIVE_ARB, "");
+    assert!(keys.iter().all(|k| !k.starts_with(&vote)), "the active proposal has no ingested votes");
+    let (_, votes) =
+        app.get_json(&format!("/v1/governance-events?start_ms={from}&end_ms={to}&kind=vote_cast&limit=1")).await;
+    let v = &items(&votes)[0];
+    let db = govdata::store::connect(&url).await.expect("connect");
+    let row =
+        ge::Entity::find_by_id(v["id"].as_str().unwrap().parse::<i64>().unwrap()).one(&db).await.unwrap().unwrap();
+    db.close().await.ok();
+    assert_eq!(
+        row.natural_key,
+        vote_event_key(
+            v["daoId"].as_str().unwrap(),
+            "snapshot",
+            v["subject"]["externalId"].as_str().unwrap(),
+            v["actor"].as_str().unwrap()
+        )
+    );
 }
 
 #[tokio::test]

@@ -129,6 +129,8 @@ pub fn sample_database(backend: Backend) -> String {
 pub struct TestApp {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
+    /// The store the server reads, for tests that compare with it directly.
+    pub database_url: String,
 }
 
 impl TestApp {
@@ -161,7 +163,7 @@ pub async fn spawn_app_on(url: String) -> TestApp {
     let (server, addr) =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");
     tokio::spawn(server);
-    TestApp { addr, client: reqwest::Client::new() }
+    TestApp { addr, client: reqwest::Client::new(), database_url: url }
 }
 
 /// Runs a test body on both backends: `both!(name, |app| async move { ... })`.

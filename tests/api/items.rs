@@ -8,7 +8,7 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, Quer
 use serde_json::{Value, json};
 
 use crate::daos::assert_no_floats;
-use crate::helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on};
+use crate::helpers::{Backend, TestApp, fresh_database, snapshot_settings};
 use crate::on_both_backends;
 
 /// The sample's "Statute of Limitations" RFC (uniswap, Snapshot).

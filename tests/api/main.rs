@@ -17,3 +17,4 @@ mod lookup;
 mod pricing;
 mod signals;
 mod v2_daos;
+mod v2_lists;

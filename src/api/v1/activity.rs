@@ -153,6 +153,7 @@ impl Api {
     /// explicit window use `/v1/governance-events`; for a signal's evidence,
     /// `/v1/governance-signals`. An unknown `daoId` matches nothing (an empty page, `total` 0).
     #[oai(path = "/activity", method = "get", operation_id = "activity_list")]
+    #[allow(clippy::too_many_arguments)]
     async fn activity_list(
         &self,
         state: Data<&AppState>,

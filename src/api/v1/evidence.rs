@@ -40,7 +40,7 @@ pub enum ScoresFrom {
 /// One choice with its exact score and share.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct ChoiceScore {
+pub struct EvidenceChoice {
     /// 1-based, as Snapshot numbers choices (on-chain: support + 1, i.e. 1 = Against, 2 = For, 3 = Abstain).
     pub choice: u32,
     /// The label, when the choices are known.
@@ -66,7 +66,7 @@ pub struct QuorumEvidence {
 /// Participation: upstream counts and what this store holds, kept apart.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct Turnout {
+pub struct EvidenceTurnout {
     /// Votes cast according to the upstream.
     pub upstream_votes: Option<String>,
     /// Votes held in this store.
@@ -99,7 +99,7 @@ pub struct TimelineEvent {
 /// The proposal's dates and governance events.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct Timeline {
+pub struct ProposalTimeline {
     pub created_at: String,
     pub start_at: Option<String>,
     pub end_at: Option<String>,
@@ -110,7 +110,7 @@ pub struct Timeline {
 /// One of the largest votes.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct VoteEvidence {
+pub struct EvidenceVote {
     /// The canonical lowercase 0x address (`voterIdentity`).
     pub voter: String,
     /// EIP-55 display form.
@@ -130,8 +130,8 @@ pub struct VoteEvidence {
 
 /// Evidence-rich detail of one proposal.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct Evidence {
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct ProposalEvidence {
     pub proposal: ProposalSummary,
     /// The full text, when known (the bundled sample carries none).
     pub body: Option<String>,
@@ -141,20 +141,105 @@ pub struct Evidence {
     /// One sentence saying what `choices` covers.
     pub scores_note: String,
     /// Every choice with its exact score and share, in choice order.
-    pub choices: Vec<ChoiceScore>,
+    pub choices: Vec<EvidenceChoice>,
     /// Upstream `scores_total`, as the exact text received.
     pub scores_total: Option<String>,
     /// Absent when the proposal has no quorum (unknown or zero) or no upstream total.
     pub quorum: Option<QuorumEvidence>,
-    pub turnout: Turnout,
-    pub timeline: Timeline,
+    pub turnout: EvidenceTurnout,
+    pub timeline: ProposalTimeline,
     /// The largest ingested votes by voting power (at most 10; ties by address).
-    pub largest_votes: Vec<VoteEvidence>,
+    pub largest_votes: Vec<EvidenceVote>,
     /// Forum topics that discuss the proposal.
     pub linked_topics: Vec<ItemRef>,
     /// Where each fact comes from; `supports` names fields of this object (`proposal.title`,
     /// `choices[].score`, `largestVotes[0]`).
     pub citations: Vec<Citation>,
+}
+
+impl poem_openapi::types::Example for ProposalEvidence {
+    fn example() -> Self {
+        let id = "0x5915e661808f896203ff5759e737e04861bf8fa09525972d481cbccf7776f485";
+        let url = format!("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}");
+        let choice = |n: u32, score: &str, share: &str| EvidenceChoice {
+            choice: n,
+            label: None,
+            score: score.to_owned(),
+            share: share.to_owned(),
+        };
+        Self {
+            proposal: ProposalSummary {
+                dao_id: "uniswap".to_owned(),
+                source: "snapshot".to_owned(),
+                external_id: id.to_owned(),
+                proposal_key: "p_TG-Bp7qX4sxD-yzk0iaGvA".to_owned(),
+                title: "Trial run a Technical Advisory Board (TAB)".to_owned(),
+                state: "closed".to_owned(),
+                voting_type: Some("basic".to_owned()),
+                author: "0xc5547b4907418c2ec0c2a95bec6fee8354657759".to_owned(),
+                created_at: "2025-06-12T00:00:00.000Z".to_owned(),
+                start_at: Some("2025-06-12T00:00:00.000Z".to_owned()),
+                end_at: Some("2025-06-17T00:00:00.000Z".to_owned()),
+                url: Some(url.clone()),
+                upstream_votes: Some("333".to_owned()),
+                ingested_votes: "333".to_owned(),
+            },
+            body: None,
+            discussion_url: None,
+            scores_from: ScoresFrom::IngestedVotes,
+            scores_note: "Per-choice scores are computed here from the 333 ingested votes of 333 cast upstream; \
+                          the upstream's per-choice scores are not stored."
+                .to_owned(),
+            choices: vec![
+                choice(1, "4344.199619445427062608", "0.0001636497"),
+                choice(2, "25132056.095661202750587948", "0.9467457485"),
+                choice(3, "1409328.73017342662211206", "0.0530906018"),
+            ],
+            scores_total: Some("26545729.025454085".to_owned()),
+            quorum: Some(QuorumEvidence {
+                required: "10000000".to_owned(),
+                scores_total: "26545729.025454085".to_owned(),
+                reached: true,
+            }),
+            turnout: EvidenceTurnout {
+                upstream_votes: Some("333".to_owned()),
+                ingested_votes: "333".to_owned(),
+                coverage: Some("1".to_owned()),
+                votes_counted: "333".to_owned(),
+                votes_unreadable: "0".to_owned(),
+                ingested_voting_power: "26545729.025454074799762616".to_owned(),
+            },
+            timeline: ProposalTimeline {
+                created_at: "2025-06-12T00:00:00.000Z".to_owned(),
+                start_at: Some("2025-06-12T00:00:00.000Z".to_owned()),
+                end_at: Some("2025-06-17T00:00:00.000Z".to_owned()),
+                events: Vec::new(),
+            },
+            largest_votes: vec![EvidenceVote {
+                voter: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
+                address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+                choice: "2".to_owned(),
+                voting_power: "5252468.695025884".to_owned(),
+                voting_power_from_float: true,
+                share_of_ingested_power: "0.1978649255".to_owned(),
+                reason: None,
+                created_at: "2025-06-16T00:00:00.000Z".to_owned(),
+            }],
+            linked_topics: Vec::new(),
+            citations: vec![
+                Citation {
+                    url: Some(url),
+                    snapshot_id: Some(id.to_owned()),
+                    ..citation("snapshot", strings(&["proposal.title", "proposal.state", "scoresTotal", "quorum"]))
+                },
+                Citation {
+                    snapshot_id: Some(id.to_owned()),
+                    dataset: Some("data/sample/snapshot_votes.csv".to_owned()),
+                    ..citation("snapshot", strings(&["choices[].score", "choices[].share", "largestVotes[]"]))
+                },
+            ],
+        }
+    }
 }
 
 fn citation(source: &str, supports: Vec<String>) -> Citation {
@@ -206,7 +291,7 @@ pub fn proposal_citations(p: &proposal::Model, supports: Vec<String>) -> Vec<Cit
 }
 
 /// Per-choice scores: the upstream's when stored, else the exact tally of ingested votes.
-fn choices(p: &proposal::Model, tally: &Tally) -> (ScoresFrom, Vec<ChoiceScore>) {
+fn choices(p: &proposal::Model, tally: &Tally) -> (ScoresFrom, Vec<EvidenceChoice>) {
     let labels = json_strings(p.choices.as_deref()).unwrap_or_default();
     let label = |i: u32| labels.get(i as usize - 1).cloned();
     let upstream: Option<Vec<BigDecimal>> = json_strings(p.scores.as_deref())
@@ -219,7 +304,7 @@ fn choices(p: &proposal::Model, tally: &Tally) -> (ScoresFrom, Vec<ChoiceScore>)
             .enumerate()
             .map(|(i, s)| {
                 let n = i as u32 + 1;
-                ChoiceScore { choice: n, label: label(n), score: tally::score_text(s), share: tally::share(s, &sum) }
+                EvidenceChoice { choice: n, label: label(n), score: tally::score_text(s), share: tally::share(s, &sum) }
             })
             .collect();
         return (ScoresFrom::Upstream, rows);
@@ -233,7 +318,7 @@ fn choices(p: &proposal::Model, tally: &Tally) -> (ScoresFrom, Vec<ChoiceScore>)
         .into_iter()
         .map(|n| {
             let score = tally.scores.get(&n).cloned().unwrap_or_else(BigDecimal::zero);
-            ChoiceScore {
+            EvidenceChoice {
                 choice: n,
                 label: if n == 0 { None } else { label(n) },
                 score: tally::score_text(&score),
@@ -254,9 +339,9 @@ fn quorum(p: &proposal::Model) -> Option<QuorumEvidence> {
     Some(QuorumEvidence { required: required.to_owned(), scores_total: total.to_owned(), reached: t >= q })
 }
 
-fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> VoteEvidence {
+fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> EvidenceVote {
     let power = decimal::parse(&v.voting_power).unwrap_or_else(|_| BigDecimal::zero());
-    VoteEvidence {
+    EvidenceVote {
         voter: v.voter.clone(),
         address: address::display(&v.voter),
         choice: v.choice.clone(),
@@ -278,6 +363,23 @@ fn timeline_event(e: &governance_event::Model) -> TimelineEvent {
         tx_hash: e.tx_hash.clone(),
         block_number: e.block_number.map(|b| b.to_string()),
     }
+}
+
+/// Citations naming the same place (source, URL, ids, transaction, dataset) become one, whose
+/// `supports` lists every field of the merged ones, in first-seen order.
+fn merge_citations(citations: Vec<Citation>) -> Vec<Citation> {
+    let mut out: Vec<Citation> = Vec::new();
+    for c in citations {
+        let same = |o: &&mut Citation| {
+            (&o.source, &o.url, &o.snapshot_id, &o.ipfs, &o.tx_hash, &o.block_number, &o.dataset)
+                == (&c.source, &c.url, &c.snapshot_id, &c.ipfs, &c.tx_hash, &c.block_number, &c.dataset)
+        };
+        match out.iter_mut().find(same) {
+            Some(existing) => existing.supports.extend(c.supports),
+            None => out.push(c),
+        }
+    }
+    out
 }
 
 fn strings(fields: &[&str]) -> Vec<String> {
@@ -313,7 +415,7 @@ impl Api {
         /// The upstream proposal id (Snapshot id, or on-chain proposal id as a decimal string).
         #[oai(name = "externalId")]
         external_id: Path<String>,
-    ) -> Result<Json<V1Envelope<Evidence>>, ApiError<Op>> {
+    ) -> Result<Json<V1Envelope<ProposalEvidence>>, ApiError<Op>> {
         let (dao_id, source, external_id) = (dao_id.0, source.0, external_id.0);
         if !matches!(source.as_str(), "snapshot" | "onchain") {
             return Err(Problem::validation(FieldError {
@@ -440,7 +542,8 @@ impl Api {
             });
         }
 
-        let data = Evidence {
+        let citations = merge_citations(citations);
+        let data = ProposalEvidence {
             proposal: ProposalSummary::from_model(&p),
             body: p.body.clone(),
             discussion_url: p.discussion_url.clone(),
@@ -449,7 +552,7 @@ impl Api {
             choices,
             scores_total: p.scores_total.clone(),
             quorum,
-            turnout: Turnout {
+            turnout: EvidenceTurnout {
                 upstream_votes: p.upstream_vote_count.map(|u| u.to_string()),
                 ingested_votes: ingested.to_string(),
                 coverage,
@@ -457,7 +560,7 @@ impl Api {
                 votes_unreadable: tally.votes_unreadable.to_string(),
                 ingested_voting_power: tally::score_text(&tally.total_power),
             },
-            timeline: Timeline {
+            timeline: ProposalTimeline {
                 created_at: rfc3339_ms(p.created_ms),
                 start_at: p.start_ms.map(rfc3339_ms),
                 end_at: p.end_ms.map(rfc3339_ms),

@@ -113,11 +113,76 @@ pub struct ForumTopicItem {
 
 /// One normalized item: exactly one of `proposal` and `forumTopic` is present, as `kind` says.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct Item {
     pub kind: ItemKind,
     pub proposal: Option<ProposalItem>,
     pub forum_topic: Option<ForumTopicItem>,
+}
+
+impl poem_openapi::types::Example for Item {
+    fn example() -> Self {
+        let id = "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde";
+        let url = format!("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}");
+        let supports: Vec<String> =
+            ["title", "author", "state", "scoresTotal", "quorum", "startAt", "endAt", "upstreamVotes"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
+        let proposal = ProposalItem {
+            dao_id: "uniswap".to_owned(),
+            source: "snapshot".to_owned(),
+            external_id: id.to_owned(),
+            proposal_key: "p_ySkDsluXC6HK7X-44EjAaQ".to_owned(),
+            title: "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks"
+                .to_owned(),
+            body: None,
+            author: "0x3fb19771947072629c8eee7995a2ef23b72d4c8a".to_owned(),
+            voting_type: Some("single-choice".to_owned()),
+            state: "closed".to_owned(),
+            choices: None,
+            scores: None,
+            scores_total: Some("5753874.4708579285".to_owned()),
+            scores_state: None,
+            quorum: Some("10000000".to_owned()),
+            top_choice_pct: Some("100.0".to_owned()),
+            created_at: "2026-03-03T00:00:00.000Z".to_owned(),
+            start_at: Some("2026-03-03T00:00:00.000Z".to_owned()),
+            end_at: Some("2026-03-08T00:00:00.000Z".to_owned()),
+            upstream_votes: Some("133".to_owned()),
+            ingested_votes: "0".to_owned(),
+            url: Some(url.clone()),
+            discussion_url: None,
+            ipfs: None,
+            snapshot_block: None,
+            tx_hash: None,
+            block_number: None,
+            origin: "snapshot-sample-csv".to_owned(),
+            citations: vec![
+                Citation {
+                    supports: supports.clone(),
+                    source: "snapshot".to_owned(),
+                    url: Some(url),
+                    snapshot_id: Some(id.to_owned()),
+                    ipfs: None,
+                    tx_hash: None,
+                    block_number: None,
+                    dataset: None,
+                },
+                Citation {
+                    supports,
+                    source: "snapshot".to_owned(),
+                    url: None,
+                    snapshot_id: Some(id.to_owned()),
+                    ipfs: None,
+                    tx_hash: None,
+                    block_number: None,
+                    dataset: Some("data/sample/snapshot_proposals.csv".to_owned()),
+                },
+            ],
+        };
+        Self { kind: ItemKind::Proposal, proposal: Some(proposal), forum_topic: None }
+    }
 }
 
 /// Reads a JSON array column of labels or decimals as strings.

@@ -120,13 +120,24 @@ pub struct LookupAlternative {
 
 /// The best match and the runners-up.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 pub struct LookupResult {
     #[oai(rename = "match")]
     pub matched: LookupMatch,
     pub proposal: ProposalSummary,
     /// Up to five other candidates, most likely first.
     pub alternatives: Vec<LookupAlternative>,
+}
+
+impl poem_openapi::types::Example for LookupResult {
+    fn example() -> Self {
+        use poem_openapi::types::Example;
+        Self {
+            matched: LookupMatch { by: MatchBy::Title, confidence: "0.8333".to_owned() },
+            proposal: ProposalSummary::example(),
+            alternatives: Vec::new(),
+        }
+    }
 }
 
 /// A URL form the lookup recognises.

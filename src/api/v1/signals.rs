@@ -404,7 +404,7 @@ impl Api {
         /// VALIDATION_ERROR.
         #[oai(name = "daoId")]
         dao_id: Query<Option<String>>,
-        /// Only signals of this rule.
+        /// Only signals of this rule; the schema lists every rule with its definition and thresholds.
         kind: Query<Option<KindFilter>>,
         /// Only signals of this severity.
         severity: Query<Option<Severity>>,

@@ -6,11 +6,11 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::V2Tag;
+use super::{V2Tag, page, revision};
 use crate::api::{AppState, model::Dao};
 use crate::contract::{
     cursor::QueryShape,
-    envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta, V2Single},
+    envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},
     limits::MostLists,
     operations::{DaosGetV2 as Op, DaosListV2},
@@ -40,24 +40,13 @@ impl Api {
     ) -> Result<Json<V2List<Dao>>, ApiError<DaosListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let shape = QueryShape { endpoint: "daos_list", filters: vec![], limit };
-        let revision = store::freshness::current_revision(&state.db).await?;
-        let revision_id = revision.as_ref().map_or(0, |r| r.id);
+        let serving = revision(&state).await?;
         let after = match cursor.0.as_deref() {
-            Some(c) => state.cursors.decode(c, &shape, revision_id)?.into_iter().next(),
+            Some(c) => state.cursors.decode(c, &shape, serving.id)?.into_iter().next(),
             None => None,
         };
-        let mut rows = store::daos::list_after(&state.db, after.as_deref(), u64::from(limit) + 1).await?;
-        let has_more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let next_cursor =
-            has_more.then(|| rows.last().map(|r| state.cursors.encode(&shape, revision_id, vec![r.dao.id.clone()]))).flatten();
-        Ok(Json(V2List {
-            data: V2Items { items: rows.into_iter().map(Dao::from_record).collect() },
-            meta: V2ListMeta {
-                page: PageMeta { limit, has_more, next_cursor },
-                freshness: Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh),
-            },
-        }))
+        let rows = store::daos::list_after(&state.db, after.as_deref(), u64::from(limit) + 1).await?;
+        Ok(Json(page(&state, &shape, &serving, limit, rows, |r| vec![r.dao.id.clone()], Dao::from_record)))
     }
 
     /// Get one DAO

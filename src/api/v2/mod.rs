@@ -1,11 +1,62 @@
 //! The additive v2 surface.
 pub mod daos;
+pub mod proposals;
+pub mod voters;
 
-use poem_openapi::Tags;
+use poem_openapi::{
+    Tags,
+    types::{ParseFromJSON, ToJSON, Type},
+};
+
+use crate::api::AppState;
+use crate::contract::{
+    cursor::QueryShape,
+    envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
+    errors::Problem,
+};
 
 /// One tag per resource.
 #[derive(Tags)]
 pub enum V2Tag {
     /// The covered DAOs, their data sources, counts and freshness.
     Daos,
+    /// Proposals and their votes.
+    Proposals,
+    /// Voters: rankings within a DAO, cross-DAO profiles and voting histories.
+    Voters,
+}
+
+/// The serving data revision, which cursors are bound to (0 before the first publication).
+pub struct Serving {
+    pub id: i64,
+    pub data_as_of_ms: Option<i64>,
+}
+
+pub async fn revision(state: &AppState) -> Result<Serving, Problem> {
+    let r = crate::store::freshness::current_revision(&state.db).await.map_err(|e| Problem::from_store(&e))?;
+    Ok(Serving { id: r.as_ref().map_or(0, |r| r.id), data_as_of_ms: r.map(|r| r.data_as_of_ms) })
+}
+
+/// A keyset page from `limit + 1` rows: the extra row only says whether more follow; the
+/// cursor carries the position of the last row served.
+pub fn page<R, T: ParseFromJSON + ToJSON + Type>(
+    state: &AppState,
+    shape: &QueryShape<'_>,
+    serving: &Serving,
+    limit: u32,
+    mut rows: Vec<R>,
+    position: impl Fn(&R) -> Vec<String>,
+    item: impl FnMut(R) -> T,
+) -> V2List<T> {
+    let has_more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor =
+        if has_more { rows.last().map(|r| state.cursors.encode(shape, serving.id, position(r))) } else { None };
+    V2List {
+        data: V2Items { items: rows.into_iter().map(item).collect() },
+        meta: V2ListMeta {
+            page: PageMeta { limit, has_more, next_cursor },
+            freshness: Freshness::new(serving.data_as_of_ms, CacheStatus::Fresh),
+        },
+    }
 }

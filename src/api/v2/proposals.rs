@@ -1,0 +1,460 @@
+//! `GET /v2/proposals`, `GET /v2/proposals/{proposalKey}`, `GET /v2/proposals/{proposalKey}/votes`.
+use poem::web::Data;
+use poem_openapi::{
+    Enum, Object, OpenApi,
+    param::{Path, Query},
+    payload::Json,
+};
+
+use super::{V2Tag, page, revision};
+use crate::api::AppState;
+use crate::contract::{
+    cursor::{QueryShape, unreadable_position},
+    envelope::{CacheStatus, Freshness, V2List, V2Single},
+    errors::{ApiError, ParamLocation, Problem},
+    ids::{VoterIdentity, check_key, parse_voter_identity},
+    limits::{MostLists, PROPOSALS_AND_HISTORY_WINDOW, ProposalVotes},
+    operations::{ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
+    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    time::rfc3339_ms,
+};
+use crate::store::{
+    self, address,
+    entities::{proposal, vote},
+    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder},
+};
+
+/// Vote counts of a proposal, kept apart.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct VoteCounts {
+    /// Votes cast according to the upstream (Snapshot `votes`), when known.
+    pub upstream: Option<String>,
+    /// Votes held in this store and served by `/votes`.
+    pub ingested: String,
+}
+
+/// A proposal, without its body and votes.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct ProposalSummary {
+    /// Opaque, stable key: use it to address the proposal in v2.
+    pub proposal_key: String,
+    pub dao_id: String,
+    /// `snapshot` or `onchain`.
+    pub source: String,
+    /// The upstream id.
+    pub external_id: String,
+    pub title: String,
+    /// Lowercase 0x address of the author.
+    pub author: String,
+    pub state: String,
+    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`).
+    pub voting_type: Option<String>,
+    pub created_at: String,
+    pub start_at: Option<String>,
+    pub end_at: Option<String>,
+    pub votes: VoteCounts,
+    /// Total voting power cast, exact, as the upstream reported it.
+    pub scores_total: Option<String>,
+    /// Whether the upstream's scores are final (`final`, `pending`), when known.
+    pub scores_state: Option<String>,
+    pub quorum: Option<String>,
+    pub url: Option<String>,
+}
+
+impl poem_openapi::types::Example for ProposalSummary {
+    fn example() -> Self {
+        Self {
+            proposal_key: "p_3q2-7wAAAAAAAAAAAAAAAA".to_owned(),
+            dao_id: "uniswap".to_owned(),
+            source: "snapshot".to_owned(),
+            external_id: "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf".to_owned(),
+            title: "Strategic Renewal of Gnosis, Linea, and Mantle Deployments".to_owned(),
+            author: "0xa6e8772af29b29b9202a073f8e36f447689beef6".to_owned(),
+            state: "closed".to_owned(),
+            voting_type: Some("basic".to_owned()),
+            created_at: "2025-12-02T00:00:00.000Z".to_owned(),
+            start_at: Some("2025-12-02T00:00:00.000Z".to_owned()),
+            end_at: Some("2025-12-07T00:00:00.000Z".to_owned()),
+            votes: VoteCounts { upstream: Some("449".to_owned()), ingested: "100".to_owned() },
+            scores_total: Some("13713881.867694754".to_owned()),
+            scores_state: None,
+            quorum: Some("10000000".to_owned()),
+            url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x1086…".to_owned()),
+        }
+    }
+}
+
+impl ProposalSummary {
+    pub fn from_model(p: &proposal::Model) -> Self {
+        Self {
+            proposal_key: p.proposal_key.clone(),
+            dao_id: p.dao_id.clone(),
+            source: p.source.clone(),
+            external_id: p.external_id.clone(),
+            title: p.title.clone(),
+            author: p.author.clone(),
+            state: p.state.clone(),
+            voting_type: p.voting_type.clone(),
+            created_at: rfc3339_ms(p.created_ms),
+            start_at: p.start_ms.map(rfc3339_ms),
+            end_at: p.end_ms.map(rfc3339_ms),
+            votes: VoteCounts {
+                upstream: p.upstream_vote_count.map(|n| n.to_string()),
+                ingested: p.ingested_vote_count.to_string(),
+            },
+            scores_total: p.scores_total.clone(),
+            scores_state: p.scores_state.clone(),
+            quorum: p.quorum.clone(),
+            url: p.url.clone(),
+        }
+    }
+}
+
+/// A proposal with its text, without its votes.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct ProposalDetail {
+    #[oai(flatten)]
+    pub summary: ProposalSummary,
+    pub body: Option<String>,
+    /// Choice labels, when the upstream gave them.
+    pub choices: Option<Vec<String>>,
+    /// Per-choice scores as the upstream reported them (exact decimal strings), when given.
+    pub scores: Option<Vec<String>>,
+    pub discussion_url: Option<String>,
+}
+
+/// One vote.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct ProposalVote {
+    /// Canonical lowercase 0x address.
+    pub voter_identity: String,
+    /// EIP-55 checksummed address.
+    pub address: String,
+    /// The choice exactly as the upstream recorded it: `1`, `[1,3]`, `{'2': 1}`.
+    pub choice: String,
+    /// Exact voting power as received.
+    pub voting_power: String,
+    /// True when the upstream served the power as a float (Snapshot `vp`): it is the exact text
+    /// received, which may itself be a rounded value.
+    pub voting_power_from_float: bool,
+    pub created_at: String,
+    pub reason: Option<String>,
+}
+
+impl poem_openapi::types::Example for ProposalVote {
+    fn example() -> Self {
+        Self {
+            voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
+            address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+            choice: "3".to_owned(),
+            voting_power: "2755022.0714428956".to_owned(),
+            voting_power_from_float: true,
+            created_at: "2025-12-03T00:00:00.000Z".to_owned(),
+            reason: None,
+        }
+    }
+}
+
+fn vote_row(v: vote::Model) -> ProposalVote {
+    ProposalVote {
+        address: address::display(&v.voter),
+        voter_identity: v.voter,
+        choice: v.choice,
+        voting_power: v.voting_power,
+        voting_power_from_float: v.vp_from_float,
+        created_at: rfc3339_ms(v.created_ms),
+        reason: v.reason,
+    }
+}
+
+/// Proposal list order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum ProposalSort {
+    /// Newest first (creation time).
+    Newest,
+    /// Latest end of voting first; proposals without an end time are not listed in this order.
+    EndTime,
+}
+
+/// Vote list order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum VoteSort {
+    /// Largest voting power first.
+    Power,
+    /// Newest first.
+    Time,
+}
+
+/// Proposal states a filter may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum ProposalState {
+    Pending,
+    Active,
+    Closed,
+    Queued,
+    Executed,
+    Canceled,
+    Defeated,
+    Succeeded,
+    Expired,
+}
+
+/// A proposal source a filter may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum ProposalSource {
+    Snapshot,
+    Onchain,
+}
+
+fn enum_text<T: poem_openapi::types::ToJSON>(v: &T) -> String {
+    v.to_json().and_then(|j| j.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+async fn proposal_by_key(state: &AppState, key: &str) -> Result<proposal::Model, Problem> {
+    check_key(key, "p_", "proposalKey")?;
+    store::proposals::by_key(&state.db, key)
+        .await
+        .map_err(|e| Problem::from_store(&e))?
+        .ok_or_else(|| Problem::not_found(format!("No proposal has the key `{key}`.")))
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v2", tag = "V2Tag::Proposals")]
+impl Api {
+    /// List proposals
+    ///
+    /// Proposals across the covered DAOs, newest first by default (or by end of voting), without
+    /// their votes. Filter by DAO, source, state and a time window of at most one year
+    /// (`from`/`to`, RFC 3339; the window applies to creation time, or to end time when
+    /// `sort=end_time`). Keyset-paginated: pass `meta.page.nextCursor` back as `cursor` with the
+    /// same parameters.
+    #[oai(path = "/proposals", method = "get", operation_id = "proposals_list")]
+    #[allow(clippy::too_many_arguments)]
+    async fn proposals_list(
+        &self,
+        state: Data<&AppState>,
+        /// Only this DAO's proposals.
+        #[oai(name = "daoId")]
+        dao_id: Query<Option<String>>,
+        /// Only proposals from this source.
+        source: Query<Option<ProposalSource>>,
+        /// Only proposals in this state.
+        #[oai(name = "state")]
+        proposal_state: Query<Option<ProposalState>>,
+        /// Window start (inclusive).
+        from: Query<Option<V2Timestamp>>,
+        /// Window end (inclusive).
+        to: Query<Option<V2Timestamp>>,
+        /// Order of the list.
+        sort: Query<Option<ProposalSort>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<ProposalSummary>>, ApiError<ProposalsListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let window = resolve_v2_window(from.0, to.0, PROPOSALS_AND_HISTORY_WINDOW)?;
+        let sort = sort.0.unwrap_or(ProposalSort::Newest);
+        let source = source.0.map(|s| enum_text(&s));
+        let proposal_state = proposal_state.0.map(|s| enum_text(&s));
+        let shape = QueryShape {
+            endpoint: "proposals_list",
+            filters: vec![
+                ("daoId", dao_id.0.clone().unwrap_or_default()),
+                ("source", source.clone().unwrap_or_default()),
+                ("state", proposal_state.clone().unwrap_or_default()),
+                ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
+                ("sort", enum_text(&sort)),
+            ],
+            limit,
+        };
+        let revision = revision(&state).await?;
+        let after = match cursor.0.as_deref() {
+            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, revision.id)?, c)?),
+            None => None,
+        };
+        let filter = ProposalFilter {
+            dao_id: dao_id.0.as_deref(),
+            source: source.as_deref(),
+            state: proposal_state.as_deref(),
+            window,
+        };
+        let order = match sort {
+            ProposalSort::Newest => ProposalOrder::Newest,
+            ProposalSort::EndTime => ProposalOrder::EndTime,
+        };
+        let rows = store::proposals::list(&state.db, &filter, order, after, u64::from(limit) + 1).await?;
+        Ok(Json(page(
+            &state,
+            &shape,
+            &revision,
+            limit,
+            rows,
+            |p| {
+                let t = match order {
+                    ProposalOrder::Newest => p.created_ms,
+                    ProposalOrder::EndTime => p.end_ms.unwrap_or_default(),
+                };
+                vec![t.to_string(), p.id.to_string()]
+            },
+            |p| ProposalSummary::from_model(&p),
+        )))
+    }
+
+    /// Get one proposal
+    ///
+    /// One proposal by its `proposalKey`, with its text, choices and upstream scores when known,
+    /// and its vote counts (upstream total and ingested votes kept apart) — without the votes
+    /// themselves: page through `/v2/proposals/{proposalKey}/votes` for those.
+    #[oai(path = "/proposals/:proposalKey", method = "get", operation_id = "proposals_get")]
+    async fn proposals_get(
+        &self,
+        state: Data<&AppState>,
+        /// The proposal's opaque key, as listed by `/v2/proposals`.
+        #[oai(name = "proposalKey")]
+        proposal_key: Path<String>,
+    ) -> Result<Json<V2Single<ProposalDetail>>, ApiError<ProposalsGetV2>> {
+        let p = proposal_by_key(&state, &proposal_key.0).await?;
+        let revision = store::freshness::current_revision(&state.db).await?;
+        let parse_list = |s: &Option<String>| s.as_deref().and_then(|t| serde_json::from_str::<Vec<String>>(t).ok());
+        let detail = ProposalDetail {
+            summary: ProposalSummary::from_model(&p),
+            body: p.body.clone(),
+            choices: parse_list(&p.choices),
+            scores: parse_list(&p.scores),
+            discussion_url: p.discussion_url.clone(),
+        };
+        Ok(Json(V2Single::new(detail, Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh))))
+    }
+
+    /// List a proposal's votes
+    ///
+    /// The votes held for one proposal, largest voting power first (or newest first), with the
+    /// choice exactly as recorded and the exact voting power. Filter by `voter` (an address in any
+    /// letter case, a CAIP-10 account or a known ENS name) or by `choice` (the recorded choice
+    /// text, e.g. `1`). Up to 500 rows a page; keyset-paginated with `cursor`. The store may hold
+    /// only part of a proposal's votes: compare with `votes.upstream` of the proposal.
+    #[oai(path = "/proposals/:proposalKey/votes", method = "get", operation_id = "proposal_votes_list")]
+    #[allow(clippy::too_many_arguments)]
+    async fn proposal_votes_list(
+        &self,
+        state: Data<&AppState>,
+        /// The proposal's opaque key.
+        #[oai(name = "proposalKey")]
+        proposal_key: Path<String>,
+        /// Only this voter's vote.
+        voter: Query<Option<String>>,
+        /// Only votes with exactly this recorded choice.
+        choice: Query<Option<String>>,
+        /// Order of the list.
+        sort: Query<Option<VoteSort>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<ProposalVotes>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<ProposalVote>>, ApiError<ProposalVotesListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let sort = sort.0.unwrap_or(VoteSort::Power);
+        let voter = match voter.0.as_deref() {
+            Some(v) => Some(resolve_voter(&state, v, "voter", ParamLocation::Query).await?),
+            None => None,
+        };
+        let p = proposal_by_key(&state, &proposal_key.0).await?;
+        let shape = QueryShape {
+            endpoint: "proposal_votes_list",
+            filters: vec![
+                ("proposalKey", p.proposal_key.clone()),
+                ("voter", voter.clone().unwrap_or_default()),
+                ("choice", choice.0.clone().unwrap_or_default()),
+                ("sort", enum_text(&sort)),
+            ],
+            limit,
+        };
+        let revision = revision(&state).await?;
+        let after = match cursor.0.as_deref() {
+            Some(c) => {
+                let pos = state.cursors.decode(c, &shape, revision.id)?;
+                Some(match sort {
+                    VoteSort::Power => match pos.as_slice() {
+                        [vp, voter] => VoteAfter::Power {
+                            vp_sort: store::decimal::parse_amount(vp).map_err(|_| unreadable_position(c))?.1,
+                            voter: voter.clone(),
+                        },
+                        _ => return Err(unreadable_position(c).into()),
+                    },
+                    VoteSort::Time => {
+                        let (created_ms, id) = position_pair(&pos, c)?;
+                        VoteAfter::Time { created_ms, id }
+                    }
+                })
+            }
+            None => None,
+        };
+        let order = match sort {
+            VoteSort::Power => VoteOrder::Power,
+            VoteSort::Time => VoteOrder::Time,
+        };
+        let rows = store::proposals::votes(
+            &state.db,
+            p.id,
+            voter.as_deref(),
+            choice.0.as_deref(),
+            order,
+            after,
+            u64::from(limit) + 1,
+        )
+        .await?;
+        Ok(Json(page(
+            &state,
+            &shape,
+            &revision,
+            limit,
+            rows,
+            |v| match order {
+                // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
+                VoteOrder::Power => vec![
+                    store::decimal::plain(&store::decimal::parse(&v.voting_power).unwrap_or_default()),
+                    v.voter.clone(),
+                ],
+                VoteOrder::Time => vec![v.created_ms.to_string(), v.id.to_string()],
+            },
+            vote_row,
+        )))
+    }
+}
+
+/// The canonical address a voter parameter names (ENS names resolved from the store).
+pub async fn resolve_voter(
+    state: &AppState,
+    text: &str,
+    param: &str,
+    location: ParamLocation,
+) -> Result<String, Problem> {
+    match parse_voter_identity(text, param, location)? {
+        VoterIdentity::Address(a) => Ok(a),
+        VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.db, &name)
+            .await
+            .map_err(|e| Problem::from_store(&e))?
+            .ok_or_else(|| Problem::not_found(format!("No voter with the ENS name `{name}` is known."))),
+    }
+}
+
+/// A `(time, id)` keyset position.
+pub fn position_pair(pos: &[String], cursor: &str) -> Result<(i64, i64), Problem> {
+    match pos {
+        [a, b] => Ok((
+            a.parse().map_err(|_| unreadable_position(cursor))?,
+            b.parse().map_err(|_| unreadable_position(cursor))?,
+        )),
+        _ => Err(unreadable_position(cursor)),
+    }
+}

@@ -1,0 +1,366 @@
+//! `GET /v2/daos/{daoId}/voters`, `GET /v2/voters/{voterIdentity}`,
+//! `GET /v2/voters/{voterIdentity}/votes`.
+use poem::web::Data;
+use poem_openapi::{
+    Object, OpenApi,
+    param::{Path, Query},
+    payload::Json,
+};
+
+use super::{
+    V2Tag, page,
+    proposals::{position_pair, resolve_voter},
+    revision,
+};
+use crate::api::{
+    AppState,
+    model::{ItemKind, ItemRef},
+};
+use crate::contract::{
+    cursor::{QueryShape, unreadable_position},
+    envelope::{CacheStatus, Freshness, V2List, V2Single},
+    errors::{ApiError, ParamLocation, Problem},
+    limits::{MostLists, PROPOSALS_AND_HISTORY_WINDOW},
+    operations::{VoterVotesListV2, VotersGetV2, VotersListV2},
+    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    time::rfc3339_ms,
+};
+use crate::store::{self, address, tally::share};
+
+/// A voter's place in one DAO's ranking.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct RankedVoter {
+    /// 1 for the largest voting power; continues across pages.
+    pub rank: String,
+    /// Canonical lowercase 0x address.
+    pub voter_identity: String,
+    /// EIP-55 checksummed address.
+    pub address: String,
+    pub ens: Option<String>,
+    /// Voting power of the voter's most recent vote in the DAO, exact.
+    pub voting_power: String,
+    pub votes_cast: String,
+    /// Votes cast ÷ the DAO's proposals held here, exact to 10 decimals.
+    pub participation_rate: String,
+    pub first_vote_at: String,
+    pub last_vote_at: String,
+}
+
+impl poem_openapi::types::Example for RankedVoter {
+    fn example() -> Self {
+        Self {
+            rank: "1".to_owned(),
+            voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
+            address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+            ens: None,
+            voting_power: "2755022.0714428956".to_owned(),
+            votes_cast: "17".to_owned(),
+            participation_rate: "0.68".to_owned(),
+            first_vote_at: "2025-03-04T00:00:00.000Z".to_owned(),
+            last_vote_at: "2025-12-03T00:00:00.000Z".to_owned(),
+        }
+    }
+}
+
+/// Delegated on-chain voting power.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct Delegation {
+    /// Token units, exact.
+    pub voting_power: String,
+    /// The raw integer in the token's smallest unit.
+    pub voting_power_raw: String,
+    pub decimals: i32,
+    pub delegators: Option<String>,
+    pub as_of: String,
+}
+
+/// A voter's standing in one DAO.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct VoterInDao {
+    pub dao_id: String,
+    /// Voting power of the most recent vote in the DAO, exact; absent without votes.
+    pub voting_power: Option<String>,
+    pub votes_cast: String,
+    /// Votes cast ÷ the DAO's proposals held here, exact to 10 decimals.
+    pub participation_rate: String,
+    pub first_vote_at: Option<String>,
+    pub last_vote_at: Option<String>,
+    /// Delegated power and delegators, where known.
+    pub delegation: Option<Delegation>,
+}
+
+/// A voter across DAOs.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct VoterProfile {
+    pub voter_identity: String,
+    pub address: String,
+    pub ens: Option<String>,
+    pub name: Option<String>,
+    pub daos: Vec<VoterInDao>,
+}
+
+impl poem_openapi::types::Example for VoterProfile {
+    fn example() -> Self {
+        Self {
+            voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
+            address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+            ens: None,
+            name: None,
+            daos: vec![VoterInDao {
+                dao_id: "uniswap".to_owned(),
+                voting_power: Some("2755022.0714428956".to_owned()),
+                votes_cast: "17".to_owned(),
+                participation_rate: "0.68".to_owned(),
+                first_vote_at: Some("2025-03-04T00:00:00.000Z".to_owned()),
+                last_vote_at: Some("2025-12-03T00:00:00.000Z".to_owned()),
+                delegation: None,
+            }],
+        }
+    }
+}
+
+/// One vote of a voter's history.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct VoterVote {
+    pub proposal: ItemRef,
+    /// The choice exactly as recorded.
+    pub choice: String,
+    pub voting_power: String,
+    pub created_at: String,
+}
+
+impl poem_openapi::types::Example for VoterVote {
+    fn example() -> Self {
+        Self {
+            proposal: ItemRef {
+                kind: ItemKind::Proposal,
+                dao_id: "uniswap".to_owned(),
+                source: "snapshot".to_owned(),
+                external_id: "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf".to_owned(),
+                key: Some("p_3q2-7wAAAAAAAAAAAAAAAA".to_owned()),
+                title: Some("Strategic Renewal of Gnosis, Linea, and Mantle Deployments".to_owned()),
+                url: None,
+            },
+            choice: "3".to_owned(),
+            voting_power: "2755022.0714428956".to_owned(),
+            created_at: "2025-12-03T00:00:00.000Z".to_owned(),
+        }
+    }
+}
+
+fn rate(votes: i64, proposals: Option<i64>) -> String {
+    let whole = bigdecimal::BigDecimal::from(proposals.unwrap_or(0));
+    share(&bigdecimal::BigDecimal::from(votes), &whole)
+}
+
+fn not_found_voter(v: &str) -> Problem {
+    Problem::not_found(format!("No votes or delegation are held for the voter `{v}`."))
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v2", tag = "V2Tag::Voters")]
+impl Api {
+    /// Rank a DAO's voters
+    ///
+    /// The voters of one DAO by voting power (the power of each voter's most recent vote in the
+    /// DAO), largest first, with votes cast and participation rate, all exact. The cursor is
+    /// rank-oriented (voting power, then address): a deep page costs what the first one costs.
+    #[oai(path = "/daos/:daoId/voters", method = "get", operation_id = "voters_list")]
+    async fn voters_list(
+        &self,
+        state: Data<&AppState>,
+        /// The DAO's slug.
+        #[oai(name = "daoId")]
+        dao_id: Path<String>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<RankedVoter>>, ApiError<VotersListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let dao = store::daos::get(&state.db, &dao_id.0)
+            .await?
+            .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`.", dao_id.0)))?;
+        let proposals = dao.summary.as_ref().map(|s| s.proposals);
+        let shape = QueryShape { endpoint: "voters_list", filters: vec![("daoId", dao.dao.id.clone())], limit };
+        let serving = revision(&state).await?;
+        let (after, rank0) = match cursor.0.as_deref() {
+            Some(c) => match state.cursors.decode(c, &shape, serving.id)?.as_slice() {
+                [vp, voter, rank] => {
+                    let key = store::decimal::parse_amount(vp).map_err(|_| unreadable_position(c))?.1;
+                    (Some((key, voter.clone())), rank.parse::<u64>().map_err(|_| unreadable_position(c))?)
+                }
+                _ => return Err(unreadable_position(c).into()),
+            },
+            None => (None, 0),
+        };
+        let rows = store::voters::ranking(&state.db, &dao.dao.id, after, u64::from(limit) + 1).await?;
+        let mut rank = rank0;
+        let ranked: Vec<(u64, _)> = rows
+            .into_iter()
+            .map(|r| {
+                rank += 1;
+                (rank, r)
+            })
+            .collect();
+        Ok(Json(page(
+            &state,
+            &shape,
+            &serving,
+            limit,
+            ranked,
+            |(rank, (s, _))| {
+                vec![
+                    store::decimal::plain(&store::decimal::parse(&s.voting_power).unwrap_or_default()),
+                    s.voter.clone(),
+                    rank.to_string(),
+                ]
+            },
+            |(rank, (s, v))| RankedVoter {
+                rank: rank.to_string(),
+                address: v.as_ref().map_or_else(|| address::display(&s.voter), |v| v.address_display.clone()),
+                ens: v.and_then(|v| v.ens),
+                participation_rate: rate(s.votes_cast, proposals),
+                voter_identity: s.voter,
+                voting_power: s.voting_power,
+                votes_cast: s.votes_cast.to_string(),
+                first_vote_at: rfc3339_ms(s.first_vote_ms),
+                last_vote_at: rfc3339_ms(s.last_vote_ms),
+            },
+        )))
+    }
+
+    /// Get a voter's cross-DAO profile
+    ///
+    /// One voter across every covered DAO: per DAO the voting power, votes cast, participation
+    /// rate, first and last vote, and delegated power with delegators where known. Name the voter
+    /// by a 0x address in any letter case, a CAIP-10 account (`eip155:1:0x…`) or a known ENS name.
+    #[oai(path = "/voters/:voterIdentity", method = "get", operation_id = "voters_get")]
+    async fn voters_get(
+        &self,
+        state: Data<&AppState>,
+        /// An address, CAIP-10 account or ENS name.
+        #[oai(name = "voterIdentity")]
+        voter_identity: Path<String>,
+    ) -> Result<Json<V2Single<VoterProfile>>, ApiError<VotersGetV2>> {
+        let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
+        let voter = store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
+        let standing = store::voters::standing(&state.db, &addr).await?;
+        let mut daos: Vec<String> = standing
+            .stats
+            .iter()
+            .map(|s| s.dao_id.clone())
+            .chain(standing.delegations.iter().map(|d| d.dao_id.clone()))
+            .collect();
+        daos.sort();
+        daos.dedup();
+        let profile = VoterProfile {
+            voter_identity: voter.address.clone(),
+            address: voter.address_display,
+            ens: voter.ens,
+            name: voter.name,
+            daos: daos
+                .into_iter()
+                .map(|dao| {
+                    let s = standing.stats.iter().find(|s| s.dao_id == dao);
+                    let d = standing.delegations.iter().find(|d| d.dao_id == dao);
+                    VoterInDao {
+                        voting_power: s.map(|s| s.voting_power.clone()),
+                        votes_cast: s.map_or(0, |s| s.votes_cast).to_string(),
+                        participation_rate: rate(
+                            s.map_or(0, |s| s.votes_cast),
+                            standing.proposals_per_dao.get(&dao).copied(),
+                        ),
+                        first_vote_at: s.map(|s| rfc3339_ms(s.first_vote_ms)),
+                        last_vote_at: s.map(|s| rfc3339_ms(s.last_vote_ms)),
+                        delegation: d.map(|d| Delegation {
+                            voting_power: d.voting_power.clone(),
+                            voting_power_raw: d.voting_power_raw.clone(),
+                            decimals: d.decimals,
+                            delegators: d.delegators_count.map(|n| n.to_string()),
+                            as_of: rfc3339_ms(d.as_of_ms),
+                        }),
+                        dao_id: dao,
+                    }
+                })
+                .collect(),
+        };
+        let serving = revision(&state).await?;
+        Ok(Json(V2Single::new(profile, Freshness::new(serving.data_as_of_ms, CacheStatus::Fresh))))
+    }
+
+    /// List a voter's votes
+    ///
+    /// One voter's voting history across DAOs, newest first: each vote with its proposal, the
+    /// choice as recorded and the exact voting power. Filter by `daoId` and a window of at most
+    /// one year (`from`/`to`, RFC 3339, on the vote's time). Keyset-paginated with `cursor`.
+    #[oai(path = "/voters/:voterIdentity/votes", method = "get", operation_id = "voter_votes_list")]
+    #[allow(clippy::too_many_arguments)]
+    async fn voter_votes_list(
+        &self,
+        state: Data<&AppState>,
+        /// An address, CAIP-10 account or ENS name.
+        #[oai(name = "voterIdentity")]
+        voter_identity: Path<String>,
+        /// Only votes in this DAO.
+        #[oai(name = "daoId")]
+        dao_id: Query<Option<String>>,
+        /// Window start (inclusive).
+        from: Query<Option<V2Timestamp>>,
+        /// Window end (inclusive).
+        to: Query<Option<V2Timestamp>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<VoterVote>>, ApiError<VoterVotesListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let window = resolve_v2_window(from.0, to.0, PROPOSALS_AND_HISTORY_WINDOW)?;
+        let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
+        store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
+        let shape = QueryShape {
+            endpoint: "voter_votes_list",
+            filters: vec![
+                ("voter", addr.clone()),
+                ("daoId", dao_id.0.clone().unwrap_or_default()),
+                ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
+            ],
+            limit,
+        };
+        let serving = revision(&state).await?;
+        let after = match cursor.0.as_deref() {
+            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
+            None => None,
+        };
+        let rows =
+            store::voters::history(&state.db, &addr, dao_id.0.as_deref(), window, after, u64::from(limit) + 1).await?;
+        Ok(Json(page(
+            &state,
+            &shape,
+            &serving,
+            limit,
+            rows,
+            |(v, _)| vec![v.created_ms.to_string(), v.id.to_string()],
+            |(v, p)| VoterVote {
+                proposal: ItemRef {
+                    kind: ItemKind::Proposal,
+                    dao_id: p.dao_id,
+                    source: p.source,
+                    external_id: p.external_id,
+                    key: Some(p.proposal_key),
+                    title: Some(p.title),
+                    url: p.url,
+                },
+                choice: v.choice,
+                voting_power: v.voting_power,
+                created_at: rfc3339_ms(v.created_ms),
+            },
+        )))
+    }
+}

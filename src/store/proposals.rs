@@ -1,0 +1,117 @@
+//! Read queries: proposals and their votes, keyset-paginated (no OFFSET: a deep page costs what
+//! the first one costs, each served by an index of migration 1).
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+
+use super::entities::{proposal, vote};
+
+/// Proposal list orders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProposalOrder {
+    /// Newest first: `created_ms` desc, id desc (`ix_proposals_created`, `ix_proposals_dao_created`).
+    Newest,
+    /// Latest end first: `end_ms` desc, id desc (`ix_proposals_end`, `ix_proposals_dao_end`);
+    /// proposals without an end time are not in this order.
+    EndTime,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ProposalFilter<'a> {
+    pub dao_id: Option<&'a str>,
+    pub source: Option<&'a str>,
+    pub state: Option<&'a str>,
+    /// Inclusive window on the order's time column.
+    pub window: Option<(i64, i64)>,
+}
+
+/// Up to `limit` proposals after the keyset position `(time, id)`.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &ProposalFilter<'_>,
+    order: ProposalOrder,
+    after: Option<(i64, i64)>,
+    limit: u64,
+) -> Result<Vec<proposal::Model>, DbErr> {
+    let time = match order {
+        ProposalOrder::Newest => proposal::Column::CreatedMs,
+        ProposalOrder::EndTime => proposal::Column::EndMs,
+    };
+    let mut q = proposal::Entity::find();
+    if order == ProposalOrder::EndTime {
+        q = q.filter(proposal::Column::EndMs.is_not_null());
+    }
+    if let Some(d) = filter.dao_id {
+        q = q.filter(proposal::Column::DaoId.eq(d));
+    }
+    if let Some(s) = filter.source {
+        q = q.filter(proposal::Column::Source.eq(s));
+    }
+    if let Some(s) = filter.state {
+        q = q.filter(proposal::Column::State.eq(s));
+    }
+    if let Some((from, to)) = filter.window {
+        q = q.filter(time.gte(from)).filter(time.lte(to));
+    }
+    if let Some((t, id)) = after {
+        q = q.filter(
+            Condition::any().add(time.lt(t)).add(Condition::all().add(time.eq(t)).add(proposal::Column::Id.lt(id))),
+        );
+    }
+    q.order_by_desc(time).order_by_desc(proposal::Column::Id).limit(limit).all(db).await
+}
+
+pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<proposal::Model>, DbErr> {
+    proposal::Entity::find().filter(proposal::Column::ProposalKey.eq(key)).one(db).await
+}
+
+/// Vote list orders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteOrder {
+    /// Largest voting power first, then voter address (`ix_votes_proposal_power`).
+    Power,
+    /// Newest first (`ix_votes_proposal_time`).
+    Time,
+}
+
+/// Where a vote page resumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VoteAfter {
+    Power { vp_sort: String, voter: String },
+    Time { created_ms: i64, id: i64 },
+}
+
+pub async fn votes(
+    db: &impl ConnectionTrait,
+    proposal_id: i64,
+    voter: Option<&str>,
+    choice: Option<&str>,
+    order: VoteOrder,
+    after: Option<VoteAfter>,
+    limit: u64,
+) -> Result<Vec<vote::Model>, DbErr> {
+    use vote::Column as C;
+    let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
+    if let Some(v) = voter {
+        q = q.filter(C::Voter.eq(v));
+    }
+    if let Some(c) = choice {
+        q = q.filter(C::Choice.eq(c));
+    }
+    q = match after {
+        Some(VoteAfter::Power { vp_sort, voter }) => q.filter(
+            Condition::any()
+                .add(C::VpSort.lt(vp_sort.clone()))
+                .add(Condition::all().add(C::VpSort.eq(vp_sort)).add(C::Voter.gt(voter))),
+        ),
+        Some(VoteAfter::Time { created_ms, id }) => q.filter(
+            Condition::any()
+                .add(C::CreatedMs.lt(created_ms))
+                .add(Condition::all().add(C::CreatedMs.eq(created_ms)).add(C::Id.lt(id))),
+        ),
+        None => q,
+    };
+    q = match order {
+        VoteOrder::Power => q.order_by_desc(C::VpSort).order_by_asc(C::Voter),
+        VoteOrder::Time => q.order_by_desc(C::CreatedMs).order_by_desc(C::Id),
+    };
+    q.limit(limit).all(db).await
+}
