@@ -101,6 +101,10 @@ operations! {
     DaosListV2 = "daos_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
     /// `GET /v2/daos/{daoId}`
     DaosGetV2 = "daos_get", V2, Paid(Standard), [ValidationError, NotFound];
+    /// `GET /v2/topics`
+    TopicsListV2 = "topics_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    /// `GET /v2/topics/{topicKey}`
+    TopicsGetV2 = "topics_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/proposals`
     ProposalsListV2 = "proposals_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
     /// `GET /v2/proposals/{proposalKey}`

@@ -19,6 +19,7 @@ pub mod signals;
 pub mod settings;
 pub mod tally;
 pub mod tokens;
+pub mod topics;
 pub mod voters;
 
 use std::time::Duration;

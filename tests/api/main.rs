@@ -18,3 +18,4 @@ mod pricing;
 mod signals;
 mod v2_daos;
 mod v2_lists;
+mod v2_topics;

@@ -145,7 +145,7 @@ pub struct BriefSignal {
 /// One DAO in brief. When nothing has been ingested for the DAO (`cacheStatus` `registry_only`),
 /// only `dao` is present.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct DaoBrief {
     pub dao: Dao,
     /// Proposals open for voting, soonest deadline first, with their current tallies.
@@ -160,6 +160,78 @@ pub struct DaoBrief {
     pub recent_activity: Option<Vec<GovernanceEvent>>,
     /// The latest signals, newest first.
     pub signals: Option<Vec<BriefSignal>>,
+}
+
+impl poem_openapi::types::Example for DaoBrief {
+    fn example() -> Self {
+        use poem_openapi::types::Example;
+        let id = "0x04d6219c392f3f6187779f609d6cad21e3b3d6091809355ad12ba6bb39b55834";
+        let entropy = "0xb4c064f466931b8d0f637654c916e3f203c46f13";
+        Self {
+            dao: Dao::example(),
+            active_proposals: Some(vec![BriefProposal {
+                proposal: ItemRef {
+                    kind: ItemKind::Proposal,
+                    dao_id: "arbitrum".to_owned(),
+                    source: "snapshot".to_owned(),
+                    external_id: id.to_owned(),
+                    key: Some("p_jBoe944IRWGAxKmax-bd0Q".to_owned()),
+                    title: Some("[Constitutional] AIP: ArbOS 60 Elara".to_owned()),
+                    url: Some(format!("https://snapshot.box/#/s:arbitrumfoundation.eth/proposal/{id}")),
+                },
+                state: "active".to_owned(),
+                voting_type: Some("basic".to_owned()),
+                start_at: Some("2026-03-26T00:00:00.000Z".to_owned()),
+                end_at: Some("2026-04-02T00:00:00.000Z".to_owned()),
+                leading_choice: Some("1".to_owned()),
+                leading_label: Some("For".to_owned()),
+                leading_share: Some("0.9981841957".to_owned()),
+                upstream_top_choice_pct: Some("100.0".to_owned()),
+                scores_total: Some("64266592.58089078".to_owned()),
+                quorum: Some("0".to_owned()),
+                quorum_status: QuorumStatus::NoQuorum,
+                tally: BriefTally {
+                    coverage: "covers 2 ingested of 1196 upstream votes".to_owned(),
+                    ingested_votes: "2".to_owned(),
+                    upstream_votes: Some("1196".to_owned()),
+                    counted_votes: "2".to_owned(),
+                    unreadable_votes: "0".to_owned(),
+                    counted_power: "25024703.3752255581".to_owned(),
+                    choices: vec![
+                        BriefChoiceScore {
+                            choice: "1".to_owned(),
+                            label: Some("For".to_owned()),
+                            score: "25022863.177013237".to_owned(),
+                            share: "0.9999264637".to_owned(),
+                        },
+                        BriefChoiceScore {
+                            choice: "2".to_owned(),
+                            label: Some("Against".to_owned()),
+                            score: "1840.1982123211".to_owned(),
+                            share: "0.0000735363".to_owned(),
+                        },
+                    ],
+                },
+            }]),
+            recently_closed: Some(vec![]),
+            top_voters: Some(vec![BriefVoter {
+                voter_identity: entropy.to_owned(),
+                voting_power: "25022863.177013237".to_owned(),
+                votes_cast: "5".to_owned(),
+                last_vote_at: "2025-07-31T00:00:00.000Z".to_owned(),
+            }]),
+            top_delegates: Some(vec![BriefDelegate {
+                address: entropy.to_owned(),
+                voting_power: "32356232.635466191207258781".to_owned(),
+                voting_power_raw: "32356232635466191207258781".to_owned(),
+                decimals: 18,
+                delegators_count: Some("151".to_owned()),
+                as_of: "2026-04-02T00:00:00.000Z".to_owned(),
+            }]),
+            recent_activity: Some(vec![GovernanceEvent::example()]),
+            signals: Some(vec![]),
+        }
+    }
 }
 
 fn quorum_status(scores_total: Option<&str>, quorum: Option<&str>) -> QuorumStatus {

@@ -274,7 +274,7 @@ fn excerpt(text: &str) -> String {
 }
 
 impl ForumTopicItem {
-    fn build(t: &forum_topic::Model, first_post: Option<&forum_post::Model>, linked: Option<&proposal::Model>) -> Self {
+    pub fn build(t: &forum_topic::Model, first_post: Option<&forum_post::Model>, linked: Option<&proposal::Model>) -> Self {
         let excerpt = first_post.map(|p| excerpt(&p.body)).or_else(|| t.excerpt.as_deref().map(excerpt));
         let fields = [
             ("title", true),

@@ -1,6 +1,7 @@
 //! The additive v2 surface.
 pub mod daos;
 pub mod proposals;
+pub mod topics;
 pub mod voters;
 
 use poem_openapi::{
@@ -22,6 +23,8 @@ pub enum V2Tag {
     Daos,
     /// Proposals and their votes.
     Proposals,
+    /// Governance forum topics.
+    Topics,
     /// Voters: rankings within a DAO, cross-DAO profiles and voting histories.
     Voters,
 }

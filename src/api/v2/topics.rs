@@ -1,0 +1,96 @@
+//! `GET /v2/topics` and `GET /v2/topics/{topicKey}`: forum topics.
+use poem::web::Data;
+use poem_openapi::{
+    OpenApi,
+    param::{Path, Query},
+    payload::Json,
+};
+
+use super::{V2Tag, page, proposals::position_pair, revision};
+use crate::api::{AppState, v1::items::ForumTopicItem};
+use crate::contract::{
+    cursor::QueryShape,
+    envelope::{CacheStatus, Freshness, V2List, V2Single},
+    errors::{ApiError, Problem},
+    ids::check_key,
+    limits::{MostLists, PROPOSALS_AND_HISTORY_WINDOW},
+    operations::{TopicsGetV2, TopicsListV2},
+    params::{V2Limit, V2Timestamp, resolve_v2_window},
+};
+use crate::store;
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v2", tag = "V2Tag::Topics")]
+impl Api {
+    /// List forum topics
+    ///
+    /// Governance forum (Discourse) topics of the covered DAOs, newest first, each with its
+    /// counts, opening-post excerpt and the proposal it discusses when linked. Filter by DAO and
+    /// a creation window of at most one year (`from`/`to`, RFC 3339). Keyset-paginated.
+    #[oai(path = "/topics", method = "get", operation_id = "topics_list")]
+    async fn topics_list(
+        &self,
+        state: Data<&AppState>,
+        /// Only this DAO's topics.
+        #[oai(name = "daoId")]
+        dao_id: Query<Option<String>>,
+        /// Window start (inclusive), on creation time.
+        from: Query<Option<V2Timestamp>>,
+        /// Window end (inclusive), on creation time.
+        to: Query<Option<V2Timestamp>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<ForumTopicItem>>, ApiError<TopicsListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let window = resolve_v2_window(from.0, to.0, PROPOSALS_AND_HISTORY_WINDOW)?;
+        let shape = QueryShape {
+            endpoint: "topics_list",
+            filters: vec![
+                ("daoId", dao_id.0.clone().unwrap_or_default()),
+                ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
+            ],
+            limit,
+        };
+        let serving = revision(&state).await?;
+        let after = match cursor.0.as_deref() {
+            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
+            None => None,
+        };
+        let rows = store::topics::list(&state.db, dao_id.0.as_deref(), window, after, u64::from(limit) + 1).await?;
+        Ok(Json(page(
+            &state,
+            &shape,
+            &serving,
+            limit,
+            rows,
+            |(t, _, _)| vec![t.created_ms.to_string(), t.id.to_string()],
+            |(t, post, linked)| ForumTopicItem::build(&t, post.as_ref(), linked.as_ref()),
+        )))
+    }
+
+    /// Get one forum topic
+    ///
+    /// One forum topic by its `topicKey`: title, link, author, counts, times, tags, the opening
+    /// post's excerpt and the proposal it discusses when linked, with citations.
+    #[oai(path = "/topics/:topicKey", method = "get", operation_id = "topics_get")]
+    async fn topics_get(
+        &self,
+        state: Data<&AppState>,
+        /// The topic's opaque key, as listed by `/v2/topics`.
+        #[oai(name = "topicKey")]
+        topic_key: Path<String>,
+    ) -> Result<Json<V2Single<ForumTopicItem>>, ApiError<TopicsGetV2>> {
+        check_key(&topic_key.0, "t_", "topicKey")?;
+        let (t, post, linked) = store::topics::by_key(&state.db, &topic_key.0)
+            .await?
+            .ok_or_else(|| Problem::not_found(format!("No forum topic has the key `{}`.", topic_key.0)))?;
+        let serving = revision(&state).await?;
+        Ok(Json(V2Single::new(
+            ForumTopicItem::build(&t, post.as_ref(), linked.as_ref()),
+            Freshness::new(serving.data_as_of_ms, CacheStatus::Fresh),
+        )))
+    }
+}
