@@ -1092,14 +1092,7 @@ pub async fn dao_exists(db: &impl ConnectionTrait, dao_id: &str) -> Result<bool,
     Ok(dao::Entity::find_by_id(dao_id.to_owned()).count(db).await? > 0)
 }
 
-/// One page of signals, newest first (`detected_ms` desc, then id desc), with the total.
-/// Queries: the count, the page, and one batched lookup per subject kind on the page.
-pub async fn list(
-    db: &impl ConnectionTrait,
-    filter: &SignalFilter,
-    limit: u64,
-    offset: u64,
-) -> Result<(Vec<SignalRecord>, u64), DbErr> {
+fn filtered(filter: &SignalFilter) -> sea_orm::Select<signal::Entity> {
     use signal::Column as S;
     let mut query =
         signal::Entity::find().filter(S::DetectedMs.gte(filter.start_ms)).filter(S::DetectedMs.lte(filter.end_ms));
@@ -1112,9 +1105,43 @@ pub async fn list(
     if let Some(severity) = filter.severity {
         query = query.filter(S::Severity.eq(severity.as_str()));
     }
-    let total = query.clone().count(db).await?;
-    let rows = query.order_by_desc(S::DetectedMs).order_by_desc(S::Id).offset(offset).limit(limit).all(db).await?;
+    query.order_by_desc(S::DetectedMs).order_by_desc(S::Id)
+}
 
+/// One page of signals, newest first (`detected_ms` desc, then id desc), with the total (v1).
+/// Queries: the count, the page, and one batched lookup per subject kind on the page.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &SignalFilter,
+    limit: u64,
+    offset: u64,
+) -> Result<(Vec<SignalRecord>, u64), DbErr> {
+    let query = filtered(filter);
+    let total = query.clone().count(db).await?;
+    let rows = query.offset(offset).limit(limit).all(db).await?;
+    Ok((with_subjects(db, rows).await?, total))
+}
+
+/// Up to `limit` signals after the keyset position `(detected_ms, id)` (v2: no OFFSET, no total).
+pub async fn list_after(
+    db: &impl ConnectionTrait,
+    filter: &SignalFilter,
+    after: Option<(i64, i64)>,
+    limit: u64,
+) -> Result<Vec<SignalRecord>, DbErr> {
+    use sea_orm::Condition;
+    use signal::Column as S;
+    let mut query = filtered(filter);
+    if let Some((t, id)) = after {
+        query = query.filter(
+            Condition::any().add(S::DetectedMs.lt(t)).add(Condition::all().add(S::DetectedMs.eq(t)).add(S::Id.lt(id))),
+        );
+    }
+    with_subjects(db, query.limit(limit).all(db).await?).await
+}
+
+/// Attaches each signal's subject: one batched lookup per subject kind.
+async fn with_subjects(db: &impl ConnectionTrait, rows: Vec<signal::Model>) -> Result<Vec<SignalRecord>, DbErr> {
     let proposal_ids: Vec<i64> = rows.iter().filter_map(|s| s.proposal_id).collect();
     let topic_ids: Vec<i64> = rows.iter().filter_map(|s| s.topic_id).collect();
     let mut proposals: BTreeMap<i64, SubjectRow> = BTreeMap::new();
@@ -1162,7 +1189,7 @@ pub async fn list(
             SignalRecord { signal: s, subject }
         })
         .collect();
-    Ok((records, total))
+    Ok(records)
 }
 
 #[cfg(test)]

@@ -189,3 +189,23 @@ on_both_backends!(voter_profiles_and_histories, |app: TestApp| async move {
     assert_eq!(body["errors"][0]["name"], "voterIdentity");
     assert_eq!(body["errors"][0]["in"], "path");
 });
+
+on_both_backends!(signals_walk_matches_v1, |app: TestApp| async move {
+    let (status, v1) = app.get_json("/v1/governance-signals?limit=100").await;
+    assert_eq!(status, 200);
+    let total = v1["data"]["total"].as_u64().unwrap();
+    assert!(total > 0, "the sample produces signals");
+    let v2 = walk(&app, "/v2/signals?limit=3").await;
+    assert_eq!(v2.len() as u64, total, "the same default window as v1");
+    assert_eq!(serde_json::json!(v2), v1["data"]["items"], "the same signals, in the same order");
+    let start = &v1["request"]["applied"]["start_ms"];
+    let end: i64 = v1["request"]["applied"]["end_ms"].as_str().unwrap().parse().unwrap();
+    let iso = |ms: i64| govdata::contract::time::rfc3339_ms(ms);
+    let exact = format!("/v2/signals?from={}&to={}", iso(end - 90 * 86_400_000), iso(end));
+    assert_eq!(app.get(&exact).await.status(), 200, "exactly 90 days passes ({start})");
+    let over = format!("/v2/signals?from={}&to={}", iso(end - 90 * 86_400_000 - 1), iso(end));
+    let (status, body) = app.get_json(&over).await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("VALIDATION_ERROR")), "one millisecond over fails");
+    assert_eq!(app.get("/v2/signals?kind=moon_phase").await.status(), 400);
+    assert_eq!(app.get("/v2/signals?limit=101").await.status(), 400);
+});

@@ -131,7 +131,6 @@ pub struct LookupResult {
 
 impl poem_openapi::types::Example for LookupResult {
     fn example() -> Self {
-        use poem_openapi::types::Example;
         Self {
             matched: LookupMatch { by: MatchBy::Title, confidence: "0.8333".to_owned() },
             proposal: ProposalSummary::example(),

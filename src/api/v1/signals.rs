@@ -273,7 +273,7 @@ pub struct Signal {
 }
 
 impl Signal {
-    fn from_record(r: SignalRecord) -> Result<Self, Problem> {
+    pub fn from_record(r: SignalRecord) -> Result<Self, Problem> {
         let evidence = r.evidence().map_err(|e| {
             tracing::error!(error = %e, key = %r.signal.natural_key, "unreadable signal evidence");
             Problem::new(crate::contract::errors::ErrorCode::InternalError, "The request failed on our side.")

@@ -1,6 +1,7 @@
 //! The additive v2 surface.
 pub mod daos;
 pub mod proposals;
+pub mod signals;
 pub mod topics;
 pub mod voters;
 
@@ -23,6 +24,8 @@ pub enum V2Tag {
     Daos,
     /// Proposals and their votes.
     Proposals,
+    /// Curated governance signals.
+    Signals,
     /// Governance forum topics.
     Topics,
     /// Voters: rankings within a DAO, cross-DAO profiles and voting histories.

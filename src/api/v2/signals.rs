@@ -1,0 +1,99 @@
+//! `GET /v2/signals`: curated governance signals, keyset-paginated.
+use poem::web::Data;
+use poem_openapi::{OpenApi, param::Query, payload::Json};
+
+use super::{V2Tag, page, proposals::position_pair, revision};
+use crate::api::{
+    AppState,
+    v1::signals::{KindFilter, Signal},
+};
+use crate::contract::{
+    cursor::QueryShape,
+    envelope::V2List,
+    errors::{ApiError, FieldError, ParamLocation, Problem},
+    limits::{EVENTS_AND_SIGNALS_WINDOW, MostLists},
+    operations::SignalsListV2,
+    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    signals::Severity,
+};
+use crate::store::{self, signals::SignalFilter};
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v2", tag = "V2Tag::Signals")]
+impl Api {
+    /// List curated governance signals
+    ///
+    /// The same signals as `GET /v1/governance-signals` (named, documented rules: close races,
+    /// quorum reached or at risk, a decisive single voter, unusual turnout, outcomes, new authors,
+    /// forum spikes), each with severity, subject, `detectedAt`, summary, rule and evidence with
+    /// citations, newest first. The window (`from`/`to`, RFC 3339, at most 90 days, on
+    /// `detectedAt`) defaults to the 90 days ending at the serving revision's `dataAsOf`; one
+    /// bound alone is completed to 90 days. Keyset-paginated; no totals.
+    #[oai(path = "/signals", method = "get", operation_id = "signals_list")]
+    #[allow(clippy::too_many_arguments)]
+    async fn signals_list(
+        &self,
+        state: Data<&AppState>,
+        /// Only signals of this DAO.
+        #[oai(name = "daoId")]
+        dao_id: Query<Option<String>>,
+        /// Only signals of this rule; the schema lists every rule with its definition and thresholds.
+        kind: Query<Option<KindFilter>>,
+        /// Only signals of this severity.
+        severity: Query<Option<Severity>>,
+        /// Window start on `detectedAt` (inclusive).
+        from: Query<Option<V2Timestamp>>,
+        /// Window end on `detectedAt` (inclusive).
+        to: Query<Option<V2Timestamp>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<Signal>>, ApiError<SignalsListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let serving = revision(&state).await?;
+        let to = match (from.0, to.0) {
+            (None, None) => Some(V2Timestamp(serving.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms))),
+            (_, to) => to,
+        };
+        let (start_ms, end_ms) = resolve_v2_window(from.0, to, EVENTS_AND_SIGNALS_WINDOW)?.expect("a bound is set");
+        let dao_id = dao_id.0.filter(|d| !d.is_empty());
+        if let Some(id) = &dao_id {
+            if !store::signals::dao_exists(&state.db, id).await? {
+                return Err(Problem::validation(FieldError {
+                    location: ParamLocation::Query,
+                    name: "daoId".to_owned(),
+                    reason: format!("no DAO has the id `{id}`"),
+                    expected: Some("a daoId listed by GET /v2/daos".to_owned()),
+                    received: Some(id.clone()),
+                })
+                .into());
+            }
+        }
+        let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
+        let shape = QueryShape {
+            endpoint: "signals_list",
+            filters: vec![
+                ("daoId", filter.dao_id.clone().unwrap_or_default()),
+                ("kind", filter.kind.map(|k| k.as_str().to_owned()).unwrap_or_default()),
+                ("severity", filter.severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
+                ("window", format!("{start_ms}..{end_ms}")),
+            ],
+            limit,
+        };
+        let after = match cursor.0.as_deref() {
+            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
+            None => None,
+        };
+        let rows = store::signals::list_after(&state.db, &filter, after, u64::from(limit) + 1).await?;
+        let items = rows
+            .into_iter()
+            .map(|r| {
+                let position = vec![r.signal.detected_ms.to_string(), r.signal.id.to_string()];
+                Signal::from_record(r).map(|s| (position, s))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Json(page(&state, &shape, &serving, limit, items, |(p, _)| p.clone(), |(_, s)| s)))
+    }
+}
