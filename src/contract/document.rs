@@ -149,7 +149,45 @@ fn path_entries(doc: &Value) -> Vec<PathEntry> {
         .collect()
 }
 
+/// Placeholders that doc comments may use for declared values, so a limit written in prose is
+/// still read from its declaration: `{{EVENTS_MAX}}` in a description becomes `200`.
+fn placeholders() -> Vec<(&'static str, String)> {
+    use super::limits::{self, lookup};
+    let percent = |share: &str| {
+        crate::store::decimal::parse(share)
+            .map(|d| crate::store::decimal::plain(&(d * bigdecimal::BigDecimal::from(100))))
+            .unwrap_or_else(|_| share.to_owned())
+    };
+    vec![
+        ("{{MOST_LISTS_MAX}}", limits::MOST_LISTS.max.to_string()),
+        ("{{EVENTS_MAX}}", limits::EVENTS.max.to_string()),
+        ("{{PROPOSAL_VOTES_MAX}}", limits::PROPOSAL_VOTES.max.to_string()),
+        ("{{DEFAULT_PAGE_SIZE}}", limits::DEFAULT_PAGE_SIZE.to_string()),
+        ("{{EVENTS_AND_SIGNALS_WINDOW_DAYS}}", limits::EVENTS_AND_SIGNALS_WINDOW.max_days.to_string()),
+        ("{{PROPOSALS_AND_HISTORY_WINDOW_DAYS}}", limits::PROPOSALS_AND_HISTORY_WINDOW.max_days.to_string()),
+        ("{{NOTABLE_VOTE_PERCENT}}", percent(super::events::NOTABLE_VOTE_MIN_SHARE)),
+        ("{{EVIDENCE_EVENTS}}", lookup::EVIDENCE_EVENTS.to_string()),
+        ("{{EXCERPT_CHARS}}", lookup::EXCERPT_CHARS.to_string()),
+    ]
+}
+
+/// Fills the placeholders in every string of the document.
+fn fill_placeholders(value: &mut Value, table: &[(&'static str, String)]) {
+    match value {
+        Value::String(s) if s.contains("{{") => {
+            for (k, v) in table {
+                *s = s.replace(k, v);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| fill_placeholders(v, table)),
+        Value::Object(o) => o.values_mut().for_each(|v| fill_placeholders(v, table)),
+        _ => {}
+    }
+}
+
 fn finish(version: Version, doc: &mut Value, prices: Prices) {
+    fill_placeholders(doc, &placeholders());
+    assert!(!doc.to_string().contains("{{"), "an unknown placeholder in a {version:?} description");
     doc["info"]["description"] = Value::String(info_description(version));
     let mut any_paid = false;
     if let Some(paths) = doc["paths"].as_object_mut() {

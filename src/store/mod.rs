@@ -15,8 +15,8 @@ pub mod migration;
 pub mod proposals;
 pub mod publish;
 pub mod search;
-pub mod signals;
 pub mod settings;
+pub mod signals;
 pub mod tally;
 pub mod tokens;
 pub mod topics;
@@ -73,6 +73,13 @@ fn prepare_url(url: &str) -> anyhow::Result<String> {
         query.push("mode=rwc");
     }
     Ok(format!("sqlite://{path}?{}", query.join("&")))
+}
+
+/// Keyset condition for a page ordered by `(time desc, id desc)` resuming after `(t, id)`:
+/// `time < t OR (time = t AND id < id)`, which the `(…, -time, -id)` indexes serve.
+pub fn after_desc<C: sea_orm::ColumnTrait>(time: C, id: C, (t, last_id): (i64, i64)) -> sea_orm::Condition {
+    use sea_orm::Condition;
+    Condition::any().add(time.lt(t)).add(Condition::all().add(time.eq(t)).add(id.lt(last_id)))
 }
 
 /// Whether the store answers a trivial query (readiness).

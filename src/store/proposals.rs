@@ -52,9 +52,7 @@ pub async fn list(
         q = q.filter(time.gte(from)).filter(time.lte(to));
     }
     if let Some((t, id)) = after {
-        q = q.filter(
-            Condition::any().add(time.lt(t)).add(Condition::all().add(time.eq(t)).add(proposal::Column::Id.lt(id))),
-        );
+        q = q.filter(super::after_desc(time, proposal::Column::Id, (t, id)));
     }
     q.order_by_desc(time).order_by_desc(proposal::Column::Id).limit(limit).all(db).await
 }
@@ -102,11 +100,7 @@ pub async fn votes(
                 .add(C::VpSort.lt(vp_sort.clone()))
                 .add(Condition::all().add(C::VpSort.eq(vp_sort)).add(C::Voter.gt(voter))),
         ),
-        Some(VoteAfter::Time { created_ms, id }) => q.filter(
-            Condition::any()
-                .add(C::CreatedMs.lt(created_ms))
-                .add(Condition::all().add(C::CreatedMs.eq(created_ms)).add(C::Id.lt(id))),
-        ),
+        Some(VoteAfter::Time { created_ms, id }) => q.filter(super::after_desc(C::CreatedMs, C::Id, (created_ms, id))),
         None => q,
     };
     q = match order {

@@ -1129,13 +1129,10 @@ pub async fn list_after(
     after: Option<(i64, i64)>,
     limit: u64,
 ) -> Result<Vec<SignalRecord>, DbErr> {
-    use sea_orm::Condition;
     use signal::Column as S;
     let mut query = filtered(filter);
     if let Some((t, id)) = after {
-        query = query.filter(
-            Condition::any().add(S::DetectedMs.lt(t)).add(Condition::all().add(S::DetectedMs.eq(t)).add(S::Id.lt(id))),
-        );
+        query = query.filter(super::after_desc(S::DetectedMs, S::Id, (t, id)));
     }
     with_subjects(db, query.limit(limit).all(db).await?).await
 }

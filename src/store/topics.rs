@@ -1,7 +1,7 @@
 //! Read queries: forum topics, keyset-paginated, with what a topic shows batched per page.
 use std::collections::HashMap;
 
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entities::{forum_post, forum_topic, proposal};
 
@@ -26,9 +26,7 @@ pub async fn list(
         q = q.filter(C::CreatedMs.gte(from)).filter(C::CreatedMs.lte(to));
     }
     if let Some((t, id)) = after {
-        q = q.filter(
-            Condition::any().add(C::CreatedMs.lt(t)).add(Condition::all().add(C::CreatedMs.eq(t)).add(C::Id.lt(id))),
-        );
+        q = q.filter(super::after_desc(C::CreatedMs, C::Id, (t, id)));
     }
     let topics = q.order_by_desc(C::CreatedMs).order_by_desc(C::Id).limit(limit).all(db).await?;
     attach(db, topics).await

@@ -105,9 +105,7 @@ pub async fn history(
         q = q.filter(C::CreatedMs.gte(from)).filter(C::CreatedMs.lte(to));
     }
     if let Some((t, id)) = after {
-        q = q.filter(
-            Condition::any().add(C::CreatedMs.lt(t)).add(Condition::all().add(C::CreatedMs.eq(t)).add(C::Id.lt(id))),
-        );
+        q = q.filter(super::after_desc(C::CreatedMs, C::Id, (t, id)));
     }
     let votes = q.order_by_desc(C::CreatedMs).order_by_desc(C::Id).limit(limit).all(db).await?;
     let ids: Vec<i64> = votes.iter().map(|v| v.proposal_id).collect();

@@ -145,7 +145,7 @@ impl Api {
     ///
     /// What happened recently across the covered DAOs, newest first, in one feed for summarising
     /// and monitoring: proposals created, opened, closed, queued, executed or canceled; notable
-    /// votes (at least 1% of the proposal's upstream score total); forum topics opened; and
+    /// votes (at least {{NOTABLE_VOTE_PERCENT}}% of the proposal's upstream score total); forum topics opened; and
     /// curated signals (close races, quorum at risk or reached, decisive voters, unusual turnout,
     /// outcomes, new authors, forum spikes). Each entry has a one-line `summary`, its subject item
     /// and, for events, a citation and exact `details`. Narrow it with `daoId`, `kind` and

@@ -223,12 +223,12 @@ impl Api {
     /// Dated governance events of every covered DAO between `start_ms` and `end_ms` (both
     /// required, inclusive), newest first: proposals created, voting started and closed
     /// (with the final upstream numbers), on-chain proposals queued, executed or canceled, notable
-    /// votes (`vote_cast`: a vote whose power is at least 1% of its proposal's upstream score
+    /// votes (`vote_cast`: a vote whose power is at least {{NOTABLE_VOTE_PERCENT}}% of its proposal's upstream score
     /// total, with the exact power in `details`), and forum topics opened. Each event names its
     /// subject item and cites its source (URL, Snapshot id, transaction hash, block). Use it for
     /// timelines and alerting; use `/v1/activity` for a feed that also carries signals.
-    /// A window longer than 90 days keeps its end and is shortened; `limit` above 200 is clamped
-    /// to 200; both are recorded in `request.adjustments`. An unknown `daoId` matches nothing
+    /// A window longer than {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days keeps its end and is shortened; `limit` above {{EVENTS_MAX}} is clamped
+    /// to {{EVENTS_MAX}}; both are recorded in `request.adjustments`. An unknown `daoId` matches nothing
     /// (an empty page with `total` 0); `/v1/daos` lists the valid ones.
     #[oai(path = "/governance-events", method = "get", operation_id = "events_list")]
     #[allow(clippy::too_many_arguments)]
@@ -238,7 +238,7 @@ impl Api {
         req: V1Request,
         /// Window start, epoch milliseconds UTC (inclusive). Required.
         start_ms: Query<V1EpochMs>,
-        /// Window end, epoch milliseconds UTC (inclusive). Required. A window over 90 days is
+        /// Window end, epoch milliseconds UTC (inclusive). Required. A window over {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days is
         /// clamped by moving its start forward.
         end_ms: Query<V1EpochMs>,
         /// Only events of this DAO.

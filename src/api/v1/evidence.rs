@@ -103,7 +103,7 @@ pub struct ProposalTimeline {
     pub created_at: String,
     pub start_at: Option<String>,
     pub end_at: Option<String>,
-    /// Governance events of the proposal, oldest first (at most 100).
+    /// Governance events of the proposal, oldest first (at most {{EVIDENCE_EVENTS}}).
     pub events: Vec<TimelineEvent>,
 }
 

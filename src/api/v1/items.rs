@@ -79,7 +79,7 @@ pub struct ProposalItem {
 
 /// A Discourse forum topic.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct ForumTopicItem {
     pub dao_id: String,
     /// Always `discourse`.
@@ -105,10 +105,48 @@ pub struct ForumTopicItem {
     pub archived: bool,
     /// The proposal the topic discusses, when linked.
     pub linked_proposal: Option<ItemRef>,
-    /// The beginning of the opening post (at most 500 characters; `…` marks a cut).
+    /// The beginning of the opening post (at most {{EXCERPT_CHARS}} characters; `…` marks a cut).
     pub excerpt: Option<String>,
     /// Where each field comes from; `supports` names fields of this object.
     pub citations: Vec<Citation>,
+}
+
+impl poem_openapi::types::Example for ForumTopicItem {
+    fn example() -> Self {
+        let url = "https://gov.uniswap.org/t/temperature-check-protocol-fee-expansion/25000".to_owned();
+        Self {
+            dao_id: "uniswap".to_owned(),
+            source: "discourse".to_owned(),
+            external_id: "25000".to_owned(),
+            topic_key: "t_Qm9yZ2VkRXhhbXBsZUtleQ".to_owned(),
+            title: "Temperature Check: Protocol Fee Expansion".to_owned(),
+            slug: "temperature-check-protocol-fee-expansion".to_owned(),
+            url: url.clone(),
+            author: Some("gfxlabs".to_owned()),
+            category_id: Some("5".to_owned()),
+            tags: vec!["fee-switch".to_owned()],
+            posts_count: "42".to_owned(),
+            reply_count: "40".to_owned(),
+            views: "3100".to_owned(),
+            like_count: "120".to_owned(),
+            created_at: "2026-02-10T15:04:05.000Z".to_owned(),
+            last_posted_at: Some("2026-02-18T09:00:00.000Z".to_owned()),
+            closed: false,
+            archived: false,
+            linked_proposal: None,
+            excerpt: Some("This proposal extends the protocol fee to eight more chains…".to_owned()),
+            citations: vec![Citation {
+                supports: vec!["title".to_owned(), "postsCount".to_owned()],
+                source: "discourse".to_owned(),
+                url: Some(url),
+                snapshot_id: None,
+                ipfs: None,
+                tx_hash: None,
+                block_number: None,
+                dataset: None,
+            }],
+        }
+    }
 }
 
 /// One normalized item: exactly one of `proposal` and `forumTopic` is present, as `kind` says.
@@ -274,7 +312,11 @@ fn excerpt(text: &str) -> String {
 }
 
 impl ForumTopicItem {
-    pub fn build(t: &forum_topic::Model, first_post: Option<&forum_post::Model>, linked: Option<&proposal::Model>) -> Self {
+    pub fn build(
+        t: &forum_topic::Model,
+        first_post: Option<&forum_post::Model>,
+        linked: Option<&proposal::Model>,
+    ) -> Self {
         let excerpt = first_post.map(|p| excerpt(&p.body)).or_else(|| t.excerpt.as_deref().map(excerpt));
         let fields = [
             ("title", true),

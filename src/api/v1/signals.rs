@@ -391,8 +391,8 @@ impl Api {
     ///
     /// Window: `end_ms` defaults to the serving revision's `dataAsOf` (the newest data held, so
     /// the default window shows the latest signals even when ingestion lags the clock) and
-    /// `start_ms` to 90 days before `end_ms`. A longer window keeps its end and is shortened to
-    /// 90 days; a start after the end is moved to the end; each change is recorded in
+    /// `start_ms` to {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days before `end_ms`. A longer window keeps its end and is
+    /// shortened to {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days; a start after the end is moved to the end; each change is recorded in
     /// `request.adjustments`. Newest first (`detectedAt` desc); `limit`/`offset` with `total`.
     #[oai(path = "/governance-signals", method = "get", operation_id = "signals_list")]
     #[allow(clippy::too_many_arguments)]
@@ -408,7 +408,7 @@ impl Api {
         kind: Query<Option<KindFilter>>,
         /// Only signals of this severity.
         severity: Query<Option<Severity>>,
-        /// Window start on `detectedAt`, epoch milliseconds (inclusive); default `end_ms` − 90 days.
+        /// Window start on `detectedAt`, epoch milliseconds (inclusive); default `end_ms` − {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days.
         start_ms: Query<Option<V1EpochMs>>,
         /// Window end on `detectedAt`, epoch milliseconds (inclusive); default the serving
         /// revision's `dataAsOf`.

@@ -114,7 +114,7 @@ impl ProposalSummary {
 
 /// A proposal with its text, without its votes.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct ProposalDetail {
     #[oai(flatten)]
     pub summary: ProposalSummary,
@@ -124,6 +124,19 @@ pub struct ProposalDetail {
     /// Per-choice scores as the upstream reported them (exact decimal strings), when given.
     pub scores: Option<Vec<String>>,
     pub discussion_url: Option<String>,
+}
+
+impl poem_openapi::types::Example for ProposalDetail {
+    fn example() -> Self {
+        use poem_openapi::types::Example;
+        Self {
+            summary: ProposalSummary::example(),
+            body: Some("Renew the Gnosis, Linea and Mantle deployments for another year.".to_owned()),
+            choices: None,
+            scores: None,
+            discussion_url: None,
+        }
+    }
 }
 
 /// One vote.
@@ -233,7 +246,7 @@ impl Api {
     /// List proposals
     ///
     /// Proposals across the covered DAOs, newest first by default (or by end of voting), without
-    /// their votes. Filter by DAO, source, state and a time window of at most one year
+    /// their votes. Filter by DAO, source, state and a time window of at most {{PROPOSALS_AND_HISTORY_WINDOW_DAYS}} days
     /// (`from`/`to`, RFC 3339; the window applies to creation time, or to end time when
     /// `sort=end_time`). Keyset-paginated: pass `meta.page.nextCursor` back as `cursor` with the
     /// same parameters.
@@ -341,7 +354,7 @@ impl Api {
     /// The votes held for one proposal, largest voting power first (or newest first), with the
     /// choice exactly as recorded and the exact voting power. Filter by `voter` (an address in any
     /// letter case, a CAIP-10 account or a known ENS name) or by `choice` (the recorded choice
-    /// text, e.g. `1`). Up to 500 rows a page; keyset-paginated with `cursor`. The store may hold
+    /// text, e.g. `1`). Up to {{PROPOSAL_VOTES_MAX}} rows a page; keyset-paginated with `cursor`. The store may hold
     /// only part of a proposal's votes: compare with `votes.upstream` of the proposal.
     #[oai(path = "/proposals/:proposalKey/votes", method = "get", operation_id = "proposal_votes_list")]
     #[allow(clippy::too_many_arguments)]

@@ -27,9 +27,9 @@ impl Api {
     /// The same signals as `GET /v1/governance-signals` (named, documented rules: close races,
     /// quorum reached or at risk, a decisive single voter, unusual turnout, outcomes, new authors,
     /// forum spikes), each with severity, subject, `detectedAt`, summary, rule and evidence with
-    /// citations, newest first. The window (`from`/`to`, RFC 3339, at most 90 days, on
-    /// `detectedAt`) defaults to the 90 days ending at the serving revision's `dataAsOf`; one
-    /// bound alone is completed to 90 days. Keyset-paginated; no totals.
+    /// citations, newest first. The window (`from`/`to`, RFC 3339, at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days,
+    /// on `detectedAt`) defaults to the {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days ending at the serving revision's `dataAsOf`; one
+    /// bound alone is completed to {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days. Keyset-paginated; no totals.
     #[oai(path = "/signals", method = "get", operation_id = "signals_list")]
     #[allow(clippy::too_many_arguments)]
     async fn signals_list(

@@ -27,7 +27,7 @@ impl Api {
     ///
     /// Governance forum (Discourse) topics of the covered DAOs, newest first, each with its
     /// counts, opening-post excerpt and the proposal it discusses when linked. Filter by DAO and
-    /// a creation window of at most one year (`from`/`to`, RFC 3339). Keyset-paginated.
+    /// a creation window of at most {{PROPOSALS_AND_HISTORY_WINDOW_DAYS}} days (`from`/`to`, RFC 3339). Keyset-paginated.
     #[oai(path = "/topics", method = "get", operation_id = "topics_list")]
     async fn topics_list(
         &self,

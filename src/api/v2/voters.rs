@@ -299,7 +299,7 @@ impl Api {
     ///
     /// One voter's voting history across DAOs, newest first: each vote with its proposal, the
     /// choice as recorded and the exact voting power. Filter by `daoId` and a window of at most
-    /// one year (`from`/`to`, RFC 3339, on the vote's time). Keyset-paginated with `cursor`.
+    /// {{PROPOSALS_AND_HISTORY_WINDOW_DAYS}} days (`from`/`to`, RFC 3339, on the vote's time). Keyset-paginated with `cursor`.
     #[oai(path = "/voters/:voterIdentity/votes", method = "get", operation_id = "voter_votes_list")]
     #[allow(clippy::too_many_arguments)]
     async fn voter_votes_list(
