@@ -38,10 +38,10 @@ async fn main() -> anyhow::Result<()> {
 async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let db = store::connect(url).await.with_context(|| format!("opening the store at {}", redact(url)))?;
-    if !args.no_sample {
-        if let Some(report) = sample::import_if_empty(&db).await? {
-            tracing::info!("empty store: loaded the bundled sample\n{report}");
-        }
+    if !args.no_sample
+        && let Some(report) = sample::import_if_empty(&db).await?
+    {
+        tracing::info!("empty store: loaded the bundled sample\n{report}");
     }
     let (server, bound) = server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
     tracing::info!(

@@ -245,10 +245,10 @@ fn tidy_success_responses(op: &mut Value) {
         if response["description"].as_str().is_none_or(str::is_empty) {
             response["description"] = Value::String(format!("{status}: {summary}."));
         }
-        if let Some(content) = response["content"].as_object_mut() {
-            if let Some(body) = content.remove("application/json; charset=utf-8") {
-                content.insert("application/json".to_owned(), body);
-            }
+        if let Some(content) = response["content"].as_object_mut()
+            && let Some(body) = content.remove("application/json; charset=utf-8")
+        {
+            content.insert("application/json".to_owned(), body);
         }
     }
 }

@@ -36,7 +36,7 @@ pub async fn current_revision(db: &impl ConnectionTrait) -> Result<Option<data_r
 /// `CAST(COALESCE(SUM(col), 0) AS BIGINT)`: PostgreSQL sums bigints as numeric, and an empty
 /// table sums to NULL.
 fn sum0(col: impl sea_orm::sea_query::IntoColumnRef) -> SimpleExpr {
-    Expr::expr(Func::coalesce([Expr::col(col).sum(), Expr::val(0).into()])).cast_as("bigint")
+    Expr::expr(Func::coalesce([Expr::col(col).sum(), Expr::val(0)])).cast_as("bigint")
 }
 
 pub async fn dataset_state(db: &impl ConnectionTrait) -> Result<DatasetState, DbErr> {

@@ -63,10 +63,10 @@ fn prepare_url(url: &str) -> anyhow::Result<String> {
         anyhow::bail!("DATABASE_URL must start with sqlite:// or postgres:// (got {url:?})");
     };
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if path != ":memory:" {
-        if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
+    if path != ":memory:"
+        && let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir)?;
     }
     let mut query: Vec<&str> = query.split('&').filter(|q| !q.is_empty()).collect();
     if !query.iter().any(|q| q.starts_with("mode=")) {

@@ -407,7 +407,7 @@ pub fn analyse_votes(p: &ProposalRow, votes: &[VoteRow]) -> VoteFacts {
                 one.add(vt, &v.choice, &v.voting_power);
                 let zero = BigDecimal::zero();
                 let effect = one.scores.get(&leader).unwrap_or(&zero) - one.scores.get(&runner_up).unwrap_or(&zero);
-                (effect > zero).then(|| (v, effect))
+                (effect > zero).then_some((v, effect))
             })
             .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.voter.cmp(&a.0.voter)))
             .map(|(v, e)| (v.clone(), e))
@@ -645,27 +645,27 @@ pub fn proposal_signals(p: &ProposalRow, facts: Option<&VoteFacts>, ctx: &DaoCon
     // close_race
     if let Some(f) = complete {
         let near = closed || (active && time_left.is_some_and(|t| t <= rules::CLOSE_RACE_WINDOW_MS));
-        if let Some(pair) = f.pair.as_ref().filter(|_| near) {
-            if pair.margin < threshold(rules::CLOSE_RACE_MAX_MARGIN_SHARE) * &pair.counted {
-                let mut e = with_quorum(with_tally(base(SignalKind::CloseRace), f));
-                e.citations[0].supports = vec!["tally".to_owned(), "upstreamVotes".to_owned()];
-                if !closed {
-                    e.as_of_ms = Some(as_of);
-                    e.time_left_ms = time_left.map(|t| t.to_string());
-                }
-                let when = if closed { "at the close" } else { "near the deadline" };
-                let summary = format!(
-                    "Close race on \"{title}\" {when}: {} {} vs {} {}, margin {} ({} of the counted power {}).",
-                    name(pair.first),
-                    dec(&pair.first_score),
-                    name(pair.second),
-                    dec(&pair.second_score),
-                    dec(&pair.margin),
-                    tally::share(&pair.margin, &pair.counted),
-                    dec(&pair.counted),
-                );
-                out.push(signal(SignalKind::CloseRace, detected, summary, e));
+        if let Some(pair) = f.pair.as_ref().filter(|_| near)
+            && pair.margin < threshold(rules::CLOSE_RACE_MAX_MARGIN_SHARE) * &pair.counted
+        {
+            let mut e = with_quorum(with_tally(base(SignalKind::CloseRace), f));
+            e.citations[0].supports = vec!["tally".to_owned(), "upstreamVotes".to_owned()];
+            if !closed {
+                e.as_of_ms = Some(as_of);
+                e.time_left_ms = time_left.map(|t| t.to_string());
             }
+            let when = if closed { "at the close" } else { "near the deadline" };
+            let summary = format!(
+                "Close race on \"{title}\" {when}: {} {} vs {} {}, margin {} ({} of the counted power {}).",
+                name(pair.first),
+                dec(&pair.first_score),
+                name(pair.second),
+                dec(&pair.second_score),
+                dec(&pair.margin),
+                tally::share(&pair.margin, &pair.counted),
+                dec(&pair.counted),
+            );
+            out.push(signal(SignalKind::CloseRace, detected, summary, e));
         }
     }
 

@@ -164,7 +164,6 @@ pub struct DaoBrief {
 
 impl poem_openapi::types::Example for DaoBrief {
     fn example() -> Self {
-        use poem_openapi::types::Example;
         let id = "0x04d6219c392f3f6187779f609d6cad21e3b3d6091809355ad12ba6bb39b55834";
         let entropy = "0xb4c064f466931b8d0f637654c916e3f203c46f13";
         Self {

@@ -128,7 +128,6 @@ pub struct ProposalDetail {
 
 impl poem_openapi::types::Example for ProposalDetail {
     fn example() -> Self {
-        use poem_openapi::types::Example;
         Self {
             summary: ProposalSummary::example(),
             body: Some("Renew the Gnosis, Linea and Mantle deployments for another year.".to_owned()),

@@ -59,17 +59,17 @@ impl Api {
         };
         let (start_ms, end_ms) = resolve_v2_window(from.0, to, EVENTS_AND_SIGNALS_WINDOW)?.expect("a bound is set");
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        if let Some(id) = &dao_id {
-            if !store::signals::dao_exists(&state.db, id).await? {
-                return Err(Problem::validation(FieldError {
-                    location: ParamLocation::Query,
-                    name: "daoId".to_owned(),
-                    reason: format!("no DAO has the id `{id}`"),
-                    expected: Some("a daoId listed by GET /v2/daos".to_owned()),
-                    received: Some(id.clone()),
-                })
-                .into());
-            }
+        if let Some(id) = &dao_id
+            && !store::signals::dao_exists(&state.db, id).await?
+        {
+            return Err(Problem::validation(FieldError {
+                location: ParamLocation::Query,
+                name: "daoId".to_owned(),
+                reason: format!("no DAO has the id `{id}`"),
+                expected: Some("a daoId listed by GET /v2/daos".to_owned()),
+                received: Some(id.clone()),
+            })
+            .into());
         }
         let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
         let shape = QueryShape {
