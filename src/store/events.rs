@@ -217,6 +217,8 @@ pub struct EventFilter {
     pub kind: Option<EventKind>,
     pub from_ms: Option<i64>,
     pub to_ms: Option<i64>,
+    /// Keyset position `(occurred_ms, id)` of the last row served (v2 pages).
+    pub after: Option<(i64, i64)>,
 }
 
 /// An event with its subject's title, key and link.
@@ -282,6 +284,15 @@ fn conditions(filter: &EventFilter, alias: &str, time_col: &str, values: &mut Ve
     }
     if let Some(kind) = filter.kind {
         push(format!("{alias}.kind = ?"), kind.as_str().into(), values);
+    }
+    if let Some((t, id)) = filter.after {
+        values.extend([Value::from(t), Value::from(t), Value::from(id)]);
+        let n = values.len();
+        conds.push(format!(
+            "({alias}.{time_col} < ${} OR ({alias}.{time_col} = ${} AND {alias}.id < ${n}))",
+            n - 2,
+            n - 1
+        ));
     }
     conds
 }

@@ -209,3 +209,26 @@ on_both_backends!(signals_walk_matches_v1, |app: TestApp| async move {
     assert_eq!(app.get("/v2/signals?kind=moon_phase").await.status(), 400);
     assert_eq!(app.get("/v2/signals?limit=101").await.status(), 400);
 });
+
+on_both_backends!(events_walk_matches_v1, |app: TestApp| async move {
+    let (_, v1) = app.get_json("/v1/daos").await;
+    let as_of = v1["freshness"]["dataAsOf"].as_str().unwrap();
+    let end = time::OffsetDateTime::parse(as_of, &time::format_description::well_known::Rfc3339).unwrap();
+    let end_ms = (end.unix_timestamp_nanos() / 1_000_000) as i64;
+    let start_ms = end_ms - 90 * 86_400_000;
+    let (status, v1) =
+        app.get_json(&format!("/v1/governance-events?start_ms={start_ms}&end_ms={end_ms}&limit=200")).await;
+    assert_eq!(status, 200);
+    let total = v1["data"]["total"].as_u64().unwrap();
+    assert!(total > 0 && total <= 200, "{total}");
+    let v2 = walk(&app, "/v2/events?limit=7").await;
+    assert_eq!(serde_json::json!(v2), v1["data"]["items"], "the same events, in the same order, by default window");
+    let arbitrum_votes = walk(&app, "/v2/events?daoId=arbitrum&kind=vote_cast&limit=200").await;
+    assert!(arbitrum_votes.iter().all(|e| e["daoId"] == "arbitrum" && e["kind"] == "vote_cast"));
+    assert_eq!(app.get("/v2/events?limit=200").await.status(), 200);
+    assert_eq!(app.get("/v2/events?limit=201").await.status(), 400);
+    assert_eq!(app.get("/v2/events?kind=eclipse").await.status(), 400);
+    let iso = govdata::contract::time::rfc3339_ms;
+    assert_eq!(app.get(&format!("/v2/events?from={}&to={}", iso(start_ms), iso(end_ms))).await.status(), 200);
+    assert_eq!(app.get(&format!("/v2/events?from={}&to={}", iso(start_ms - 1), iso(end_ms))).await.status(), 400);
+});

@@ -262,7 +262,7 @@ impl Api {
         if let Some(k) = kind.0 {
             req.applied("kind", k.as_str());
         }
-        let filter = EventFilter { dao_id: dao_id.0, kind: kind.0, from_ms: Some(from), to_ms: Some(to) };
+        let filter = EventFilter { dao_id: dao_id.0, kind: kind.0, from_ms: Some(from), to_ms: Some(to), after: None };
         let (rows, total) = store::events::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let revision = store::freshness::current_revision(&state.db).await?;
         let data = V1Page { items: rows.into_iter().filter_map(event_from_row).collect(), total, limit, offset };

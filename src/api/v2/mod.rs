@@ -1,5 +1,6 @@
 //! The additive v2 surface.
 pub mod daos;
+pub mod events;
 pub mod proposals;
 pub mod signals;
 pub mod topics;
@@ -24,6 +25,8 @@ pub enum V2Tag {
     Daos,
     /// Proposals and their votes.
     Proposals,
+    /// Dated governance events.
+    Events,
     /// Curated governance signals.
     Signals,
     /// Governance forum topics.
@@ -50,16 +53,30 @@ pub fn page<R, T: ParseFromJSON + ToJSON + Type>(
     shape: &QueryShape<'_>,
     serving: &Serving,
     limit: u32,
+    rows: Vec<R>,
+    position: impl Fn(&R) -> Vec<String>,
+    mut item: impl FnMut(R) -> T,
+) -> V2List<T> {
+    page_filter_map(state, shape, serving, limit, rows, position, |r| Some(item(r)))
+}
+
+/// [`page`] for rows some of which cannot be shown (logged by `item`): the page and its cursor
+/// still follow the rows read, so a skipped row never stops the walk.
+pub fn page_filter_map<R, T: ParseFromJSON + ToJSON + Type>(
+    state: &AppState,
+    shape: &QueryShape<'_>,
+    serving: &Serving,
+    limit: u32,
     mut rows: Vec<R>,
     position: impl Fn(&R) -> Vec<String>,
-    item: impl FnMut(R) -> T,
+    item: impl FnMut(R) -> Option<T>,
 ) -> V2List<T> {
     let has_more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
     let next_cursor =
         if has_more { rows.last().map(|r| state.cursors.encode(shape, serving.id, position(r))) } else { None };
     V2List {
-        data: V2Items { items: rows.into_iter().map(item).collect() },
+        data: V2Items { items: rows.into_iter().filter_map(item).collect() },
         meta: V2ListMeta {
             page: PageMeta { limit, has_more, next_cursor },
             freshness: Freshness::new(serving.data_as_of_ms, CacheStatus::Fresh),
