@@ -76,8 +76,15 @@ pub type V1Apis = (
     v1::evidence::Api,
     v1::signals::Api,
 );
-pub type V2Apis =
-    (v2::daos::Api, v2::events::Api, v2::proposals::Api, v2::signals::Api, v2::topics::Api, v2::voters::Api);
+pub type V2Apis = (
+    v2::activity::Api,
+    v2::daos::Api,
+    v2::events::Api,
+    v2::proposals::Api,
+    v2::signals::Api,
+    v2::topics::Api,
+    v2::voters::Api,
+);
 
 pub fn v1_service() -> OpenApiService<V1Apis, ()> {
     OpenApiService::new(
@@ -100,7 +107,15 @@ pub fn v1_service() -> OpenApiService<V1Apis, ()> {
 
 pub fn v2_service() -> OpenApiService<V2Apis, ()> {
     OpenApiService::new(
-        (v2::daos::Api, v2::events::Api, v2::proposals::Api, v2::signals::Api, v2::topics::Api, v2::voters::Api),
+        (
+            v2::activity::Api,
+            v2::daos::Api,
+            v2::events::Api,
+            v2::proposals::Api,
+            v2::signals::Api,
+            v2::topics::Api,
+            v2::voters::Api,
+        ),
         "govdata v2",
         V2_DOC_VERSION,
     )

@@ -105,6 +105,8 @@ operations! {
     TopicsListV2 = "topics_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
     /// `GET /v2/topics/{topicKey}`
     TopicsGetV2 = "topics_get", V2, Paid(Standard), [ValidationError, NotFound];
+    /// `GET /v2/activity`
+    ActivityListV2 = "activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
     /// `GET /v2/events`
     EventsListV2 = "events_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
     /// `GET /v2/signals`

@@ -14,6 +14,8 @@ pub struct ActivityFilter {
     pub kind: Option<ActivityKind>,
     /// Inclusive lower bound on the entry's time.
     pub since_ms: Option<i64>,
+    /// Keyset position `(time, entry, id)` of the last row served (v2 pages).
+    pub after: Option<(i64, String, i64)>,
 }
 
 /// Which table an entry comes from.
@@ -59,6 +61,7 @@ fn side_conditions(
     filter: &ActivityFilter,
     time_col: &str,
     event_kind: Option<EventKind>,
+    keyset: Option<&str>,
     values: &mut Vec<Value>,
 ) -> String {
     let mut conds = Vec::new();
@@ -75,14 +78,27 @@ fn side_conditions(
     if let Some(kind) = event_kind {
         push("x.kind = ?", kind.as_str().into(), values);
     }
+    // The merged order is (time desc, entry asc, id desc); the entry is a constant per side, so
+    // the keyset condition of one side reduces to a comparison of its own time and id.
+    if let (Some(entry), Some((t, last_entry, last_id))) = (keyset, &filter.after) {
+        match entry.cmp(last_entry.as_str()) {
+            std::cmp::Ordering::Less => push(&format!("x.{time_col} < ?"), (*t).into(), values),
+            std::cmp::Ordering::Greater => push(&format!("x.{time_col} <= ?"), (*t).into(), values),
+            std::cmp::Ordering::Equal => {
+                values.extend([Value::from(*t), Value::from(*t), Value::from(*last_id)]);
+                let n = values.len();
+                conds.push(format!("(x.{time_col} < ${} OR (x.{time_col} = ${} AND x.id < ${n}))", n - 2, n - 1));
+            }
+        }
+    }
     if conds.is_empty() { String::new() } else { format!("WHERE {}", conds.join(" AND ")) }
 }
 
 fn events_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Side {
     let kind = filter.kind.and_then(ActivityKind::event_kind);
     let mut own = Vec::new();
-    let count_where = side_conditions(filter, "occurred_ms", kind, &mut own);
-    let where_ = side_conditions(filter, "occurred_ms", kind, start);
+    let count_where = side_conditions(filter, "occurred_ms", kind, None, &mut own);
+    let where_ = side_conditions(filter, "occurred_ms", kind, Some(ENTRY_EVENT), start);
     start.push(cap.into());
     let sql = format!(
         "SELECT * FROM (
@@ -99,8 +115,8 @@ fn events_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Sid
 
 fn signals_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Side {
     let mut own = Vec::new();
-    let count_where = side_conditions(filter, "detected_ms", None, &mut own);
-    let where_ = side_conditions(filter, "detected_ms", None, start);
+    let count_where = side_conditions(filter, "detected_ms", None, None, &mut own);
+    let where_ = side_conditions(filter, "detected_ms", None, Some(ENTRY_SIGNAL), start);
     start.push(cap.into());
     let sql = format!(
         "SELECT * FROM (
@@ -117,13 +133,14 @@ fn signals_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Si
 }
 
 /// One page of activity, newest first (time desc; on the same millisecond events before signals,
-/// then higher id first), and the total for the filters. Three queries at most: the page and one
-/// count per side that the `kind` filter keeps.
+/// then higher id first), and, when `with_total`, the total for the filters. Three queries at
+/// most: the page and one count per side that the `kind` filter keeps.
 pub async fn list(
     db: &impl ConnectionTrait,
     filter: &ActivityFilter,
     limit: u64,
     offset: u64,
+    with_total: bool,
 ) -> Result<(Vec<ActivityRow>, u64), DbErr> {
     let want_events = filter.kind != Some(ActivityKind::Signal);
     let want_signals = filter.kind.is_none() || filter.kind == Some(ActivityKind::Signal);
@@ -154,7 +171,7 @@ pub async fn list(
         .all(db)
         .await?;
     let mut total = 0;
-    for side in sides {
+    for side in sides.into_iter().filter(|_| with_total) {
         total += count(db, &side.count_sql, side.values).await?;
     }
     Ok((rows, total))

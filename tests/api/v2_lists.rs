@@ -232,3 +232,24 @@ on_both_backends!(events_walk_matches_v1, |app: TestApp| async move {
     assert_eq!(app.get(&format!("/v2/events?from={}&to={}", iso(start_ms), iso(end_ms))).await.status(), 200);
     assert_eq!(app.get(&format!("/v2/events?from={}&to={}", iso(start_ms - 1), iso(end_ms))).await.status(), 400);
 });
+
+on_both_backends!(activity_walk_matches_v1, |app: TestApp| async move {
+    let (_, v1) = app.get_json("/v1/activity?daoId=uniswap&limit=100").await;
+    let total = v1["data"]["total"].as_u64().unwrap();
+    let mut v1_items: Vec<Value> = v1["data"]["items"].as_array().unwrap().clone();
+    let mut offset = 100;
+    while (v1_items.len() as u64) < total {
+        let (_, more) = app.get_json(&format!("/v1/activity?daoId=uniswap&limit=100&offset={offset}")).await;
+        v1_items.extend(more["data"]["items"].as_array().unwrap().iter().cloned());
+        offset += 100;
+    }
+    let v2 = walk(&app, "/v2/activity?daoId=uniswap&limit=9").await;
+    assert_eq!(v2.len() as u64, total);
+    assert_eq!(v2, v1_items, "the same entries in the same order, events and signals interleaved");
+    assert!(v2.iter().any(|e| e["kind"] == "signal") && v2.iter().any(|e| e["kind"] != "signal"));
+    let signals = walk(&app, "/v2/activity?kind=signal&limit=50").await;
+    assert!(signals.iter().all(|e| e["kind"] == "signal"));
+    let since = walk(&app, "/v2/activity?since=2026-01-01T00:00:00Z&limit=100").await;
+    assert!(since.iter().all(|e| e["occurredAt"].as_str().unwrap() >= "2026-01-01"));
+    assert_eq!(app.get("/v2/activity?limit=101").await.status(), 400);
+});

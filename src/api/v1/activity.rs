@@ -79,7 +79,7 @@ impl poem_openapi::types::Example for ActivityEntry {
     }
 }
 
-fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
+pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
     let subject = item_ref(
         &r.subject_kind,
         &r.dao_id,
@@ -182,8 +182,8 @@ impl Api {
         if let Some(since) = since_ms.0 {
             req.applied("since_ms", since.0);
         }
-        let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: since_ms.0.map(|s| s.0) };
-        let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset).await?;
+        let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: since_ms.0.map(|s| s.0), after: None };
+        let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let revision = store::freshness::current_revision(&state.db).await?;
         let data = V1Page { items: rows.into_iter().filter_map(entry_from_row).collect(), total, limit, offset };
         Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))

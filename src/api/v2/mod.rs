@@ -1,4 +1,5 @@
 //! The additive v2 surface.
+pub mod activity;
 pub mod daos;
 pub mod events;
 pub mod proposals;
@@ -21,6 +22,8 @@ use crate::contract::{
 /// One tag per resource.
 #[derive(Tags)]
 pub enum V2Tag {
+    /// Recent cross-DAO activity: events and signals in one feed.
+    Activity,
     /// The covered DAOs, their data sources, counts and freshness.
     Daos,
     /// Proposals and their votes.

@@ -1,0 +1,82 @@
+//! `GET /v2/activity`: recent cross-DAO activity, keyset-paginated.
+use poem::web::Data;
+use poem_openapi::{OpenApi, param::Query, payload::Json};
+
+use super::{V2Tag, page_filter_map, revision};
+use crate::api::{
+    AppState,
+    v1::activity::{ActivityEntry, entry_from_row},
+};
+use crate::contract::{
+    cursor::{QueryShape, unreadable_position},
+    envelope::V2List,
+    errors::ApiError,
+    events::ActivityKind,
+    limits::MostLists,
+    operations::ActivityListV2,
+    params::{V2Limit, V2Timestamp},
+};
+use crate::store::{self, activity::ActivityFilter};
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v2", tag = "V2Tag::Activity")]
+impl Api {
+    /// List recent cross-DAO activity
+    ///
+    /// The same feed as `GET /v1/activity`, for summarising and monitoring: proposals created,
+    /// opened, closed or executed, notable votes, forum topics opened, and curated signals, across
+    /// every covered DAO, newest first. Filter by `daoId`, `kind` and `since` (RFC 3339).
+    /// Keyset-paginated; no totals.
+    #[oai(path = "/activity", method = "get", operation_id = "activity_list")]
+    async fn activity_list(
+        &self,
+        state: Data<&AppState>,
+        /// Only this DAO's activity.
+        #[oai(name = "daoId")]
+        dao_id: Query<Option<String>>,
+        /// Only entries of this kind (an event kind, or `signal`).
+        kind: Query<Option<ActivityKind>>,
+        /// Only entries at or after this time.
+        since: Query<Option<V2Timestamp>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<ActivityEntry>>, ApiError<ActivityListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let serving = revision(&state).await?;
+        let dao_id = dao_id.0.filter(|d| !d.is_empty());
+        let shape = QueryShape {
+            endpoint: "activity_list",
+            filters: vec![
+                ("daoId", dao_id.clone().unwrap_or_default()),
+                ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
+                ("since", since.0.map(|s| s.0.to_string()).unwrap_or_default()),
+            ],
+            limit,
+        };
+        let after = match cursor.0.as_deref() {
+            Some(c) => match state.cursors.decode(c, &shape, serving.id)?.as_slice() {
+                [t, entry, id] => Some((
+                    t.parse().map_err(|_| unreadable_position(c))?,
+                    entry.clone(),
+                    id.parse().map_err(|_| unreadable_position(c))?,
+                )),
+                _ => return Err(unreadable_position(c).into()),
+            },
+            None => None,
+        };
+        let filter = ActivityFilter { dao_id, kind: kind.0, since_ms: since.0.map(|s| s.0), after };
+        let (rows, _) = store::activity::list(&state.db, &filter, u64::from(limit) + 1, 0, false).await?;
+        Ok(Json(page_filter_map(
+            &state,
+            &shape,
+            &serving,
+            limit,
+            rows,
+            |r| vec![r.occurred_ms.to_string(), r.entry.clone(), r.id.to_string()],
+            entry_from_row,
+        )))
+    }
+}
