@@ -253,3 +253,36 @@ on_both_backends!(activity_walk_matches_v1, |app: TestApp| async move {
     assert!(since.iter().all(|e| e["occurredAt"].as_str().unwrap() >= "2026-01-01"));
     assert_eq!(app.get("/v2/activity?limit=101").await.status(), 400);
 });
+
+on_both_backends!(the_same_proposal_reads_the_same_through_v1_and_v2, |app: TestApp| async move {
+    let proposals = walk(&app, "/v2/proposals?daoId=uniswap&limit=100").await;
+    assert_eq!(proposals.len(), 25);
+    for p in proposals.iter().take(5) {
+        let external = p["externalId"].as_str().unwrap();
+        let (status, v1) = app.get_json(&format!("/v1/items/proposal/{external}?daoId=uniswap")).await;
+        assert_eq!(status, 200, "{v1}");
+        let v1 = &v1["data"]["proposal"];
+        let key = p["proposalKey"].as_str().unwrap();
+        let (_, v2) = app.get_json(&format!("/v2/proposals/{key}")).await;
+        let v2 = &v2["data"];
+        assert_eq!(v1["proposalKey"], v2["proposalKey"]);
+        assert_eq!(v1["upstreamVotes"], v2["votes"]["upstream"], "{external}");
+        assert_eq!(v1["ingestedVotes"], v2["votes"]["ingested"], "{external}");
+        for field in
+            ["scoresTotal", "quorum", "state", "title", "createdAt", "startAt", "endAt", "author", "votingType", "url"]
+        {
+            assert_eq!(v1[field], v2[field], "{external}: {field}");
+        }
+        // The v1 evidence tally and the v2 vote list agree on the ingested votes.
+        let votes = walk(&app, &format!("/v2/proposals/{key}/votes?limit=500")).await;
+        assert_eq!(votes.len().to_string(), v2["votes"]["ingested"].as_str().unwrap());
+        let sum: BigDecimal = votes.iter().map(|v| dec(&v["votingPower"])).sum();
+        let (_, evidence) = app.get_json(&format!("/v1/daos/uniswap/proposals/snapshot/{external}/evidence")).await;
+        let counted = &evidence["data"];
+        let counted_text = serde_json::to_string(counted).unwrap();
+        assert!(
+            counted_text.contains(&govdata::store::decimal::plain(&sum)) || votes.is_empty(),
+            "{external}: evidence carries the ingested power total {sum}"
+        );
+    }
+});
