@@ -27,7 +27,7 @@ const BATCH: usize = 500;
 /// The proposals' `source`.
 const SNAPSHOT: &str = "snapshot";
 /// Proposal `origin` of rows from the sample.
-const PROPOSAL_ORIGIN: &str = "snapshot-sample-csv";
+const PROPOSAL_ORIGIN: &str = crate::store::entities::proposal::SAMPLE_ORIGIN;
 /// Delegate `origin` of rows from the sample.
 const DELEGATE_ORIGIN: &str = "tally-sample-csv";
 

@@ -6,8 +6,7 @@ use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, 
 use super::entities::{dao, governance_event, proposal, vote};
 use super::tally::Tally;
 
-/// Proposal `origin` of rows imported from the bundled sample (`sample::write`).
-pub const SAMPLE_PROPOSAL_ORIGIN: &str = "snapshot-sample-csv";
+pub use super::entities::proposal::SAMPLE_ORIGIN as SAMPLE_PROPOSAL_ORIGIN;
 
 /// The tally of every ingested vote of a proposal and its largest votes.
 #[derive(Debug, Clone, Default)]

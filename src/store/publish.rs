@@ -8,8 +8,7 @@
 //! All statements are set-based and written in the SQL subset SQLite and PostgreSQL share.
 //! Parameters use `$n` on both backends (sqlx binds SQLite's `$n` by number as well).
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, QueryOrder, Statement, TransactionSession,
-    TransactionTrait, Value,
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, Statement, TransactionSession, TransactionTrait, Value,
 };
 
 use super::entities::data_revision;
@@ -86,16 +85,8 @@ where
     Ok(revision)
 }
 
-/// The serving revision: the highest id, or `None` before the first publication.
-pub async fn current_revision<C: ConnectionTrait>(db: &C) -> Result<Option<data_revision::Model>, DbErr> {
-    data_revision::Entity::find().order_by_desc(data_revision::Column::Id).one(db).await
-}
-
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> i64 {
-    // i64 milliseconds last until the year 292 million; the cast cannot truncate in practice.
-    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
-}
+pub use super::freshness::current_revision;
+pub use crate::contract::time::now_ms;
 
 /// The newest `data_as_of_ms` over every DAO and source.
 async fn newest_watermark<C: ConnectionTrait>(db: &C) -> Result<Option<i64>, DbErr> {

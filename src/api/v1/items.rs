@@ -195,7 +195,7 @@ impl poem_openapi::types::Example for Item {
             snapshot_block: None,
             tx_hash: None,
             block_number: None,
-            origin: "snapshot-sample-csv".to_owned(),
+            origin: SAMPLE_PROPOSAL_ORIGIN.to_owned(),
             citations: vec![
                 Citation {
                     supports: supports.clone(),

@@ -56,3 +56,6 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+/// `origin` of proposals and votes imported from the bundled sample CSV files.
+pub const SAMPLE_ORIGIN: &str = "snapshot-sample-csv";
