@@ -33,6 +33,22 @@ pub enum Command {
     /// Manage partner tokens.
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// Write a deterministic synthetic DAO (proposals, votes, voters) into the store and publish it,
+    /// for benchmarks. Refuses a DAO that already has proposals.
+    Synth {
+        /// Votes to generate, spread over the proposals with a Zipf-like skew.
+        #[arg(long, default_value_t = 1_000_000)]
+        votes: u64,
+        /// Distinct voters; a proposal holds at most one vote per voter.
+        #[arg(long, default_value_t = 100_000)]
+        voters: u64,
+        /// Snapshot proposals.
+        #[arg(long, default_value_t = 200)]
+        proposals: u64,
+        /// The synthetic DAO's id (daoId).
+        #[arg(long = "dao", default_value = "synthetic")]
+        dao: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -32,6 +32,13 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tokens(cmd) => tokens(&url, cmd).await,
+        Command::Synth { votes, voters, proposals, dao } => {
+            let db = store::connect(&url).await?;
+            let spec = sample::synth::SynthSpec { votes, voters, proposals, dao_id: dao };
+            let report = sample::synth::synth(&db, &spec).await?;
+            println!("{report}");
+            Ok(())
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use crate::store::publish::{self, now_ms};
 
 mod parse;
 mod registry;
+pub mod synth;
 mod write;
 
 pub use parse::{DELEGATES_FILE, PROPOSALS_FILE, VOTES_FILE};

@@ -85,9 +85,15 @@ fn side_conditions(
             std::cmp::Ordering::Less => push(&format!("x.{time_col} < ?"), (*t).into(), values),
             std::cmp::Ordering::Greater => push(&format!("x.{time_col} <= ?"), (*t).into(), values),
             std::cmp::Ordering::Equal => {
-                values.extend([Value::from(*t), Value::from(*t), Value::from(*last_id)]);
+                // The leading `time <= t` is implied but lets the planner seek.
+                values.extend([Value::from(*t), Value::from(*t), Value::from(*t), Value::from(*last_id)]);
                 let n = values.len();
-                conds.push(format!("(x.{time_col} < ${} OR (x.{time_col} = ${} AND x.id < ${n}))", n - 2, n - 1));
+                conds.push(format!(
+                    "x.{time_col} <= ${} AND (x.{time_col} < ${} OR (x.{time_col} = ${} AND x.id < ${n}))",
+                    n - 3,
+                    n - 2,
+                    n - 1
+                ));
             }
         }
     }

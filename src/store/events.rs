@@ -286,10 +286,12 @@ fn conditions(filter: &EventFilter, alias: &str, time_col: &str, values: &mut Ve
         push(format!("{alias}.kind = ?"), kind.as_str().into(), values);
     }
     if let Some((t, id)) = filter.after {
-        values.extend([Value::from(t), Value::from(t), Value::from(id)]);
+        // The leading `time <= t` is implied but lets the planner seek (see `store::after_desc`).
+        values.extend([Value::from(t), Value::from(t), Value::from(t), Value::from(id)]);
         let n = values.len();
         conds.push(format!(
-            "({alias}.{time_col} < ${} OR ({alias}.{time_col} = ${} AND {alias}.id < ${n}))",
+            "{alias}.{time_col} <= ${} AND ({alias}.{time_col} < ${} OR ({alias}.{time_col} = ${} AND {alias}.id < ${n}))",
+            n - 3,
             n - 2,
             n - 1
         ));

@@ -76,10 +76,23 @@ fn prepare_url(url: &str) -> anyhow::Result<String> {
 }
 
 /// Keyset condition for a page ordered by `(time desc, id desc)` resuming after `(t, id)`:
-/// `time < t OR (time = t AND id < id)`, which the `(…, -time, -id)` indexes serve.
+/// `time <= t AND (time < t OR (time = t AND id < id))`. The leading `time <= t` is implied by
+/// the rest but is what lets both planners seek into the `(…, -time, -id)` index instead of
+/// scanning it from the top (measured: deep pages otherwise cost 3× to 20× the first).
 pub fn after_desc<C: sea_orm::ColumnTrait>(time: C, id: C, (t, last_id): (i64, i64)) -> sea_orm::Condition {
     use sea_orm::Condition;
-    Condition::any().add(time.lt(t)).add(Condition::all().add(time.eq(t)).add(id.lt(last_id)))
+    Condition::all()
+        .add(time.lte(t))
+        .add(Condition::any().add(time.lt(t)).add(Condition::all().add(time.eq(t)).add(id.lt(last_id))))
+}
+
+/// Keyset condition for `(sort_key desc, tiebreak asc)` resuming after `(key, tiebreak)`, with
+/// the same seekable leading bound as [`after_desc`].
+pub fn after_desc_asc<C: sea_orm::ColumnTrait>(key: C, tiebreak: C, (k, last): (String, String)) -> sea_orm::Condition {
+    use sea_orm::Condition;
+    Condition::all().add(key.lte(k.clone())).add(
+        Condition::any().add(key.lt(k.clone())).add(Condition::all().add(key.eq(k)).add(tiebreak.gt(last))),
+    )
 }
 
 /// Whether the store answers a trivial query (readiness).

@@ -1,6 +1,6 @@
 //! Read queries: proposals and their votes, keyset-paginated (no OFFSET: a deep page costs what
 //! the first one costs, each served by an index of migration 1).
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entities::{proposal, vote};
 
@@ -95,11 +95,7 @@ pub async fn votes(
         q = q.filter(C::Choice.eq(c));
     }
     q = match after {
-        Some(VoteAfter::Power { vp_sort, voter }) => q.filter(
-            Condition::any()
-                .add(C::VpSort.lt(vp_sort.clone()))
-                .add(Condition::all().add(C::VpSort.eq(vp_sort)).add(C::Voter.gt(voter))),
-        ),
+        Some(VoteAfter::Power { vp_sort, voter }) => q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter))),
         Some(VoteAfter::Time { created_ms, id }) => q.filter(super::after_desc(C::CreatedMs, C::Id, (created_ms, id))),
         None => q,
     };

@@ -1,7 +1,7 @@
 //! Read queries: voters, their per-DAO standing and their voting history.
 use std::collections::HashMap;
 
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entities::{dao_summary, delegate, proposal, vote, voter, voter_dao_stat};
 
@@ -57,11 +57,7 @@ pub async fn ranking(
     use voter_dao_stat::Column as C;
     let mut q = voter_dao_stat::Entity::find().filter(C::DaoId.eq(dao_id));
     if let Some((vp_sort, voter)) = after {
-        q = q.filter(
-            Condition::any()
-                .add(C::VpSort.lt(vp_sort.clone()))
-                .add(Condition::all().add(C::VpSort.eq(vp_sort)).add(C::Voter.gt(voter))),
-        );
+        q = q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter)));
     }
     let rows = q.order_by_desc(C::VpSort).order_by_asc(C::Voter).limit(limit).all(db).await?;
     let voters = by_address(db, rows.iter().map(|r| r.voter.clone()).collect()).await?;

@@ -1,0 +1,233 @@
+//! Keyset pagination benchmark: a page deep in a list must cost what the first page costs.
+//!
+//! Starts the real server in-process on 127.0.0.1:0 over the store named by `DATABASE_URL`
+//! (fill it first with `govdata synth`), finds the synthetic DAO's busiest proposal, walks
+//! `/v2/proposals/{key}/votes` and `/v2/daos/{dao}/voters` to their last page collecting cursors,
+//! then times the first page, the middle page and the last page, interleaved, over one keep-alive
+//! loopback connection. Prints a table; exits 1 when a deep page's median exceeds the first
+//! page's by more than the allowed ratio.
+//!
+//! ```sh
+//! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release -- synth
+//! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench
+//! ```
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use govdata::config::{ServeArgs, Settings};
+use govdata::store::{self, DEFAULT_DATABASE_URL, entities::proposal};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "bench",
+    about = "Times the first, a middle and the last keyset page of the vote list and the voter ranking"
+)]
+struct Args {
+    /// The store (filled by `govdata synth`).
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    database_url: String,
+    /// The DAO whose busiest proposal and voter ranking are paged.
+    #[arg(long, default_value = "synthetic")]
+    dao: String,
+    /// Timed requests per page.
+    #[arg(long, default_value_t = 30)]
+    repeat: usize,
+    /// Page size of the vote list.
+    #[arg(long, default_value_t = 500)]
+    votes_limit: u32,
+    /// Page size of the voter ranking.
+    #[arg(long, default_value_t = 100)]
+    voters_limit: u32,
+    /// A deep page's median may be at most this many times the first page's.
+    #[arg(long, default_value_t = 1.2)]
+    max_ratio: f64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let db = store::connect(&args.database_url).await.context("opening the store")?;
+    let backend = store::backend_name(&db);
+    let busiest = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(&args.dao))
+        .order_by_desc(proposal::Column::IngestedVoteCount)
+        .one(&db)
+        .await?
+        .with_context(|| format!("DAO `{}` has no proposals: run `govdata synth` on this store first", args.dao))?;
+
+    let token = format!("bench-{}", uuid::Uuid::new_v4());
+    let mut serve = ServeArgs::default();
+    serve.payments.internal_token = Some(token.clone());
+    let addr = "127.0.0.1:0".parse()?;
+    let (server, bound) = govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
+    tokio::spawn(server);
+    let mut client = Client::connect(bound, &token).await?;
+
+    println!(
+        "store: {backend}; dao `{}`; busiest proposal {} with {} votes; {} timed requests per page",
+        args.dao, busiest.proposal_key, busiest.ingested_vote_count, args.repeat
+    );
+    let lists = [
+        ("proposal votes", format!("/v2/proposals/{}/votes?limit={}", busiest.proposal_key, args.votes_limit)),
+        ("voter ranking", format!("/v2/daos/{}/voters?limit={}", args.dao, args.voters_limit)),
+    ];
+    let mut rows = Vec::new();
+    for (name, base) in &lists {
+        let walk = Instant::now();
+        let cursors = client.walk(base).await?;
+        let pages = cursors.len();
+        println!("{name}: walked {pages} pages in {:.1} s", walk.elapsed().as_secs_f64());
+        // Page n (1-based) is requested with the cursor returned by page n - 1.
+        let picks = [("first", 1), ("middle", pages.div_ceil(2)), ("last", pages)];
+        let urls: Vec<String> = picks.iter().map(|&(_, n)| page_url(base, cursors[n - 1].as_deref())).collect();
+        let mut samples = vec![Vec::with_capacity(args.repeat); urls.len()];
+        for _ in 0..args.repeat {
+            for (i, url) in urls.iter().enumerate() {
+                let started = Instant::now();
+                let body = client.get(url).await?;
+                samples[i].push(started.elapsed());
+                std::hint::black_box(body);
+            }
+        }
+        for ((label, n), mut s) in picks.into_iter().zip(samples) {
+            s.sort();
+            rows.push(Row { list: name, label, page: n, pages, median: pct(&s, 50), p90: pct(&s, 90) });
+        }
+    }
+
+    println!();
+    println!("{:<16} {:<7} {:>12} {:>11} {:>9} {:>8}", "list", "page", "n / pages", "median ms", "p90 ms", "vs p1");
+    let mut failed = false;
+    for (name, _) in &lists {
+        let first = rows.iter().find(|r| r.list == *name && r.page == 1).map(|r| r.median).unwrap_or_default();
+        for r in rows.iter().filter(|r| r.list == *name) {
+            let ratio = r.median.as_secs_f64() / first.as_secs_f64().max(1e-9);
+            let over = r.page > 1 && ratio > args.max_ratio;
+            failed |= over;
+            println!(
+                "{:<16} {:<7} {:>12} {:>11.3} {:>9.3} {:>7.2}x{}",
+                r.list,
+                r.label,
+                format!("{} / {}", r.page, r.pages),
+                ms(r.median),
+                ms(r.p90),
+                ratio,
+                if over { "  OVER" } else { "" }
+            );
+        }
+    }
+    if failed {
+        eprintln!("a deep page's median exceeds the first page's by more than {:.0} %", (args.max_ratio - 1.0) * 100.0);
+        std::process::exit(1);
+    }
+    println!("ok: every deep page is within {:.0} % of the first page", (args.max_ratio - 1.0) * 100.0);
+    Ok(())
+}
+
+struct Row {
+    list: &'static str,
+    label: &'static str,
+    page: usize,
+    pages: usize,
+    median: Duration,
+    p90: Duration,
+}
+
+fn pct(sorted: &[Duration], p: usize) -> Duration {
+    let i = ((sorted.len() * p).div_ceil(100)).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn page_url(base: &str, cursor: Option<&str>) -> String {
+    match cursor {
+        Some(c) => format!("{base}&{}", serde_urlencoded::to_string([("cursor", c)]).expect("a string encodes")),
+        None => base.to_owned(),
+    }
+}
+
+/// A minimal HTTP/1.1 keep-alive client: one connection, GET only, so the timings hold only the
+/// server's work and the loopback round trip.
+struct Client {
+    stream: BufReader<TcpStream>,
+    host: String,
+    token: String,
+}
+
+impl Client {
+    async fn connect(addr: std::net::SocketAddr, token: &str) -> anyhow::Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Self { stream: BufReader::new(stream), host: addr.to_string(), token: token.to_owned() })
+    }
+
+    /// Every page of a list: entry n is the cursor that requests page n + 1 (`None` for page 1).
+    async fn walk(&mut self, base: &str) -> anyhow::Result<Vec<Option<String>>> {
+        let mut cursors = vec![None];
+        loop {
+            let body = self.get(&page_url(base, cursors.last().expect("not empty").as_deref())).await?;
+            let page: serde_json::Value = serde_json::from_slice(&body)?;
+            match page.pointer("/meta/page/nextCursor").and_then(|c| c.as_str()) {
+                Some(next) => cursors.push(Some(next.to_owned())),
+                None => return Ok(cursors),
+            }
+        }
+    }
+
+    async fn get(&mut self, path: &str) -> anyhow::Result<Vec<u8>> {
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\nx-internal-token: {}\r\n\r\n",
+            self.host, self.token
+        );
+        self.stream.get_mut().write_all(request.as_bytes()).await?;
+        let mut line = String::new();
+        self.stream.read_line(&mut line).await?;
+        let status: u16 = line.split(' ').nth(1).and_then(|s| s.parse().ok()).context("no HTTP status line")?;
+        let (mut length, mut chunked) = (None, false);
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).await?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                let value = value.trim();
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = Some(value.parse::<usize>()?);
+                } else if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
+                    chunked = true;
+                }
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                line.clear();
+                self.stream.read_line(&mut line).await?;
+                let size = usize::from_str_radix(line.trim_end().split(';').next().unwrap_or(""), 16)?;
+                let start = body.len();
+                body.resize(start + size + 2, 0);
+                self.stream.read_exact(&mut body[start..]).await?;
+                body.truncate(start + size);
+                if size == 0 {
+                    break;
+                }
+            }
+        } else {
+            body.resize(length.context("response without content-length")?, 0);
+            self.stream.read_exact(&mut body).await?;
+        }
+        if status != 200 {
+            bail!("GET {path}: HTTP {status}: {}", String::from_utf8_lossy(&body));
+        }
+        Ok(body)
+    }
+}
