@@ -90,9 +90,9 @@ pub fn after_desc<C: sea_orm::ColumnTrait>(time: C, id: C, (t, last_id): (i64, i
 /// the same seekable leading bound as [`after_desc`].
 pub fn after_desc_asc<C: sea_orm::ColumnTrait>(key: C, tiebreak: C, (k, last): (String, String)) -> sea_orm::Condition {
     use sea_orm::Condition;
-    Condition::all().add(key.lte(k.clone())).add(
-        Condition::any().add(key.lt(k.clone())).add(Condition::all().add(key.eq(k)).add(tiebreak.gt(last))),
-    )
+    Condition::all()
+        .add(key.lte(k.clone()))
+        .add(Condition::any().add(key.lt(k.clone())).add(Condition::all().add(key.eq(k)).add(tiebreak.gt(last))))
 }
 
 /// Whether the store answers a trivial query (readiness).

@@ -95,7 +95,9 @@ pub async fn votes(
         q = q.filter(C::Choice.eq(c));
     }
     q = match after {
-        Some(VoteAfter::Power { vp_sort, voter }) => q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter))),
+        Some(VoteAfter::Power { vp_sort, voter }) => {
+            q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter)))
+        }
         Some(VoteAfter::Time { created_ms, id }) => q.filter(super::after_desc(C::CreatedMs, C::Id, (created_ms, id))),
         None => q,
     };
