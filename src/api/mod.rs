@@ -64,59 +64,48 @@ impl Documents {
     }
 }
 
-pub type V1Apis = (
-    v1::pricing::Api,
-    v1::daos::Api,
-    v1::freshness::Api,
-    v1::events::Api,
-    v1::activity::Api,
-    v1::brief::Api,
-    v1::lookup::Api,
-    v1::items::Api,
-    v1::evidence::Api,
-    v1::signals::Api,
-);
-pub type V2Apis = (
-    v2::activity::Api,
-    v2::daos::Api,
-    v2::events::Api,
-    v2::proposals::Api,
-    v2::signals::Api,
-    v2::topics::Api,
-    v2::voters::Api,
-);
+/// One list per surface: the tuple type and the service are built from the same list.
+macro_rules! surface {
+    ($apis:ident, $service:ident, $title:literal, $version:expr, [$($api:path),* $(,)?]) => {
+        pub type $apis = ($($api,)*);
 
-pub fn v1_service() -> OpenApiService<V1Apis, ()> {
-    OpenApiService::new(
-        (
-            v1::pricing::Api,
-            v1::daos::Api,
-            v1::freshness::Api,
-            v1::events::Api,
-            v1::activity::Api,
-            v1::brief::Api,
-            v1::lookup::Api,
-            v1::items::Api,
-            v1::evidence::Api,
-            v1::signals::Api,
-        ),
-        "govdata v1",
-        V1_DOC_VERSION,
-    )
+        pub fn $service() -> OpenApiService<$apis, ()> {
+            OpenApiService::new(($($api,)*), $title, $version)
+        }
+    };
 }
 
-pub fn v2_service() -> OpenApiService<V2Apis, ()> {
-    OpenApiService::new(
-        (
-            v2::activity::Api,
-            v2::daos::Api,
-            v2::events::Api,
-            v2::proposals::Api,
-            v2::signals::Api,
-            v2::topics::Api,
-            v2::voters::Api,
-        ),
-        "govdata v2",
-        V2_DOC_VERSION,
-    )
-}
+surface!(
+    V1Apis,
+    v1_service,
+    "govdata v1",
+    V1_DOC_VERSION,
+    [
+        v1::pricing::Api,
+        v1::daos::Api,
+        v1::freshness::Api,
+        v1::events::Api,
+        v1::activity::Api,
+        v1::brief::Api,
+        v1::lookup::Api,
+        v1::items::Api,
+        v1::evidence::Api,
+        v1::signals::Api,
+    ]
+);
+
+surface!(
+    V2Apis,
+    v2_service,
+    "govdata v2",
+    V2_DOC_VERSION,
+    [
+        v2::activity::Api,
+        v2::daos::Api,
+        v2::events::Api,
+        v2::proposals::Api,
+        v2::signals::Api,
+        v2::topics::Api,
+        v2::voters::Api,
+    ]
+);
