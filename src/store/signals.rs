@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     decimal,
-    entities::{dao, data_revision, forum_post, forum_topic, proposal, signal, vote},
+    entities::{data_revision, forum_post, forum_topic, proposal, signal, vote},
     tally::{self, Tally},
 };
 use crate::contract::{
@@ -1085,11 +1085,6 @@ impl SignalRecord {
     pub fn evidence(&self) -> Result<Evidence, serde_json::Error> {
         serde_json::from_str(&self.signal.evidence)
     }
-}
-
-/// Whether `dao_id` is a registered DAO.
-pub async fn dao_exists(db: &impl ConnectionTrait, dao_id: &str) -> Result<bool, DbErr> {
-    Ok(dao::Entity::find_by_id(dao_id.to_owned()).count(db).await? > 0)
 }
 
 fn filtered(filter: &SignalFilter) -> sea_orm::Select<signal::Entity> {

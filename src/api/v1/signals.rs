@@ -17,7 +17,7 @@ use crate::api::{
 };
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
-    errors::{ApiError, FieldError, ParamLocation, Problem},
+    errors::{ApiError, Problem},
     limits::{EVENTS_AND_SIGNALS_WINDOW, MostLists},
     operations::SignalsListV1 as Op,
     params::{V1EpochMs, V1Limit, V1Offset, resolve_v1_window},
@@ -400,8 +400,7 @@ impl Api {
         &self,
         state: Data<&AppState>,
         req: V1Request,
-        /// Only signals of this DAO (a `daoId` of `GET /v1/daos`); an unknown DAO is a
-        /// VALIDATION_ERROR.
+        /// Only signals of this DAO (a `daoId` of `GET /v1/daos`); an unknown DAO matches nothing.
         #[oai(name = "daoId")]
         dao_id: Query<Option<String>>,
         /// Only signals of this rule; the schema lists every rule with its definition and thresholds.
@@ -422,16 +421,7 @@ impl Api {
         let revision = store::freshness::current_revision(&state.db).await?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
         if let Some(id) = &dao_id {
-            if !store::signals::dao_exists(&state.db, id).await? {
-                return Err(Problem::validation(FieldError {
-                    location: ParamLocation::Query,
-                    name: "daoId".to_owned(),
-                    reason: format!("no DAO has the id `{id}`"),
-                    expected: Some("a daoId listed by GET /v1/daos".to_owned()),
-                    received: Some(id.clone()),
-                })
-                .into());
-            }
+            // Like every v1 filter, an unknown DAO matches nothing (v1 rejects only what cannot be parsed).
             req.applied("daoId", id);
         }
         let kind = kind.0.map(|k| k.0);

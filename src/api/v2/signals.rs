@@ -10,7 +10,7 @@ use crate::api::{
 use crate::contract::{
     cursor::QueryShape,
     envelope::V2List,
-    errors::{ApiError, FieldError, ParamLocation, Problem},
+    errors::ApiError,
     limits::{EVENTS_AND_SIGNALS_WINDOW, MostLists},
     operations::SignalsListV2,
     params::{V2Limit, V2Timestamp, resolve_v2_window},
@@ -35,7 +35,7 @@ impl Api {
     async fn signals_list(
         &self,
         state: Data<&AppState>,
-        /// Only signals of this DAO.
+        /// Only signals of this DAO; an unknown DAO matches nothing.
         #[oai(name = "daoId")]
         dao_id: Query<Option<String>>,
         /// Only signals of this rule; the schema lists every rule with its definition and thresholds.
@@ -59,18 +59,6 @@ impl Api {
         };
         let (start_ms, end_ms) = resolve_v2_window(from.0, to, EVENTS_AND_SIGNALS_WINDOW)?.expect("a bound is set");
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        if let Some(id) = &dao_id
-            && !store::signals::dao_exists(&state.db, id).await?
-        {
-            return Err(Problem::validation(FieldError {
-                location: ParamLocation::Query,
-                name: "daoId".to_owned(),
-                reason: format!("no DAO has the id `{id}`"),
-                expected: Some("a daoId listed by GET /v2/daos".to_owned()),
-                received: Some(id.clone()),
-            })
-            .into());
-        }
         let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
         let shape = QueryShape {
             endpoint: "signals_list",
