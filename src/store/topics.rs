@@ -51,17 +51,8 @@ async fn attach(db: &impl ConnectionTrait, topics: Vec<forum_topic::Model>) -> R
         .map(|p| (p.topic_id, p))
         .collect();
     let linked: Vec<i64> = topics.iter().filter_map(|t| t.linked_proposal_id).collect();
-    let proposals: HashMap<i64, proposal::Model> = if linked.is_empty() {
-        HashMap::new()
-    } else {
-        proposal::Entity::find()
-            .filter(proposal::Column::Id.is_in(linked))
-            .all(db)
-            .await?
-            .into_iter()
-            .map(|p| (p.id, p))
-            .collect()
-    };
+    let proposals: HashMap<i64, proposal::Model> =
+        super::items::proposals_by_ids(db, &linked).await?.into_iter().map(|p| (p.id, p)).collect();
     Ok(topics
         .into_iter()
         .map(|t| {

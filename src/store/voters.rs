@@ -105,16 +105,7 @@ pub async fn history(
     }
     let votes = q.order_by_desc(C::CreatedMs).order_by_desc(C::Id).limit(limit).all(db).await?;
     let ids: Vec<i64> = votes.iter().map(|v| v.proposal_id).collect();
-    let proposals: HashMap<i64, proposal::Model> = if ids.is_empty() {
-        HashMap::new()
-    } else {
-        proposal::Entity::find()
-            .filter(proposal::Column::Id.is_in(ids))
-            .all(db)
-            .await?
-            .into_iter()
-            .map(|p| (p.id, p))
-            .collect()
-    };
+    let proposals: HashMap<i64, proposal::Model> =
+        super::items::proposals_by_ids(db, &ids).await?.into_iter().map(|p| (p.id, p)).collect();
     Ok(votes.into_iter().filter_map(|v| proposals.get(&v.proposal_id).cloned().map(|p| (v, p))).collect())
 }
