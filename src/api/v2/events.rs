@@ -2,7 +2,7 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, page_filter_map, proposals::position_pair, revision};
+use super::{V2Tag, page_filter_map, proposals::position_pair, revision, window_or_latest};
 use crate::api::{
     AppState,
     v1::events::{GovernanceEvent, event_from_row},
@@ -14,7 +14,7 @@ use crate::contract::{
     events::EventKind,
     limits::{EVENTS_AND_SIGNALS_WINDOW, Events},
     operations::EventsListV2,
-    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    params::{V2Limit, V2Timestamp},
 };
 use crate::store::{self, events::EventFilter};
 
@@ -52,11 +52,7 @@ impl Api {
     ) -> Result<Json<V2List<GovernanceEvent>>, ApiError<EventsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let serving = revision(&state).await?;
-        let to = match (from.0, to.0) {
-            (None, None) => Some(V2Timestamp(serving.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms))),
-            (_, to) => to,
-        };
-        let (from_ms, to_ms) = resolve_v2_window(from.0, to, EVENTS_AND_SIGNALS_WINDOW)?.expect("a bound is set");
+        let (from_ms, to_ms) = window_or_latest(from.0, to.0, &serving, EVENTS_AND_SIGNALS_WINDOW)?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
         let shape = QueryShape {
             endpoint: "events_list",

@@ -17,6 +17,8 @@ use crate::contract::{
     cursor::QueryShape,
     envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
     errors::Problem,
+    limits::Window,
+    params::{V2Timestamp, resolve_v2_window},
 };
 
 /// One tag per resource.
@@ -47,6 +49,20 @@ pub struct Serving {
 pub async fn revision(state: &AppState) -> Result<Serving, Problem> {
     let r = crate::store::freshness::current_revision(&state.db).await.map_err(|e| Problem::from_store(&e))?;
     Ok(Serving { id: r.as_ref().map_or(0, |r| r.id), data_as_of_ms: r.map(|r| r.data_as_of_ms) })
+}
+
+/// The window of a list that always has one (events, signals): the caller's bounds, or, when
+/// neither is given, the longest window ending at the serving revision's `dataAsOf` (the newest
+/// data held, so the default shows the latest rows even when ingestion lags the clock).
+pub fn window_or_latest(
+    from: Option<V2Timestamp>,
+    to: Option<V2Timestamp>,
+    serving: &Serving,
+    window: Window,
+) -> Result<(i64, i64), Problem> {
+    let end = serving.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms);
+    let to = to.or(if from.is_none() { Some(V2Timestamp(end)) } else { None });
+    Ok(resolve_v2_window(from, to, window)?.unwrap_or((end - window.max_ms(), end)))
 }
 
 /// A keyset page from `limit + 1` rows: the extra row only says whether more follow; the

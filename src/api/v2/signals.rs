@@ -2,7 +2,7 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, page, proposals::position_pair, revision};
+use super::{V2Tag, page, proposals::position_pair, revision, window_or_latest};
 use crate::api::{
     AppState,
     v1::signals::{KindFilter, Signal},
@@ -13,7 +13,7 @@ use crate::contract::{
     errors::ApiError,
     limits::{EVENTS_AND_SIGNALS_WINDOW, MostLists},
     operations::SignalsListV2,
-    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    params::{V2Limit, V2Timestamp},
     signals::Severity,
 };
 use crate::store::{self, signals::SignalFilter};
@@ -53,11 +53,7 @@ impl Api {
     ) -> Result<Json<V2List<Signal>>, ApiError<SignalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let serving = revision(&state).await?;
-        let to = match (from.0, to.0) {
-            (None, None) => Some(V2Timestamp(serving.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms))),
-            (_, to) => to,
-        };
-        let (start_ms, end_ms) = resolve_v2_window(from.0, to, EVENTS_AND_SIGNALS_WINDOW)?.expect("a bound is set");
+        let (start_ms, end_ms) = window_or_latest(from.0, to.0, &serving, EVENTS_AND_SIGNALS_WINDOW)?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
         let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
         let shape = QueryShape {
