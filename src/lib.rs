@@ -2,6 +2,7 @@
 //!
 //! Layers go one way: `api` (HTTP, thin handlers) → `store` (domain queries) → database.
 //! `contract` declares everything public once; `sample` and `ingest` are the only writers.
+//! `x402` is the payment protocol the access gate (`api::gate`) speaks.
 
 // `Problem` (the RFC 9457 body) is the error of every handler; it is built only on the error
 // path and turned into a response at once, so boxing it would buy nothing.
@@ -12,3 +13,4 @@ pub mod contract;
 pub mod sample;
 pub mod server;
 pub mod store;
+pub mod x402;

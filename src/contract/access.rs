@@ -13,6 +13,9 @@ pub const X402_VERSIONS: [u8; 2] = [1, 2];
 /// The x402 payment scheme offered.
 pub const X402_SCHEME: &str = "exact";
 
+/// How long a payment authorization may take to settle, as offered in every requirement.
+pub const X402_MAX_TIMEOUT_SECONDS: u64 = 60;
+
 /// Default prices in atomic units of the asset (USDC has 6 decimals: 1000 = 0.001 USDC).
 pub const DEFAULT_PRICE_STANDARD: u64 = 1_000;
 pub const DEFAULT_PRICE_PLUS: u64 = 5_000;
