@@ -12,6 +12,7 @@ pub mod freshness;
 pub mod items;
 pub mod keys;
 pub mod migration;
+pub mod payments;
 pub mod proposals;
 pub mod publish;
 pub mod search;
@@ -40,9 +41,11 @@ pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
     options.connect_timeout(Duration::from_secs(10)).acquire_timeout(Duration::from_secs(10)).sqlx_logging(false);
     if url.starts_with("sqlite:") {
         // WAL lets readers run while the importer writes; a busy timeout instead of SQLITE_BUSY.
+        // FULL syncs each commit: a settled payment must survive a power cut, not only a crash
+        // (in WAL mode that is one fsync per transaction, and the API's only writes are payments).
         options.max_connections(8).map_sqlx_sqlite_opts(|o| {
             o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
-                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
+                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Full)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true)
         });

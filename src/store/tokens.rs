@@ -66,3 +66,22 @@ pub async fn find_live(db: &impl ConnectionTrait, token: &str) -> Result<Option<
     // The lookup is by hash, so timing reveals nothing about the token; compare in constant time anyway.
     Ok(row.filter(|r| bool::from(r.token_hash.as_bytes().ct_eq(digest.as_bytes())) && r.revoked_ms.is_none()))
 }
+
+/// How stale `last_used_ms` may get: recording every use would turn each paid read into a write.
+pub const LAST_USED_RESOLUTION_MS: i64 = 60_000;
+
+/// Records that token `id` was used at `now_ms`, at most once per [`LAST_USED_RESOLUTION_MS`].
+pub async fn touch(db: &impl ConnectionTrait, id: i64, now_ms: i64) -> Result<(), DbErr> {
+    use sea_orm::{ColumnTrait, Condition, QueryFilter, sea_query::Expr};
+    partner_token::Entity::update_many()
+        .col_expr(partner_token::Column::LastUsedMs, Expr::value(now_ms))
+        .filter(partner_token::Column::Id.eq(id))
+        .filter(
+            Condition::any()
+                .add(partner_token::Column::LastUsedMs.is_null())
+                .add(partner_token::Column::LastUsedMs.lt(now_ms - LAST_USED_RESOLUTION_MS)),
+        )
+        .exec(db)
+        .await?;
+    Ok(())
+}
