@@ -10,6 +10,7 @@ use poem::{
     get, handler,
     http::{HeaderValue, Method, StatusCode, header},
     listener::{Acceptor, Listener, TcpListener},
+    middleware::Cors,
     web::{Data, Html, Json},
 };
 use poem_openapi::error::{ParseParamError, ParsePathError, ParseRequestPayloadError};
@@ -25,10 +26,12 @@ use crate::contract::{
     envelope::RequestId,
     errors::{ErrorCode, FieldError, ParamLocation, Problem},
 };
+use crate::x402::PaymentTerms;
 
 /// Builds the whole application.
 pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
     let documents = state.documents.clone();
+    let gated = state.clone();
     let v1_redoc = redoc_page(&api::v1_service().redoc_html(), &api::v1_service().spec(), &documents.v1);
     let v2_redoc = redoc_page(&api::v2_service().redoc_html(), &api::v2_service().spec(), &documents.v2);
     Route::new()
@@ -45,7 +48,23 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         .at("/readyz", get(readyz))
         .at("/", get(root_index))
         .data(state)
+        .around(move |ep, req| api::gate::gate(ep, req, gated.clone()))
         .around(move |ep, req| edge(ep, req, documents.clone()))
+        // Outermost, so that error responses (made by `edge`) carry the CORS headers too.
+        .with(cors())
+}
+
+/// Browsers may call the API from any origin and must be able to read the x402 headers.
+fn cors() -> Cors {
+    use crate::contract::access::PARTNER_TOKEN_HEADER;
+    use crate::x402::{Generation, PAYMENT_REQUIRED_HEADER};
+    let payment_request = [Generation::V1, Generation::V2].map(Generation::request_header);
+    let payment_response = [Generation::V1, Generation::V2].map(Generation::response_header);
+    Cors::new()
+        .allow_methods([Method::GET, Method::HEAD])
+        .allow_headers([PARTNER_TOKEN_HEADER, REQUEST_ID].into_iter().chain(payment_request))
+        .expose_headers([PAYMENT_REQUIRED_HEADER, REQUEST_ID, "retry-after"].into_iter().chain(payment_response))
+        .max_age(86_400)
 }
 
 /// Binds `addr` (port 0 picks a free one) and returns the server future and the bound address.
@@ -66,7 +85,8 @@ pub async fn bind(
         Some(configured) => configured.as_bytes().to_vec(),
         None => crate::store::settings::cursor_secret(&db).await?,
     };
-    let state = AppState { db, settings: Arc::new(settings), documents, cursors: CursorCodec::new(&secret) };
+    let payments = Arc::new(PaymentTerms::from_args(&settings.payments)?);
+    let state = AppState { db, settings: Arc::new(settings), documents, cursors: CursorCodec::new(&secret), payments };
     let server = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(
         app(state),
         async {

@@ -1,7 +1,9 @@
 //! The HTTP surfaces: typed poem-openapi endpoint declarations, one file per resource
 //! (parameters, response types and handler together). Handlers stay thin: parse, ask `store`,
 //! shape the envelope.
+pub mod gate;
 pub mod model;
+pub mod payment;
 pub mod v1;
 pub mod v2;
 
@@ -16,6 +18,7 @@ use crate::contract::{
     cursor::CursorCodec,
     document::Published,
 };
+use crate::x402::PaymentTerms;
 
 /// The document version of each surface (`info.version`).
 pub const V1_DOC_VERSION: &str = "1.0.0";
@@ -29,6 +32,8 @@ pub struct AppState {
     pub documents: Arc<Documents>,
     /// Signs and checks v2 cursors.
     pub cursors: CursorCodec,
+    /// What paid endpoints cost and how they are paid (checked at start-up).
+    pub payments: Arc<PaymentTerms>,
 }
 
 /// Both finished documents.

@@ -9,9 +9,13 @@ use super::{
     access::{Access, INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Prices, Scope, Version},
     operations,
 };
+use crate::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 
 /// Name of the partner-token security scheme in the documents.
 pub const PARTNER_TOKEN_SCHEME: &str = "partnerToken";
+/// Names of the x402 payment security schemes (the payment headers of each generation).
+pub const X402_SCHEME_V2: &str = "x402Payment";
+pub const X402_SCHEME_V1: &str = "x402PaymentV1";
 
 /// A surface's finished document in every served form.
 #[derive(Debug, Clone)]
@@ -117,6 +121,11 @@ impl Published {
         })
     }
 
+    /// An operation's summary (what an x402 payment for it buys).
+    pub fn summary(&self, template: &str, method: &str) -> Option<&str> {
+        self.json["paths"][template][method.to_ascii_lowercase()]["summary"].as_str()
+    }
+
     /// Every (method, path, operationId) of the document, in document order.
     pub fn operations(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.paths
@@ -207,7 +216,13 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
                 tidy_success_responses(op);
                 if let Access::Paid(_) = decl.access {
                     any_paid = true;
-                    op["security"] = json!([{ PARTNER_TOKEN_SCHEME: [] }]);
+                    // Alternatives: a partner token, or an x402 payment of either generation.
+                    op["security"] = json!([
+                        { PARTNER_TOKEN_SCHEME: [] },
+                        { X402_SCHEME_V2: [] },
+                        { X402_SCHEME_V1: [] },
+                    ]);
+                    document_payment_headers(op);
                 }
             }
         }
@@ -218,6 +233,23 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
         components.insert(
             "securitySchemes".to_owned(),
             json!({
+                X402_SCHEME_V2: {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": Generation::V2.request_header(),
+                    "description": "An x402 v2 payment: base64 of the JSON payment payload, signed for one of the \
+                        requirements that a 402 response lists in its `PAYMENT-REQUIRED` header (scheme `exact`, an \
+                        EIP-3009 authorization). Each payment pays for one request; the response carries \
+                        `PAYMENT-RESPONSE`. See https://x402.org.",
+                },
+                X402_SCHEME_V1: {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": Generation::V1.request_header(),
+                    "description": "An x402 v1 payment: base64 of the JSON payment payload, signed for one of the \
+                        requirements that a 402 response lists in its body's `accepts`. Each payment pays for one \
+                        request; the response carries `X-PAYMENT-RESPONSE`.",
+                },
                 PARTNER_TOKEN_SCHEME: {
                     "type": "apiKey",
                     "in": "header",
@@ -234,6 +266,33 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
         doc["components"] = Value::Object(components);
     }
     debug_assert!(!doc.to_string().contains(INTERNAL_TOKEN_HEADER), "the internal token header is never published");
+}
+
+/// A paid operation's 402 carries the v2 challenge in a header, and its success response the
+/// settlement receipt of the generation the client paid with.
+fn document_payment_headers(op: &mut Value) {
+    let string = json!({ "type": "string", "format": "byte" });
+    if let Some(payment_required) = op["responses"].get_mut("402") {
+        payment_required["headers"] = json!({
+            PAYMENT_REQUIRED_HEADER: {
+                "description": "The x402 v2 challenge: base64 of `{x402Version: 2, error, resource, accepts}`.",
+                "schema": string,
+            }
+        });
+    }
+    let Some(responses) = op["responses"].as_object_mut() else { return };
+    for (_, response) in responses.iter_mut().filter(|(status, _)| status.starts_with('2')) {
+        response["headers"] = json!({
+            (Generation::V2.response_header()): {
+                "description": "When paid with x402 v2: base64 of the settlement `{success, transaction, network, payer}`.",
+                "schema": string,
+            },
+            (Generation::V1.response_header()): {
+                "description": "When paid with x402 v1: base64 of the settlement `{success, transaction, network, payer}`.",
+                "schema": string,
+            },
+        });
+    }
 }
 
 /// poem-openapi leaves success descriptions empty and keys JSON bodies by

@@ -15,6 +15,7 @@ use poem_openapi::{
 use serde::Serialize;
 
 use super::operations::Operation;
+use crate::x402::wire::RequirementV1;
 
 /// The media type of every error body.
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
@@ -82,7 +83,10 @@ impl ErrorCode {
                 "INVALID_CURSOR (400): the cursor is malformed, forged, stale or from another query; restart from the first page."
             }
             Self::Unauthorized => "UNAUTHORIZED: the partner token in `x-service-api-token` is unknown or revoked.",
-            Self::PaymentRequired => "PAYMENT_REQUIRED: no credentials; the body carries the x402 challenge.",
+            Self::PaymentRequired => {
+                "PAYMENT_REQUIRED: no credentials, or the x402 payment was refused (`error` says why). The body carries \
+                 the x402 v1 challenge (`x402Version`, `error`, `accepts`); the `PAYMENT-REQUIRED` header the v2 one."
+            }
             Self::Forbidden => "FORBIDDEN: the partner token lacks the scope this endpoint needs; `detail` names it.",
             Self::NotFound => "NOT_FOUND: no resource has this identifier.",
             Self::MethodNotAllowed => "METHOD_NOT_ALLOWED: only GET is served.",
@@ -189,6 +193,18 @@ pub struct Problem {
     /// For AMBIGUOUS_IDENTIFIER: the items the identifier matches.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub candidates: Option<Vec<Candidate>>,
+    /// For PAYMENT_REQUIRED: the x402 v1 challenge's version (`1`). The v2 challenge travels in
+    /// the `PAYMENT-REQUIRED` header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x402_version: Option<u8>,
+    /// For PAYMENT_REQUIRED: why payment is (still) required, as an x402 reason
+    /// (`invalid_exact_evm_payload_signature`, …) or a sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// For PAYMENT_REQUIRED: the x402 v1 payment requirements this endpoint accepts (empty when
+    /// the operator has not configured payments; a partner token still opens it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepts: Option<Vec<RequirementV1>>,
 }
 
 impl Problem {
@@ -202,6 +218,9 @@ impl Problem {
             request_id: String::new(),
             errors: None,
             candidates: None,
+            x402_version: None,
+            error: None,
+            accepts: None,
         }
     }
 

@@ -125,10 +125,17 @@ pub fn sample_database(backend: Backend) -> String {
     .clone()
 }
 
+/// The internal first-party token every test server is configured with.
+pub const INTERNAL_TOKEN: &str = "internal-token-for-tests";
+
 /// A running server.
 pub struct TestApp {
     pub addr: SocketAddr,
+    /// Sends the internal token with every request: data tests read paid endpoints as the
+    /// first-party client does. Access tests use `anonymous`.
     pub client: reqwest::Client,
+    /// Sends no credentials.
+    pub anonymous: reqwest::Client,
     /// The store the server reads, for tests that compare with it directly.
     pub database_url: String,
 }
@@ -158,12 +165,22 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 
 /// Starts a server over the database at `url` (migrated, not loaded).
 pub async fn spawn_app_on(url: String) -> TestApp {
+    spawn_app_with(url, |_| {}).await
+}
+
+/// Starts a server over the database at `url` with settings adjusted by `configure`.
+pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs)) -> TestApp {
     let db = govdata::store::connect(&url).await.expect("connect");
-    let args = ServeArgs { addr: "127.0.0.1:0".parse().expect("addr"), ..ServeArgs::default() };
+    let mut args = ServeArgs { addr: "127.0.0.1:0".parse().expect("addr"), ..ServeArgs::default() };
+    args.payments.internal_token = Some(INTERNAL_TOKEN.to_owned());
+    configure(&mut args);
     let (server, addr) =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");
     tokio::spawn(server);
-    TestApp { addr, client: reqwest::Client::new(), database_url: url }
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-internal-token", reqwest::header::HeaderValue::from_static(INTERNAL_TOKEN));
+    let client = reqwest::Client::builder().default_headers(headers).build().expect("client");
+    TestApp { addr, client, anonymous: reqwest::Client::new(), database_url: url }
 }
 
 /// Runs a test body on both backends: `both!(name, |app| async move { ... })`.

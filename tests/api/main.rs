@@ -1,6 +1,7 @@
 //! One integration-test binary: a real server, a real store, over HTTP. A module per area.
 mod helpers;
 
+mod access;
 mod activity;
 mod brief;
 mod cli;

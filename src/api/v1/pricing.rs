@@ -189,7 +189,7 @@ fn pricing(state: &AppState) -> Pricing {
             asset_version: payments.asset_version.clone(),
             asset_decimals: DEFAULT_ASSET_DECIMALS,
             pay_to: payments.pay_to.clone(),
-            payments_enabled: payments.pay_to.is_some() && payments.facilitator_url.is_some(),
+            payments_enabled: state.payments.enabled(),
         },
         partner_token: PartnerTokenTerms {
             header: PARTNER_TOKEN_HEADER.to_owned(),

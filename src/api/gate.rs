@@ -1,0 +1,177 @@
+//! The access gate, in front of every handler. It finds the operation a request is for in the
+//! published document, reads its tier from `contract::operations`, and decides:
+//!
+//! - free operations (and anything unmatched, which the router answers) pass untouched;
+//! - the internal first-party token opens everything;
+//! - a partner token opens what its scopes grant: unknown or revoked → 401, lacking scope → 403;
+//! - an x402 payment (`PAYMENT-SIGNATURE` v2, `X-PAYMENT` v1) is checked, reserved, verified,
+//!   and settled only after the handler succeeded (`api::payment`);
+//! - no credentials → 402 with the challenge of both x402 generations.
+//!
+//! A partner token wins over a payment sent with it, as in the reference servers: a partner is
+//! never charged twice.
+use std::sync::Arc;
+
+use poem::{
+    Endpoint, IntoResponse, Request, Response,
+    http::{HeaderValue, Method, header},
+};
+use subtle::ConstantTimeEq;
+
+use super::{AppState, payment};
+use crate::contract::{
+    access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Scope, Tier, Version},
+    envelope::RequestId,
+    errors::{ErrorCode, Problem},
+    operations,
+};
+use crate::store::tokens;
+use crate::x402::{Generation, PAYMENT_REQUIRED_HEADER, wire};
+
+/// A request for a paid operation.
+#[derive(Debug, Clone)]
+pub struct PaidCall {
+    pub version: Version,
+    pub tier: Tier,
+    /// `GET /v1/daos/{daoId}/brief`: what a payment record names.
+    pub endpoint: String,
+    /// The operation's summary, the `description` of what a payment buys.
+    pub description: String,
+    /// The absolute URL of the requested resource (x402 `resource`).
+    pub url: String,
+    pub request_id: String,
+}
+
+pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
+    let Some(call) = paid_call(&state, &req) else {
+        return ep.call(req).await.map(IntoResponse::into_response);
+    };
+    if internal_token_matches(&state, &req) {
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
+    if let Some(sent) = req.headers().get(PARTNER_TOKEN_HEADER) {
+        let sent = sent.to_str().unwrap_or_default().trim().to_owned();
+        return match partner_scopes(&state, &sent).await? {
+            None => Err(Problem::new(
+                ErrorCode::Unauthorized,
+                format!("The partner token in `{PARTNER_TOKEN_HEADER}` is unknown or has been revoked."),
+            )
+            .into()),
+            Some(scopes) if !scopes.iter().any(|s| s.grants(call.version, call.tier)) => {
+                Err(forbidden(&call, &scopes).into())
+            }
+            Some(_) => {
+                let mut response = ep.call(req).await?.into_response();
+                // Paid data answered to one partner is not for shared caches.
+                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
+                Ok(response)
+            }
+        };
+    }
+    let sent = [Generation::V2, Generation::V1]
+        .into_iter()
+        .find_map(|g| req.headers().get(g.request_header()).map(|v| (g, v.to_str().unwrap_or_default().to_owned())));
+    match sent {
+        Some((generation, header)) => payment::pay(ep, req, &state, &call, generation, &header).await,
+        None => Ok(challenge(
+            &state,
+            &call,
+            "payment_required",
+            format!(
+                "This endpoint is in the {} tier ({} atomic units of the asset per request). Pay with x402 (send \
+                 `X-PAYMENT` or `PAYMENT-SIGNATURE` as the challenge describes) or send a partner token in `{}`.",
+                call.tier.as_str(),
+                state.payments.prices.of(call.tier),
+                PARTNER_TOKEN_HEADER
+            ),
+        )),
+    }
+}
+
+/// The paid operation `req` asks for, if any. HEAD is gated as the GET it mirrors.
+fn paid_call(state: &AppState, req: &Request) -> Option<PaidCall> {
+    let path = req.uri().path();
+    let version = [Version::V1, Version::V2].into_iter().find(|v| path.starts_with(&format!("{}/", v.prefix())))?;
+    let method = if req.method() == Method::HEAD { "get" } else { req.method().as_str() };
+    let published = state.documents.get(version);
+    let matched = published.match_path(path, method)?;
+    let operation_id = matched.operation_id?;
+    let tier = operations::find(version, operation_id)?.tier()?;
+    let url = match req.uri().query() {
+        Some(query) => format!("{}{path}?{query}", state.settings.public_url),
+        None => format!("{}{path}", state.settings.public_url),
+    };
+    Some(PaidCall {
+        version,
+        tier,
+        endpoint: format!("{} {}", method.to_ascii_uppercase(), matched.template),
+        description: published.summary(matched.template, method).unwrap_or(operation_id).to_owned(),
+        url,
+        request_id: req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
+    })
+}
+
+fn internal_token_matches(state: &AppState, req: &Request) -> bool {
+    let (Some(configured), Some(sent)) =
+        (state.settings.payments.internal_token.as_deref(), req.headers().get(INTERNAL_TOKEN_HEADER))
+    else {
+        return false;
+    };
+    // A wrong internal token is ignored, not refused: its existence stays undisclosed.
+    !configured.is_empty() && bool::from(configured.as_bytes().ct_eq(sent.as_bytes()))
+}
+
+/// The scopes of a live partner token (`None`: unknown or revoked), recording its use.
+async fn partner_scopes(state: &AppState, sent: &str) -> Result<Option<Vec<Scope>>, Problem> {
+    let Some(row) = tokens::find_live(&state.db, sent).await.map_err(|e| Problem::from_store(&e))? else {
+        return Ok(None);
+    };
+    // Recording the use is bookkeeping: a failure to write it must not refuse a paid-for read.
+    if let Err(err) = tokens::touch(&state.db, row.id, crate::contract::time::now_ms()).await {
+        tracing::warn!(error = %err, token = row.id, "could not record partner token use");
+    }
+    Ok(Some(row.scopes.split(',').filter_map(Scope::parse).collect()))
+}
+
+fn forbidden(call: &PaidCall, held: &[Scope]) -> Problem {
+    let needed = Scope::needed(call.version, call.tier);
+    let accepted: Vec<String> =
+        Scope::accepted(call.version, call.tier).iter().map(|s| format!("`{}`", s.as_str())).collect();
+    let held: Vec<String> = held.iter().map(|s| format!("`{}`", s.as_str())).collect();
+    Problem::new(
+        ErrorCode::Forbidden,
+        format!(
+            "This endpoint needs the scope `{}` (any of {} opens it); the token holds {}.",
+            needed.as_str(),
+            accepted.join(", "),
+            if held.is_empty() { "no scope".to_owned() } else { held.join(", ") }
+        ),
+    )
+}
+
+/// The 402: a problem body carrying the x402 v1 challenge, and the v2 challenge in
+/// `PAYMENT-REQUIRED`. `error` is the x402 reason (why payment is still required).
+pub fn challenge(state: &AppState, call: &PaidCall, error: &str, detail: String) -> Response {
+    let terms = &state.payments;
+    let resource = resource_info(call);
+    let problem = Problem {
+        x402_version: Some(1),
+        error: Some(error.to_owned()),
+        accepts: Some(terms.requirement_v1(call.tier, &resource).into_iter().collect()),
+        ..Problem::new(ErrorCode::PaymentRequired, detail)
+    };
+    let v2 = terms.challenge_v2(call.tier, resource, error);
+    let mut response = problem.into_response_with(&call.request_id);
+    if let Ok(value) = HeaderValue::from_str(&wire::encode_header(&v2)) {
+        response.headers_mut().insert(PAYMENT_REQUIRED_HEADER, value);
+    }
+    response
+}
+
+pub fn resource_info(call: &PaidCall) -> wire::ResourceInfo {
+    wire::ResourceInfo {
+        url: call.url.clone(),
+        description: call.description.clone(),
+        mime_type: "application/json".to_owned(),
+    }
+}

@@ -1,0 +1,174 @@
+//! Serving one request paid with x402, in the order the reference servers follow:
+//! local checks → reserve `(payer, nonce)` → facilitator `/verify` → the handler, its response
+//! buffered → `/settle` only when the handler succeeded → the settled payment recorded → the
+//! body, with the payment response header. A handler error is never charged; a refused
+//! settlement withholds the body.
+use std::sync::Arc;
+
+use poem::{
+    Body, Endpoint, IntoResponse, Request, Response,
+    http::{HeaderValue, header},
+};
+
+use super::{
+    AppState,
+    gate::{PaidCall, challenge, resource_info},
+};
+use crate::contract::{
+    errors::{ErrorCode, Problem},
+    time::now_ms,
+};
+use crate::store::payments::{self, NewPayment, Reservation};
+use crate::x402::{Generation, wire};
+
+pub async fn pay<E: Endpoint>(
+    ep: Arc<E>,
+    req: Request,
+    state: &AppState,
+    call: &PaidCall,
+    generation: Generation,
+    header: &str,
+) -> poem::Result<Response> {
+    let terms = &state.payments;
+    let now = now_ms();
+    let candidate = match terms.check(generation, header, call.tier, &resource_info(call), (now / 1000) as u64) {
+        Ok(candidate) => candidate,
+        Err(refusal) => return Ok(challenge(state, call, refusal.reason, refusal.detail)),
+    };
+    let (Some(facilitator), Some(pay_to)) = (terms.facilitator.as_ref(), terms.pay_to) else {
+        return Ok(challenge(
+            state,
+            call,
+            "payments_not_enabled",
+            "This server does not settle payments at the moment (no facilitator is configured); use a partner token."
+                .to_owned(),
+        ));
+    };
+    let (asset, pay_to) = (terms.asset.to_checksum(None), pay_to.to_checksum(None));
+    let new = NewPayment {
+        payer: &candidate.payer,
+        nonce: &candidate.nonce,
+        x402_version: generation.number(),
+        amount: &candidate.amount,
+        asset: &asset,
+        network: &terms.network,
+        pay_to: &pay_to,
+        endpoint: &call.endpoint,
+    };
+    let id = match payments::reserve(&state.db, &new, now).await.map_err(|e| Problem::from_store(&e))? {
+        Reservation::Reserved(id) => id,
+        Reservation::Replayed => {
+            return Ok(challenge(
+                state,
+                call,
+                "invalid_exact_evm_payload_authorization_nonce_used",
+                format!(
+                    "The authorization from {} with nonce {} was presented before; an authorization pays once. Sign a \
+                     new one.",
+                    candidate.payer, candidate.nonce
+                ),
+            ));
+        }
+    };
+    let failed = |reason: String| async move {
+        if let Err(err) = payments::fail(&state.db, id, &reason).await {
+            tracing::error!(error = %err, payment = id, %reason, "could not mark a payment failed");
+        }
+    };
+
+    match facilitator.verify(&candidate.payload, candidate.requirement.clone()).await {
+        Ok(verdict) if verdict.is_valid => {}
+        Ok(verdict) => {
+            let reason = verdict.invalid_reason.unwrap_or_else(|| "invalid_payment".to_owned());
+            failed(format!("verify: {reason}")).await;
+            return Ok(challenge(
+                state,
+                call,
+                // Another party's text: keep it to the characters of an x402 reason code.
+                &sanitize(&reason),
+                format!("The payment facilitator refused the payment ({reason}); nothing was charged."),
+            ));
+        }
+        Err(err) => {
+            failed(format!("verify: {err}")).await;
+            tracing::warn!(error = %err, "facilitator verify failed");
+            return Err(
+                upstream("could not verify the payment; nothing was charged. Retry with a new authorization.").into()
+            );
+        }
+    }
+
+    let response = match ep.call(req).await {
+        Ok(response) => response.into_response(),
+        Err(err) => {
+            failed("the request failed; not charged".to_owned()).await;
+            return Err(err);
+        }
+    };
+    if !response.status().is_success() {
+        failed(format!("the request answered {}; not charged", response.status().as_u16())).await;
+        return Ok(response);
+    }
+    // Settlement comes before the body leaves, so the body is buffered (pages are bounded).
+    let (parts, body) = response.into_parts();
+    let bytes = match body.into_bytes().await {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            failed(format!("the response body failed: {err}; not charged")).await;
+            return Err(
+                Problem::new(ErrorCode::InternalError, "The request failed on our side; nothing was charged.").into()
+            );
+        }
+    };
+
+    let mut settled = match facilitator.settle(&candidate.payload, candidate.requirement).await {
+        Ok(settled) if settled.success => settled,
+        Ok(refused) => {
+            let reason = refused.error_reason.unwrap_or_else(|| "settlement_failed".to_owned());
+            failed(format!("settle: {reason}")).await;
+            return Ok(challenge(
+                state,
+                call,
+                &sanitize(&reason),
+                format!("Settlement was refused ({reason}); the response is withheld and nothing was charged."),
+            ));
+        }
+        Err(err) => {
+            // The transfer may or may not have happened: keep the reservation for reconciliation.
+            if let Err(db) = payments::note(&state.db, id, &format!("settle: {err}")).await {
+                tracing::error!(error = %db, payment = id, "could not note a failed settlement");
+            }
+            tracing::error!(error = %err, payment = id, "facilitator settle failed");
+            return Err(upstream(&format!(
+                "failed while settling; the response is withheld. Quote payer {} and nonce {} if you were charged.",
+                candidate.payer, candidate.nonce
+            ))
+            .into());
+        }
+    };
+    // Durable before the response leaves. Should the write fail, the payer has still paid: the
+    // data is served and the transaction is logged for an operator to record.
+    if let Err(err) = payments::settle(&state.db, id, &candidate.amount, &settled.transaction, now_ms()).await {
+        tracing::error!(error = %err, payment = id, transaction = %settled.transaction, "could not record a settled payment");
+    }
+    settled.payer.get_or_insert_with(|| candidate.payer.clone());
+    let mut response = Response::from_parts(parts, Body::from(bytes));
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&wire::encode_header(&settled)) {
+        headers.insert(generation.response_header(), value);
+    }
+    // A paid response carries a one-off receipt: no cache may keep or replay it.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+fn upstream(what: &str) -> Problem {
+    Problem::new(ErrorCode::UpstreamError, format!("The payment facilitator {what}"))
+}
+
+/// Keeps a facilitator's reason to the characters of an x402 reason code.
+fn sanitize(reason: &str) -> String {
+    let kept: String =
+        reason.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')).take(120).collect();
+    if kept.is_empty() { "invalid_payment".to_owned() } else { kept }
+}

@@ -1,0 +1,273 @@
+//! The access gate over HTTP: partner tokens and scopes for every paid operation (read from the
+//! declarations, so a new operation is covered the day it is declared), the internal token, the
+//! 402 challenge of both x402 generations, and CORS.
+use base64::Engine;
+use govdata::{
+    api::Documents,
+    contract::{
+        access::{Access, Prices, Scope, Version},
+        operations,
+    },
+    store::tokens,
+};
+use serde_json::Value;
+
+use crate::helpers::{Backend, TestApp, sample_database, spawn_app, spawn_app_with};
+use crate::on_both_backends;
+
+const TAB_ID: &str = "0x5915e661808f896203ff5759e737e04861bf8fa09525972d481cbccf7776f485";
+const PAY_TO: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+
+/// A token with `scopes`, written straight into the server's store (as `govdata tokens create` does).
+pub async fn partner_token(app: &TestApp, scopes: &[&str]) -> (i64, String) {
+    let db = govdata::store::connect(&app.database_url).await.expect("connect");
+    let (row, token) = tokens::create(&db, "test partner", scopes, 0).await.expect("create token");
+    (row.id, token)
+}
+
+/// A concrete request path for every paid operation, built from its template with values the
+/// sample holds (keys are read from the API itself).
+async fn paid_paths(app: &TestApp) -> Vec<(Version, &'static str, operations::OperationDecl, String)> {
+    let (_, proposals) = app.get_json("/v2/proposals?limit=1&daoId=uniswap").await;
+    let proposal_key = proposals["data"]["items"][0]["proposalKey"].as_str().expect("a proposal key").to_owned();
+    let (_, voters) = app.get_json("/v2/daos/uniswap/voters?limit=1").await;
+    let voter = voters["data"]["items"][0]["voterIdentity"].as_str().expect("a voter").to_owned();
+    let documents = Documents::build(Prices::default());
+    let mut paths = Vec::new();
+    for version in [Version::V1, Version::V2] {
+        for (method, template, id) in documents.get(version).operations() {
+            let decl = *operations::find(version, id).expect("declared");
+            if decl.access == Access::Free {
+                continue;
+            }
+            assert_eq!(method, "get");
+            let mut path = template
+                .replace("{daoId}", "uniswap")
+                .replace("{source}", "snapshot")
+                .replace("{externalId}", TAB_ID)
+                .replace("{kind}", "proposal")
+                .replace("{proposalKey}", &proposal_key)
+                .replace("{topicKey}", "t_AAAAAAAAAAAAAAAAAAAAAA")
+                .replace("{voterIdentity}", &voter);
+            assert!(!path.contains('{'), "a value for every parameter of {template}");
+            match id {
+                "events_list" if version == Version::V1 => path.push_str("?start_ms=0&end_ms=1900000000000"),
+                "proposals_lookup" => path.push_str(&format!("?externalId={TAB_ID}")),
+                _ => {}
+            }
+            let id = operations::ALL.iter().find(|d| d.version == version && d.id == id).expect("declared").id;
+            paths.push((version, id, decl, path));
+        }
+    }
+    let declared = operations::ALL.iter().filter(|d| d.access != Access::Free).count();
+    assert_eq!(paths.len(), declared, "every paid declaration is served and covered");
+    paths
+}
+
+/// The data without what depends on the moment it was served.
+fn stable(data: &Value) -> Value {
+    match data {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "generatedAt" | "lagSeconds"))
+                .map(|(k, v)| (k.clone(), stable(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(stable).collect()),
+        other => other.clone(),
+    }
+}
+
+async fn get_with(app: &TestApp, path: &str, header: (&str, &str)) -> (u16, Value) {
+    let response = app.anonymous.get(app.url(path)).header(header.0, header.1).send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+on_both_backends!(every_scope_against_every_paid_operation, |app: TestApp| async move {
+    let mut scoped = Vec::new();
+    for scope in Scope::ALL {
+        scoped.push((scope, partner_token(&app, &[scope.as_str()]).await.1));
+    }
+    let mut opened = 0;
+    for (version, id, decl, path) in paid_paths(&app).await {
+        let tier = decl.tier().expect("paid");
+        // What the first-party client gets is the answer a granting token must get too.
+        let (reference, reference_body) = app.get_json(&path).await;
+        // The bundled sample has no forum topics: that one answers 404, to every granted caller alike.
+        let expected = if id == "topics_get" { 404 } else { 200 };
+        assert_eq!(reference, expected, "{id} {path}: {reference_body}");
+        let (status, body) = app.anonymous.get(app.url(&path)).send().await.map(|r| (r.status().as_u16(), r)).unwrap();
+        assert_eq!(status, 402, "{version:?} {id}: no credentials");
+        assert!(body.headers().contains_key("payment-required"), "{id}: the v2 challenge");
+        for (scope, token) in &scoped {
+            let (status, body) = get_with(&app, &path, ("x-service-api-token", token)).await;
+            if scope.grants(version, tier) {
+                assert_eq!(status, reference, "{version:?} {id} with {}: {body}", scope.as_str());
+                assert_eq!(
+                    stable(&body["data"]),
+                    stable(&reference_body["data"]),
+                    "{id}: the same data as the first-party client"
+                );
+                opened += 1;
+            } else {
+                assert_eq!(status, 403, "{version:?} {id} with {}: {body}", scope.as_str());
+                assert_eq!(body["code"], "FORBIDDEN");
+                let needed = Scope::needed(version, tier).as_str();
+                assert!(
+                    body["detail"].as_str().unwrap().contains(&format!("`{needed}`")),
+                    "{id}: names {needed}: {body}"
+                );
+                assert!(body.get("data").is_none());
+            }
+        }
+    }
+    // v1: 7 standard × 3 scopes + 1 plus × 2; v2: 9 standard × 3 + 4 plus × 2.
+    assert_eq!(opened, 7 * 3 + 2 + 9 * 3 + 4 * 2);
+});
+
+on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp| async move {
+    let (id, token) = partner_token(&app, &["v1:paid:*", "v2:paid:*"]).await;
+    let db = govdata::store::connect(&app.database_url).await.unwrap();
+    let before = tokens::list(&db).await.unwrap().into_iter().find(|t| t.id == id).unwrap();
+    assert_eq!(before.last_used_ms, None);
+
+    let (status, _) = get_with(&app, "/v1/activity", ("x-service-api-token", &token)).await;
+    assert_eq!(status, 200);
+    let used = tokens::list(&db).await.unwrap().into_iter().find(|t| t.id == id).unwrap();
+    assert!(used.last_used_ms.is_some(), "last use recorded");
+
+    for bad in ["gdp_not-a-real-token", "", &token[..token.len() - 1]] {
+        let (status, body) = get_with(&app, "/v2/proposals", ("x-service-api-token", bad)).await;
+        assert_eq!(status, 401, "{bad:?}");
+        assert_eq!(body["code"], "UNAUTHORIZED");
+        assert!(body["requestId"].as_str().is_some_and(|r| !r.is_empty()));
+    }
+
+    assert!(tokens::revoke(&db, id, 1).await.unwrap());
+    let (status, body) = get_with(&app, "/v1/activity", ("x-service-api-token", &token)).await;
+    assert_eq!(status, 401, "revocation takes effect on the next request: {body}");
+
+    // Free endpoints ignore credentials, even refused ones.
+    let (status, _) = get_with(&app, "/v1/daos", ("x-service-api-token", &token)).await;
+    assert_eq!(status, 200);
+    let (status, _) = get_with(&app, "/v1/meta/pricing", ("x-service-api-token", "nonsense")).await;
+    assert_eq!(status, 200);
+});
+
+#[tokio::test]
+async fn the_internal_token_opens_everything_and_a_wrong_one_is_ignored() {
+    let app = spawn_app(Backend::Sqlite).await;
+    for path in ["/v1/daos/uniswap/brief", "/v2/daos/uniswap/voters", &format!("/v1/items/proposal/{TAB_ID}")] {
+        let (status, body) = get_with(&app, path, ("x-internal-token", crate::helpers::INTERNAL_TOKEN)).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let (status, body) = get_with(&app, path, ("x-internal-token", "internal-token-for-testz")).await;
+        assert_eq!(status, 402, "{path}: a wrong internal token is as good as none");
+        assert!(!body.to_string().contains("internal"), "the internal token is never mentioned");
+    }
+    // A server configured without one opens nothing to the header.
+    let closed = spawn_app_with(sample_database(Backend::Sqlite), |a| a.payments.internal_token = None).await;
+    let (status, _) = get_with(&closed, "/v1/activity", ("x-internal-token", "")).await;
+    assert_eq!(status, 402);
+}
+
+fn decode(header: &str) -> Value {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(header).expect("standard base64 with padding");
+    serde_json::from_slice(&bytes).expect("JSON")
+}
+
+#[tokio::test]
+async fn a_402_carries_both_x402_challenges() {
+    let app = spawn_app_with(sample_database(Backend::Sqlite), |a| {
+        a.public_url = Some("https://api.govdata.test/".to_owned());
+        a.payments.pay_to = Some(PAY_TO.to_owned());
+    })
+    .await;
+    let response = app.anonymous.get(app.url("/v2/daos/arbitrum/voters?limit=5")).send().await.unwrap();
+    assert_eq!(response.status(), 402);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.headers()["content-type"], "application/problem+json");
+    let v2 = decode(response.headers()["payment-required"].to_str().unwrap());
+    let body: Value = response.json().await.unwrap();
+    assert!(!body.to_string().contains("null") && !v2.to_string().contains("null"), "no null members");
+
+    let url = "https://api.govdata.test/v2/daos/arbitrum/voters?limit=5";
+    assert_eq!(body["code"], "PAYMENT_REQUIRED");
+    assert!(body["detail"].as_str().unwrap().contains("x-service-api-token"), "the detail mentions the partner token");
+    assert_eq!(body["x402Version"], 1);
+    assert_eq!(body["error"], "payment_required");
+    assert_eq!(
+        body["accepts"],
+        serde_json::json!([{
+            "scheme": "exact",
+            "network": "base-sepolia",
+            "maxAmountRequired": "5000",
+            "resource": url,
+            "description": "Rank a DAO's voters",
+            "mimeType": "application/json",
+            "payTo": PAY_TO,
+            "maxTimeoutSeconds": 60,
+            "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+            "extra": { "name": "USDC", "version": "2" }
+        }])
+    );
+    assert_eq!(v2["x402Version"], 2);
+    assert_eq!(
+        v2["resource"],
+        serde_json::json!({"url": url, "description": "Rank a DAO's voters", "mimeType": "application/json"})
+    );
+    assert_eq!(
+        v2["accepts"],
+        serde_json::json!([{
+            "scheme": "exact",
+            "network": "eip155:84532",
+            "amount": "5000",
+            "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+            "payTo": PAY_TO,
+            "maxTimeoutSeconds": 60,
+            "extra": { "name": "USDC", "version": "2" }
+        }])
+    );
+
+    // Without a receiving address there is nothing to pay: the challenge says so and lists none.
+    let unpaid = spawn_app(Backend::Sqlite).await;
+    let response = unpaid.anonymous.get(unpaid.url("/v1/activity")).send().await.unwrap();
+    assert_eq!(response.status(), 402);
+    let v2 = decode(response.headers()["payment-required"].to_str().unwrap());
+    assert_eq!(v2["accepts"], serde_json::json!([]));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["accepts"], serde_json::json!([]));
+    assert_eq!(body["status"], 402);
+}
+
+#[tokio::test]
+async fn browsers_can_read_the_payment_headers() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let response =
+        app.anonymous.get(app.url("/v1/activity")).header("origin", "https://agent.example").send().await.unwrap();
+    assert_eq!(response.status(), 402);
+    let headers = response.headers();
+    assert!(headers.contains_key("access-control-allow-origin"));
+    let exposed = headers["access-control-expose-headers"].to_str().unwrap().to_ascii_lowercase();
+    for name in ["payment-required", "payment-response", "x-payment-response", "x-request-id"] {
+        assert!(exposed.contains(name), "{name} exposed: {exposed}");
+    }
+    // Errors made at the edge carry them too.
+    let response =
+        app.anonymous.get(app.url("/v1/nope")).header("origin", "https://agent.example").send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    assert!(response.headers().contains_key("access-control-allow-origin"));
+
+    let preflight = app
+        .anonymous
+        .request(reqwest::Method::OPTIONS, app.url("/v2/proposals"))
+        .header("origin", "https://agent.example")
+        .header("access-control-request-method", "GET")
+        .header("access-control-request-headers", "payment-signature, x-service-api-token")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    let allowed = preflight.headers()["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase();
+    assert!(allowed.contains("payment-signature") && allowed.contains("x-service-api-token"), "{allowed}");
+}
