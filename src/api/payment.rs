@@ -101,7 +101,7 @@ pub async fn pay<E: Endpoint>(
     let response = match ep.call(req).await {
         Ok(response) => response.into_response(),
         Err(err) => {
-            failed("the request failed; not charged".to_owned()).await;
+            failed(format!("the request answered {}; not charged", err.status().as_u16())).await;
             return Err(err);
         }
     };
