@@ -17,7 +17,7 @@ use govdata::{
     x402::wire::Authorization,
 };
 use poem::{
-    Endpoint, EndpointExt, Request, Response, Server,
+    EndpointExt, Request, Response, Server,
     listener::{Acceptor, Listener, TcpListener},
 };
 use serde_json::{Value, json};
