@@ -245,7 +245,17 @@ fn problem_response(
     response
 }
 
-/// poem-openapi's parse messages name Rust types; keep the part a caller can act on.
+/// poem-openapi's parse messages name Rust types (`failed to parse "v2_limit_MostLists": …
+/// (occurred while parsing "optional_v2_limit_MostLists")`); keep the part a caller can act on.
 fn readable(reason: &str) -> String {
-    reason.trim().to_owned()
+    let mut text = reason.trim();
+    if let Some(rest) = text.strip_prefix("failed to parse \"")
+        && let Some(end) = rest.find("\": ")
+    {
+        text = &rest[end + 3..];
+    }
+    if let Some(start) = text.find(" (occurred while parsing") {
+        text = &text[..start];
+    }
+    text.trim().to_owned()
 }

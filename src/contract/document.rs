@@ -59,7 +59,7 @@ impl Published {
         let mut json: Value = serde_json::from_str(raw_spec).expect("poem-openapi emits valid JSON");
         finish(version, &mut json, prices);
         let json_text = serde_json::to_string_pretty(&json).expect("a JSON value serialises") + "\n";
-        let yaml_text = serde_yaml::to_string(&json).expect("a JSON value serialises as YAML");
+        let yaml_text = super::yaml::to_yaml(&json);
         let paths = path_entries(&json);
         Self { version, json, json_text, yaml_text, paths }
     }
@@ -195,6 +195,7 @@ fn fill_placeholders(value: &mut Value, table: &[(&'static str, String)]) {
 }
 
 fn finish(version: Version, doc: &mut Value, prices: Prices) {
+    collapse_described_refs(doc);
     fill_placeholders(doc, &placeholders());
     assert!(!doc.to_string().contains("{{"), "an unknown placeholder in a {version:?} description");
     doc["info"]["description"] = Value::String(info_description(version));
@@ -297,6 +298,39 @@ fn document_payment_headers(op: &mut Value) {
 
 /// poem-openapi leaves success descriptions empty and keys JSON bodies by
 /// `application/json; charset=utf-8`; SDK generators match on `application/json` exactly.
+/// poem-openapi writes a documented member of a named type as
+/// `{"allOf": [{"$ref": X}, {"description": D}], "description": D}`. SDK generators choke on it
+/// (openapi-python-client drops every model that holds one: "Cannot take allOf a non-object" for
+/// an enum, a duplicate model for an object), and Optic reads an enum behind it as `{}`.
+/// OpenAPI 3.0 ignores siblings of `$ref`, so the member becomes the bare reference; the named
+/// type carries its own description.
+fn collapse_described_refs(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            let annotation_only = |v: &Value| v.as_object().is_some_and(|o| o.keys().all(|k| k == "description"));
+            let reference = members
+                .get("allOf")
+                .and_then(Value::as_array)
+                .filter(|_| members.keys().all(|k| k == "allOf" || k == "description"))
+                .and_then(|parts| {
+                    let refs: Vec<&Value> = parts.iter().filter(|p| !annotation_only(p)).collect();
+                    match refs.as_slice() {
+                        [only] if only.as_object().is_some_and(|o| o.len() == 1 && o.contains_key("$ref")) => {
+                            Some((*only).clone())
+                        }
+                        _ => None,
+                    }
+                });
+            match reference {
+                Some(reference) => *value = reference,
+                None => members.values_mut().for_each(collapse_described_refs),
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(collapse_described_refs),
+        _ => {}
+    }
+}
+
 fn tidy_success_responses(op: &mut Value) {
     let summary = op["summary"].as_str().unwrap_or("Success").to_owned();
     let Some(responses) = op["responses"].as_object_mut() else { return };

@@ -13,3 +13,4 @@ pub mod operations;
 pub mod params;
 pub mod signals;
 pub mod time;
+pub mod yaml;

@@ -31,7 +31,14 @@ fn intern(text: String) -> &'static str {
     leaked
 }
 
-/// An integer as sent; values beyond i64 saturate (v1 clamps them anyway).
+/// A v1 integer parameter: published as `int64`, so a value beyond int64 is refused (a clamp
+/// could not record what was sent).
+fn parse_int64(value: &str) -> Result<i64, String> {
+    parse_saturating(value)?;
+    value.parse::<i64>().map_err(|_| format!("`{value}` is beyond the int64 range"))
+}
+
+/// An integer as sent; values beyond i64 saturate (a v2 range check refuses them anyway).
 fn parse_saturating(value: &str) -> Result<i64, String> {
     let digits = value.strip_prefix(['-', '+']).unwrap_or(value);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -87,7 +94,7 @@ integer_param_type!(V1Limit<L>, format!("v1_limit_{}", L::NAME), {
 
 impl<L: PageSizeDecl> ParseFromParameter for V1Limit<L> {
     fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        Ok(Self { received: parse_saturating(value).map_err(ParseError::custom)?, size: PhantomData })
+        Ok(Self { received: parse_int64(value).map_err(ParseError::custom)?, size: PhantomData })
     }
 }
 
@@ -147,7 +154,7 @@ impl Type for V1Offset {
 
 impl ParseFromParameter for V1Offset {
     fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        Ok(Self { received: parse_saturating(value).map_err(ParseError::custom)? })
+        Ok(Self { received: parse_int64(value).map_err(ParseError::custom)? })
     }
 }
 
@@ -198,7 +205,7 @@ impl Type for V1EpochMs {
 
 impl ParseFromParameter for V1EpochMs {
     fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        Ok(Self(parse_saturating(value).map_err(ParseError::custom)?))
+        Ok(Self(parse_int64(value).map_err(ParseError::custom)?))
     }
 }
 
@@ -328,10 +335,14 @@ mod tests {
     use crate::contract::limits::MostLists;
 
     #[test]
-    fn v1_limit_parses_any_integer() {
+    fn v1_limit_parses_any_int64() {
         assert_eq!(V1Limit::<MostLists>::parse_from_parameter("5000").unwrap().received, 5000);
         assert_eq!(V1Limit::<MostLists>::parse_from_parameter("-3").unwrap().received, -3);
-        assert_eq!(V1Limit::<MostLists>::parse_from_parameter("99999999999999999999999").unwrap().received, i64::MAX);
+        assert_eq!(V1Limit::<MostLists>::parse_from_parameter("9223372036854775807").unwrap().received, i64::MAX);
+        // Published as int64: beyond it, a clamp could not say what was received.
+        let beyond = V1Limit::<MostLists>::parse_from_parameter("99999999999999999999999").unwrap_err();
+        assert!(beyond.into_message().contains("beyond the int64 range"));
+        assert!(V1Offset::parse_from_parameter("-9223372036854775809").is_err());
         assert!(V1Limit::<MostLists>::parse_from_parameter("ten").is_err());
         assert!(V1Limit::<MostLists>::parse_from_parameter("1.5").is_err());
         assert!(V1Limit::<MostLists>::parse_from_parameter("").is_err());

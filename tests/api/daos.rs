@@ -77,8 +77,12 @@ on_both_backends!(v1_clamps_limit_and_offset, |app: crate::helpers::TestApp| asy
     assert_eq!(body["data"]["limit"], 1);
     assert_eq!(body["data"]["items"].as_array().unwrap().len(), 1);
     assert_eq!(body["request"]["adjustments"][0]["reason"], "clamped_to_min");
-    let (_, body) = app.get_json("/v1/daos?limit=99999999999999999999999").await;
-    assert_eq!(body["data"]["limit"], 100);
+    // The document says int64: a value beyond it is not clamped but refused, naming the range.
+    let (status, body) = app.get_json("/v1/daos?limit=99999999999999999999999").await;
+    assert_eq!(status, 400);
+    assert_eq!(body["code"], "VALIDATION_ERROR");
+    assert_eq!(body["errors"][0]["name"], "limit");
+    assert_eq!(body["errors"][0]["reason"], "`99999999999999999999999` is beyond the int64 range");
     // Exactly at the maximum: no adjustment.
     let (_, body) = app.get_json("/v1/daos?limit=100").await;
     assert_eq!(body["request"]["adjustments"], serde_json::json!([]));
