@@ -17,6 +17,8 @@ const MAC_BYTES: usize = 16;
 pub const MAX_CURSOR_BYTES: usize = 512;
 /// The public name of the parameter.
 pub const CURSOR_PARAM: &str = "cursor";
+/// What an issued cursor looks like (base64url without padding), as a published pattern.
+pub const CURSOR_PATTERN: &str = "^[A-Za-z0-9_-]+$";
 
 /// What a query is: a cursor only continues the query it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -199,6 +199,9 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
     fill_placeholders(doc, &placeholders());
     assert!(!doc.to_string().contains("{{"), "an unknown placeholder in a {version:?} description");
     doc["info"]["description"] = Value::String(info_description(version));
+    if version == Version::V2 {
+        constrain_v2_parameters(doc);
+    }
     let mut any_paid = false;
     if let Some(paths) = doc["paths"].as_object_mut() {
         for item in paths.values_mut() {
@@ -298,6 +301,35 @@ fn document_payment_headers(op: &mut Value) {
 
 /// poem-openapi leaves success descriptions empty and keys JSON bodies by
 /// `application/json; charset=utf-8`; SDK generators match on `application/json` exactly.
+/// The shapes of v2's opaque strings, declared beside the checks that enforce them, so SDKs
+/// and property-based tests only send what can be valid. (v1 stays as released: a new pattern
+/// on its parameters would be a breaking change for the guard in `codegen`.)
+fn constrain_v2_parameters(doc: &mut Value) {
+    use super::{cursor, ids};
+    let voter = || json!({ "pattern": ids::VOTER_IDENTITY_PATTERN });
+    let rules: Vec<(&str, Value)> = vec![
+        (
+            cursor::CURSOR_PARAM,
+            json!({ "minLength": 1, "maxLength": cursor::MAX_CURSOR_BYTES, "pattern": cursor::CURSOR_PATTERN }),
+        ),
+        ("proposalKey", json!({ "pattern": ids::key_pattern("p_") })),
+        ("topicKey", json!({ "pattern": ids::key_pattern("t_") })),
+        ("voterIdentity", voter()),
+        ("voter", voter()),
+    ];
+    let Some(paths) = doc["paths"].as_object_mut() else { return };
+    for op in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|m| m.values_mut()) {
+        for param in op["parameters"].as_array_mut().into_iter().flatten() {
+            let name = param["name"].as_str().unwrap_or_default().to_owned();
+            if let Some((_, extra)) = rules.iter().find(|(n, _)| *n == name)
+                && let (Some(schema), Some(extra)) = (param["schema"].as_object_mut(), extra.as_object())
+            {
+                schema.extend(extra.clone());
+            }
+        }
+    }
+}
+
 /// poem-openapi writes a documented member of a named type as
 /// `{"allOf": [{"$ref": X}, {"description": D}], "description": D}`. SDK generators choke on it
 /// (openapi-python-client drops every model that holds one: "Cannot take allOf a non-object" for

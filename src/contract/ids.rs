@@ -45,11 +45,24 @@ pub fn parse_voter_identity(text: &str, param: &str, location: ParamLocation) ->
     }))
 }
 
+/// What [`parse_voter_identity`] accepts, as a published pattern (ECMA 262): a 0x address of 20
+/// or 32 bytes, optionally as a CAIP-10 account, or an ENS name.
+pub const VOTER_IDENTITY_PATTERN: &str =
+    r"^\s*(?:[^:]+:[^:]+:)?0[xX](?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\s*$|^\s*[A-Za-z0-9._-]+\.[Ee][Tt][Hh]\s*$";
+
+/// What [`check_key`] accepts for `prefix`, as a published pattern.
+pub fn key_pattern(prefix: &str) -> String {
+    format!("^{prefix}[A-Za-z0-9_-]{{{KEY_CHARS}}}$")
+}
+
+/// URL-safe characters after a key's prefix.
+const KEY_CHARS: usize = 22;
+
 /// `proposalKey` / `topicKey` as issued: a prefix and 22 URL-safe characters.
 pub fn check_key(text: &str, prefix: &str, param: &str) -> Result<(), Problem> {
-    let ok = text
-        .strip_prefix(prefix)
-        .is_some_and(|k| k.len() == 22 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    let ok = text.strip_prefix(prefix).is_some_and(|k| {
+        k.len() == KEY_CHARS && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    });
     if ok {
         Ok(())
     } else {
@@ -57,7 +70,7 @@ pub fn check_key(text: &str, prefix: &str, param: &str) -> Result<(), Problem> {
             location: ParamLocation::Path,
             name: param.to_owned(),
             reason: "is not a key this API issues".to_owned(),
-            expected: Some(format!("`{prefix}` followed by 22 URL-safe characters, as returned in `{param}`")),
+            expected: Some(format!("`{prefix}` followed by {KEY_CHARS} URL-safe characters, as returned in `{param}`")),
             received: Some(text.to_owned()),
         }))
     }
@@ -66,6 +79,40 @@ pub fn check_key(text: &str, prefix: &str, param: &str) -> Result<(), Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The published patterns accept exactly what the checks accept.
+    #[test]
+    fn patterns_agree_with_the_checks() {
+        let voter = regex::Regex::new(VOTER_IDENTITY_PATTERN).unwrap();
+        let samples = [
+            "0x683a4F9915D6216f73d6Df50151725036bD26C02",
+            "eip155:1:0x683A4F9915D6216F73D6DF50151725036BD26C02",
+            " 0x683a4f9915d6216f73d6df50151725036bd26c02 ",
+            &format!("0x{}", "A".repeat(64)),
+            "Vitalik.eth",
+            "a.b-c_d.ETH",
+            "",
+            "0x123",
+            "hello",
+            ".eth",
+            "x:0x683a4f9915d6216f73d6df50151725036bd26c02",
+            "a b.eth",
+            "0xZZ3a4f9915d6216f73d6df50151725036bd26c02",
+        ];
+        for sample in samples {
+            let accepted = parse_voter_identity(sample, "v", ParamLocation::Path).is_ok();
+            assert_eq!(voter.is_match(sample), accepted, "{sample:?}");
+        }
+        let key = regex::Regex::new(&key_pattern("p_")).unwrap();
+        for sample in [
+            "p_Qm1x2y3z4a5b6c7d8e9f0g",
+            "p_Qm1x2y3z4a5b6c7d8e9f0",
+            "t_Qm1x2y3z4a5b6c7d8e9f0g",
+            "p_Qm1x2y3z4a5b6c7d8e9f0!",
+        ] {
+            assert_eq!(key.is_match(sample), check_key(sample, "p_", "k").is_ok(), "{sample:?}");
+        }
+    }
 
     #[test]
     fn voter_identities() {
