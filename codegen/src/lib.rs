@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use govdata::api::Documents;
-use govdata::contract::access::Prices;
+use govdata::contract::access::{Prices, Version};
 use openapiv3::OpenAPI;
 
 /// The released v1 document, the baseline no later v1 may break.
@@ -43,7 +43,7 @@ pub fn generated() -> anyhow::Result<Vec<(String, String)>> {
     let text = |name: &str| files.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone()).expect("generated");
     let (v1, _) = parse(&text("v1.json"), "v1.json")?;
     let (v2, _) = parse(&text("v2.json"), "v2.json")?;
-    files.push((OPERATIONS.to_owned(), table::markdown(&[("v1", &v1), ("v2", &v2)])));
+    files.push((OPERATIONS.to_owned(), table::markdown(&[("v1", Version::V1, &v1), ("v2", Version::V2, &v2)])));
     Ok(files)
 }
 

@@ -6,22 +6,25 @@ use std::fmt::Write as _;
 use openapiv3::{OpenAPI, ParameterSchemaOrContent, ReferenceOr, Schema};
 use serde_json::Value;
 
+use govdata::contract::{access::Version, operations};
+
 use crate::{diff::Shape, lint::ACCESS_EXTENSION};
 
 /// The table in markdown, for the documents in `docs` (name, document).
-pub fn markdown(docs: &[(&str, &OpenAPI)]) -> String {
+pub fn markdown(docs: &[(&str, Version, &OpenAPI)]) -> String {
     let mut out = String::from(
         "# Operations\n\n\
          Written by `cargo run -p codegen` from the published documents; `codegen check` fails when it is \
          stale. Prices are in atomic units of the x402 asset (the defaults; a deployment may configure \
-         others, and `GET /v1/meta/pricing` tells). Limits are what the documents state in parameter \
-         schemas; v1 clamps out-of-range values instead of rejecting them, as each parameter's description \
-         says. `*` marks a required parameter.\n",
+         others, and `GET /v1/meta/pricing` tells). Limits come from the operation declarations \
+         (`src/contract/operations.rs`): rows per page and the longest time window; v1 clamps values \
+         beyond them (and says so in `request.adjustments`), v2 rejects them. Parameters show what their \
+         schemas state; `*` marks a required one.\n",
     );
-    for (name, doc) in docs {
+    for (name, version, doc) in docs {
         let _ = write!(
             out,
-            "\n## {name}\n\n| method | path | operationId | tier | price | parameters and limits |\n|---|---|---|---|---|---|\n"
+            "\n## {name}\n\n| method | path | operationId | tier | price | limits | parameters |\n|---|---|---|---|---|---|---|\n"
         );
         for (path, method, op) in doc.operations() {
             let access = op.extensions.get(ACCESS_EXTENSION);
@@ -45,13 +48,22 @@ pub fn markdown(docs: &[(&str, &OpenAPI)]) -> String {
                 })
                 .collect();
             let price = field("price");
+            let id = op.operation_id.as_deref().unwrap_or("");
+            let decl = operations::find(*version, id);
+            let mut limits = Vec::new();
+            if let Some(page) = decl.and_then(|d| d.page) {
+                limits.push(format!("page 1..={} (default {})", page.max, page.default));
+            }
+            if let Some(window) = decl.and_then(|d| d.window) {
+                limits.push(format!("window ≤ {} days", window.max_days));
+            }
             let _ = writeln!(
                 out,
-                "| {} | `{path}` | `{}` | {} | {} | {} |",
+                "| {} | `{path}` | `{id}` | {} | {} | {} | {} |",
                 method.to_ascii_uppercase(),
-                op.operation_id.as_deref().unwrap_or(""),
                 field("tier"),
                 if price.is_empty() { "–".to_owned() } else { price },
+                if limits.is_empty() { "–".to_owned() } else { limits.join("; ") },
                 parameters.join("; ").replace('|', "\\|"),
             );
         }

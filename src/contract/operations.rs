@@ -4,10 +4,20 @@
 //! this table. A test checks that the table and the served documents list the same operations.
 use super::access::{Access, Tier, Version};
 use super::errors::ErrorCode;
+use super::limits::{
+    EVENTS, EVENTS_AND_SIGNALS_WINDOW, MOST_LISTS, PROPOSAL_VOTES, PROPOSALS_AND_HISTORY_WINDOW, PageSize, Window,
+};
 
 /// A declared operation.
 pub trait Operation: Send + Sync + 'static {
     const DECL: OperationDecl;
+
+    /// The longest time window the operation accepts; using it on an operation that declares
+    /// none fails to compile.
+    const WINDOW: Window = match Self::DECL.window {
+        Some(window) => window,
+        None => panic!("the operation declares no window"),
+    };
 
     /// The error responses the document lists for the operation, in status order.
     fn error_codes() -> Vec<ErrorCode> {
@@ -24,6 +34,11 @@ pub struct OperationDecl {
     pub access: Access,
     /// Codes the handler itself returns (beyond those that access and the store imply).
     pub errors: &'static [ErrorCode],
+    /// Rows per page of a list (its `limit` parameter's type carries the same size; a test
+    /// compares them with the documents).
+    pub page: Option<PageSize>,
+    /// The longest time window, for operations that take one (handlers read [`Operation::WINDOW`]).
+    pub window: Option<Window>,
 }
 
 impl OperationDecl {
@@ -54,8 +69,18 @@ impl OperationDecl {
     }
 }
 
+macro_rules! optional {
+    () => {
+        None
+    };
+    ($value:expr) => {
+        Some($value)
+    };
+}
+
 macro_rules! operations {
-    ($($(#[$doc:meta])* $name:ident = $id:literal, $version:ident, $access:expr, [$($err:ident),*];)*) => {
+    ($($(#[$doc:meta])* $name:ident = $id:literal, $version:ident, $access:expr, [$($err:ident),*]
+        $(, page $page:ident)? $(, window $window:ident)?;)*) => {
         $(
             $(#[$doc])*
             pub struct $name;
@@ -65,6 +90,8 @@ macro_rules! operations {
                     version: Version::$version,
                     access: $access,
                     errors: &[$(ErrorCode::$err),*],
+                    page: optional!($($page)?),
+                    window: optional!($($window)?),
                 };
             }
         )*
@@ -80,13 +107,13 @@ operations! {
     /// `GET /v1/meta/pricing`
     PricingGetV1 = "pricing_get", V1, Free, [];
     /// `GET /v1/daos`
-    DaosListV1 = "daos_list", V1, Free, [ValidationError];
+    DaosListV1 = "daos_list", V1, Free, [ValidationError], page MOST_LISTS;
     /// `GET /v1/activity`
-    ActivityListV1 = "activity_list", V1, Paid(Standard), [ValidationError];
+    ActivityListV1 = "activity_list", V1, Paid(Standard), [ValidationError], page MOST_LISTS;
     /// `GET /v1/governance-events`
-    EventsListV1 = "events_list", V1, Paid(Standard), [ValidationError];
+    EventsListV1 = "events_list", V1, Paid(Standard), [ValidationError], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v1/governance-signals`
-    SignalsListV1 = "signals_list", V1, Paid(Standard), [ValidationError];
+    SignalsListV1 = "signals_list", V1, Paid(Standard), [ValidationError], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v1/proposals/lookup`
     ProposalsLookupV1 = "proposals_lookup", V1, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v1/system/freshness`
@@ -98,31 +125,31 @@ operations! {
     /// `GET /v1/items/{kind}/{externalId}`
     ItemsGetV1 = "items_get", V1, Paid(Standard), [ValidationError, NotFound, AmbiguousIdentifier];
     /// `GET /v2/daos`
-    DaosListV2 = "daos_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    DaosListV2 = "daos_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS;
     /// `GET /v2/daos/{daoId}`
     DaosGetV2 = "daos_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/topics`
-    TopicsListV2 = "topics_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    TopicsListV2 = "topics_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
     /// `GET /v2/topics/{topicKey}`
     TopicsGetV2 = "topics_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/activity`
-    ActivityListV2 = "activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    ActivityListV2 = "activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS;
     /// `GET /v2/events`
-    EventsListV2 = "events_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    EventsListV2 = "events_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/signals`
-    SignalsListV2 = "signals_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    SignalsListV2 = "signals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/proposals`
-    ProposalsListV2 = "proposals_list", V2, Paid(Standard), [ValidationError, InvalidCursor];
+    ProposalsListV2 = "proposals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
     /// `GET /v2/proposals/{proposalKey}`
     ProposalsGetV2 = "proposals_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/proposals/{proposalKey}/votes`
-    ProposalVotesListV2 = "proposal_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound];
+    ProposalVotesListV2 = "proposal_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page PROPOSAL_VOTES;
     /// `GET /v2/daos/{daoId}/voters`
-    VotersListV2 = "voters_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound];
+    VotersListV2 = "voters_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS;
     /// `GET /v2/voters/{voterIdentity}`
     VotersGetV2 = "voters_get", V2, Paid(Plus), [ValidationError, NotFound];
     /// `GET /v2/voters/{voterIdentity}/votes`
-    VoterVotesListV2 = "voter_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound];
+    VoterVotesListV2 = "voter_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
 }
 
 /// The declaration of `id` on `version`.

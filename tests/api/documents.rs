@@ -156,3 +156,39 @@ on_both_backends!(served_documents_equal_the_committed_ones, |app: crate::helper
     assert!(redoc.contains("Redoc.init") && redoc.contains("x-govdata-access"), "the page shows the finished document");
     let _: Value = serde_json::from_str(&committed("v1.json")).unwrap();
 });
+
+/// An operation's declared page size and window are what its published `limit` parameter and
+/// description say: the declaration feeds the operation table, the parameter type feeds the
+/// document, and this keeps the two one fact.
+#[test]
+fn declared_limits_match_the_documents() {
+    let documents = Documents::build(Prices::default());
+    for version in [govdata::contract::access::Version::V1, govdata::contract::access::Version::V2] {
+        let doc = &documents.get(version).json;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for op in item.as_object().unwrap().values() {
+                let id = op["operationId"].as_str().unwrap();
+                let decl = operations::find(version, id).unwrap();
+                let limit = op["parameters"].as_array().into_iter().flatten().find(|p| p["name"] == "limit");
+                match (decl.page, limit) {
+                    (None, None) => {}
+                    (Some(page), Some(limit)) => {
+                        let schema = &limit["schema"];
+                        assert_eq!(schema["default"], page.default, "{path}: default");
+                        if version == govdata::contract::access::Version::V2 {
+                            assert_eq!(schema["maximum"].as_f64(), Some(f64::from(page.max)), "{path}: maximum");
+                        } else {
+                            let text = schema["description"].as_str().unwrap_or_default();
+                            assert!(text.contains(&format!("at most {}", page.max)), "{path}: {text}");
+                        }
+                    }
+                    (page, limit) => panic!("{path}: declared page {page:?}, published limit {limit:?}"),
+                }
+                let description = op["description"].as_str().unwrap_or_default();
+                if let Some(window) = decl.window {
+                    assert!(description.contains(&format!("{} days", window.max_days)), "{path}: {description}");
+                }
+            }
+        }
+    }
+}

@@ -13,8 +13,8 @@ use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
     errors::ApiError,
     events::EventKind,
-    limits::{EVENTS_AND_SIGNALS_WINDOW, Events},
-    operations::EventsListV1 as Op,
+    limits::Events,
+    operations::{EventsListV1 as Op, Operation},
     params::{V1EpochMs, V1Limit, V1Offset, resolve_v1_window},
     time::rfc3339_ms,
 };
@@ -253,7 +253,7 @@ impl Api {
     ) -> Result<Json<V1Envelope<V1Page<GovernanceEvent>>>, ApiError<Op>> {
         let mut req = req;
         let (from, to) =
-            resolve_v1_window(("start_ms", start_ms.0.0), ("end_ms", end_ms.0.0), EVENTS_AND_SIGNALS_WINDOW, &mut req);
+            resolve_v1_window(("start_ms", start_ms.0.0), ("end_ms", end_ms.0.0), <Op as Operation>::WINDOW, &mut req);
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
         if let Some(dao) = &dao_id.0 {

@@ -18,8 +18,8 @@ use crate::api::{
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
     errors::{ApiError, Problem},
-    limits::{EVENTS_AND_SIGNALS_WINDOW, MostLists},
-    operations::SignalsListV1 as Op,
+    limits::MostLists,
+    operations::{Operation, SignalsListV1 as Op},
     params::{V1EpochMs, V1Limit, V1Offset, resolve_v1_window},
     signals::{Severity, SignalKind, rules_text},
     time::{now_ms, rfc3339_ms},
@@ -432,8 +432,8 @@ impl Api {
             req.applied("severity", s.as_str());
         }
         let end = end_ms.0.map_or_else(|| revision.as_ref().map_or_else(now_ms, |r| r.data_as_of_ms), |e| e.0);
-        let start = start_ms.0.map_or(end.saturating_sub(EVENTS_AND_SIGNALS_WINDOW.max_ms()), |s| s.0);
-        let (start, end) = resolve_v1_window(("start_ms", start), ("end_ms", end), EVENTS_AND_SIGNALS_WINDOW, &mut req);
+        let start = start_ms.0.map_or(end.saturating_sub(<Op as Operation>::WINDOW.max_ms()), |s| s.0);
+        let (start, end) = resolve_v1_window(("start_ms", start), ("end_ms", end), <Op as Operation>::WINDOW, &mut req);
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
         let filter = SignalFilter { dao_id, kind, severity: severity.0, start_ms: start, end_ms: end };

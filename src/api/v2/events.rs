@@ -12,8 +12,8 @@ use crate::contract::{
     envelope::V2List,
     errors::ApiError,
     events::EventKind,
-    limits::{EVENTS_AND_SIGNALS_WINDOW, Events},
-    operations::EventsListV2,
+    limits::Events,
+    operations::{EventsListV2, Operation},
     params::{V2Limit, V2Timestamp},
 };
 use crate::store::{self, events::EventFilter};
@@ -52,7 +52,7 @@ impl Api {
     ) -> Result<Json<V2List<GovernanceEvent>>, ApiError<EventsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let serving = revision(&state).await?;
-        let (from_ms, to_ms) = window_or_latest(from.0, to.0, &serving, EVENTS_AND_SIGNALS_WINDOW)?;
+        let (from_ms, to_ms) = window_or_latest(from.0, to.0, &serving, <EventsListV2 as Operation>::WINDOW)?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
         let shape = QueryShape {
             endpoint: "events_list",

@@ -13,8 +13,8 @@ use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
     ids::{VoterIdentity, check_key, parse_voter_identity},
-    limits::{MostLists, PROPOSALS_AND_HISTORY_WINDOW, ProposalVotes},
-    operations::{ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
+    limits::{MostLists, ProposalVotes},
+    operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
     time::rfc3339_ms,
 };
@@ -274,7 +274,7 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<ProposalSummary>>, ApiError<ProposalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let window = resolve_v2_window(from.0, to.0, PROPOSALS_AND_HISTORY_WINDOW)?;
+        let window = resolve_v2_window(from.0, to.0, <ProposalsListV2 as Operation>::WINDOW)?;
         let sort = sort.0.unwrap_or(ProposalSort::Newest);
         let source = source.0.map(|s| enum_text(&s));
         let proposal_state = proposal_state.0.map(|s| enum_text(&s));

@@ -11,8 +11,8 @@ use crate::contract::{
     cursor::QueryShape,
     envelope::V2List,
     errors::ApiError,
-    limits::{EVENTS_AND_SIGNALS_WINDOW, MostLists},
-    operations::SignalsListV2,
+    limits::MostLists,
+    operations::{Operation, SignalsListV2},
     params::{V2Limit, V2Timestamp},
     signals::Severity,
 };
@@ -53,7 +53,7 @@ impl Api {
     ) -> Result<Json<V2List<Signal>>, ApiError<SignalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let serving = revision(&state).await?;
-        let (start_ms, end_ms) = window_or_latest(from.0, to.0, &serving, EVENTS_AND_SIGNALS_WINDOW)?;
+        let (start_ms, end_ms) = window_or_latest(from.0, to.0, &serving, <SignalsListV2 as Operation>::WINDOW)?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
         let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
         let shape = QueryShape {

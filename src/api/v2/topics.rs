@@ -13,8 +13,8 @@ use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},
     ids::check_key,
-    limits::{MostLists, PROPOSALS_AND_HISTORY_WINDOW},
-    operations::{TopicsGetV2, TopicsListV2},
+    limits::MostLists,
+    operations::{Operation, TopicsGetV2, TopicsListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::store;
@@ -45,7 +45,7 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<ForumTopicItem>>, ApiError<TopicsListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let window = resolve_v2_window(from.0, to.0, PROPOSALS_AND_HISTORY_WINDOW)?;
+        let window = resolve_v2_window(from.0, to.0, <TopicsListV2 as Operation>::WINDOW)?;
         let shape = QueryShape {
             endpoint: "topics_list",
             filters: vec![

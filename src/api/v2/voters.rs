@@ -20,8 +20,8 @@ use crate::contract::{
     cursor::{QueryShape, unreadable_position},
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
-    limits::{MostLists, PROPOSALS_AND_HISTORY_WINDOW},
-    operations::{VoterVotesListV2, VotersGetV2, VotersListV2},
+    limits::MostLists,
+    operations::{Operation, VoterVotesListV2, VotersGetV2, VotersListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
     time::rfc3339_ms,
 };
@@ -321,7 +321,7 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<VoterVote>>, ApiError<VoterVotesListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let window = resolve_v2_window(from.0, to.0, PROPOSALS_AND_HISTORY_WINDOW)?;
+        let window = resolve_v2_window(from.0, to.0, <VoterVotesListV2 as Operation>::WINDOW)?;
         let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
         store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
         let shape = QueryShape {
