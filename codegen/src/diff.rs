@@ -830,7 +830,7 @@ pub(crate) struct Shape {
     branches: Vec<ReferenceOr<Schema>>,
 }
 
-fn unbox(r: &ReferenceOr<Box<Schema>>) -> ReferenceOr<Schema> {
+pub(crate) fn unbox(r: &ReferenceOr<Box<Schema>>) -> ReferenceOr<Schema> {
     match r {
         ReferenceOr::Reference { reference } => ReferenceOr::Reference { reference: reference.clone() },
         ReferenceOr::Item(s) => ReferenceOr::Item((**s).clone()),

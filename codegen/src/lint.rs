@@ -7,6 +7,8 @@ use std::collections::{BTreeSet, HashSet};
 use openapiv3::{OpenAPI, Parameter, ParameterSchemaOrContent, ReferenceOr, Schema, SchemaKind, StatusCode, Type};
 use serde_json::Value;
 
+use crate::diff::unbox;
+
 /// The verbs an operationId may end with: `<resource>_<verb>`.
 pub const VERBS: &[&str] = &["list", "get", "lookup"];
 /// The schema every error response carries.
@@ -201,20 +203,14 @@ fn reaches_example(doc: &OpenAPI, schema: &ReferenceOr<Schema>, depth: usize) ->
     if schema.schema_data.example.is_some() {
         return true;
     }
-    let unboxed = |r: &ReferenceOr<Box<Schema>>| match r {
-        ReferenceOr::Reference { reference } => ReferenceOr::Reference { reference: reference.clone() },
-        ReferenceOr::Item(s) => ReferenceOr::Item((**s).clone()),
-    };
     match &schema.schema_kind {
-        SchemaKind::Type(Type::Object(o)) => {
-            o.properties.values().any(|p| reaches_example(doc, &unboxed(p), depth + 1))
-        }
+        SchemaKind::Type(Type::Object(o)) => o.properties.values().any(|p| reaches_example(doc, &unbox(p), depth + 1)),
         SchemaKind::Type(Type::Array(a)) => {
-            a.items.as_ref().is_some_and(|i| reaches_example(doc, &unboxed(i), depth + 1))
+            a.items.as_ref().is_some_and(|i| reaches_example(doc, &unbox(i), depth + 1))
         }
         SchemaKind::Any(a) => {
-            a.properties.values().any(|p| reaches_example(doc, &unboxed(p), depth + 1))
-                || a.items.as_ref().is_some_and(|i| reaches_example(doc, &unboxed(i), depth + 1))
+            a.properties.values().any(|p| reaches_example(doc, &unbox(p), depth + 1))
+                || a.items.as_ref().is_some_and(|i| reaches_example(doc, &unbox(i), depth + 1))
         }
         SchemaKind::AllOf { all_of: parts }
         | SchemaKind::OneOf { one_of: parts }
