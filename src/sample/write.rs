@@ -6,23 +6,16 @@
 //! Comparing before writing is what gives exact insert/update counts and makes a repeated import
 //! a true no-op.
 use std::collections::{BTreeSet, HashMap};
-use std::hash::Hash;
 
-use sea_orm::sea_query::OnConflict;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseTransaction, DbErr, EntityTrait, IdenStatic, IntoActiveModel, Iterable,
-    QueryFilter, Value,
-};
+use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
 
 use super::TableCounts;
 use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
 use super::registry::{self, DEFAULT_REGISTRY};
 use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
+use crate::kept;
+use crate::store::upsert::{Changes, by_key, stored, upsert};
 use crate::store::{address, keys};
-
-/// Rows per INSERT: 500 rows of the widest table (proposals) stay well below both backends'
-/// bind-parameter limits.
-const BATCH: usize = 500;
 
 /// The proposals' `source`.
 const SNAPSHOT: &str = "snapshot";
@@ -30,13 +23,6 @@ const SNAPSHOT: &str = "snapshot";
 const PROPOSAL_ORIGIN: &str = crate::store::entities::proposal::SAMPLE_ORIGIN;
 /// Delegate `origin` of rows from the sample.
 const DELEGATE_ORIGIN: &str = "tally-sample-csv";
-
-/// A column the sample does not carry keeps its stored value (`None` for a new row).
-macro_rules! kept {
-    ($stored:expr, $field:ident) => {
-        $stored.and_then(|s| s.$field.clone())
-    };
-}
 
 /// The transaction and the run that writes through it.
 pub struct Writer<'a> {
@@ -287,81 +273,3 @@ fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64) -> vot
     }
 }
 
-/// The rows to write and how many of them are new or changed.
-struct Changes<M> {
-    rows: Vec<M>,
-    counts: TableCounts,
-}
-
-impl<M> Default for Changes<M> {
-    fn default() -> Self {
-        Self { rows: Vec::new(), counts: TableCounts::default() }
-    }
-}
-
-impl<M: PartialEq> Changes<M> {
-    /// Keeps `desired` if it is new or differs from `stored`; `touch` then stamps bookkeeping
-    /// columns (such as `updated_ms`) that must not by themselves count as a change.
-    fn offer(&mut self, stored: Option<&M>, mut desired: M, touch: impl FnOnce(&mut M)) {
-        match stored {
-            Some(s) if *s == desired => return,
-            Some(_) => self.counts.updated += 1,
-            None => self.counts.inserted += 1,
-        }
-        touch(&mut desired);
-        self.rows.push(desired);
-    }
-}
-
-fn by_key<M, K: Eq + Hash>(models: Vec<M>, key: impl Fn(&M) -> K) -> HashMap<K, M> {
-    models.into_iter().map(|m| (key(&m), m)).collect()
-}
-
-/// The stored rows whose `column` is one of `values`, looked up in batches.
-async fn stored<E, V>(
-    txn: &DatabaseTransaction,
-    column: E::Column,
-    values: impl IntoIterator<Item = V>,
-) -> Result<Vec<E::Model>, DbErr>
-where
-    E: EntityTrait,
-    V: Into<Value> + Clone,
-{
-    let values: Vec<V> = values.into_iter().collect();
-    let mut found = Vec::new();
-    for chunk in values.chunks(BATCH) {
-        found.extend(E::find().filter(column.is_in(chunk.iter().cloned())).all(txn).await?);
-    }
-    Ok(found)
-}
-
-/// Inserts `rows` in batches; a row whose natural key exists updates every other column.
-/// `generated_id` names an auto-increment id, left to the database on insert and never updated.
-async fn upsert<E>(
-    txn: &DatabaseTransaction,
-    rows: Vec<E::Model>,
-    natural_key: &[E::Column],
-    generated_id: Option<E::Column>,
-) -> Result<(), DbErr>
-where
-    E: EntityTrait,
-    E::Model: IntoActiveModel<E::ActiveModel>,
-    E::ActiveModel: ActiveModelTrait<Entity = E> + Send,
-{
-    let fixed: Vec<&str> = natural_key.iter().chain(generated_id.iter()).map(|c| c.as_str()).collect();
-    let updated = E::Column::iter().filter(|c| !fixed.contains(&c.as_str()));
-    let conflict = OnConflict::columns(natural_key.iter().copied()).update_columns(updated).to_owned();
-    let mut rows = rows;
-    while !rows.is_empty() {
-        let rest = rows.split_off(rows.len().min(BATCH));
-        let batch = std::mem::replace(&mut rows, rest).into_iter().map(|m| {
-            let mut active = m.into_active_model();
-            if let Some(id) = generated_id {
-                active.not_set(id);
-            }
-            active
-        });
-        E::insert_many(batch).on_conflict(conflict.clone()).exec_without_returning(txn).await?;
-    }
-    Ok(())
-}

@@ -20,6 +20,7 @@ pub mod settings;
 pub mod signals;
 pub mod tally;
 pub mod tokens;
+pub mod upsert;
 pub mod topics;
 pub mod voters;
 
