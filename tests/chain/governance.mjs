@@ -1,0 +1,393 @@
+#!/usr/bin/env node
+// Sets up a real OpenZeppelin governance scenario on a running anvil, for tests that ingest it
+// with eth_getLogs. Compiles contracts/GovToken.sol, contracts/GovGovernor.sol and OpenZeppelin's
+// TimelockController with the bundled solc-js (imports read from node_modules, no network), then:
+//   - #0 (--key) deploys GovToken (minting odd, > 2^64 amounts to anvil accounts #1..#4), a
+//     TimelockController (min delay 60 s) and GovGovernor; gives the governor PROPOSER_ROLE and
+//     CANCELLER_ROLE on the timelock (EXECUTOR_ROLE is held by address(0), i.e. anyone) and
+//     renounces its own timelock admin role;
+//   - #1 and #2 delegate to themselves, #3 delegates to #1, #4 does not delegate;
+//   - #1 proposes A; #1 votes For ("Ship it"), #2 Against (""); A passes and is queued;
+//   - #2 proposes B; #2 votes Abstain ("Need more detail"); B is left Active.
+// Every value in the output is read back from the chain (receipts, events, view calls).
+// stdout: {"chainId":…,"governor":"0x…","token":"0x…","timelock":"0x…","tokenInfo":{…},"deployBlock":…,"head":…,
+//          "proposals":[…],"delegates":[…],"holders":[…]} (addresses lowercase, uint256 as decimal strings,
+//          block numbers as JSON numbers)
+import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run } from "./lib/common.mjs";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  createWalletClient,
+  decodeEventLog,
+  encodeFunctionData,
+  http,
+  keccak256,
+  toHex,
+  zeroAddress,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import solc from "solc";
+
+const USAGE = `usage: governance.mjs --rpc URL [--key HEX]
+  --rpc   a running anvil (any chain id; it must accept anvil_mine)
+  --key   deployer key (default: anvil account #0); the holders are always anvil accounts #1..#4`;
+
+const CONTRACTS_DIR = new URL("./contracts/", import.meta.url);
+const NODE_MODULES_DIR = new URL("./node_modules/", import.meta.url);
+const OZ_PREFIX = "@openzeppelin/contracts/";
+const TIMELOCK_SOURCE = `${OZ_PREFIX}governance/TimelockController.sol`;
+
+// Anvil's default mnemonic, accounts #1..#4: the token holders and voters.
+const HOLDER_KEYS = [
+  "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+  "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+  "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
+  "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
+];
+// Deliberately odd amounts (wei, 18 decimals): beyond 2^64 and beyond f64's exact integers.
+const HOLDER_AMOUNTS = [345043375299837213698988n, 120000000000000000000001n, 7777777777777777777777n, 1n];
+const TIMELOCK_MIN_DELAY = 60n; // seconds
+
+const DESCRIPTION_A = "# Proposal A\nFund the test grants program.";
+const DESCRIPTION_B = "# Proposal B\nRaise the grants budget for next quarter.";
+
+// IGovernor.ProposalState, in enum order.
+const PROPOSAL_STATES = ["Pending", "Active", "Canceled", "Defeated", "Succeeded", "Queued", "Expired", "Executed"];
+const AGAINST = 0;
+const FOR = 1;
+const ABSTAIN = 2;
+
+function compile() {
+  const files = ["GovToken.sol", "GovGovernor.sol"];
+  const input = {
+    language: "Solidity",
+    sources: Object.fromEntries(
+      files.map((f) => [f, { content: readFileSync(fileURLToPath(new URL(f, CONTRACTS_DIR)), "utf8") }]),
+    ),
+    settings: {
+      optimizer: { enabled: true, runs: 200 },
+      // Pinned so the bytecode runs on any anvil hardfork from cancun on.
+      evmVersion: "cancun",
+      outputSelection: {
+        "GovToken.sol": { GovToken: ["abi", "evm.bytecode.object"] },
+        "GovGovernor.sol": { GovGovernor: ["abi", "evm.bytecode.object"] },
+        [TIMELOCK_SOURCE]: { TimelockController: ["abi", "evm.bytecode.object"] },
+      },
+    },
+  };
+  // Only OpenZeppelin imports are resolved, from the pinned package in node_modules.
+  const findImports = (path) => {
+    if (!path.startsWith(OZ_PREFIX) || path.includes("..")) return { error: `import not allowed: ${path}` };
+    try {
+      return { contents: readFileSync(fileURLToPath(new URL(path, NODE_MODULES_DIR)), "utf8") };
+    } catch (err) {
+      return { error: `cannot read ${path} (run npm install in tests/chain): ${err.message}` };
+    }
+  };
+  const t0 = Date.now();
+  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports }));
+  const diagnostics = output.errors ?? [];
+  // solc 0.8.37 warns about OpenZeppelin's own code ("at" becomes a keyword): count, don't print.
+  const ozWarnings = diagnostics.filter((d) => d.severity !== "error" && d.sourceLocation?.file?.startsWith(OZ_PREFIX));
+  for (const d of diagnostics) {
+    if (!ozWarnings.includes(d)) log(`solc ${d.severity}: ${d.formattedMessage ?? d.message}`);
+  }
+  if (diagnostics.some((d) => d.severity === "error")) throw new Error("the contracts do not compile");
+  const pick = (file, name) => {
+    const c = output.contracts?.[file]?.[name];
+    if (!c?.evm?.bytecode?.object) throw new Error(`solc produced no bytecode for ${name}`);
+    return { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
+  };
+  const ozVersion = JSON.parse(
+    readFileSync(fileURLToPath(new URL(`${OZ_PREFIX}package.json`, NODE_MODULES_DIR)), "utf8"),
+  ).version;
+  log(
+    `compiled ${files.join(", ")} and TimelockController (OpenZeppelin ${ozVersion}) with solc ${solc.version()} ` +
+      `in ${Date.now() - t0} ms (${ozWarnings.length} warnings in OpenZeppelin sources not shown)`,
+  );
+  return {
+    token: pick("GovToken.sol", "GovToken"),
+    governor: pick("GovGovernor.sol", "GovGovernor"),
+    timelock: pick(TIMELOCK_SOURCE, "TimelockController"),
+  };
+}
+
+/** The revert reason / custom error of a failed call or gas estimate, as readable as viem makes it. */
+function describeError(err) {
+  if (err instanceof BaseError) {
+    const revert = err.walk((e) => e instanceof ContractFunctionRevertedError);
+    if (revert instanceof ContractFunctionRevertedError) {
+      const name = revert.data?.errorName ?? revert.reason ?? "revert";
+      const detail = revert.data?.args ? `(${revert.data.args.map(String).join(", ")})` : "";
+      return `reverted: ${name}${detail}`;
+    }
+    return err.shortMessage;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+run(async () => {
+  const started = Date.now();
+  const opts = args({ rpc: { type: "string" }, key: { type: "string" } }, USAGE);
+  const rpc = checkUrl(required(opts, "rpc", USAGE), "rpc");
+  const deployer = privateKeyToAccount(normalizeKey(opts.key ?? ANVIL_KEY_0));
+  const holders = HOLDER_KEYS.map((k) => privateKeyToAccount(k));
+  const [h1, h2, h3] = holders; // #4 holds 1 wei and never delegates
+
+  const probe = createPublicClient({ transport: http(rpc) });
+  const chainId = await probe.getChainId().catch((err) => {
+    throw new Error(`cannot reach --rpc ${rpc}: ${describeError(err)}`);
+  });
+  const artifacts = compile();
+  const chain = localChain(rpc, chainId);
+  const transport = http(rpc);
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: POLLING_INTERVAL_MS });
+  const walletOf = (account) => createWalletClient({ account, chain, transport, pollingInterval: POLLING_INTERVAL_MS });
+  const wallets = new Map([deployer, ...holders].map((a) => [a.address, walletOf(a)]));
+
+  // Every ABI we know, so any log in any receipt can be named (for the stderr summary) and any
+  // custom error decoded.
+  const allAbi = [...artifacts.governor.abi, ...artifacts.timelock.abi, ...artifacts.token.abi];
+  const receipts = [];
+
+  /** Sends one transaction, waits for its receipt and fails clearly if it reverts. */
+  async function send(label, account, request) {
+    let hash;
+    try {
+      hash = request.bytecode
+        ? await wallets.get(account.address).deployContract(request)
+        : await wallets.get(account.address).writeContract(request);
+    } catch (err) {
+      throw new Error(`${label}: ${describeError(err)}`);
+    }
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`${label}: transaction reverted (tx ${hash})`);
+    receipts.push({ label, receipt });
+    log(`${label}: block ${receipt.blockNumber}, tx ${hash}`);
+    return receipt;
+  }
+  async function deploy(label, { abi, bytecode }, ctorArgs) {
+    const receipt = await send(label, deployer, { abi, bytecode, args: ctorArgs });
+    if (!receipt.contractAddress) throw new Error(`${label}: no contract address in the receipt`);
+    return { receipt, address: receipt.contractAddress.toLowerCase() };
+  }
+  /** Mines `n` empty blocks (anvil only). */
+  async function mine(n) {
+    if (n <= 0n) return;
+    try {
+      await publicClient.request({ method: "anvil_mine", params: [toHex(n)] });
+    } catch (err) {
+      throw new Error(`anvil_mine failed (is --rpc an anvil node?): ${describeError(err)}`);
+    }
+  }
+  /** Mines until the next transaction lands in block `target`. */
+  async function mineUntilNextTxIn(target) {
+    const head = await publicClient.getBlockNumber({ cacheTime: 0 }); // viem caches the head, and anvil_mine moves it
+    await mine(target - 1n - head);
+  }
+
+  // --- Contracts -------------------------------------------------------------------------------
+  const tokenDeploy = await deploy("deploy GovToken", artifacts.token, [holders.map((h) => h.address), HOLDER_AMOUNTS]);
+  const token = { address: tokenDeploy.address, abi: artifacts.token.abi };
+  const timelockDeploy = await deploy("deploy TimelockController", artifacts.timelock, [
+    TIMELOCK_MIN_DELAY,
+    [], // proposers: the governor, granted below once it exists
+    [zeroAddress], // executors: anyone
+    deployer.address, // temporary admin, renounced below
+  ]);
+  const timelock = { address: timelockDeploy.address, abi: artifacts.timelock.abi };
+  const governorDeploy = await deploy("deploy GovGovernor", artifacts.governor, [token.address, timelock.address]);
+  const governor = { address: governorDeploy.address, abi: artifacts.governor.abi };
+
+  const read = (contract, functionName, a = []) =>
+    publicClient.readContract({ address: contract.address, abi: contract.abi, functionName, args: a });
+  const write = (label, account, contract, functionName, a) =>
+    send(label, account, { address: contract.address, abi: contract.abi, functionName, args: a });
+
+  const [proposerRole, cancellerRole, adminRole] = await Promise.all([
+    read(timelock, "PROPOSER_ROLE"),
+    read(timelock, "CANCELLER_ROLE"),
+    read(timelock, "DEFAULT_ADMIN_ROLE"),
+  ]);
+  await write("timelock: grant PROPOSER_ROLE to governor", deployer, timelock, "grantRole", [proposerRole, governor.address]);
+  await write("timelock: grant CANCELLER_ROLE to governor", deployer, timelock, "grantRole", [cancellerRole, governor.address]);
+  await write("timelock: deployer renounces admin", deployer, timelock, "renounceRole", [adminRole, deployer.address]);
+
+  // --- Delegations -----------------------------------------------------------------------------
+  await write("#1 delegates to #1", h1, token, "delegate", [h1.address]);
+  await write("#2 delegates to #2", h2, token, "delegate", [h2.address]);
+  await write("#3 delegates to #1", h3, token, "delegate", [h1.address]);
+  await mine(1n); // the delegations are now in a past block, before any proposal's snapshot
+
+  // --- Proposals -------------------------------------------------------------------------------
+  const proposals = [];
+  async function propose(label, proposer, description, call) {
+    const targets = [token.address];
+    const values = [0n];
+    const calldatas = [encodeFunctionData({ abi: token.abi, functionName: call.functionName, args: call.args })];
+    const receipt = await write(label, proposer, governor, "propose", [targets, values, calldatas, description]);
+    const created = decodeLogs(receipt, governor).find((e) => e.eventName === "ProposalCreated");
+    if (!created) throw new Error(`${label}: no ProposalCreated event in the receipt`);
+    const id = await read(governor, "getProposalId", [targets, values, calldatas, keccak256(toHex(description))]);
+    if (created.args.proposalId !== id) throw new Error(`${label}: event id ${created.args.proposalId} != getProposalId ${id}`);
+    if (created.args.description !== description) throw new Error(`${label}: event carries another description`);
+    const p = { id, description, targets, values, calldatas, created: receipt, votes: [] };
+    proposals.push(p);
+    // Mine past the voting delay: the first vote lands right after the snapshot block.
+    const snapshot = await read(governor, "proposalSnapshot", [id]);
+    await mineUntilNextTxIn(snapshot + 1n);
+    return p;
+  }
+  async function vote(label, voter, p, support, reason) {
+    const receipt = await write(label, voter, governor, "castVoteWithReason", [p.id, support, reason]);
+    const cast = decodeLogs(receipt, governor).find((e) => e.eventName === "VoteCast");
+    if (!cast) throw new Error(`${label}: no VoteCast event in the receipt`);
+    p.votes.push({ receipt, cast });
+  }
+  function decodeLogs(receipt, contract) {
+    return receipt.logs
+      .filter((l) => l.address.toLowerCase() === contract.address)
+      .map((l) => {
+        try {
+          return decodeEventLog({ abi: contract.abi, data: l.data, topics: l.topics });
+        } catch {
+          return null;
+        }
+      })
+      .filter(Boolean);
+  }
+
+  const a = await propose("#1 proposes A", h1, DESCRIPTION_A, { functionName: "transfer", args: [h1.address, 0n] });
+  await vote("#1 votes For on A", h1, a, FOR, "Ship it");
+  await vote("#2 votes Against on A", h2, a, AGAINST, "");
+  // Mine past voteEnd so that a view call at the head already sees the outcome (eth_call runs in
+  // the head block's context: at head == voteEnd the proposal is still Active).
+  await mineUntilNextTxIn((await read(governor, "proposalDeadline", [a.id])) + 2n);
+  const stateBeforeQueue = PROPOSAL_STATES[await read(governor, "state", [a.id])];
+  if (stateBeforeQueue !== "Succeeded") throw new Error(`proposal A is ${stateBeforeQueue} after its deadline, not Succeeded`);
+  a.queued = await write("queue A", deployer, governor, "queue", [
+    a.targets,
+    a.values,
+    a.calldatas,
+    keccak256(toHex(a.description)),
+  ]);
+
+  const b = await propose("#2 proposes B", h2, DESCRIPTION_B, { functionName: "approve", args: [h2.address, 0n] });
+  await vote("#2 votes Abstain on B", h2, b, ABSTAIN, "Need more detail");
+
+  // --- Read everything back ----------------------------------------------------------------------
+  const head = await publicClient.getBlockNumber({ cacheTime: 0 }); // viem caches the head, and anvil_mine moves it
+  const [tokenName, tokenSymbol, tokenDecimals, totalSupply] = await Promise.all([
+    read(token, "name"),
+    read(token, "symbol"),
+    read(token, "decimals"),
+    read(token, "totalSupply"),
+  ]);
+  const out = {
+    chainId,
+    governor: governor.address,
+    token: token.address,
+    timelock: timelock.address,
+    tokenInfo: { name: tokenName, symbol: tokenSymbol, decimals: Number(tokenDecimals), totalSupply: totalSupply.toString() },
+    deployBlock: Number(tokenDeploy.receipt.blockNumber),
+    head: Number(head),
+    proposals: [],
+    delegates: [],
+    holders: [],
+  };
+  for (const p of proposals) {
+    const [proposer, voteStart, voteEnd, stateIdx, eta, tally] = await Promise.all([
+      read(governor, "proposalProposer", [p.id]),
+      read(governor, "proposalSnapshot", [p.id]),
+      read(governor, "proposalDeadline", [p.id]),
+      read(governor, "state", [p.id]),
+      read(governor, "proposalEta", [p.id]),
+      read(governor, "proposalVotes", [p.id]),
+    ]);
+    const quorum = await read(governor, "quorum", [voteStart]); // 4% of the supply at the snapshot
+    const votes = [];
+    for (const { receipt, cast } of p.votes) {
+      const { voter, proposalId, support, weight, reason } = cast.args;
+      if (proposalId !== p.id) throw new Error(`VoteCast for ${proposalId}, expected ${p.id}`);
+      const pastVotes = await read(token, "getPastVotes", [voter, voteStart]);
+      if (pastVotes !== weight) throw new Error(`VoteCast weight ${weight} != getPastVotes ${pastVotes} for ${voter}`);
+      if (!(await read(governor, "hasVoted", [p.id, voter]))) throw new Error(`hasVoted(${voter}) is false`);
+      votes.push({
+        voter: voter.toLowerCase(),
+        support: Number(support),
+        weight: weight.toString(),
+        reason,
+        block: Number(receipt.blockNumber),
+        txHash: receipt.transactionHash,
+      });
+    }
+    const [against, forVotes, abstain] = tally;
+    out.proposals.push({
+      id: p.id.toString(),
+      proposer: proposer.toLowerCase(),
+      description: p.description,
+      voteStart: Number(voteStart),
+      voteEnd: Number(voteEnd),
+      state: PROPOSAL_STATES[stateIdx] ?? `Unknown(${stateIdx})`,
+      targets: p.targets.map((t) => t.toLowerCase()),
+      values: p.values.map((v) => v.toString()),
+      calldatas: p.calldatas,
+      createdBlock: Number(p.created.blockNumber),
+      createdTxHash: p.created.transactionHash,
+      queuedBlock: p.queued ? Number(p.queued.blockNumber) : null,
+      queuedTxHash: p.queued ? p.queued.transactionHash : null,
+      eta: eta.toString(), // timelock ready time in seconds (0 when not queued); varies between runs
+      quorum: quorum.toString(),
+      tally: { against: against.toString(), for: forVotes.toString(), abstain: abstain.toString() },
+      votes,
+    });
+  }
+  for (const d of [h1, h2]) {
+    out.delegates.push({ address: d.address.toLowerCase(), votes: (await read(token, "getVotes", [d.address])).toString() });
+  }
+  for (const h of holders) {
+    const [balance, delegate, votes] = await Promise.all([
+      read(token, "balanceOf", [h.address]),
+      read(token, "delegates", [h.address]),
+      read(token, "getVotes", [h.address]),
+    ]);
+    out.holders.push({
+      address: h.address.toLowerCase(),
+      balance: balance.toString(),
+      delegate: delegate.toLowerCase(),
+      votes: votes.toString(),
+    });
+  }
+
+  // Sanity: the scenario the tests rely on.
+  const [outA, outB] = out.proposals;
+  if (outA.state !== "Queued") throw new Error(`proposal A is ${outA.state}, expected Queued`);
+  if (outB.state !== "Active") throw new Error(`proposal B is ${outB.state}, expected Active`);
+  HOLDER_AMOUNTS.forEach((amount, i) => {
+    if (out.holders[i].balance !== amount.toString()) throw new Error(`holder #${i + 1} balance ${out.holders[i].balance} != ${amount}`);
+  });
+
+  // Which events the scenario emitted, by contract and topic0 (for whoever writes the decoder).
+  const seen = new Map();
+  const names = new Map([
+    [token.address, "token"],
+    [timelock.address, "timelock"],
+    [governor.address, "governor"],
+  ]);
+  for (const { receipt } of receipts) {
+    for (const l of receipt.logs) {
+      let name = "?";
+      try {
+        name = decodeEventLog({ abi: allAbi, data: l.data, topics: l.topics }).eventName;
+      } catch {}
+      const key = `${names.get(l.address.toLowerCase()) ?? l.address} ${name} ${l.topics[0]}`;
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+    }
+  }
+  for (const [key, n] of seen) log(`event ${key} x${n}`);
+  log(`done in ${Date.now() - started} ms: A ${outA.state}, B ${outB.state}, head ${out.head}`);
+  emit(out);
+});
