@@ -30,6 +30,10 @@ pub enum Command {
         /// Directory holding the three CSV files.
         path: std::path::PathBuf,
     },
+    /// Fetch the registry's sources once (Snapshot, Discourse, on-chain governors) and publish
+    /// a new data revision if anything changed. Failing sources are reported and recorded;
+    /// the exit status is non-zero when any source failed.
+    Ingest(IngestArgs),
     /// Manage partner tokens.
     #[command(subcommand)]
     Tokens(TokensCommand),
@@ -71,6 +75,31 @@ pub enum TokensCommand {
     },
 }
 
+/// The DAO registry file.
+#[derive(Debug, Clone, Args)]
+pub struct RegistryArgs {
+    /// DAO registry (TOML): which DAOs are covered and where their sources live. The bundled
+    /// registry (data/registry.toml) is used when unset.
+    #[arg(long, env = "GOVDATA_REGISTRY")]
+    pub registry: Option<std::path::PathBuf>,
+}
+
+/// `govdata ingest`.
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Only this DAO (its daoId).
+    #[arg(long)]
+    pub dao: Option<String>,
+    /// Only this source.
+    #[arg(long, value_parser = ["snapshot", "discourse", "onchain"])]
+    pub source: Option<String>,
+    /// Timeout of one upstream request (`30s`).
+    #[arg(long, env = "GOVDATA_UPSTREAM_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub upstream_timeout: std::time::Duration,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
     /// The store: `sqlite://PATH` (embedded, created on first start) or `postgres://…`.
@@ -89,6 +118,11 @@ pub struct ServeArgs {
     /// Do not load the bundled sample into an empty store.
     #[arg(long, env = "GOVDATA_NO_SAMPLE")]
     pub no_sample: bool,
+    /// Run ingestion inside the server: at start, then this long after each run ends (`15m`, `1h`).
+    #[arg(long, env = "GOVDATA_INGEST_EVERY", value_parser = humantime::parse_duration)]
+    pub ingest_every: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     #[command(flatten)]
     pub payments: PaymentArgs,
 }

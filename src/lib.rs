@@ -10,6 +10,7 @@
 pub mod api;
 pub mod config;
 pub mod contract;
+pub mod ingest;
 pub mod sample;
 pub mod server;
 pub mod store;

@@ -1,9 +1,9 @@
 //! The `govdata` command: serve (default), migrate, import, tokens.
 use anyhow::Context;
 use clap::Parser;
-use govdata::config::{Cli, Command, ServeArgs, Settings, TokensCommand};
+use govdata::config::{Cli, Command, IngestArgs, ServeArgs, Settings, TokensCommand};
 use govdata::contract::{access::Scope, time::now_ms};
-use govdata::{sample, server, store};
+use govdata::{ingest, sample, server, store};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -31,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{report}");
             Ok(())
         }
+        Command::Ingest(args) => ingest(&url, args).await,
         Command::Tokens(cmd) => tokens(&url, cmd).await,
         Command::Synth { votes, voters, proposals, dao } => {
             let db = store::connect(&url).await?;
@@ -50,6 +51,11 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
     {
         tracing::info!("empty store: loaded the bundled sample\n{report}");
     }
+    let registry = ingest::load_registry(args.registry.registry.as_ref())?;
+    if let Some(every) = args.ingest_every {
+        tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
+        ingest::schedule::spawn(db.clone(), registry, every, ingest::RunOptions::default());
+    }
     let (server, bound) = server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
     tracing::info!(
         "govdata listening on http://{bound} (store {}, ready in {} ms); docs at http://{bound}/docs",
@@ -57,6 +63,24 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
         started.elapsed().as_millis()
     );
     server.await?;
+    Ok(())
+}
+
+async fn ingest(url: &str, args: IngestArgs) -> anyhow::Result<()> {
+    let registry = ingest::load_registry(args.registry.registry.as_ref())?;
+    let db = store::connect(url).await.with_context(|| format!("opening the store at {}", redact(url)))?;
+    let options = ingest::RunOptions {
+        dao: args.dao,
+        source: args.source.as_deref().and_then(ingest::SourceKind::parse),
+        trigger: "manual",
+        policy: ingest::RetryPolicy { timeout: args.upstream_timeout, ..Default::default() },
+    };
+    let report = ingest::run_once(&db, &registry, &options).await?;
+    println!("{report}");
+    let failed = report.outcomes.iter().filter(|o| o.result.is_err()).count();
+    if failed > 0 {
+        anyhow::bail!("{failed} of {} sources failed; the others were published", report.outcomes.len());
+    }
     Ok(())
 }
 

@@ -13,4 +13,5 @@ pub mod operations;
 pub mod params;
 pub mod signals;
 pub mod time;
+pub mod urls;
 pub mod yaml;

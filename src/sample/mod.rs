@@ -16,7 +16,7 @@ use crate::store::entities::ingestion_run;
 use crate::store::publish::{self, now_ms};
 
 mod parse;
-mod registry;
+pub mod registry;
 pub mod synth;
 mod write;
 

@@ -12,8 +12,8 @@ use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
 use super::TableCounts;
 use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
 use super::registry::{self, DEFAULT_REGISTRY};
-use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
 use crate::kept;
+use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
 use crate::store::upsert::{Changes, by_key, stored, upsert};
 use crate::store::{address, keys};
 
@@ -272,4 +272,3 @@ fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64) -> vot
         block_number: old.and_then(|s| s.block_number),
     }
 }
-

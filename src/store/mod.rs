@@ -2,6 +2,7 @@
 //! Nothing here knows about HTTP.
 pub mod activity;
 pub mod address;
+pub mod apply;
 pub mod brief;
 pub mod daos;
 pub mod decimal;
@@ -18,10 +19,11 @@ pub mod publish;
 pub mod search;
 pub mod settings;
 pub mod signals;
+pub mod staging;
 pub mod tally;
 pub mod tokens;
-pub mod upsert;
 pub mod topics;
+pub mod upsert;
 pub mod voters;
 
 use std::time::Duration;

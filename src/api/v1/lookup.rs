@@ -138,73 +138,10 @@ impl poem_openapi::types::Example for LookupResult {
         }
     }
 }
-
-/// A URL form the lookup recognises.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProposalUrl {
-    /// `snapshot.org/#/<space>/proposal/<id>` or `snapshot.box/#/s:<space>/proposal/<id>`.
-    Snapshot { space: String, id: String },
-    /// `tally.xyz/gov/<org>/proposal/<id>`.
-    Tally { org: String, id: String },
-    /// A Discourse topic: `<forum>/t/<slug>/<id>` (or `/t/<id>`, optionally `/<post>`).
-    Discourse { host: String, topic_id: String },
-}
+pub use crate::contract::urls::{ProposalUrl, parse_url, split_host};
 
 const URL_FORMS: &str = "https://snapshot.org/#/<space>/proposal/<id>, https://snapshot.box/#/s:<space>/proposal/<id>, \
      https://www.tally.xyz/gov/<org>/proposal/<id>, or a Discourse topic https://<forum>/t/<slug>/<topicId>";
-
-/// The lowercase host of `url` (scheme optional, `www.` and port dropped) and the rest.
-pub fn split_host(url: &str) -> (String, &str) {
-    let t = url.trim();
-    let rest = ["https://", "http://"]
-        .iter()
-        .find_map(|s| t.get(..s.len()).filter(|p| p.eq_ignore_ascii_case(s)).map(|_| &t[s.len()..]))
-        .unwrap_or(t);
-    let end = rest.find(['/', '#', '?']).unwrap_or(rest.len());
-    let host = rest[..end].to_ascii_lowercase();
-    let host = host.split(':').next().unwrap_or_default();
-    (host.strip_prefix("www.").unwrap_or(host).to_owned(), &rest[end..])
-}
-
-fn segments(path: &str) -> Vec<&str> {
-    path.split(['?', '#']).next().unwrap_or_default().split('/').filter(|s| !s.is_empty()).collect()
-}
-
-/// Recognises the URL forms of [`ProposalUrl`].
-pub fn parse_url(url: &str) -> Option<ProposalUrl> {
-    let (host, rest) = split_host(url);
-    if host.is_empty() {
-        return None;
-    }
-    match host.as_str() {
-        "snapshot.org" | "snapshot.box" => {
-            let fragment = rest.split_once('#')?.1;
-            let parts: Vec<&str> = fragment.split('?').next()?.split('/').filter(|s| !s.is_empty()).collect();
-            match parts.as_slice() {
-                [space, "proposal", id, ..] => {
-                    let space = space.strip_prefix("s:").unwrap_or(space);
-                    (!space.is_empty()).then(|| ProposalUrl::Snapshot { space: space.to_owned(), id: (*id).to_owned() })
-                }
-                _ => None,
-            }
-        }
-        "tally.xyz" => match segments(rest).as_slice() {
-            ["gov", org, "proposal", id, ..] => Some(ProposalUrl::Tally { org: org.to_string(), id: id.to_string() }),
-            _ => None,
-        },
-        _ => {
-            let parts = segments(rest);
-            let t = parts.iter().position(|s| *s == "t")?;
-            let numeric = |s: &&str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-            let id = match &parts[t + 1..] {
-                [id, ..] if numeric(id) => id,
-                [_slug, id, ..] if numeric(id) => id,
-                _ => return None,
-            };
-            Some(ProposalUrl::Discourse { host, topic_id: id.to_string() })
-        }
-    }
-}
 
 fn field(name: &str, reason: impl Into<String>, expected: Option<&str>, received: Option<&str>) -> FieldError {
     FieldError {

@@ -13,6 +13,7 @@ pub mod proposal;
 pub mod setting;
 pub mod signal;
 pub mod source_watermark;
+pub mod staged_record;
 pub mod vote;
 pub mod voter;
 pub mod voter_dao_stat;

@@ -6,12 +6,13 @@ use sea_orm_migration::prelude::*;
 
 mod m0001_initial;
 mod m0002_search;
+mod m0003_staging;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m0001_initial::Migration), Box::new(m0002_search::Migration)]
+        vec![Box::new(m0001_initial::Migration), Box::new(m0002_search::Migration), Box::new(m0003_staging::Migration)]
     }
 }

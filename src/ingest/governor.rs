@@ -1,0 +1,453 @@
+//! On-chain governors over Ethereum JSON-RPC: OpenZeppelin Governor and Compound GovernorBravo
+//! (which share every event signature read here), and the governance token's delegation events.
+//!
+//! Logs are read with `eth_getLogs` in bounded block ranges (halved when a node refuses a range)
+//! up to `head - confirmations`, so a reorg cannot rewrite what was stored; the next run resumes
+//! after the last block read. Events are decoded by ABI types. Amounts are uint256 and stay
+//! exact: decimal text of the integer in the token's smallest unit (wei).
+//!
+//! The proposal state, the tallies and the quorum come from the governor itself (`state`,
+//! `proposalVotes`, `quorum`), read for every proposal the run saw and every stored one that can
+//! still change.
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_sol_types::{SolCall, SolEvent, sol};
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::registry::OnchainSource;
+use super::{Connector, Resume, Sink, Upstream, UpstreamError};
+use crate::store::apply::Watermark;
+use crate::store::staging::{DelegateRecord, ONCHAIN, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord};
+
+sol! {
+    event ProposalCreated(uint256 proposalId, address proposer, address[] targets, uint256[] values, string[] signatures, bytes[] calldatas, uint256 voteStart, uint256 voteEnd, string description);
+    event VoteCast(address indexed voter, uint256 proposalId, uint8 support, uint256 weight, string reason);
+    event VoteCastWithParams(address indexed voter, uint256 proposalId, uint8 support, uint256 weight, string reason, bytes params);
+    event ProposalQueued(uint256 proposalId, uint256 etaSeconds);
+    event ProposalExecuted(uint256 proposalId);
+    event ProposalCanceled(uint256 proposalId);
+    event DelegateVotesChanged(address indexed delegate, uint256 previousVotes, uint256 newVotes);
+
+    function state(uint256 proposalId) external view returns (uint8);
+    function proposalVotes(uint256 proposalId) external view returns (uint256 againstVotes, uint256 forVotes, uint256 abstainVotes);
+    function proposalSnapshot(uint256 proposalId) external view returns (uint256);
+    function proposalDeadline(uint256 proposalId) external view returns (uint256);
+    function quorum(uint256 timepoint) external view returns (uint256);
+}
+
+pub const ORIGIN: &str = "governor-logs";
+/// Simple counting: Against = 0, For = 1, Abstain = 2. A vote's choice is `support + 1`, so it
+/// indexes these labels from 1 as Snapshot choices do.
+pub const CHOICES: [&str; 3] = ["Against", "For", "Abstain"];
+/// `IGovernor.ProposalState`, in enum order (GovernorBravo's is the same).
+const STATES: [&str; 8] = ["pending", "active", "canceled", "defeated", "succeeded", "queued", "expired", "executed"];
+
+pub struct GovernorConnector {
+    pub upstream: Upstream,
+    pub dao_id: String,
+    pub source: OnchainSource,
+}
+
+#[derive(Debug, Deserialize)]
+struct RpcResponse<T> {
+    result: Option<T>,
+    error: Option<RpcError>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Log {
+    address: Address,
+    topics: Vec<B256>,
+    data: Bytes,
+    block_number: U256,
+    transaction_hash: Option<B256>,
+    #[serde(default)]
+    removed: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Block {
+    timestamp: U256,
+}
+
+/// A proposal first seen in this run, completed with the governor's view before staging.
+struct Created {
+    event: ProposalCreated,
+    block: u64,
+    tx: B256,
+}
+
+impl Connector for GovernorConnector {
+    async fn fetch(&self, resume: &Resume, sink: &mut Sink<'_>) -> anyhow::Result<Watermark> {
+        let chain: U256 = self.rpc("eth_chainId", json!([])).await?;
+        if chain != U256::from(self.source.chain_id) {
+            bail!("{} serves chain {chain}, the registry says {}", self.source.rpc_url, self.source.chain_id);
+        }
+        let head = u64_of(self.rpc::<U256>("eth_blockNumber", json!([])).await?)?;
+        let safe = head.saturating_sub(self.source.confirmations);
+        let from = match resume.position.as_deref().map(str::parse::<u64>) {
+            Some(Ok(done)) => done + 1,
+            Some(Err(_)) => bail!("unreadable resume position {:?}", resume.position),
+            None => self.source.start_block,
+        };
+        let governor: Address = self.source.governor.parse().context("governor address")?;
+        let token: Address = self.source.token.parse().context("token address")?;
+
+        let mut times = BlockTimes::default();
+        let mut created: Vec<Created> = Vec::new();
+        let mut touched: BTreeSet<U256> = BTreeSet::new();
+        let mut powers: BTreeMap<Address, (U256, u64)> = BTreeMap::new();
+        let mut start = from;
+        let mut range = self.source.block_range.max(1);
+        while start <= safe {
+            let end = (start + range - 1).min(safe);
+            let logs = match self.logs(governor, token, start, end).await {
+                Ok(logs) => logs,
+                Err(e) if range > 1 && refused_range(&e) => {
+                    range = (range / 2).max(1);
+                    tracing::debug!(start, range, "the node refused the block range; halving it");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for log in logs.into_iter().filter(|l| !l.removed) {
+                let block = u64_of(log.block_number)?;
+                let tx = log.transaction_hash.unwrap_or_default();
+                let Some(topic0) = log.topics.first().copied() else { continue };
+                if log.address == token {
+                    if topic0 == DelegateVotesChanged::SIGNATURE_HASH {
+                        let e = DelegateVotesChanged::decode_raw_log(log.topics.iter().copied(), &log.data)?;
+                        powers.insert(e.delegate, (e.newVotes, block));
+                    }
+                    continue;
+                }
+                match topic0 {
+                    t if t == ProposalCreated::SIGNATURE_HASH => {
+                        let event = ProposalCreated::decode_raw_log(log.topics.iter().copied(), &log.data)?;
+                        touched.insert(event.proposalId);
+                        created.push(Created { event, block, tx });
+                    }
+                    t if t == VoteCast::SIGNATURE_HASH => {
+                        let e = VoteCast::decode_raw_log(log.topics.iter().copied(), &log.data)?;
+                        let at = times.get(self, block).await?;
+                        touched.insert(e.proposalId);
+                        sink.push(Record::Vote(self.vote(
+                            e.voter,
+                            e.proposalId,
+                            e.support,
+                            e.weight,
+                            e.reason,
+                            at,
+                            block,
+                            tx,
+                        )))
+                        .await?;
+                    }
+                    t if t == VoteCastWithParams::SIGNATURE_HASH => {
+                        let e = VoteCastWithParams::decode_raw_log(log.topics.iter().copied(), &log.data)?;
+                        let at = times.get(self, block).await?;
+                        touched.insert(e.proposalId);
+                        sink.push(Record::Vote(self.vote(
+                            e.voter,
+                            e.proposalId,
+                            e.support,
+                            e.weight,
+                            e.reason,
+                            at,
+                            block,
+                            tx,
+                        )))
+                        .await?;
+                    }
+                    t if t == ProposalQueued::SIGNATURE_HASH => {
+                        touched
+                            .insert(ProposalQueued::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId);
+                    }
+                    t if t == ProposalExecuted::SIGNATURE_HASH => {
+                        touched.insert(
+                            ProposalExecuted::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId,
+                        );
+                    }
+                    t if t == ProposalCanceled::SIGNATURE_HASH => {
+                        touched.insert(
+                            ProposalCanceled::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId,
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            start = end + 1;
+        }
+
+        // The governor's own view of every proposal that was seen or can still change.
+        let created_ids: BTreeSet<U256> = created.iter().map(|c| c.event.proposalId).collect();
+        for c in created {
+            let view = self.view(c.event.proposalId, head, &mut times).await?;
+            let at = times.get(self, c.block).await?;
+            sink.push(Record::Proposal(Box::new(self.proposal(c, view, at)))).await?;
+        }
+        let open = resume.open_proposals.iter().filter_map(|id| id.parse::<U256>().ok());
+        for id in touched.into_iter().chain(open).collect::<BTreeSet<_>>().difference(&created_ids) {
+            let view = self.view(*id, head, &mut times).await?;
+            sink.push(Record::ProposalUpdate(ProposalUpdate {
+                dao_id: self.dao_id.clone(),
+                proposal: ProposalRef { source: ONCHAIN.to_owned(), external_id: id.to_string() },
+                state: view.state.clone(),
+                scores: view.scores.clone(),
+                scores_total: view.total.clone(),
+                quorum: view.quorum.clone(),
+                start_ms: view.start_ms,
+                end_ms: view.end_ms,
+            }))
+            .await?;
+        }
+        let as_of = times.get(self, safe).await?;
+        for (delegate, (votes, _)) in powers {
+            sink.push(Record::Delegate(DelegateRecord {
+                dao_id: self.dao_id.clone(),
+                address: lower(delegate),
+                voting_power_raw: votes.to_string(),
+                decimals: self.source.token_decimals,
+                delegators_count: None,
+                as_of_ms: as_of,
+            }))
+            .await?;
+        }
+        let position = if safe >= from { safe } else { from.saturating_sub(1) };
+        Ok(Watermark { data_as_of_ms: as_of, position: Some(position.to_string()) })
+    }
+}
+
+/// The governor's current view of one proposal; `None` where the governor does not say
+/// (GovernorBravo has no `proposalVotes`, a quorum is only defined once voting started).
+#[derive(Debug, Default)]
+struct View {
+    state: Option<String>,
+    scores: Option<Vec<String>>,
+    total: Option<String>,
+    quorum: Option<String>,
+    start_ms: Option<i64>,
+    end_ms: Option<i64>,
+}
+
+impl GovernorConnector {
+    async fn rpc<T: DeserializeOwned>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response: RpcResponse<T> = self.upstream.post_json(&self.source.rpc_url, &body).await?;
+        if let Some(e) = response.error {
+            return Err(UpstreamError::Protocol {
+                url: self.source.rpc_url.clone(),
+                reason: format!("{method}: JSON-RPC error {}: {}", e.code, e.message),
+            }
+            .into());
+        }
+        response.result.ok_or_else(|| {
+            UpstreamError::Malformed { url: self.source.rpc_url.clone(), reason: format!("{method}: no `result`") }
+                .into()
+        })
+    }
+
+    async fn logs(&self, governor: Address, token: Address, from: u64, to: u64) -> anyhow::Result<Vec<Log>> {
+        let topics = [
+            ProposalCreated::SIGNATURE_HASH,
+            VoteCast::SIGNATURE_HASH,
+            VoteCastWithParams::SIGNATURE_HASH,
+            ProposalQueued::SIGNATURE_HASH,
+            ProposalExecuted::SIGNATURE_HASH,
+            ProposalCanceled::SIGNATURE_HASH,
+            DelegateVotesChanged::SIGNATURE_HASH,
+        ];
+        let filter = json!([{
+            "fromBlock": format!("{from:#x}"),
+            "toBlock": format!("{to:#x}"),
+            "address": [governor, token],
+            "topics": [topics],
+        }]);
+        self.rpc("eth_getLogs", filter).await
+    }
+
+    async fn call<C: SolCall>(&self, call: C) -> anyhow::Result<C::Return> {
+        let tx = json!({"to": self.source.governor, "data": Bytes::from(call.abi_encode())});
+        let out: Bytes = self.rpc("eth_call", json!([tx, "latest"])).await?;
+        Ok(C::abi_decode_returns(&out)?)
+    }
+
+    async fn view(&self, id: U256, head: u64, times: &mut BlockTimes) -> anyhow::Result<View> {
+        let mut view = View::default();
+        let state = self.call(stateCall { proposalId: id }).await.context("governor.state")?;
+        view.state = STATES.get(state as usize).map(|s| (*s).to_owned());
+        if let Ok(votes) = self.call(proposalVotesCall { proposalId: id }).await {
+            let scores = [votes.againstVotes, votes.forVotes, votes.abstainVotes];
+            view.total = Some(scores.iter().fold(U256::ZERO, |a, b| a.saturating_add(*b)).to_string());
+            view.scores = Some(scores.iter().map(U256::to_string).collect());
+        }
+        if let Ok(snapshot) = self.call(proposalSnapshotCall { proposalId: id }).await {
+            let snapshot = u64_of(snapshot)?;
+            if snapshot < head {
+                view.start_ms = Some(times.get(self, snapshot).await?);
+                view.quorum =
+                    self.call(quorumCall { timepoint: U256::from(snapshot) }).await.ok().map(|q| q.to_string());
+            }
+        }
+        if let Ok(deadline) = self.call(proposalDeadlineCall { proposalId: id }).await {
+            let deadline = u64_of(deadline)?;
+            if deadline <= head {
+                view.end_ms = Some(times.get(self, deadline).await?);
+            }
+        }
+        Ok(view)
+    }
+
+    fn proposal(&self, c: Created, view: View, created_ms: i64) -> ProposalRecord {
+        let e = c.event;
+        let description = e.description;
+        ProposalRecord {
+            dao_id: self.dao_id.clone(),
+            source: ONCHAIN.to_owned(),
+            external_id: e.proposalId.to_string(),
+            title: title(&description),
+            body: Some(description),
+            author: lower(e.proposer),
+            voting_type: Some("governor".to_owned()),
+            state: view.state.unwrap_or_else(|| "pending".to_owned()),
+            choices: Some(CHOICES.iter().map(|c| (*c).to_owned()).collect()),
+            scores: view.scores,
+            scores_total: view.total,
+            scores_state: None,
+            quorum: view.quorum,
+            start_ms: view.start_ms,
+            end_ms: view.end_ms,
+            created_ms,
+            upstream_vote_count: None,
+            url: None,
+            discussion_url: None,
+            ipfs: None,
+            snapshot_block: Some(e.voteStart.to_string()),
+            tx_hash: Some(format!("{:#x}", c.tx)),
+            block_number: Some(c.block as i64),
+            origin: ORIGIN.to_owned(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn vote(
+        &self,
+        voter: Address,
+        proposal: U256,
+        support: u8,
+        weight: U256,
+        reason: String,
+        created_ms: i64,
+        block: u64,
+        tx: B256,
+    ) -> VoteRecord {
+        VoteRecord {
+            dao_id: self.dao_id.clone(),
+            proposal: ProposalRef { source: ONCHAIN.to_owned(), external_id: proposal.to_string() },
+            voter: lower(voter),
+            choice: (u32::from(support) + 1).to_string(),
+            voting_power: weight.to_string(),
+            vp_from_float: false,
+            reason: Some(reason).filter(|r| !r.is_empty()),
+            created_ms,
+            ipfs: None,
+            tx_hash: Some(format!("{tx:#x}")),
+            block_number: Some(block as i64),
+        }
+    }
+}
+
+/// Block timestamps, read once per block.
+#[derive(Default)]
+struct BlockTimes(HashMap<u64, i64>);
+
+impl BlockTimes {
+    async fn get(&mut self, c: &GovernorConnector, block: u64) -> anyhow::Result<i64> {
+        if let Some(ms) = self.0.get(&block) {
+            return Ok(*ms);
+        }
+        let b: Option<Block> = c.rpc("eth_getBlockByNumber", json!([format!("{block:#x}"), false])).await?;
+        let b = b.with_context(|| format!("block {block} is unknown to the node"))?;
+        let ms = i64::try_from(u64_of(b.timestamp)?).context("block timestamp")?.saturating_mul(1000);
+        self.0.insert(block, ms);
+        Ok(ms)
+    }
+}
+
+/// Whether a node refused `eth_getLogs` for the size of the range or of its answer.
+fn refused_range(e: &anyhow::Error) -> bool {
+    let text = format!("{e:#}").to_ascii_lowercase();
+    ["range", "limit", "too many", "exceed", "-32005", "response size"].iter().any(|w| text.contains(w))
+}
+
+fn u64_of(v: U256) -> anyhow::Result<u64> {
+    u64::try_from(v).map_err(|_| anyhow::anyhow!("{v} does not fit a block number"))
+}
+
+fn lower(a: Address) -> String {
+    format!("{a:#x}")
+}
+
+/// A proposal's title: the first non-empty line of its description, without Markdown heading marks.
+fn title(description: &str) -> String {
+    let line = description.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    let line = line.trim_start_matches('#').trim();
+    let mut title: String = line.chars().take(200).collect();
+    if title.is_empty() {
+        title = "(untitled)".to_owned();
+    }
+    title
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_signatures_match_the_reference_topics() {
+        let hex = |h: B256| format!("{h:#x}");
+        assert_eq!(
+            hex(ProposalCreated::SIGNATURE_HASH),
+            "0x7d84a6263ae0d98d3329bd7b46bb4e8d6f98cd35a7adb45c274c8b7fd5ebd5e0"
+        );
+        assert_eq!(hex(VoteCast::SIGNATURE_HASH), "0xb8e138887d0aa13bab447e82de9d5c1777041ecd21ca36ba824ff1e6c07ddda4");
+        assert_eq!(
+            hex(VoteCastWithParams::SIGNATURE_HASH),
+            "0xe2babfbac5889a709b63bb7f598b324e08bc5a4fb9ec647fb3cbc9ec07eb8712"
+        );
+        assert_eq!(
+            hex(ProposalQueued::SIGNATURE_HASH),
+            "0x9a2e42fd6722813d69113e7d0079d3d940171428df7373df9c7f7617cfda2892"
+        );
+        assert_eq!(
+            hex(ProposalExecuted::SIGNATURE_HASH),
+            "0x712ae1383f79ac853f8d882153778e0260ef8f03b504e2866e0593e04d2b291f"
+        );
+        assert_eq!(
+            hex(ProposalCanceled::SIGNATURE_HASH),
+            "0x789cf55be980739dad1d0699b93b58e806b51c9d96619bfa8fe0a28abaa7b30c"
+        );
+        assert_eq!(
+            hex(DelegateVotesChanged::SIGNATURE_HASH),
+            "0xdec2bacdd2f05b59de34da9b523dff8be42e5e38e818c82fdb0bae774387a724"
+        );
+    }
+
+    #[test]
+    fn titles_come_from_the_first_line() {
+        assert_eq!(title("# Proposal A\nFund the test grants program."), "Proposal A");
+        assert_eq!(title("\n\n  Plain title  \nbody"), "Plain title");
+        assert_eq!(title(""), "(untitled)");
+    }
+}

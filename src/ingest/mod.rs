@@ -1,0 +1,291 @@
+//! Ingestion: connectors fetch each registered DAO's sources into staging, then one transaction
+//! publishes the run as a new data revision (`store::apply`).
+//!
+//! A run: sync nothing yet, start an `ingestion_runs` row, run every (DAO, source) job with
+//! bounded concurrency, each one appending normalised records to staging as it pages; then apply
+//! the records of the jobs that completed, move their watermarks, record the failures, publish.
+//! A failing source is recorded on its watermark and in the run's error and never blocks the
+//! others; a partial fetch is discarded, never published.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use futures_util::{StreamExt, stream};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection};
+
+use crate::store::apply::{self, PublishReport, SourceOutcome, Watermark};
+use crate::store::entities::ingestion_run;
+use crate::store::staging::{self, Record};
+
+pub mod discourse;
+pub mod governor;
+pub mod http;
+pub mod registry;
+pub mod schedule;
+pub mod snapshot;
+
+pub use http::{RetryPolicy, Upstream, UpstreamError};
+pub use registry::{DaoEntry, Registry, SourceKind};
+
+/// (DAO, source) jobs run at once.
+const JOB_CONCURRENCY: usize = 4;
+/// Records buffered before a staging write.
+const SINK_BATCH: usize = 500;
+/// A run still marked `running` after this long belongs to a process that died.
+const STALE_RUN: Duration = Duration::from_secs(6 * 3600);
+
+/// What one connector needs to know about the store to resume.
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    /// The position the last successful run of this (DAO, source) reached.
+    pub position: Option<String>,
+    /// External ids of this DAO's proposals from this source that can still change.
+    pub open_proposals: Vec<String>,
+}
+
+/// Where a connector puts what it fetched: staging, in batches.
+pub struct Sink<'a> {
+    db: &'a DatabaseConnection,
+    run_id: i64,
+    source: SourceKind,
+    buffer: Vec<Record>,
+    pub staged: u64,
+}
+
+impl<'a> Sink<'a> {
+    pub fn new(db: &'a DatabaseConnection, run_id: i64, source: SourceKind) -> Self {
+        Self { db, run_id, source, buffer: Vec::with_capacity(SINK_BATCH), staged: 0 }
+    }
+
+    pub async fn push(&mut self, record: Record) -> anyhow::Result<()> {
+        self.buffer.push(record);
+        if self.buffer.len() >= SINK_BATCH {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    pub async fn flush(&mut self) -> anyhow::Result<()> {
+        if !self.buffer.is_empty() {
+            staging::append(self.db, self.run_id, self.source.as_str(), &self.buffer).await?;
+            self.staged += self.buffer.len() as u64;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+}
+
+/// One source of one DAO: fetches what changed since `resume` into `sink` and says how far the
+/// data is now complete.
+pub trait Connector {
+    fn fetch(
+        &self,
+        resume: &Resume,
+        sink: &mut Sink<'_>,
+    ) -> impl std::future::Future<Output = anyhow::Result<Watermark>> + Send;
+}
+
+/// Which part of the registry a run covers, and how it behaves upstream.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub dao: Option<String>,
+    pub source: Option<SourceKind>,
+    /// `manual`, `schedule` or `live`.
+    pub trigger: &'static str,
+    pub policy: RetryPolicy,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self { dao: None, source: None, trigger: "manual", policy: RetryPolicy::default() }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub run_id: i64,
+    pub outcomes: Vec<SourceOutcome>,
+    pub published: PublishReport,
+}
+
+impl std::fmt::Display for RunReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "ingestion run {}", self.run_id)?;
+        for o in &self.outcomes {
+            match &o.result {
+                Ok(w) => writeln!(
+                    f,
+                    "  {}/{}: ok, complete to {}",
+                    o.dao_id,
+                    o.source,
+                    crate::contract::time::rfc3339_ms(w.data_as_of_ms)
+                )?,
+                Err(e) => writeln!(f, "  {}/{}: FAILED: {e}", o.dao_id, o.source)?,
+            }
+        }
+        write!(f, "{}", self.published)
+    }
+}
+
+/// The registry file from `--registry` / `GOVDATA_REGISTRY`, or the bundled one.
+pub fn load_registry(path: Option<&PathBuf>) -> anyhow::Result<Registry> {
+    Registry::load(path.map(PathBuf::as_path))
+}
+
+/// Runs every selected (DAO, source) job once and publishes the result.
+pub async fn run_once(db: &DatabaseConnection, registry: &Registry, options: &RunOptions) -> anyhow::Result<RunReport> {
+    let jobs = select(registry, options)?;
+    let run = start_run(db, options).await?;
+    let reclaimed = staging::reclaim(db, run.id, run.started_ms - STALE_RUN.as_millis() as i64).await?;
+    if reclaimed > 0 {
+        tracing::info!(reclaimed, "dropped staged records of runs that did not finish");
+    }
+    let jobs: Vec<_> = jobs.into_iter().map(|(dao, kind)| run_job(db, run.id, dao, kind, &options.policy)).collect();
+    let outcomes: Vec<SourceOutcome> = stream::iter(jobs).buffer_unordered(JOB_CONCURRENCY).collect().await;
+    let sync = apply::RegistrySync { daos: registry.daos.iter().map(registry_row).collect() };
+    match apply::publish_run(db, run.id, &outcomes, Some(&sync)).await {
+        Ok(published) => Ok(RunReport { run_id: run.id, outcomes, published }),
+        Err(error) => {
+            let error = anyhow::Error::from(error).context("publishing the run failed; nothing was published");
+            fail_run(db, run, &error).await;
+            Err(error)
+        }
+    }
+}
+
+/// The (DAO, source) pairs a run covers; an unknown DAO or a DAO without the asked source is an error.
+fn select<'r>(registry: &'r Registry, options: &RunOptions) -> anyhow::Result<Vec<(&'r DaoEntry, SourceKind)>> {
+    let daos: Vec<&DaoEntry> = match &options.dao {
+        Some(id) => vec![registry.dao(id).with_context(|| {
+            let known: Vec<&str> = registry.daos.iter().map(|d| d.id.as_str()).collect();
+            format!("no DAO `{id}` in the registry; it has {}", known.join(", "))
+        })?],
+        None => registry.daos.iter().collect(),
+    };
+    let kinds: Vec<SourceKind> = options.source.map_or_else(|| SourceKind::ALL.to_vec(), |k| vec![k]);
+    let jobs: Vec<_> = daos.iter().flat_map(|d| kinds.iter().filter(|k| d.has(**k)).map(move |k| (*d, *k))).collect();
+    if jobs.is_empty()
+        && let (Some(dao), Some(kind)) = (&options.dao, options.source)
+    {
+        bail!("DAO `{dao}` has no {kind} source in the registry");
+    }
+    Ok(jobs)
+}
+
+async fn run_job(
+    db: &DatabaseConnection,
+    run_id: i64,
+    dao: &DaoEntry,
+    kind: SourceKind,
+    policy: &RetryPolicy,
+) -> SourceOutcome {
+    let started = std::time::Instant::now();
+    let result = fetch(db, run_id, dao, kind, policy).await;
+    match &result {
+        Ok(w) => {
+            tracing::info!(dao = dao.id, source = %kind, ms = started.elapsed().as_millis() as u64, position = ?w.position, "source fetched")
+        }
+        Err(e) => tracing::warn!(dao = dao.id, source = %kind, "source failed: {e:#}"),
+    }
+    SourceOutcome {
+        dao_id: dao.id.clone(),
+        source: kind.as_str().to_owned(),
+        result: result.map_err(|e| format!("{e:#}")),
+    }
+}
+
+async fn fetch(
+    db: &DatabaseConnection,
+    run_id: i64,
+    dao: &DaoEntry,
+    kind: SourceKind,
+    policy: &RetryPolicy,
+) -> anyhow::Result<Watermark> {
+    let resume = crate::store::staging::resume(db, &dao.id, kind.as_str()).await?;
+    let resume = Resume { position: resume.0, open_proposals: resume.1 };
+    let upstream = Upstream::new(policy.clone());
+    let mut sink = Sink::new(db, run_id, kind);
+    let watermark = match kind {
+        SourceKind::Snapshot => {
+            let source = dao.snapshot.as_ref().expect("selected jobs have their source");
+            snapshot::SnapshotConnector { upstream, dao_id: dao.id.clone(), source: source.clone() }
+                .fetch(&resume, &mut sink)
+                .await?
+        }
+        SourceKind::Discourse => {
+            let source = dao.discourse.as_ref().expect("selected jobs have their source");
+            discourse::DiscourseConnector { upstream, dao_id: dao.id.clone(), source: source.clone() }
+                .fetch(&resume, &mut sink)
+                .await?
+        }
+        SourceKind::Onchain => {
+            let source = dao.onchain.as_ref().expect("selected jobs have their source");
+            governor::GovernorConnector { upstream, dao_id: dao.id.clone(), source: source.clone() }
+                .fetch(&resume, &mut sink)
+                .await?
+        }
+    };
+    sink.flush().await?;
+    Ok(watermark)
+}
+
+/// The registry's view of a DAO as the `daos` and `data_sources` tables hold it.
+fn registry_row(d: &DaoEntry) -> apply::RegistryDao {
+    let mut sources = Vec::new();
+    if let Some(s) = &d.snapshot {
+        sources.push((
+            SourceKind::Snapshot.as_str(),
+            s.space.clone(),
+            Some(crate::sample::registry::space_url(&s.space)),
+        ));
+    }
+    if let Some(s) = &d.discourse {
+        sources.push((SourceKind::Discourse.as_str(), s.url.clone(), Some(s.url.clone())));
+    }
+    if let Some(s) = &d.onchain {
+        sources.push((SourceKind::Onchain.as_str(), s.governor.to_ascii_lowercase(), None));
+    }
+    apply::RegistryDao {
+        id: d.id.clone(),
+        name: d.name.clone(),
+        symbol: d.symbol.clone(),
+        snapshot_space: d.snapshot.as_ref().map(|s| s.space.clone()),
+        discourse_url: d.discourse.as_ref().map(|s| s.url.clone()),
+        chain_id: d.onchain.as_ref().map(|s| s.chain_id as i64),
+        governor: d.onchain.as_ref().map(|s| s.governor.to_ascii_lowercase()),
+        token: d.onchain.as_ref().map(|s| s.token.to_ascii_lowercase()),
+        sources: sources.into_iter().map(|(k, l, u)| (k.to_owned(), l, u)).collect(),
+    }
+}
+
+async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Result<ingestion_run::Model> {
+    Ok(ingestion_run::ActiveModel {
+        trigger: Set(options.trigger.to_owned()),
+        dao_filter: Set(options.dao.clone()),
+        source_filter: Set(options.source.map(|k| k.as_str().to_owned())),
+        started_ms: Set(crate::store::publish::now_ms()),
+        status: Set("running".to_owned()),
+        rows_written: Set(0),
+        rows_skipped: Set(0),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?)
+}
+
+async fn fail_run(db: &DatabaseConnection, run: ingestion_run::Model, error: &anyhow::Error) {
+    let mut run: ingestion_run::ActiveModel = run.into();
+    run.finished_ms = Set(Some(crate::store::publish::now_ms()));
+    run.status = Set("failed".to_owned());
+    run.error = Set(Some(format!("{error:#}")));
+    if let Err(e) = run.update(db).await {
+        tracing::error!("could not mark the failed ingestion run: {e}");
+    }
+}
+
+/// Milliseconds since the epoch of an RFC 3339 timestamp (Discourse's `created_at`).
+pub(crate) fn rfc3339_to_ms(text: &str) -> Option<i64> {
+    let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}

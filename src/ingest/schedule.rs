@@ -1,0 +1,22 @@
+//! `govdata serve --ingest-every DURATION`: ingestion on a schedule inside the server process.
+//! Runs never overlap: the next one starts a full period after the previous one ended.
+use std::time::Duration;
+
+use sea_orm::DatabaseConnection;
+use tokio::task::JoinHandle;
+
+use super::{Registry, RunOptions, run_once};
+
+/// Starts the schedule: a first run at once, then one `every` after each run ends.
+pub fn spawn(db: DatabaseConnection, registry: Registry, every: Duration, options: RunOptions) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let options = RunOptions { trigger: "schedule", ..options };
+        loop {
+            match run_once(&db, &registry, &options).await {
+                Ok(report) => tracing::info!("scheduled {report}"),
+                Err(e) => tracing::error!("scheduled ingestion failed: {e:#}"),
+            }
+            tokio::time::sleep(every).await;
+        }
+    })
+}

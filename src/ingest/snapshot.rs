@@ -1,0 +1,313 @@
+//! Snapshot hub GraphQL: a space's proposals and their votes.
+//!
+//! The hub pages with `first` (≤ 1000) and `skip` (≤ 5000), so deep lists page on `created`
+//! instead: each request asks for `created_gte` the last timestamp seen and skips only the items
+//! already read at that timestamp. Proposals created since the last run are fetched, plus every
+//! stored proposal that can still change (open, or scores not final); votes are fetched for each
+//! of those. Floats (`vp`, `scores`, `scores_total`, `quorum`) are kept as the text received:
+//! they are read as raw JSON, never as f64.
+use std::collections::HashSet;
+
+use anyhow::{Context, bail};
+use futures_util::{StreamExt, stream};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{json, value::RawValue};
+
+use super::registry::SnapshotSource;
+use super::{Connector, Resume, Sink, Upstream, UpstreamError};
+use crate::store::apply::Watermark;
+use crate::store::staging::{ProposalRecord, ProposalRef, Record, SNAPSHOT, VoteRecord};
+use crate::store::{address, publish::now_ms};
+
+/// Items per request: the hub's maximum `first`.
+pub const PAGE: usize = 1000;
+/// The hub refuses a larger `skip`.
+pub const SKIP_CAP: usize = 5000;
+/// Open proposals asked for by id per request.
+const BY_ID: usize = 100;
+/// Proposals whose votes are fetched at once.
+const VOTE_CONCURRENCY: usize = 4;
+
+pub const ORIGIN: &str = "snapshot-hub";
+
+const PROPOSAL_FIELDS: &str = "id ipfs author created type title body discussion choices start end snapshot state \
+                               scores scores_state scores_total quorum votes";
+
+pub struct SnapshotConnector {
+    pub upstream: Upstream,
+    pub dao_id: String,
+    pub source: SnapshotSource,
+}
+
+#[derive(Debug, Deserialize)]
+struct Proposal {
+    id: String,
+    ipfs: Option<String>,
+    author: String,
+    created: i64,
+    #[serde(rename = "type")]
+    voting_type: Option<String>,
+    title: String,
+    body: Option<String>,
+    discussion: Option<String>,
+    #[serde(default)]
+    choices: Vec<String>,
+    start: i64,
+    end: i64,
+    /// An Int since late 2024, a String before.
+    snapshot: Option<Box<RawValue>>,
+    state: String,
+    scores: Option<Vec<Box<RawValue>>>,
+    scores_state: Option<String>,
+    scores_total: Option<Box<RawValue>>,
+    quorum: Option<Box<RawValue>>,
+    votes: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Vote {
+    id: String,
+    voter: String,
+    created: i64,
+    /// An integer, an array, or a weights object.
+    choice: Box<RawValue>,
+    reason: Option<String>,
+    vp: Box<RawValue>,
+    ipfs: Option<String>,
+}
+
+trait Created {
+    fn id(&self) -> &str;
+    fn created(&self) -> i64;
+}
+
+impl Created for Proposal {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn created(&self) -> i64 {
+        self.created
+    }
+}
+
+impl Created for Vote {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn created(&self) -> i64 {
+        self.created
+    }
+}
+
+#[derive(Deserialize)]
+struct GraphqlResponse<T> {
+    data: Option<T>,
+    #[serde(default)]
+    errors: Vec<GraphqlError>,
+}
+
+#[derive(Deserialize)]
+struct GraphqlError {
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct Proposals {
+    proposals: Option<Vec<Proposal>>,
+}
+
+#[derive(Deserialize)]
+struct Votes {
+    votes: Option<Vec<Vote>>,
+}
+
+impl Connector for SnapshotConnector {
+    async fn fetch(&self, resume: &Resume, sink: &mut Sink<'_>) -> anyhow::Result<Watermark> {
+        // Everything created before this instant is read by the end of the run.
+        let complete_to = now_ms();
+        let since: i64 = resume.position.as_deref().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let mut newest = since;
+        let mut to_vote: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+
+        let new = self
+            .page_on_created(since, |created_gte, skip| {
+                let query = format!(
+                    "query($space: String!, $first: Int!, $skip: Int!, $created_gte: Int!) {{ \
+                     proposals(first: $first, skip: $skip, where: {{space: $space, created_gte: $created_gte}}, \
+                     orderBy: \"created\", orderDirection: asc) {{ {PROPOSAL_FIELDS} }} }}"
+                );
+                let variables =
+                    json!({"space": self.source.space, "first": PAGE, "skip": skip, "created_gte": created_gte});
+                async move { self.query::<Proposals>(&query, variables).await.map(|p| p.proposals.unwrap_or_default()) }
+            })
+            .await?;
+        for p in new {
+            newest = newest.max(p.created);
+            seen.insert(p.id.clone());
+            to_vote.push(p.id.clone());
+            sink.push(Record::Proposal(Box::new(self.proposal(p)?))).await?;
+        }
+        // Stored proposals that can still change, refreshed by id.
+        let open: Vec<&String> = resume.open_proposals.iter().filter(|id| !seen.contains(*id)).collect();
+        for chunk in open.chunks(BY_ID) {
+            let query = format!(
+                "query($ids: [String]!, $first: Int!) {{ proposals(first: $first, where: {{id_in: $ids}}) {{ {PROPOSAL_FIELDS} }} }}"
+            );
+            let variables = json!({"ids": chunk, "first": chunk.len()});
+            for p in self.query::<Proposals>(&query, variables).await?.proposals.unwrap_or_default() {
+                to_vote.push(p.id.clone());
+                sink.push(Record::Proposal(Box::new(self.proposal(p)?))).await?;
+            }
+        }
+        // Votes, a few proposals at a time; each proposal's votes are staged as they arrive.
+        // Collected first: a closure returning a future that borrows its argument defeats the
+        // compiler's Send inference inside `buffer_unordered`.
+        let fetches: Vec<_> = to_vote.iter().map(|id| self.proposal_votes(id)).collect();
+        let mut pages = stream::iter(fetches).buffer_unordered(VOTE_CONCURRENCY);
+        while let Some((proposal, votes)) = pages.next().await {
+            for v in votes.with_context(|| format!("votes of proposal {proposal}"))? {
+                sink.push(Record::Vote(self.vote(proposal, v)?)).await?;
+            }
+        }
+        Ok(Watermark { data_as_of_ms: complete_to, position: Some(newest.to_string()) })
+    }
+}
+
+impl SnapshotConnector {
+    async fn query<T: DeserializeOwned>(&self, query: &str, variables: serde_json::Value) -> anyhow::Result<T> {
+        let body = json!({"query": query, "variables": variables});
+        let response: GraphqlResponse<T> = self.upstream.post_json(&self.source.hub, &body).await?;
+        if let Some(e) = response.errors.first() {
+            return Err(UpstreamError::Protocol {
+                url: self.source.hub.clone(),
+                reason: format!("GraphQL error: {}", e.message),
+            }
+            .into());
+        }
+        response.data.ok_or_else(|| {
+            UpstreamError::Malformed { url: self.source.hub.clone(), reason: "no `data` in the answer".to_owned() }
+                .into()
+        })
+    }
+
+    /// Every item from `created_gte = since` on, in `created` order, read page by page. Past
+    /// the first page each request starts at the last `created` seen and skips the items
+    /// already read at that second, so `skip` stays small however deep the list goes.
+    async fn page_on_created<T, F, Fut>(&self, since: i64, mut page: F) -> anyhow::Result<Vec<T>>
+    where
+        T: Created,
+        F: FnMut(i64, usize) -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<Vec<T>>>,
+    {
+        let mut items = Vec::new();
+        let (mut created_gte, mut skip) = (since, 0usize);
+        // Ids read at `created_gte`: a repeated item is dropped, whatever the hub's tie order.
+        let mut at_boundary: HashSet<String> = HashSet::new();
+        loop {
+            let batch = page(created_gte, skip).await?;
+            let count = batch.len();
+            let last = batch.last().map(|i| i.created());
+            for item in batch {
+                if item.created() < created_gte {
+                    bail!("the hub answered an item created before `created_gte` {created_gte}: paging is unsafe");
+                }
+                if item.created() == created_gte && !at_boundary.insert(item.id().to_owned()) {
+                    continue;
+                }
+                items.push(item);
+            }
+            if count < PAGE {
+                return Ok(items);
+            }
+            let last = last.expect("a full page has a last item");
+            if last == created_gte {
+                // A whole page at one second: go deeper at the same second.
+                skip += count;
+                if skip > SKIP_CAP {
+                    bail!(
+                        "more than {} items were created in the same second ({last}); the hub cannot page past them",
+                        SKIP_CAP + PAGE
+                    );
+                }
+            } else {
+                at_boundary =
+                    items.iter().rev().take_while(|i| i.created() == last).map(|i| i.id().to_owned()).collect();
+                created_gte = last;
+                skip = at_boundary.len();
+            }
+        }
+    }
+
+    async fn proposal_votes<'a>(&self, proposal: &'a str) -> (&'a str, anyhow::Result<Vec<Vote>>) {
+        (proposal, self.votes(proposal).await)
+    }
+
+    async fn votes(&self, proposal: &str) -> anyhow::Result<Vec<Vote>> {
+        let query = "query($proposal: String!, $first: Int!, $skip: Int!, $created_gte: Int!) { \
+                     votes(first: $first, skip: $skip, where: {proposal: $proposal, created_gte: $created_gte}, \
+                     orderBy: \"created\", orderDirection: asc) { id voter created choice reason vp ipfs } }";
+        self.page_on_created(0, |created_gte, skip| {
+            let variables = json!({"proposal": proposal, "first": PAGE, "skip": skip, "created_gte": created_gte});
+            async move { self.query::<Votes>(query, variables).await.map(|v| v.votes.unwrap_or_default()) }
+        })
+        .await
+    }
+
+    fn proposal(&self, p: Proposal) -> anyhow::Result<ProposalRecord> {
+        let author = address::normalize(&p.author).with_context(|| format!("proposal {}: author", p.id))?;
+        let number = |raw: &Option<Box<RawValue>>| raw.as_ref().map(|r| number_text(r.get())).transpose();
+        Ok(ProposalRecord {
+            dao_id: self.dao_id.clone(),
+            source: SNAPSHOT.to_owned(),
+            url: Some(crate::sample::registry::proposal_url(&self.source.space, &p.id)),
+            title: p.title,
+            body: p.body.filter(|b| !b.is_empty()),
+            author,
+            voting_type: p.voting_type,
+            state: p.state,
+            choices: Some(p.choices),
+            scores: p.scores.map(|s| s.iter().map(|r| number_text(r.get())).collect()).transpose()?,
+            scores_total: number(&p.scores_total)?,
+            scores_state: p.scores_state,
+            quorum: number(&p.quorum)?,
+            start_ms: Some(p.start * 1000),
+            end_ms: Some(p.end * 1000),
+            created_ms: p.created * 1000,
+            upstream_vote_count: p.votes,
+            discussion_url: p.discussion.filter(|d| !d.is_empty()),
+            ipfs: p.ipfs.filter(|i| !i.is_empty()),
+            snapshot_block: p.snapshot.map(|s| s.get().trim_matches('"').to_owned()).filter(|s| s != "null"),
+            tx_hash: None,
+            block_number: None,
+            origin: ORIGIN.to_owned(),
+            external_id: p.id,
+        })
+    }
+
+    fn vote(&self, proposal: &str, v: Vote) -> anyhow::Result<VoteRecord> {
+        let voter = address::normalize(&v.voter).with_context(|| format!("vote {}: voter", v.id))?;
+        Ok(VoteRecord {
+            dao_id: self.dao_id.clone(),
+            proposal: ProposalRef { source: SNAPSHOT.to_owned(), external_id: proposal.to_owned() },
+            voter,
+            choice: v.choice.get().to_owned(),
+            voting_power: number_text(v.vp.get()).with_context(|| format!("vote {}: vp", v.id))?,
+            vp_from_float: true,
+            reason: v.reason.filter(|r| !r.is_empty()),
+            created_ms: v.created * 1000,
+            ipfs: v.ipfs.filter(|i| !i.is_empty()),
+            tx_hash: None,
+            block_number: None,
+        })
+    }
+}
+
+/// A JSON number as the exact text received (`1234.5678`, `2.11e-16`); a quoted number is
+/// accepted the same way. Anything else is refused rather than guessed.
+fn number_text(raw: &str) -> anyhow::Result<String> {
+    let text = raw.trim().trim_matches('"');
+    crate::store::decimal::parse(text).with_context(|| format!("`{raw}` is not a number"))?;
+    Ok(text.to_owned())
+}

@@ -1,0 +1,640 @@
+//! Publication of an ingestion run: the run's staged records are applied to the served tables,
+//! the watermarks move, and a new data revision is published, all in one transaction.
+//!
+//! Readers on other connections see the revision before it or the revision it makes, never a
+//! mix; a crash or kill at any point before the commit leaves everything served as it was (the
+//! database rolls the transaction back). Every write is a compare-then-upsert on the natural key,
+//! so applying the same records again changes nothing and publishes nothing.
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::time::Duration;
+
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, TransactionTrait,
+};
+
+use super::entities::{
+    dao, data_source, delegate, forum_post, forum_topic, ingestion_run, proposal, source_watermark, vote, voter,
+};
+use super::staging::{
+    self, DelegateRecord, PostRecord, ProposalRecord, ProposalUpdate, Record, TopicRecord, VoteRecord,
+};
+use super::upsert::{Changes, TableCounts, by_key, stored, upsert};
+use super::{address, decimal, keys, publish};
+use crate::kept;
+
+/// Staged records read per round trip while applying.
+const PAGE: u64 = 1000;
+
+/// How one (DAO, source) pair of a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceOutcome {
+    pub dao_id: String,
+    pub source: String,
+    pub result: Result<Watermark, String>,
+}
+
+/// How far a source's data is complete after a successful fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watermark {
+    /// Upstream time up to which the data is complete (epoch ms).
+    pub data_as_of_ms: i64,
+    /// Where the next run resumes (Snapshot `created`, a block number, ...).
+    pub position: Option<String>,
+}
+
+/// What publishing a run wrote.
+#[derive(Debug, Clone, Default)]
+pub struct PublishReport {
+    pub revision_id: Option<i64>,
+    pub proposals: TableCounts,
+    pub votes: TableCounts,
+    pub voters: TableCounts,
+    pub topics: TableCounts,
+    pub posts: TableCounts,
+    pub delegates: TableCounts,
+    /// Records that could not be applied (a vote for a proposal the store does not hold, an
+    /// unreadable number), with the reason.
+    pub skipped: Vec<String>,
+    pub failed_sources: usize,
+    /// Rows of `daos` and `data_sources` the registry added or changed.
+    pub registry: TableCounts,
+}
+
+impl PublishReport {
+    fn tables(&self) -> [(&'static str, TableCounts); 7] {
+        [
+            ("registry", self.registry),
+            ("proposals", self.proposals),
+            ("votes", self.votes),
+            ("voters", self.voters),
+            ("forum topics", self.topics),
+            ("forum posts", self.posts),
+            ("delegates", self.delegates),
+        ]
+    }
+
+    pub fn rows_written(&self) -> u64 {
+        self.tables().iter().map(|(_, c)| c.written()).sum()
+    }
+
+    fn summary(&self, run_id: i64) -> String {
+        let parts: Vec<String> = self
+            .tables()
+            .iter()
+            .filter(|(_, c)| c.written() > 0)
+            .map(|(name, c)| format!("{name} +{} ~{}", c.inserted, c.updated))
+            .collect();
+        format!(
+            "ingestion (run {run_id}): {}",
+            if parts.is_empty() { "watermarks".to_owned() } else { parts.join(", ") }
+        )
+    }
+}
+
+impl fmt::Display for PublishReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.revision_id {
+            Some(revision) => writeln!(f, "published revision {revision}")?,
+            None => writeln!(f, "nothing changed, nothing published")?,
+        }
+        for (name, c) in self.tables() {
+            writeln!(f, "  {name}: {} inserted, {} updated", c.inserted, c.updated)?;
+        }
+        writeln!(f, "  {} records skipped", self.skipped.len())?;
+        for reason in self.skipped.iter().take(20) {
+            writeln!(f, "    {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Fault injection for the crash tests: hold the publication transaction open for this long
+/// before committing, after logging `publication: holding`. Never set in production.
+pub const HOLD_ENV: &str = "GOVDATA_TEST_HOLD_PUBLICATION_MS";
+
+/// Applies run `run_id`'s staged records of the sources that succeeded, moves the watermarks,
+/// publishes a revision when anything changed, and finishes the run, in one transaction.
+pub async fn publish_run(
+    db: &DatabaseConnection,
+    run_id: i64,
+    outcomes: &[SourceOutcome],
+    registry: Option<&RegistrySync>,
+) -> Result<PublishReport, DbErr> {
+    let failed: Vec<&SourceOutcome> = outcomes.iter().filter(|o| o.result.is_err()).collect();
+    for f in failed {
+        staging::discard(db, run_id, &f.dao_id, &f.source).await?;
+    }
+    let now = publish::now_ms();
+    let txn = db.begin().await?;
+    let mut report =
+        PublishReport { failed_sources: outcomes.iter().filter(|o| o.result.is_err()).count(), ..Default::default() };
+    let applier = Applier { txn: &txn, now_ms: now };
+    if let Some(registry) = registry {
+        report.registry = applier.registry(registry).await?;
+    }
+    for stage in Record::STAGES {
+        let mut after = 0;
+        loop {
+            let page = staging::page(&txn, run_id, stage, after, PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = last.0;
+            applier.apply(page.into_iter().map(|(_, _, _, r)| r).collect(), &mut report).await?;
+        }
+    }
+    let watermarks_moved = applier.watermarks(run_id, outcomes).await?;
+    if report.rows_written() > 0 || watermarks_moved || publish::current_revision(&txn).await?.is_none() {
+        report.revision_id = Some(publish::publish(&txn, run_id, &report.summary(run_id)).await?.id);
+    }
+    finish_run(&txn, run_id, outcomes, &report).await?;
+    staging::clear(&txn, run_id).await?;
+    if let Some(hold) = std::env::var(HOLD_ENV).ok().and_then(|v| v.parse::<u64>().ok()) {
+        tracing::warn!(run_id, "publication: holding the transaction open for {hold} ms ({HOLD_ENV})");
+        tokio::time::sleep(Duration::from_millis(hold)).await;
+    }
+    txn.commit().await?;
+    Ok(report)
+}
+
+/// `succeeded` when every source completed, `partial` when some failed, `failed` when all did.
+fn run_status(outcomes: &[SourceOutcome]) -> &'static str {
+    let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
+    match failed {
+        0 => "succeeded",
+        n if n == outcomes.len() => "failed",
+        _ => "partial",
+    }
+}
+
+async fn finish_run(
+    txn: &DatabaseTransaction,
+    run_id: i64,
+    outcomes: &[SourceOutcome],
+    report: &PublishReport,
+) -> Result<(), DbErr> {
+    let errors: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().err().map(|e| format!("{}/{}: {e}", o.dao_id, o.source)))
+        .collect();
+    ingestion_run::ActiveModel {
+        id: sea_orm::ActiveValue::Unchanged(run_id),
+        finished_ms: Set(Some(publish::now_ms())),
+        status: Set(run_status(outcomes).to_owned()),
+        rows_written: Set(report.rows_written() as i64),
+        rows_skipped: Set(report.skipped.len() as i64),
+        error: Set((!errors.is_empty()).then(|| errors.join("; "))),
+        ..Default::default()
+    }
+    .update(txn)
+    .await?;
+    Ok(())
+}
+
+/// The registry as the `daos` and `data_sources` tables hold it.
+#[derive(Debug, Clone)]
+pub struct RegistrySync {
+    pub daos: Vec<RegistryDao>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RegistryDao {
+    pub id: String,
+    pub name: String,
+    pub symbol: Option<String>,
+    pub snapshot_space: Option<String>,
+    pub discourse_url: Option<String>,
+    pub chain_id: Option<i64>,
+    pub governor: Option<String>,
+    pub token: Option<String>,
+    /// (kind, locator, url) per configured source.
+    pub sources: Vec<(String, String, Option<String>)>,
+}
+
+struct Applier<'a> {
+    txn: &'a DatabaseTransaction,
+    now_ms: i64,
+}
+
+impl Applier<'_> {
+    /// Registers every DAO of the registry and its sources. A DAO or source that left the
+    /// registry is kept: what was ingested for it stays served.
+    async fn registry(&self, registry: &RegistrySync) -> Result<TableCounts, DbErr> {
+        let stored = by_key(dao::Entity::find().all(self.txn).await?, |m| m.id.clone());
+        let mut daos = Changes::default();
+        for r in &registry.daos {
+            let old = stored.get(&r.id);
+            let desired = dao::Model {
+                id: r.id.clone(),
+                name: r.name.clone(),
+                symbol: r.symbol.clone().or_else(|| kept!(old, symbol)),
+                snapshot_space: r.snapshot_space.clone().or_else(|| kept!(old, snapshot_space)),
+                discourse_url: r.discourse_url.clone().or_else(|| kept!(old, discourse_url)),
+                chain_id: r.chain_id.or_else(|| old.and_then(|s| s.chain_id)),
+                governor: r.governor.clone().or_else(|| kept!(old, governor)),
+                token: r.token.clone().or_else(|| kept!(old, token)),
+                registered_ms: old.map_or(self.now_ms, |s| s.registered_ms),
+            };
+            daos.offer(old, desired, |_| {});
+        }
+        upsert::<dao::Entity>(self.txn, daos.rows, &[dao::Column::Id], None).await?;
+
+        let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind.clone()));
+        let mut sources = Changes::default();
+        for r in &registry.daos {
+            for (kind, locator, url) in &r.sources {
+                let old = stored.get(&(r.id.clone(), kind.clone()));
+                let desired = data_source::Model {
+                    id: old.map_or(0, |s| s.id),
+                    dao_id: r.id.clone(),
+                    kind: kind.clone(),
+                    locator: locator.clone(),
+                    url: url.clone(),
+                };
+                sources.offer(old, desired, |_| {});
+            }
+        }
+        let natural = [data_source::Column::DaoId, data_source::Column::Kind];
+        upsert::<data_source::Entity>(self.txn, sources.rows, &natural, Some(data_source::Column::Id)).await?;
+        Ok(TableCounts {
+            inserted: daos.counts.inserted + sources.counts.inserted,
+            updated: daos.counts.updated + sources.counts.updated,
+        })
+    }
+
+    /// Applies one page of records of one stage.
+    async fn apply(&self, records: Vec<Record>, report: &mut PublishReport) -> Result<(), DbErr> {
+        let mut proposals = Vec::new();
+        let mut updates = Vec::new();
+        let mut votes = Vec::new();
+        let mut topics = Vec::new();
+        let mut posts = Vec::new();
+        let mut delegates = Vec::new();
+        for record in records {
+            match record {
+                Record::Proposal(r) => proposals.push(*r),
+                Record::ProposalUpdate(r) => updates.push(r),
+                Record::Vote(r) => votes.push(r),
+                Record::Topic(r) => topics.push(r),
+                Record::Post(r) => posts.push(r),
+                Record::Delegate(r) => delegates.push(r),
+            }
+        }
+        add(&mut report.proposals, self.proposals(&proposals).await?);
+        add(&mut report.proposals, self.proposal_updates(&updates).await?);
+        if !votes.is_empty() {
+            let (voters, votes) = self.votes(&votes, &mut report.skipped).await?;
+            add(&mut report.voters, voters);
+            add(&mut report.votes, votes);
+        }
+        add(&mut report.topics, self.topics(&topics).await?);
+        add(&mut report.posts, self.posts(&posts, &mut report.skipped).await?);
+        add(&mut report.delegates, self.delegates(&delegates, &mut report.skipped).await?);
+        Ok(())
+    }
+
+    /// Stored proposals whose external id is one of `ids`, by (dao, source, external id).
+    async fn stored_proposals(
+        &self,
+        ids: BTreeSet<String>,
+    ) -> Result<HashMap<(String, String, String), proposal::Model>, DbErr> {
+        let found = stored::<proposal::Entity, _>(self.txn, proposal::Column::ExternalId, ids).await?;
+        Ok(by_key(found, |m| (m.dao_id.clone(), m.source.clone(), m.external_id.clone())))
+    }
+
+    async fn proposals(&self, rows: &[ProposalRecord]) -> Result<TableCounts, DbErr> {
+        if rows.is_empty() {
+            return Ok(TableCounts::default());
+        }
+        let stored = self.stored_proposals(rows.iter().map(|r| r.external_id.clone()).collect()).await?;
+        let mut changes = Changes::default();
+        for r in rows {
+            let old = stored.get(&(r.dao_id.clone(), r.source.clone(), r.external_id.clone()));
+            let desired = proposal::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: r.dao_id.clone(),
+                source: r.source.clone(),
+                external_id: r.external_id.clone(),
+                proposal_key: keys::proposal_key(&r.dao_id, &r.source, &r.external_id),
+                title: r.title.clone(),
+                body: r.body.clone().or_else(|| kept!(old, body)),
+                author: r.author.clone(),
+                voting_type: r.voting_type.clone().or_else(|| kept!(old, voting_type)),
+                state: r.state.clone(),
+                choices: json_list(&r.choices).or_else(|| kept!(old, choices)),
+                scores: json_list(&r.scores).or_else(|| kept!(old, scores)),
+                scores_total: r.scores_total.clone().or_else(|| kept!(old, scores_total)),
+                scores_state: r.scores_state.clone().or_else(|| kept!(old, scores_state)),
+                quorum: r.quorum.clone().or_else(|| kept!(old, quorum)),
+                top_choice_pct: top_choice_pct(r.scores.as_deref(), r.scores_total.as_deref())
+                    .or_else(|| kept!(old, top_choice_pct)),
+                start_ms: r.start_ms.or_else(|| old.and_then(|s| s.start_ms)),
+                end_ms: r.end_ms.or_else(|| old.and_then(|s| s.end_ms)),
+                created_ms: r.created_ms,
+                upstream_vote_count: r.upstream_vote_count.or_else(|| old.and_then(|s| s.upstream_vote_count)),
+                ingested_vote_count: old.map_or(0, |s| s.ingested_vote_count),
+                url: r.url.clone().or_else(|| kept!(old, url)),
+                discussion_url: r.discussion_url.clone().or_else(|| kept!(old, discussion_url)),
+                ipfs: r.ipfs.clone().or_else(|| kept!(old, ipfs)),
+                snapshot_block: r.snapshot_block.clone().or_else(|| kept!(old, snapshot_block)),
+                tx_hash: r.tx_hash.clone().or_else(|| kept!(old, tx_hash)),
+                block_number: r.block_number.or_else(|| old.and_then(|s| s.block_number)),
+                origin: r.origin.clone(),
+                updated_ms: old.map_or(0, |s| s.updated_ms),
+            };
+            let now = self.now_ms;
+            changes.offer(old, desired, |m| m.updated_ms = now);
+        }
+        let natural = [proposal::Column::DaoId, proposal::Column::Source, proposal::Column::ExternalId];
+        upsert::<proposal::Entity>(self.txn, changes.rows, &natural, Some(proposal::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    async fn proposal_updates(&self, rows: &[ProposalUpdate]) -> Result<TableCounts, DbErr> {
+        if rows.is_empty() {
+            return Ok(TableCounts::default());
+        }
+        let stored = self.stored_proposals(rows.iter().map(|r| r.proposal.external_id.clone()).collect()).await?;
+        let mut changes = Changes::default();
+        for r in rows {
+            let key = (r.dao_id.clone(), r.proposal.source.clone(), r.proposal.external_id.clone());
+            let Some(old) = stored.get(&key) else { continue };
+            let mut desired = old.clone();
+            if let Some(state) = &r.state {
+                desired.state = state.clone();
+            }
+            desired.scores = json_list(&r.scores).or(desired.scores);
+            desired.scores_total = r.scores_total.clone().or(desired.scores_total);
+            desired.quorum = r.quorum.clone().or(desired.quorum);
+            desired.start_ms = r.start_ms.or(desired.start_ms);
+            desired.end_ms = r.end_ms.or(desired.end_ms);
+            if r.scores.is_some() {
+                desired.top_choice_pct =
+                    top_choice_pct(r.scores.as_deref(), r.scores_total.as_deref()).or(desired.top_choice_pct);
+            }
+            let now = self.now_ms;
+            changes.offer(Some(old), desired, |m| m.updated_ms = now);
+        }
+        let natural = [proposal::Column::DaoId, proposal::Column::Source, proposal::Column::ExternalId];
+        upsert::<proposal::Entity>(self.txn, changes.rows, &natural, Some(proposal::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    /// Votes and the voters they introduce.
+    async fn votes(&self, rows: &[VoteRecord], skipped: &mut Vec<String>) -> Result<(TableCounts, TableCounts), DbErr> {
+        let proposals = self.stored_proposals(rows.iter().map(|r| r.proposal.external_id.clone()).collect()).await?;
+        let proposal_ids: BTreeSet<i64> = proposals.values().map(|p| p.id).collect();
+        let stored = stored::<vote::Entity, _>(self.txn, vote::Column::ProposalId, proposal_ids).await?;
+        let stored = by_key(stored, |m| (m.proposal_id, m.voter.clone()));
+        let mut first_seen: HashMap<String, i64> = HashMap::new();
+        let mut changes = Changes::default();
+        for r in rows {
+            let key = (r.dao_id.clone(), r.proposal.source.clone(), r.proposal.external_id.clone());
+            let Some(proposal) = proposals.get(&key) else {
+                skipped.push(format!("vote of {} on {}: the proposal is not stored", r.voter, r.proposal.external_id));
+                continue;
+            };
+            let vp_sort = match decimal::parse_amount(&r.voting_power) {
+                Ok((_, sort)) => sort,
+                Err(e) => {
+                    skipped.push(format!("vote of {} on {}: {e}", r.voter, r.proposal.external_id));
+                    continue;
+                }
+            };
+            let seen = first_seen.entry(r.voter.clone()).or_insert(r.created_ms);
+            *seen = (*seen).min(r.created_ms);
+            let old = stored.get(&(proposal.id, r.voter.clone()));
+            let desired = vote::Model {
+                id: old.map_or(0, |s| s.id),
+                proposal_id: proposal.id,
+                dao_id: r.dao_id.clone(),
+                voter: r.voter.clone(),
+                choice: r.choice.clone(),
+                voting_power: r.voting_power.clone(),
+                vp_sort,
+                vp_from_float: r.vp_from_float,
+                reason: r.reason.clone().filter(|s| !s.is_empty()).or_else(|| kept!(old, reason)),
+                created_ms: r.created_ms,
+                ipfs: r.ipfs.clone().or_else(|| kept!(old, ipfs)),
+                tx_hash: r.tx_hash.clone().or_else(|| kept!(old, tx_hash)),
+                block_number: r.block_number.or_else(|| old.and_then(|s| s.block_number)),
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        let voters = self.voters(first_seen).await?;
+        let natural = [vote::Column::ProposalId, vote::Column::Voter];
+        upsert::<vote::Entity>(self.txn, changes.rows, &natural, Some(vote::Column::Id)).await?;
+        Ok((voters, changes.counts))
+    }
+
+    /// New voters; a known voter keeps its earliest sighting and its names.
+    async fn voters(&self, first_seen: HashMap<String, i64>) -> Result<TableCounts, DbErr> {
+        let addresses: Vec<String> = first_seen.keys().cloned().collect();
+        let stored = stored::<voter::Entity, _>(self.txn, voter::Column::Address, addresses).await?;
+        let stored = by_key(stored, |m| m.address.clone());
+        let mut changes = Changes::default();
+        for (addr, seen) in first_seen {
+            let old = stored.get(&addr);
+            let desired = voter::Model {
+                address_display: address::display(&addr),
+                ens: kept!(old, ens),
+                name: kept!(old, name),
+                first_seen_ms: old.map_or(seen, |s| s.first_seen_ms.min(seen)),
+                address: addr,
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        upsert::<voter::Entity>(self.txn, changes.rows, &[voter::Column::Address], None).await?;
+        Ok(changes.counts)
+    }
+
+    async fn topics(&self, rows: &[TopicRecord]) -> Result<TableCounts, DbErr> {
+        if rows.is_empty() {
+            return Ok(TableCounts::default());
+        }
+        let ids: Vec<String> = rows.iter().map(|r| r.external_id.clone()).collect();
+        let stored = stored::<forum_topic::Entity, _>(self.txn, forum_topic::Column::ExternalId, ids).await?;
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.external_id.clone()));
+        let linked = self
+            .stored_proposals(
+                rows.iter().flat_map(|r| r.proposal_links.iter().map(|l| l.external_id.clone())).collect(),
+            )
+            .await?;
+        let mut changes = Changes::default();
+        for r in rows {
+            let old = stored.get(&(r.dao_id.clone(), r.external_id.clone()));
+            // The first link the store can resolve, preferring the topic's own DAO.
+            let resolve = |same_dao: bool| {
+                r.proposal_links.iter().find_map(|l| {
+                    linked
+                        .values()
+                        .find(|p| {
+                            p.source == l.source && p.external_id == l.external_id && (p.dao_id == r.dao_id) == same_dao
+                        })
+                        .map(|p| p.id)
+                })
+            };
+            let desired = forum_topic::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: r.dao_id.clone(),
+                external_id: r.external_id.clone(),
+                topic_key: keys::topic_key(&r.dao_id, &r.external_id),
+                title: r.title.clone(),
+                slug: r.slug.clone(),
+                url: r.url.clone(),
+                category_id: r.category_id,
+                tags: json_list(&r.tags),
+                author: r.author.clone().or_else(|| kept!(old, author)),
+                posts_count: r.posts_count,
+                reply_count: r.reply_count,
+                views: r.views,
+                like_count: r.like_count,
+                excerpt: r.excerpt.clone().or_else(|| kept!(old, excerpt)),
+                created_ms: r.created_ms,
+                last_posted_ms: r.last_posted_ms,
+                closed: r.closed,
+                archived: r.archived,
+                linked_proposal_id: resolve(true)
+                    .or_else(|| resolve(false))
+                    .or_else(|| old.and_then(|s| s.linked_proposal_id)),
+                updated_ms: old.map_or(0, |s| s.updated_ms),
+            };
+            let now = self.now_ms;
+            changes.offer(old, desired, |m| m.updated_ms = now);
+        }
+        let natural = [forum_topic::Column::DaoId, forum_topic::Column::ExternalId];
+        upsert::<forum_topic::Entity>(self.txn, changes.rows, &natural, Some(forum_topic::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    async fn posts(&self, rows: &[PostRecord], skipped: &mut Vec<String>) -> Result<TableCounts, DbErr> {
+        if rows.is_empty() {
+            return Ok(TableCounts::default());
+        }
+        let ids: BTreeSet<String> = rows.iter().map(|r| r.topic_external_id.clone()).collect();
+        let topics = stored::<forum_topic::Entity, _>(self.txn, forum_topic::Column::ExternalId, ids).await?;
+        let topics: HashMap<(String, String), i64> =
+            topics.into_iter().map(|t| ((t.dao_id, t.external_id), t.id)).collect();
+        let topic_ids: BTreeSet<i64> = topics.values().copied().collect();
+        let stored = stored::<forum_post::Entity, _>(self.txn, forum_post::Column::TopicId, topic_ids).await?;
+        let stored = by_key(stored, |m| (m.topic_id, m.external_id.clone()));
+        let mut changes = Changes::default();
+        for r in rows {
+            let Some(&topic_id) = topics.get(&(r.dao_id.clone(), r.topic_external_id.clone())) else {
+                skipped
+                    .push(format!("post {} of topic {}: the topic is not stored", r.external_id, r.topic_external_id));
+                continue;
+            };
+            let old = stored.get(&(topic_id, r.external_id.clone()));
+            let desired = forum_post::Model {
+                id: old.map_or(0, |s| s.id),
+                topic_id,
+                external_id: r.external_id.clone(),
+                post_number: r.post_number,
+                author: r.author.clone(),
+                body: r.body.clone(),
+                created_ms: r.created_ms,
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        let natural = [forum_post::Column::TopicId, forum_post::Column::ExternalId];
+        upsert::<forum_post::Entity>(self.txn, changes.rows, &natural, Some(forum_post::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    async fn delegates(&self, rows: &[DelegateRecord], skipped: &mut Vec<String>) -> Result<TableCounts, DbErr> {
+        if rows.is_empty() {
+            return Ok(TableCounts::default());
+        }
+        let addresses: BTreeSet<String> = rows.iter().map(|r| r.address.clone()).collect();
+        let stored = stored::<delegate::Entity, _>(self.txn, delegate::Column::Address, addresses).await?;
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.address.clone()));
+        let mut changes = Changes::default();
+        for r in rows {
+            let scaled = match decimal::scale_down(&r.voting_power_raw, r.decimals)
+                .and_then(|v| Ok((decimal::sort_key(&v)?, v)))
+            {
+                Ok((sort, value)) => (sort, decimal::plain(&value)),
+                Err(e) => {
+                    skipped.push(format!("delegate {}: {e}", r.address));
+                    continue;
+                }
+            };
+            let old = stored.get(&(r.dao_id.clone(), r.address.clone()));
+            let desired = delegate::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: r.dao_id.clone(),
+                address: r.address.clone(),
+                voting_power_raw: r.voting_power_raw.clone(),
+                decimals: r.decimals as i32,
+                voting_power: scaled.1,
+                vp_sort: scaled.0,
+                delegators_count: r.delegators_count.or_else(|| old.and_then(|s| s.delegators_count)),
+                origin: GOVERNOR_ORIGIN.to_owned(),
+                as_of_ms: old.map_or(r.as_of_ms, |s| s.as_of_ms),
+            };
+            let as_of = r.as_of_ms;
+            changes.offer(old, desired, |m| m.as_of_ms = as_of);
+        }
+        let natural = [delegate::Column::DaoId, delegate::Column::Address];
+        upsert::<delegate::Entity>(self.txn, changes.rows, &natural, Some(delegate::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    /// Records each source's outcome. A success moves `data_as_of` forward (never back) and
+    /// sets the resume position; a failure keeps both and records the error. Returns whether
+    /// any `data_as_of` moved (a new revision then carries it).
+    async fn watermarks(&self, run_id: i64, outcomes: &[SourceOutcome]) -> Result<bool, DbErr> {
+        let daos: BTreeSet<String> = outcomes.iter().map(|o| o.dao_id.clone()).collect();
+        let stored = stored::<source_watermark::Entity, _>(self.txn, source_watermark::Column::DaoId, daos).await?;
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.source.clone()));
+        let mut rows = Vec::new();
+        let mut moved = false;
+        for o in outcomes {
+            let old = stored.get(&(o.dao_id.clone(), o.source.clone()));
+            let (data_as_of_ms, position, status, error) = match &o.result {
+                Ok(w) => {
+                    let as_of = old.and_then(|s| s.data_as_of_ms).map_or(w.data_as_of_ms, |s| s.max(w.data_as_of_ms));
+                    moved |= old.and_then(|s| s.data_as_of_ms) != Some(as_of);
+                    (Some(as_of), w.position.clone().or_else(|| kept!(old, position)), "succeeded", None)
+                }
+                Err(e) => (old.and_then(|s| s.data_as_of_ms), kept!(old, position), "failed", Some(e.clone())),
+            };
+            rows.push(source_watermark::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: o.dao_id.clone(),
+                source: o.source.clone(),
+                data_as_of_ms,
+                position,
+                last_run_id: Some(run_id),
+                last_status: Some(status.to_owned()),
+                last_error: error,
+                updated_ms: self.now_ms,
+            });
+        }
+        let natural = [source_watermark::Column::DaoId, source_watermark::Column::Source];
+        upsert::<source_watermark::Entity>(self.txn, rows, &natural, Some(source_watermark::Column::Id)).await?;
+        Ok(moved)
+    }
+}
+
+/// `origin` of delegates read from a governor token's events.
+pub const GOVERNOR_ORIGIN: &str = "governor-logs";
+
+fn add(total: &mut TableCounts, more: TableCounts) {
+    total.inserted += more.inserted;
+    total.updated += more.updated;
+}
+
+fn json_list(values: &Option<Vec<String>>) -> Option<String> {
+    values.as_ref().map(|v| serde_json::to_string(v).expect("a list of strings serialises"))
+}
+
+/// The leading choice's share of the total in percent (exact, as text), when both are known.
+fn top_choice_pct(scores: Option<&[String]>, total: Option<&str>) -> Option<String> {
+    let total = decimal::parse(total?).ok()?;
+    let top = scores?.iter().filter_map(|s| decimal::parse(s).ok()).max()?;
+    if bigdecimal::Zero::is_zero(&total) {
+        return None;
+    }
+    Some(super::tally::share(&(top * bigdecimal::BigDecimal::from(100)), &total))
+}

@@ -1,0 +1,306 @@
+//! Ingestion's staging area: the records a run fetched, waiting for publication.
+//!
+//! Connectors normalise what an upstream returns into [`Record`]s and append them here in small
+//! committed batches while they page (bounded memory, and nothing served changes). Publication
+//! (`store::apply`) reads one run's records stage by stage and applies them in one transaction.
+//! Numbers stay text end to end: voting power as the upstream wrote it, amounts as decimal
+//! integers in the token's smallest unit.
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
+    sea_query::Expr,
+};
+use serde::{Deserialize, Serialize};
+
+use super::entities::staged_record;
+
+/// Proposal source: Snapshot (off-chain).
+pub const SNAPSHOT: &str = "snapshot";
+/// Proposal source: an on-chain governor.
+pub const ONCHAIN: &str = "onchain";
+/// Forum source (watermarks only: topics have no `source` column).
+pub const DISCOURSE: &str = "discourse";
+
+/// Which stored proposal a record refers to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ProposalRef {
+    pub source: String,
+    pub external_id: String,
+}
+
+/// A proposal as an upstream describes it. `None` in an optional field keeps what is stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposalRecord {
+    pub dao_id: String,
+    pub source: String,
+    pub external_id: String,
+    pub title: String,
+    pub body: Option<String>,
+    /// Lowercase 0x address.
+    pub author: String,
+    pub voting_type: Option<String>,
+    pub state: String,
+    pub choices: Option<Vec<String>>,
+    /// Exact decimal text per choice.
+    pub scores: Option<Vec<String>>,
+    pub scores_total: Option<String>,
+    pub scores_state: Option<String>,
+    pub quorum: Option<String>,
+    pub start_ms: Option<i64>,
+    pub end_ms: Option<i64>,
+    pub created_ms: i64,
+    pub upstream_vote_count: Option<i64>,
+    pub url: Option<String>,
+    pub discussion_url: Option<String>,
+    pub ipfs: Option<String>,
+    pub snapshot_block: Option<String>,
+    pub tx_hash: Option<String>,
+    pub block_number: Option<i64>,
+    /// `snapshot-hub` | `governor-logs`.
+    pub origin: String,
+}
+
+/// What changed on a proposal known from an earlier run (an on-chain state change, fresh
+/// on-chain tallies). A proposal the store does not hold is skipped: there is nothing to update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposalUpdate {
+    pub dao_id: String,
+    pub proposal: ProposalRef,
+    pub state: Option<String>,
+    pub scores: Option<Vec<String>>,
+    pub scores_total: Option<String>,
+    pub quorum: Option<String>,
+    pub start_ms: Option<i64>,
+    pub end_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoteRecord {
+    pub dao_id: String,
+    pub proposal: ProposalRef,
+    /// Lowercase 0x address.
+    pub voter: String,
+    /// The choice as the upstream gave it (JSON text for Snapshot; `support + 1` on chain, so
+    /// that it indexes the choices `Against, For, Abstain` from 1 like Snapshot's).
+    pub choice: String,
+    /// Exact decimal text: Snapshot's float as received, or wei on chain.
+    pub voting_power: String,
+    pub vp_from_float: bool,
+    pub reason: Option<String>,
+    pub created_ms: i64,
+    pub ipfs: Option<String>,
+    pub tx_hash: Option<String>,
+    pub block_number: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopicRecord {
+    pub dao_id: String,
+    pub external_id: String,
+    pub title: String,
+    pub slug: String,
+    pub url: String,
+    pub category_id: Option<i64>,
+    pub tags: Option<Vec<String>>,
+    pub author: Option<String>,
+    pub posts_count: i64,
+    pub reply_count: i64,
+    pub views: i64,
+    pub like_count: i64,
+    pub excerpt: Option<String>,
+    pub created_ms: i64,
+    pub last_posted_ms: Option<i64>,
+    pub closed: bool,
+    pub archived: bool,
+    /// Proposals the topic's posts link to, in order of appearance; the first one the store
+    /// holds becomes the topic's linked proposal.
+    pub proposal_links: Vec<ProposalRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PostRecord {
+    pub dao_id: String,
+    pub topic_external_id: String,
+    pub external_id: String,
+    pub post_number: i64,
+    pub author: Option<String>,
+    pub body: String,
+    pub created_ms: i64,
+}
+
+/// A delegate's current voting power in the token's smallest unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegateRecord {
+    pub dao_id: String,
+    pub address: String,
+    pub voting_power_raw: String,
+    pub decimals: u32,
+    pub delegators_count: Option<i64>,
+    pub as_of_ms: i64,
+}
+
+/// One staged record. The variant order is the application order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Record {
+    Proposal(Box<ProposalRecord>),
+    ProposalUpdate(ProposalUpdate),
+    Vote(VoteRecord),
+    Topic(TopicRecord),
+    Post(PostRecord),
+    Delegate(DelegateRecord),
+}
+
+impl Record {
+    /// Application stage: a record is applied after every record it can refer to.
+    pub fn stage(&self) -> i32 {
+        match self {
+            Record::Proposal(_) => 0,
+            Record::ProposalUpdate(_) => 1,
+            Record::Vote(_) => 2,
+            Record::Topic(_) => 3,
+            Record::Post(_) => 4,
+            Record::Delegate(_) => 5,
+        }
+    }
+
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=5;
+
+    pub fn dao_id(&self) -> &str {
+        match self {
+            Record::Proposal(r) => &r.dao_id,
+            Record::ProposalUpdate(r) => &r.dao_id,
+            Record::Vote(r) => &r.dao_id,
+            Record::Topic(r) => &r.dao_id,
+            Record::Post(r) => &r.dao_id,
+            Record::Delegate(r) => &r.dao_id,
+        }
+    }
+}
+
+/// Appends `records` fetched by run `run_id` from `source` (one committed statement per batch).
+pub async fn append(db: &impl ConnectionTrait, run_id: i64, source: &str, records: &[Record]) -> Result<(), DbErr> {
+    for chunk in records.chunks(super::upsert::BATCH) {
+        let rows = chunk
+            .iter()
+            .map(|r| {
+                let payload = serde_json::to_string(r).map_err(|e| DbErr::Custom(format!("staging a record: {e}")))?;
+                Ok(staged_record::ActiveModel {
+                    run_id: Set(run_id),
+                    dao_id: Set(r.dao_id().to_owned()),
+                    source: Set(source.to_owned()),
+                    stage: Set(r.stage()),
+                    payload: Set(payload),
+                    ..Default::default()
+                })
+            })
+            .collect::<Result<Vec<_>, DbErr>>()?;
+        staged_record::Entity::insert_many(rows).exec_without_returning(db).await?;
+    }
+    Ok(())
+}
+
+/// Up to `limit` records of run `run_id` in stage `stage` after staged id `after`, with their
+/// staged ids, dao and source.
+pub async fn page(
+    db: &impl ConnectionTrait,
+    run_id: i64,
+    stage: i32,
+    after: i64,
+    limit: u64,
+) -> Result<Vec<(i64, String, String, Record)>, DbErr> {
+    use staged_record::Column as C;
+    let rows = staged_record::Entity::find()
+        .filter(C::RunId.eq(run_id))
+        .filter(C::Stage.eq(stage))
+        .filter(C::Id.gt(after))
+        .order_by_asc(C::Id)
+        .limit(limit)
+        .all(db)
+        .await?;
+    rows.into_iter()
+        .map(|row| {
+            let record = serde_json::from_str(&row.payload)
+                .map_err(|e| DbErr::Custom(format!("staged record {} is unreadable: {e}", row.id)))?;
+            Ok((row.id, row.dao_id, row.source, record))
+        })
+        .collect()
+}
+
+/// Drops the records of run `run_id` from one (dao, source): the source failed, and a partial
+/// fetch is not published.
+pub async fn discard(db: &impl ConnectionTrait, run_id: i64, dao_id: &str, source: &str) -> Result<u64, DbErr> {
+    use staged_record::Column as C;
+    let done = staged_record::Entity::delete_many()
+        .filter(C::RunId.eq(run_id))
+        .filter(C::DaoId.eq(dao_id))
+        .filter(C::Source.eq(source))
+        .exec(db)
+        .await?;
+    Ok(done.rows_affected)
+}
+
+/// Drops every staged record of runs other than `keep_run` that are no longer running: what a
+/// killed or failed run left behind. A run still marked `running` by a process that died is
+/// reclaimed once it is older than `stale_before_ms`.
+pub async fn reclaim(db: &impl ConnectionTrait, keep_run: i64, stale_before_ms: i64) -> Result<u64, DbErr> {
+    use super::entities::ingestion_run::{Column as R, Entity as Runs};
+    Runs::update_many()
+        .col_expr(R::Status, Expr::value("abandoned"))
+        .col_expr(R::Error, Expr::value("the process running it stopped before it finished"))
+        .filter(R::Status.eq("running"))
+        .filter(R::StartedMs.lt(stale_before_ms))
+        .filter(R::Id.ne(keep_run))
+        .exec(db)
+        .await?;
+    let live = Runs::find().select_only().column(R::Id).filter(R::Status.eq("running")).into_query();
+    let done = staged_record::Entity::delete_many()
+        .filter(staged_record::Column::RunId.ne(keep_run))
+        .filter(staged_record::Column::RunId.not_in_subquery(live))
+        .exec(db)
+        .await?;
+    Ok(done.rows_affected)
+}
+
+/// Drops every staged record of run `run_id` (after publication, in its transaction).
+pub async fn clear(db: &impl ConnectionTrait, run_id: i64) -> Result<(), DbErr> {
+    staged_record::Entity::delete_many().filter(staged_record::Column::RunId.eq(run_id)).exec(db).await?;
+    Ok(())
+}
+
+/// Open proposals re-fetched per run at most: the newest ones, the rest wait for a later run.
+const OPEN_PROPOSALS_MAX: u64 = 1000;
+
+/// Where a connector resumes for (`dao_id`, `source`): the position its last successful run
+/// reached, and the external ids of the proposals that can still change (not in a final state,
+/// or Snapshot scores not final yet), newest first.
+pub async fn resume(
+    db: &impl ConnectionTrait,
+    dao_id: &str,
+    source: &str,
+) -> Result<(Option<String>, Vec<String>), DbErr> {
+    use super::entities::{proposal::Column as P, proposal::Entity as Proposals, source_watermark::Column as W};
+    use sea_orm::Condition;
+    let position = super::entities::source_watermark::Entity::find()
+        .filter(W::DaoId.eq(dao_id))
+        .filter(W::Source.eq(source))
+        .one(db)
+        .await?
+        .and_then(|w| w.position);
+    let open = Condition::any().add(P::State.is_in(["pending", "active", "succeeded", "queued"])).add(
+        Condition::all()
+            .add(P::Source.eq(SNAPSHOT))
+            .add(Condition::any().add(P::ScoresState.is_null()).add(P::ScoresState.ne("final"))),
+    );
+    let ids = Proposals::find()
+        .select_only()
+        .column(P::ExternalId)
+        .filter(P::DaoId.eq(dao_id))
+        .filter(P::Source.eq(source))
+        .filter(open)
+        .order_by_desc(P::CreatedMs)
+        .limit(OPEN_PROPOSALS_MAX)
+        .into_tuple::<String>()
+        .all(db)
+        .await?;
+    Ok((position, ids))
+}

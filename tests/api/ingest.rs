@@ -1,0 +1,383 @@
+//! Ingestion from the HTTP upstreams (Snapshot hub, Discourse) against local stand-ins that
+//! answer in the upstreams' formats: paging past the hub's caps, exact numbers, topic links,
+//! upstream faults, idempotent re-runs, and what is served afterwards.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use govdata::ingest::{Registry, RetryPolicy, RunOptions, SourceKind, run_once};
+use govdata::store::entities::{forum_post, forum_topic, ingestion_run, proposal, vote};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use serde_json::Value;
+
+use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
+use crate::upstreams::{Fake, Fault, ForumData, ForumTopic, HubData, HubProposal, HubVote, discourse, snapshot_hub};
+
+pub const SPACE: &str = "testgov.eth";
+pub const DAO: &str = "testgov";
+/// 2023-11-14T22:13:20Z
+const BASE: i64 = 1_700_000_000;
+/// Proposals in the space: more than one page (1000), with a tie of five at the page boundary.
+pub const PROPOSALS: usize = 1003;
+/// Votes on the big proposal: 2200 cast in the same second (deeper than one page at one
+/// second), then 300 more.
+pub const BIG_VOTES: usize = 2500;
+const SAME_SECOND: usize = 2200;
+/// A vote power no f64 holds: 21 significant digits.
+pub const HUGE_VP: &str = "12345678901234567890.5";
+
+pub fn proposal_id(i: usize) -> String {
+    format!("0x{:064x}", i + 1)
+}
+
+/// The proposal with the votes.
+pub fn big() -> String {
+    proposal_id(0)
+}
+
+pub fn hub_data() -> HubData {
+    let tie = BASE + 998 * 60;
+    let proposals = (0..PROPOSALS)
+        .map(|i| {
+            let created = if i >= 998 { tie } else { BASE + i as i64 * 60 };
+            if i == 0 {
+                HubProposal {
+                    id: proposal_id(i),
+                    created,
+                    state: "active",
+                    scores: vec!["345043.3752998372", "2.11e-16", "0"],
+                    scores_total: "345043.3752998372",
+                    scores_state: "pending",
+                    title: "Fund the grants program".to_owned(),
+                    votes: BIG_VOTES as i64,
+                }
+            } else {
+                HubProposal {
+                    id: proposal_id(i),
+                    created,
+                    state: "closed",
+                    scores: vec!["10", "0", "0"],
+                    scores_total: "10",
+                    scores_state: "final",
+                    title: format!("Proposal number {i}"),
+                    votes: 0,
+                }
+            }
+        })
+        .collect();
+    let votes = (0..BIG_VOTES)
+        .map(|i| HubVote {
+            id: format!("0x{:064x}", 1_000_000 + i),
+            proposal: big(),
+            voter: format!("0x{:040x}", 0xabc000 + i),
+            created: if i < SAME_SECOND { BASE + 120 } else { BASE + 120 + (i - SAME_SECOND) as i64 + 1 },
+            choice: ["1", "2", "3"][i % 3].to_owned(),
+            vp: match i {
+                0 => HUGE_VP.to_owned(),
+                1 => "2.11e-16".to_owned(),
+                2 => "1e-7".to_owned(),
+                _ => format!("{}.{}", i, i % 7),
+            },
+        })
+        .collect();
+    HubData { space: SPACE.to_owned(), proposals, votes }
+}
+
+pub const LINKED_TOPIC: i64 = 7;
+pub const TOPIC_POSTS: usize = 45;
+
+fn forum_time(minutes: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp(BASE + minutes * 60).unwrap();
+    t.format(&time::format_description::well_known::Rfc3339).unwrap().replace('Z', ".000Z")
+}
+
+pub fn forum_data() -> ForumData {
+    let topics = (1..=35)
+        .map(|id| {
+            let posts_count = if id == LINKED_TOPIC { TOPIC_POSTS } else { 2 };
+            let posts = (1..=posts_count as i64)
+                .map(|n| {
+                    let cooked = if id == LINKED_TOPIC && n == 3 {
+                        format!(
+                            "<p>Vote here: <a href=\"https://snapshot.box/#/s:{SPACE}/proposal/{}\">snapshot</a></p>",
+                            big()
+                        )
+                    } else {
+                        format!("<p>Post {n} of topic {id}: thoughts &amp; details.</p>")
+                    };
+                    (id * 1000 + n, n, format!("user{}", n % 4), cooked, forum_time(id * 10 + n))
+                })
+                .collect();
+            ForumTopic {
+                id,
+                title: format!("Discussion thread {id}"),
+                slug: format!("discussion-thread-{id}"),
+                bumped_at: forum_time(id * 10 + posts_count as i64),
+                created_at: forum_time(id * 10),
+                category_id: 5,
+                posts,
+            }
+        })
+        .collect();
+    ForumData { topics, per_page: 30 }
+}
+
+pub fn registry(hub: &Fake, forum: &Fake) -> Registry {
+    let text = format!(
+        "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\nsymbol = \"TGOV\"\n\
+         [dao.snapshot]\nspace = \"{SPACE}\"\nhub = \"{}/graphql\"\n\
+         [dao.discourse]\nurl = \"{}\"\n",
+        hub.url, forum.url
+    );
+    Registry::parse(&text, "test registry").expect("valid registry")
+}
+
+/// Quick retries: the faults are local, the waits need not be long.
+pub fn quick() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 3,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(50),
+        max_retry_after: Duration::from_secs(5),
+        timeout: Duration::from_millis(1500),
+        concurrency: 4,
+    }
+}
+
+pub fn options() -> RunOptions {
+    RunOptions { policy: quick(), ..RunOptions::default() }
+}
+
+pub struct World {
+    pub app: TestApp,
+    pub db: DatabaseConnection,
+    pub hub: Fake,
+    pub hub_data: Arc<Mutex<HubData>>,
+    pub forum: Fake,
+    pub registry: Registry,
+}
+
+/// An empty store with a server in front, and the two upstream stand-ins.
+pub async fn world(backend: Backend) -> World {
+    let url = fresh_database(backend).await;
+    let app = spawn_app_with(url.clone(), |_| {}).await;
+    let db = govdata::store::connect(&url).await.expect("connect");
+    let hub_data = Arc::new(Mutex::new(hub_data()));
+    let hub = snapshot_hub(hub_data.clone()).await;
+    let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
+    let registry = registry(&hub, &forum);
+    World { app, db, hub, hub_data, forum, registry }
+}
+
+fn key(source: &str, external_id: &str) -> String {
+    govdata::store::keys::proposal_key(DAO, source, external_id)
+}
+
+async fn ingest_publish_and_serve(backend: Backend) {
+    let w = world(backend).await;
+    let report = run_once(&w.db, &w.registry, &options()).await.expect("the run completes");
+    for o in &report.outcomes {
+        assert!(o.result.is_ok(), "{o:?}");
+    }
+    assert_eq!(report.published.proposals.inserted, PROPOSALS as u64, "{report}");
+    assert_eq!(report.published.votes.inserted, BIG_VOTES as u64);
+    assert_eq!(report.published.topics.inserted, 35);
+    assert!(report.published.revision_id.is_some());
+
+    // The hub was paged within its caps: proposals past the tie at the page boundary, votes
+    // deeper than one page at one second.
+    let requests = w.hub.requests();
+    let vars: Vec<&Value> = requests.iter().map(|r| &r.body["variables"]).collect();
+    assert!(vars.iter().all(|v| v["first"].as_u64().unwrap_or(0) <= 1000 && v["skip"].as_u64().unwrap_or(0) <= 5000));
+    let paging = |kind: &str| -> Vec<(i64, u64)> {
+        requests
+            .iter()
+            .filter(|r| r.body["query"].as_str().unwrap().contains(kind) && r.body["variables"]["ids"].is_null())
+            .filter(|r| kind != "votes(" || r.body["variables"]["proposal"] == big().as_str())
+            .map(|r| {
+                (r.body["variables"]["created_gte"].as_i64().unwrap(), r.body["variables"]["skip"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    assert_eq!(paging("proposals("), vec![(0, 0), (BASE + 998 * 60, 2)]);
+    assert_eq!(paging("votes("), vec![(0, 0), (BASE + 120, 1000), (BASE + 120, 2000)]);
+
+    // Stored exactly, every vote once.
+    let stored = vote::Entity::find().filter(vote::Column::DaoId.eq(DAO)).count(&w.db).await.unwrap();
+    assert_eq!(stored, BIG_VOTES as u64);
+
+    // Served: the proposal with its scores as the hub wrote them, its votes with exact power.
+    let (status, detail) = w.app.get_json(&format!("/v2/proposals/{}", key("snapshot", &big()))).await;
+    assert_eq!(status, 200, "{detail}");
+    let d = &detail["data"];
+    assert_eq!(d["scores"], serde_json::json!(["345043.3752998372", "2.11e-16", "0"]));
+    assert_eq!(d["scoresTotal"], "345043.3752998372");
+    assert_eq!(d["scoresState"], "pending");
+    assert_eq!(d["state"], "active");
+    assert_eq!(d["votes"]["ingested"], BIG_VOTES.to_string());
+    assert_eq!(detail["meta"]["freshness"]["cacheStatus"], "fresh");
+    let (status, votes) = w.app.get_json(&format!("/v2/proposals/{}/votes?limit=3", key("snapshot", &big()))).await;
+    assert_eq!(status, 200, "{votes}");
+    let top = &votes["data"]["items"][0];
+    assert_eq!(top["votingPower"], HUGE_VP, "the largest vote, exact: {votes}");
+    assert_eq!(top["votingPowerFromFloat"], true);
+
+    // The forum topic with all 45 posts (20 inline, 25 fetched by id in two requests), linked
+    // to the proposal its third post cites.
+    let topic = forum_topic::Entity::find()
+        .filter(forum_topic::Column::ExternalId.eq(LINKED_TOPIC.to_string()))
+        .one(&w.db)
+        .await
+        .unwrap()
+        .expect("topic stored");
+    let posts = forum_post::Entity::find().filter(forum_post::Column::TopicId.eq(topic.id)).count(&w.db).await.unwrap();
+    assert_eq!(posts, TOPIC_POSTS as u64);
+    let by_id: Vec<String> = w
+        .forum
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == format!("/t/{LINKED_TOPIC}/posts.json"))
+        .map(|r| r.query)
+        .collect();
+    assert_eq!(by_id.len(), 2, "25 posts beyond the first 20, in chunks of 20: {by_id:?}");
+    let (status, served) = w.app.get_json(&format!("/v2/topics/{}", topic.topic_key)).await;
+    assert_eq!(status, 200, "{served}");
+    assert_eq!(served["data"]["linkedProposal"]["externalId"], big(), "{served}");
+
+    // Freshness: every source succeeded, with its watermark; the run is recorded.
+    let (status, fresh) = w.app.get_json("/v1/system/freshness").await;
+    assert_eq!(status, 200);
+    let sources = fresh["data"]["sources"].as_array().unwrap();
+    for source in ["snapshot", "discourse"] {
+        let s = sources.iter().find(|s| s["daoId"] == DAO && s["source"] == source).expect(source);
+        assert_eq!(s["lastStatus"], "succeeded", "{s}");
+        assert!(s["dataAsOf"].is_string());
+    }
+    assert_eq!(fresh["data"]["lastRun"]["status"], "succeeded");
+    assert_eq!(fresh["data"]["lastRun"]["trigger"], "manual");
+
+    // Again: nothing new upstream, nothing written; each source resumes where it stopped.
+    w.hub.clear();
+    w.forum.clear();
+    let again = run_once(&w.db, &w.registry, &options()).await.expect("second run");
+    assert_eq!(again.published.rows_written(), 0, "{again}");
+    let first = &w.hub.requests()[0].body["variables"];
+    assert_eq!((first["created_gte"].as_i64(), first["skip"].as_u64()), (Some(BASE + 998 * 60), Some(0)));
+    let lists: Vec<String> =
+        w.forum.requests().into_iter().filter(|r| r.path == "/latest.json").map(|r| r.query).collect();
+    assert_eq!(lists, vec!["page=0".to_owned()], "the forum is read until nothing is newer than the last run");
+    let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
+    assert_eq!(runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["succeeded", "succeeded"]);
+    assert_eq!(
+        proposal::Entity::find().filter(proposal::Column::DaoId.eq(DAO)).count(&w.db).await.unwrap(),
+        PROPOSALS as u64
+    );
+}
+
+#[tokio::test]
+async fn snapshot_and_discourse_are_ingested_and_served_on_sqlite() {
+    ingest_publish_and_serve(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn snapshot_and_discourse_are_ingested_and_served_on_postgres() {
+    ingest_publish_and_serve(Backend::Postgres).await;
+}
+
+fn snapshot_only() -> RunOptions {
+    RunOptions { source: Some(SourceKind::Snapshot), ..options() }
+}
+
+#[tokio::test]
+async fn upstream_faults_are_retried_or_recorded_and_never_block_other_sources() {
+    let w = world(Backend::Sqlite).await;
+
+    // 429 with Retry-After: 1 → the next attempt waits a second, then the run completes.
+    w.hub.fault(Fault::Status(429, Some("1")));
+    // Then a 503 on the same request's next attempt: retried with backoff (3 attempts in all).
+    w.hub.fault(Fault::Status(503, None));
+    let report = run_once(&w.db, &w.registry, &snapshot_only()).await.unwrap();
+    assert!(report.outcomes[0].result.is_ok(), "{report}");
+    let seen = w.hub.requests();
+    assert!(
+        seen[1].at.duration_since(seen[0].at) >= Duration::from_millis(990),
+        "Retry-After: 1 was honoured ({:?})",
+        seen[1].at.duration_since(seen[0].at)
+    );
+    assert_eq!(report.published.proposals.inserted, PROPOSALS as u64);
+
+    // Malformed JSON from the forum: the forum fails, the hub's data is still published.
+    w.forum.fault(Fault::Malformed);
+    w.hub_data.lock().unwrap().proposals[5].title = "Renamed upstream".to_owned();
+    w.hub_data.lock().unwrap().proposals[5].created = BASE + 999 * 60;
+    let report = run_once(&w.db, &w.registry, &options()).await.unwrap();
+    let outcome = |source: &str| report.outcomes.iter().find(|o| o.source == source).unwrap().result.clone();
+    let error = outcome("discourse").unwrap_err();
+    assert!(error.contains("not the expected JSON"), "{error}");
+    assert!(outcome("snapshot").is_ok());
+    assert_eq!(report.published.topics.written(), 0, "a failed source publishes nothing");
+    let renamed = proposal::Entity::find()
+        .filter(proposal::Column::ExternalId.eq(proposal_id(5)))
+        .one(&w.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(renamed.title, "Renamed upstream");
+    let run = ingestion_run::Entity::find().order_by_desc(ingestion_run::Column::Id).one(&w.db).await.unwrap().unwrap();
+    assert_eq!(run.status, "partial");
+    assert!(run.error.as_deref().unwrap_or_default().contains("testgov/discourse"), "{run:?}");
+    let (_, fresh) = w.app.get_json("/v1/system/freshness").await;
+    let forum = fresh["data"]["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "discourse")
+        .cloned()
+        .expect("the forum's watermark row records the failure");
+    assert_eq!(forum["lastStatus"], "failed");
+    assert!(forum["lastError"].as_str().unwrap().contains("not the expected JSON"), "{forum}");
+    assert_eq!(fresh["data"]["lastRun"]["status"], "partial");
+
+    // A stalled upstream: every attempt times out.
+    for _ in 0..3 {
+        w.hub.fault(Fault::Stall(Duration::from_secs(4)));
+    }
+    let report = run_once(&w.db, &w.registry, &snapshot_only()).await.unwrap();
+    let error = report.outcomes[0].result.clone().unwrap_err();
+    assert!(error.contains("timed out") && error.contains("after 3 attempts"), "{error}");
+
+    // A persistent 500.
+    for _ in 0..3 {
+        w.hub.fault(Fault::Status(500, None));
+    }
+    let report = run_once(&w.db, &w.registry, &snapshot_only()).await.unwrap();
+    let error = report.outcomes[0].result.clone().unwrap_err();
+    assert!(error.contains("HTTP 500") && error.contains("after 3 attempts"), "{error}");
+
+    // A Retry-After longer than the policy allows fails the request instead of stalling the run.
+    w.hub.fault(Fault::Status(429, Some("3600")));
+    let report = run_once(&w.db, &w.registry, &snapshot_only()).await.unwrap();
+    let error = report.outcomes[0].result.clone().unwrap_err();
+    assert!(error.contains("Retry-After"), "{error}");
+
+    // None of the failures lost what was published.
+    assert_eq!(
+        proposal::Entity::find().filter(proposal::Column::DaoId.eq(DAO)).count(&w.db).await.unwrap(),
+        PROPOSALS as u64
+    );
+    let (status, detail) = w.app.get_json(&format!("/v2/proposals/{}", key("snapshot", &big()))).await;
+    assert_eq!(status, 200);
+    assert_eq!(detail["data"]["votes"]["ingested"], BIG_VOTES.to_string());
+}
+
+#[tokio::test]
+async fn an_unknown_dao_or_missing_source_is_refused_before_anything_runs() {
+    let w = world(Backend::Sqlite).await;
+    let unknown = RunOptions { dao: Some("nope".to_owned()), ..options() };
+    let error = format!("{:#}", run_once(&w.db, &w.registry, &unknown).await.unwrap_err());
+    assert!(error.contains("no DAO `nope`") && error.contains(DAO), "{error}");
+    let missing = RunOptions { dao: Some(DAO.to_owned()), source: Some(SourceKind::Onchain), ..options() };
+    let error = format!("{:#}", run_once(&w.db, &w.registry, &missing).await.unwrap_err());
+    assert!(error.contains("has no onchain source"), "{error}");
+    assert_eq!(ingestion_run::Entity::find().count(&w.db).await.unwrap(), 0);
+    assert!(w.hub.requests().is_empty());
+}
