@@ -22,17 +22,20 @@ const PAYER_KEY: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f46
 const PAYER: &str = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8";
 const PAY_TO: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
-fn toolkit() -> PathBuf {
+pub(crate) fn toolkit() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/chain")
 }
 
 /// Installs the locked JavaScript packages once per run. `npm install`, not `npm ci`: see
 /// tests/chain/README.md (the lockfile lacks anvil's other-platform packages).
-async fn install_toolkit() {
+pub(crate) async fn install_toolkit() {
     static INSTALLED: OnceCell<()> = OnceCell::const_new();
     INSTALLED
         .get_or_init(|| async {
-            if toolkit().join("node_modules/@x402/fetch/package.json").exists() {
+            let installed = ["@x402/fetch", "@openzeppelin/contracts"]
+                .iter()
+                .all(|p| toolkit().join(format!("node_modules/{p}/package.json")).exists());
+            if installed {
                 return;
             }
             let status = Command::new("npm")
@@ -47,7 +50,7 @@ async fn install_toolkit() {
 }
 
 /// Runs one of the toolkit's scripts to completion and parses its one line of JSON.
-async fn script(name: &str, args: &[&str]) -> Value {
+pub(crate) async fn script(name: &str, args: &[&str]) -> Value {
     let output = Command::new("node")
         .arg(name)
         .args(args)
@@ -76,7 +79,7 @@ fn anvil_binary() -> PathBuf {
 }
 
 /// A local chain with id 84532 on a free port; killed when dropped.
-async fn start_chain() -> (Child, String) {
+pub(crate) async fn start_chain() -> (Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new(anvil_binary())
         .args(["--chain-id", "84532", "--host", "127.0.0.1", "--port", &port.to_string(), "--silent"])

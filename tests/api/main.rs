@@ -12,6 +12,7 @@ mod errors;
 mod events;
 mod evidence;
 mod freshness;
+mod governor;
 mod health;
 mod import;
 mod ingest;

@@ -1,0 +1,155 @@
+//! The on-chain governor connector against a real local chain: anvil with an OpenZeppelin 5
+//! Governor (timelock, simple counting, 4% quorum) and an ERC20Votes token, set up by
+//! `tests/chain/governance.mjs` (delegate, propose, vote, queue). govdata then reads the logs,
+//! and the proposals, votes and voting power are served through v1 and v2 in exact wei.
+use govdata::ingest::{Registry, RunOptions, run_once};
+use govdata::store::entities::source_watermark;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+use crate::chain::{install_toolkit, script, start_chain};
+use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
+use crate::ingest::quick;
+
+const DAO: &str = "govtest";
+/// The same governor, read with a confirmation depth deeper than the chain.
+const DEEP: &str = "govtest-deep";
+
+fn registry(rpc: &str, scenario: &Value) -> Registry {
+    let dao = |id: &str, confirmations: u64| {
+        format!(
+            "[[dao]]\nid = \"{id}\"\nname = \"Gov Test\"\nsymbol = \"GOV\"\n[dao.onchain]\nchain_id = {}\n\
+             rpc_url = \"{rpc}\"\ngovernor = \"{}\"\ntoken = \"{}\"\nstart_block = {}\nconfirmations = {confirmations}\n\
+             block_range = 7\n",
+            scenario["chainId"],
+            scenario["governor"].as_str().unwrap(),
+            scenario["token"].as_str().unwrap(),
+            scenario["deployBlock"]
+        )
+    };
+    Registry::parse(&format!("{}{}", dao(DAO, 0), dao(DEEP, 1000)), "governor test registry").unwrap()
+}
+
+fn key(id: &str) -> String {
+    govdata::store::keys::proposal_key(DAO, "onchain", id)
+}
+
+async fn rpc(url: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    reqwest::Client::new().post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
+}
+
+/// Checks what `app` serves of the scenario's proposal `p` with its `state`.
+async fn assert_served(app: &TestApp, p: &Value, state: &str) {
+    let id = p["id"].as_str().unwrap();
+    let (status, detail) = app.get_json(&format!("/v2/proposals/{}", key(id))).await;
+    assert_eq!(status, 200, "{detail}");
+    let d = &detail["data"];
+    assert_eq!(d["state"], state, "{d}");
+    assert_eq!(d["source"], "onchain");
+    assert_eq!(d["externalId"], id);
+    assert_eq!(d["author"], p["proposer"]);
+    assert_eq!(d["votingType"], "governor");
+    assert_eq!(d["body"], p["description"]);
+    assert_eq!(d["choices"], json!(["Against", "For", "Abstain"]));
+    let tally = &p["tally"];
+    assert_eq!(d["scores"], json!([tally["against"], tally["for"], tally["abstain"]]), "exact wei per choice");
+    let total: u128 =
+        ["against", "for", "abstain"].iter().map(|c| tally[c].as_str().unwrap().parse::<u128>().unwrap()).sum();
+    assert_eq!(d["scoresTotal"], total.to_string());
+    assert_eq!(d["quorum"], p["quorum"]);
+    assert_eq!(d["votes"]["ingested"], p["votes"].as_array().unwrap().len().to_string());
+
+    let (status, votes) = app.get_json(&format!("/v2/proposals/{}/votes?limit=10", key(id))).await;
+    assert_eq!(status, 200, "{votes}");
+    let served = votes["data"]["items"].as_array().unwrap();
+    for v in p["votes"].as_array().unwrap() {
+        let s = served.iter().find(|s| s["voterIdentity"] == v["voter"]).unwrap_or_else(|| panic!("{v} served"));
+        assert_eq!(s["votingPower"], v["weight"], "wei exactly: {s}");
+        assert_eq!(s["votingPowerFromFloat"], false);
+        assert_eq!(s["choice"], (v["support"].as_u64().unwrap() + 1).to_string(), "support + 1 indexes the choices");
+        let reason = v["reason"].as_str().unwrap();
+        assert_eq!(s["reason"].as_str().unwrap_or_default(), reason);
+    }
+
+    // v1 resolves the same proposal by its external id.
+    let (status, item) = app.get_json(&format!("/v1/items/proposal/{id}?daoId={DAO}")).await;
+    assert_eq!(status, 200, "{item}");
+    assert_eq!(item["data"]["proposal"]["scoresTotal"], total.to_string(), "{item}");
+}
+
+async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
+    let url = fresh_database(backend).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    let registry = registry(rpc_url, scenario);
+    let options = RunOptions { policy: quick(), ..RunOptions::default() };
+    let report = run_once(&db, &registry, &options).await.unwrap();
+    for o in &report.outcomes {
+        assert!(o.result.is_ok(), "{o:?}");
+    }
+    assert_eq!(report.published.proposals.inserted, 2, "{report}");
+    assert_eq!(report.published.votes.inserted, 3);
+    assert_eq!(report.published.delegates.inserted, 2);
+    let app = spawn_app_with(url.clone(), |_| {}).await;
+    let proposals = scenario["proposals"].as_array().unwrap();
+    assert_served(&app, &proposals[0], "queued").await;
+    assert_served(&app, &proposals[1], "active").await;
+
+    // v1 brief: the delegates' voting power in wei and in tokens, exact.
+    let (status, brief) = app.get_json(&format!("/v1/daos/{DAO}/brief")).await;
+    assert_eq!(status, 200, "{brief}");
+    let delegates = brief["data"]["topDelegates"].as_array().expect("delegates");
+    for d in scenario["delegates"].as_array().unwrap() {
+        let s = delegates.iter().find(|s| s["address"] == d["address"]).unwrap_or_else(|| panic!("{d} served"));
+        assert_eq!(s["votingPowerRaw"], d["votes"]);
+        assert_eq!(s["decimals"], 18);
+        let raw = d["votes"].as_str().unwrap();
+        let (int, frac) = raw.split_at(raw.len() - 18);
+        assert_eq!(s["votingPower"], format!("{int}.{}", frac.trim_end_matches('0')).trim_end_matches('.'));
+    }
+
+    // Read with a confirmation depth beyond the chain's height: nothing yet, and nothing lost.
+    let deep = source_watermark::Entity::find()
+        .filter(source_watermark::Column::DaoId.eq(DEEP))
+        .one(&db)
+        .await
+        .unwrap()
+        .expect("the deep source has its watermark");
+    assert_eq!(deep.position, Some((scenario["deployBlock"].as_u64().unwrap() - 1).to_string()));
+    let (status, _) = app
+        .get_json(&format!(
+            "/v2/proposals/{}",
+            govdata::store::keys::proposal_key(DEEP, "onchain", proposals[0]["id"].as_str().unwrap())
+        ))
+        .await;
+    assert_eq!(status, 404);
+
+    // Again at the same height: nothing new.
+    let again = run_once(&db, &registry, &options).await.unwrap();
+    assert_eq!(again.published.rows_written(), 0, "{again}");
+}
+
+#[tokio::test]
+async fn governor_proposals_votes_and_voting_power_are_ingested_exactly() {
+    install_toolkit().await;
+    let (_anvil, rpc_url) = start_chain().await;
+    let scenario = script("governance.mjs", &["--rpc", &rpc_url]).await;
+    governor_on(Backend::Sqlite, &rpc_url, &scenario).await;
+    governor_on(Backend::Postgres, &rpc_url, &scenario).await;
+
+    // The chain moves on: B's voting period ends with only an abstention, so the governor
+    // defeats it; the next run reads the new state of a proposal stored earlier.
+    let url = fresh_database(Backend::Sqlite).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    let registry = registry(&rpc_url, &scenario);
+    let options = RunOptions { policy: quick(), ..RunOptions::default() };
+    run_once(&db, &registry, &options).await.unwrap();
+    rpc(&rpc_url, "anvil_mine", json!(["0x20"])).await;
+    let report = run_once(&db, &registry, &options).await.unwrap();
+    assert_eq!(report.published.proposals.updated, 1, "{report}");
+    let app = spawn_app_with(url, |_| {}).await;
+    let b = &scenario["proposals"][1];
+    let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(b["id"].as_str().unwrap()))).await;
+    assert_eq!(detail["data"]["state"], "defeated", "{detail}");
+    assert!(detail["data"]["endAt"].is_string(), "the end is known once its block is mined: {detail}");
+}
