@@ -381,3 +381,118 @@ async fn an_unknown_dao_or_missing_source_is_refused_before_anything_runs() {
     assert_eq!(ingestion_run::Entity::find().count(&w.db).await.unwrap(), 0);
     assert!(w.hub.requests().is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// A killed ingester
+
+/// What a client sees of the dataset, without the per-response fields (`generatedAt`, ids).
+async fn served(app: &TestApp) -> Vec<Value> {
+    let mut seen = Vec::new();
+    for path in [
+        "/v1/daos".to_owned(),
+        format!("/v2/proposals?daoId={DAO}&limit=100"),
+        format!("/v2/proposals/{}", key("snapshot", &big())),
+        format!("/v2/proposals/{}/votes?limit=100", key("snapshot", &big())),
+    ] {
+        let (status, body) = app.get_json(&path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        seen.push(body["data"].clone());
+        seen.push(body["meta"]["freshness"]["dataAsOf"].clone());
+    }
+    let (_, fresh) = app.get_json("/v1/system/freshness").await;
+    seen.push(fresh["data"]["revision"].clone());
+    seen
+}
+
+async fn killed_mid_publication(backend: Backend) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let w = world(backend).await;
+    run_once(&w.db, &w.registry, &options()).await.unwrap();
+    let before = served(&w.app).await;
+
+    // Upstream moves on: a renamed proposal and a new vote.
+    {
+        let mut data = w.hub_data.lock().unwrap();
+        data.proposals[1].title = "Renamed after the first run".to_owned();
+        data.proposals[1].created = BASE + 999 * 60;
+        let mut vote = data.votes[0].clone();
+        vote.id = format!("0x{:064x}", 9_999_999);
+        vote.voter = format!("0x{:040x}", 0xfeed);
+        vote.vp = "7.5".to_owned();
+        data.votes.push(vote);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let registry = dir.path().join("registry.toml");
+    std::fs::write(
+        &registry,
+        format!(
+            "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\nsymbol = \"TGOV\"\n[dao.snapshot]\nspace = \"{SPACE}\"\n\
+             hub = \"{}/graphql\"\n[dao.discourse]\nurl = \"{}\"\n",
+            w.hub.url, w.forum.url
+        ),
+    )
+    .unwrap();
+    let ingest = || {
+        let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_govdata"));
+        c.args(["ingest", "--registry", registry.to_str().unwrap()])
+            .env("DATABASE_URL", &w.app.database_url)
+            .env("RUST_LOG", "warn")
+            .kill_on_drop(true);
+        c
+    };
+    let mut child = ingest()
+        .env(govdata::store::apply::HOLD_ENV, "120000")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("publication: holding") {
+                return;
+            }
+        }
+        panic!("the ingester ended before publishing");
+    })
+    .await
+    .expect("the ingester reaches publication");
+
+    // Inside the publication transaction: readers still see the old revision, all of it.
+    assert_eq!(served(&w.app).await, before, "nothing of an uncommitted publication is visible");
+    child.kill().await.unwrap();
+    child.wait().await.unwrap();
+    assert_eq!(served(&w.app).await, before, "a killed publication leaves the served revision intact");
+    let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
+    assert_eq!(runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["succeeded", "running"]);
+    assert_eq!(runs[1].revision_id, None);
+
+    // The next run completes and publishes what the killed one had fetched.
+    let out = ingest().output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = served(&w.app).await;
+    assert_ne!(after, before);
+    let renamed = proposal::Entity::find()
+        .filter(proposal::Column::ExternalId.eq(proposal_id(1)))
+        .one(&w.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(renamed.title, "Renamed after the first run");
+    let (_, detail) = w.app.get_json(&format!("/v2/proposals/{}", key("snapshot", &big()))).await;
+    assert_eq!(detail["data"]["votes"]["ingested"], (BIG_VOTES + 1).to_string());
+    let (_, fresh) = w.app.get_json("/v1/system/freshness").await;
+    assert_eq!(fresh["data"]["lastRun"]["status"], "succeeded");
+    let revision = |v: &Value| v["id"].as_str().unwrap().parse::<i64>().unwrap();
+    assert!(revision(&fresh["data"]["revision"]) > revision(before.last().unwrap()), "{fresh}");
+}
+
+#[tokio::test]
+async fn a_killed_publication_leaves_the_served_revision_intact_on_sqlite() {
+    killed_mid_publication(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_killed_publication_leaves_the_served_revision_intact_on_postgres() {
+    killed_mid_publication(Backend::Postgres).await;
+}
