@@ -123,6 +123,22 @@ pub struct ServeArgs {
     pub ingest_every: Option<std::time::Duration>,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    /// Memory for the in-process cache of answers of the serving revision, in MiB (0 disables it).
+    #[arg(long, env = "GOVDATA_RESPONSE_CACHE_MB", default_value_t = 64)]
+    pub response_cache_mb: usize,
+    /// Refresh a registered DAO from its upstreams while answering a request about it, when its
+    /// data is older than `--freshness-target`.
+    #[arg(long, env = "GOVDATA_LIVE_REFRESH")]
+    pub live_refresh: bool,
+    /// How old a DAO's data may be before a request refreshes it live (with `--live-refresh`).
+    #[arg(long, env = "GOVDATA_FRESHNESS_TARGET", default_value = "15m", value_parser = humantime::parse_duration)]
+    pub freshness_target: std::time::Duration,
+    /// How long after a live refresh the DAO's answers are `cached_live` rather than refreshed again.
+    #[arg(long, env = "GOVDATA_LIVE_TTL", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub live_ttl: std::time::Duration,
+    /// Longest a request waits for a live refresh before the stored data is served.
+    #[arg(long, env = "GOVDATA_LIVE_DEADLINE", default_value = "20s", value_parser = humantime::parse_duration)]
+    pub live_deadline: std::time::Duration,
     #[command(flatten)]
     pub payments: PaymentArgs,
 }
@@ -186,16 +202,33 @@ impl PaymentArgs {
 }
 
 /// What the running server knows about its deployment.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Settings {
     pub public_url: String,
     pub payments: PaymentArgs,
+    pub response_cache_bytes: usize,
+    pub live: Option<std::sync::Arc<crate::api::cache::LiveRefresh>>,
 }
 
 impl Settings {
-    pub fn from_args(args: &ServeArgs, bound: SocketAddr) -> Self {
+    /// Fails when the registry file (needed by `--live-refresh`) cannot be read.
+    pub fn from_args(args: &ServeArgs, bound: SocketAddr) -> anyhow::Result<Self> {
         let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"));
-        Self { public_url: public_url.trim_end_matches('/').to_owned(), payments: args.payments.clone() }
+        let live = match args.live_refresh {
+            false => None,
+            true => Some(std::sync::Arc::new(crate::api::cache::LiveRefresh::new(
+                std::sync::Arc::new(crate::ingest::Registry::load(args.registry.registry.as_deref())?),
+                args.freshness_target,
+                args.live_ttl,
+                args.live_deadline,
+            ))),
+        };
+        Ok(Self {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            payments: args.payments.clone(),
+            response_cache_bytes: args.response_cache_mb.saturating_mul(1 << 20),
+            live,
+        })
     }
 
     pub fn prices(&self) -> Prices {

@@ -32,6 +32,7 @@ use crate::x402::PaymentTerms;
 pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
     let documents = state.documents.clone();
     let gated = state.clone();
+    let served = state.clone();
     let v1_redoc = redoc_page(&api::v1_service().redoc_html(), &api::v1_service().spec(), &documents.v1);
     let v2_redoc = redoc_page(&api::v2_service().redoc_html(), &api::v2_service().spec(), &documents.v2);
     Route::new()
@@ -48,6 +49,8 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         .at("/readyz", get(readyz))
         .at("/", get(root_index))
         .data(state)
+        // Inside the gate: a cached answer is still authorised or paid for.
+        .around(move |ep, req| api::cache::serve(ep, req, served.clone()))
         .around(move |ep, req| api::gate::gate(ep, req, gated.clone()))
         .around(move |ep, req| edge(ep, req, documents.clone()))
         // Outermost, so that error responses (made by `edge`) carry the CORS headers too.
@@ -71,7 +74,7 @@ fn cors() -> Cors {
 pub async fn bind(
     db: DatabaseConnection,
     addr: SocketAddr,
-    settings: &dyn Fn(SocketAddr) -> Settings,
+    settings: &dyn Fn(SocketAddr) -> anyhow::Result<Settings>,
 ) -> anyhow::Result<(impl std::future::Future<Output = std::io::Result<()>> + use<>, SocketAddr)> {
     let acceptor = TcpListener::bind(addr).into_acceptor().await?;
     let bound = acceptor
@@ -79,14 +82,24 @@ pub async fn bind(
         .first()
         .and_then(|a| a.as_socket_addr().copied())
         .ok_or_else(|| anyhow::anyhow!("the listener has no socket address"))?;
-    let settings = settings(bound);
+    let settings = settings(bound)?;
     let documents = Arc::new(Documents::build(settings.prices()));
     let secret = match &settings.payments.cursor_secret {
         Some(configured) => configured.as_bytes().to_vec(),
         None => crate::store::settings::cursor_secret(&db).await?,
     };
     let payments = Arc::new(PaymentTerms::from_args(&settings.payments)?);
-    let state = AppState { db, settings: Arc::new(settings), documents, cursors: CursorCodec::new(&secret), payments };
+    let cache = Arc::new(api::cache::ResponseCache::new(settings.response_cache_bytes));
+    let live = settings.live.clone();
+    let state = AppState {
+        db,
+        settings: Arc::new(settings),
+        documents,
+        cursors: CursorCodec::new(&secret),
+        payments,
+        cache,
+        live,
+    };
     let server = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(
         app(state),
         async {

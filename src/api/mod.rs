@@ -1,6 +1,7 @@
 //! The HTTP surfaces: typed poem-openapi endpoint declarations, one file per resource
 //! (parameters, response types and handler together). Handlers stay thin: parse, ask `store`,
 //! shape the envelope.
+pub mod cache;
 pub mod gate;
 pub mod model;
 pub mod payment;
@@ -34,6 +35,10 @@ pub struct AppState {
     pub cursors: CursorCodec,
     /// What paid endpoints cost and how they are paid (checked at start-up).
     pub payments: Arc<PaymentTerms>,
+    /// Answers of the serving revision.
+    pub cache: Arc<cache::ResponseCache>,
+    /// On-demand refresh of stale DAOs, when enabled.
+    pub live: Option<Arc<cache::LiveRefresh>>,
 }
 
 /// Both finished documents.

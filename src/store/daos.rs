@@ -10,7 +10,9 @@ use super::entities::{dao, dao_summary, data_source, source_watermark};
 #[derive(Debug, Clone)]
 pub struct DaoRecord {
     pub dao: dao::Model,
-    /// `None` when nothing has been published for the DAO yet (registry only).
+    /// `None` while nothing has been ingested for the DAO (registry only): no publication has
+    /// counted it yet, or no source of it has completed (publication counts every registered
+    /// DAO, with zeros, as soon as it is registered).
     pub summary: Option<dao_summary::Model>,
     pub sources: Vec<data_source::Model>,
     pub watermarks: Vec<source_watermark::Model>,
@@ -72,7 +74,7 @@ async fn attach(db: &impl ConnectionTrait, daos: Vec<dao::Model>) -> Result<Vec<
     Ok(daos
         .into_iter()
         .map(|dao| DaoRecord {
-            summary: summaries.remove(&dao.id),
+            summary: summaries.remove(&dao.id).filter(|s| s.data_as_of_ms.is_some()),
             sources: sources.remove(&dao.id).unwrap_or_default(),
             watermarks: watermarks.remove(&dao.id).unwrap_or_default(),
             dao,

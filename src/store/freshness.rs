@@ -71,3 +71,16 @@ pub async fn dataset_state(db: &impl ConnectionTrait) -> Result<DatasetState, Db
         signals: signal::Entity::find().count(db).await?,
     })
 }
+
+/// The newest `data_as_of` over the sources of `dao_id`; `None` when nothing was ingested.
+pub async fn dao_data_as_of(db: &impl ConnectionTrait, dao_id: &str) -> Result<Option<i64>, DbErr> {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    source_watermark::Entity::find()
+        .select_only()
+        .column_as(Expr::col(source_watermark::Column::DataAsOfMs).max(), "newest")
+        .filter(source_watermark::Column::DaoId.eq(dao_id))
+        .into_tuple::<Option<i64>>()
+        .one(db)
+        .await
+        .map(Option::flatten)
+}

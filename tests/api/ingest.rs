@@ -496,3 +496,129 @@ async fn a_killed_publication_leaves_the_served_revision_intact_on_sqlite() {
 async fn a_killed_publication_leaves_the_served_revision_intact_on_postgres() {
     killed_mid_publication(Backend::Postgres).await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// How answers are served: memory cache, live refresh, registry only
+
+fn cache_status(body: &Value) -> &str {
+    body["freshness"]["cacheStatus"].as_str().or_else(|| body["meta"]["freshness"]["cacheStatus"].as_str()).unwrap()
+}
+
+#[tokio::test]
+async fn answers_are_cached_per_revision_and_a_publication_empties_the_cache() {
+    let w = world(Backend::Sqlite).await;
+    run_once(&w.db, &w.registry, &options()).await.unwrap();
+    let detail = format!("/v2/proposals/{}", key("snapshot", &big()));
+    for path in ["/v1/daos", detail.as_str(), "/v1/daos/testgov/brief"] {
+        let first = w.app.get(path).await;
+        let first_id = first.headers()["x-request-id"].to_str().unwrap().to_owned();
+        let first: Value = first.json().await.unwrap();
+        assert_eq!(cache_status(&first), "fresh", "{path}");
+        let again = w.app.get(path).await;
+        let again_id = again.headers()["x-request-id"].to_str().unwrap().to_owned();
+        let again: Value = again.json().await.unwrap();
+        assert_eq!(cache_status(&again), "memory_cache", "{path}: {again}");
+        assert_eq!(first["data"], again["data"], "{path}: the same answer");
+        if path.starts_with("/v1/") {
+            assert_eq!(again["request"]["requestId"], again_id.as_str(), "the echo names this request");
+            assert_ne!(first_id, again_id);
+        }
+    }
+    // Behind the gate: a cached paid answer still asks an anonymous caller to pay.
+    let anonymous = w.app.anonymous.get(w.app.url("/v1/daos/testgov/brief")).send().await.unwrap();
+    assert_eq!(anonymous.status(), 402);
+    // Not cached: errors, and the service's own state.
+    for _ in 0..2 {
+        let (status, body) = w.app.get_json("/v2/proposals/p_AAAAAAAAAAAAAAAAAAAAAA").await;
+        assert_eq!(status, 404, "{body}");
+        let (_, fresh) = w.app.get_json("/v1/system/freshness").await;
+        assert_eq!(cache_status(&fresh), "fresh");
+    }
+
+    // A publication: the next answer is read from the new revision.
+    w.hub_data.lock().unwrap().proposals[0].title = "Fund the grants program, amended".to_owned();
+    run_once(&w.db, &w.registry, &options()).await.unwrap();
+    let (_, after) = w.app.get_json(&detail).await;
+    assert_eq!(cache_status(&after), "fresh", "{after}");
+    assert_eq!(after["data"]["title"], "Fund the grants program, amended");
+    let (_, cached) = w.app.get_json(&detail).await;
+    assert_eq!(cache_status(&cached), "memory_cache");
+}
+
+#[tokio::test]
+async fn a_stale_dao_is_refreshed_live_then_served_as_cached_live() {
+    let hub_data = Arc::new(Mutex::new(hub_data()));
+    let hub = snapshot_hub(hub_data.clone()).await;
+    let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("registry.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\n[dao.snapshot]\nspace = \"{SPACE}\"\n\
+             hub = \"{}/graphql\"\n[dao.discourse]\nurl = \"{}\"\n",
+            hub.url, forum.url
+        ),
+    )
+    .unwrap();
+    let url = fresh_database(Backend::Sqlite).await;
+    let app = spawn_app_with(url, |a| {
+        a.registry.registry = Some(file.clone());
+        a.live_refresh = true;
+        a.freshness_target = Duration::from_secs(3600);
+        a.live_ttl = Duration::from_secs(600);
+    })
+    .await;
+
+    // Nothing ingested: the request fetches the DAO from its upstreams before answering.
+    let (status, body) = app.get_json(&format!("/v2/daos/{DAO}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(cache_status(&body), "refreshed_live", "{body}");
+    assert_eq!(body["data"]["counts"]["proposals"], PROPOSALS.to_string());
+    let fetched = hub.requests().len();
+    assert!(fetched > 0);
+
+    // Within the TTL: no upstream call, and the answers say they come from that fetch.
+    for path in
+        [format!("/v2/daos/{DAO}"), format!("/v2/proposals?daoId={DAO}&limit=5"), format!("/v1/daos/{DAO}/brief")]
+    {
+        let (status, body) = app.get_json(&path).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(cache_status(&body), "cached_live", "{path}: {body}");
+    }
+    assert_eq!(hub.requests().len(), fetched, "served from the live fetch, not fetched again");
+    let (_, fresh) = app.get_json("/v1/system/freshness").await;
+    assert_eq!(fresh["data"]["lastRun"]["trigger"], "live");
+    // A list across DAOs names none: it is served as usual.
+    let (_, all) = app.get_json("/v1/daos").await;
+    assert_eq!(cache_status(&all), "fresh");
+}
+
+#[tokio::test]
+async fn a_registered_dao_with_nothing_ingested_is_served_registry_only() {
+    let w = world(Backend::Sqlite).await;
+    let down = Fake::start(Arc::new(|_: &crate::upstreams::Seen| (500, "{}".to_owned()))).await;
+    let text = format!(
+        "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\n[dao.snapshot]\nspace = \"{SPACE}\"\nhub = \"{}/graphql\"\n\
+         [[dao]]\nid = \"quietdao\"\nname = \"Quiet DAO\"\n[dao.snapshot]\nspace = \"quiet.eth\"\nhub = \"{}/graphql\"\n",
+        w.hub.url, down.url
+    );
+    let registry = Registry::parse(&text, "two DAOs").unwrap();
+    let report = run_once(&w.db, &registry, &options()).await.unwrap();
+    assert!(report.outcomes.iter().any(|o| o.dao_id == "quietdao" && o.result.is_err()), "{report}");
+
+    let (status, body) = w.app.get_json("/v2/daos/quietdao").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(cache_status(&body), "registry_only");
+    assert_eq!(body["data"]["status"], "registry_only");
+    assert_eq!(body["data"]["name"], "Quiet DAO");
+    let (status, brief) = w.app.get_json("/v1/daos/quietdao/brief").await;
+    assert_eq!(status, 200, "{brief}");
+    assert_eq!(cache_status(&brief), "registry_only");
+    // Even when replayed from the cache, registry_only stays: it describes the data.
+    let (_, again) = w.app.get_json("/v2/daos/quietdao").await;
+    assert_eq!(cache_status(&again), "registry_only");
+    let (_, ingested) = w.app.get_json(&format!("/v2/daos/{DAO}")).await;
+    assert_eq!(cache_status(&ingested), "fresh");
+    assert_eq!(ingested["data"]["status"], "ingested");
+}

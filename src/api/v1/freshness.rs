@@ -28,9 +28,11 @@ pub struct Revision {
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct Run {
     pub id: String,
-    /// `import`, `schedule` or `manual`.
+    /// `import` (the bundled sample), `manual` (`govdata ingest`), `schedule` (`--ingest-every`)
+    /// or `live` (an on-demand refresh).
     pub trigger: String,
-    /// `running`, `succeeded` or `failed`.
+    /// `running`, `succeeded`, `partial` (some sources failed: see `error` and each source's
+    /// `lastStatus`), `failed`, or `abandoned` (its process stopped before it finished).
     pub status: String,
     pub started_at: String,
     pub finished_at: Option<String>,
@@ -50,7 +52,9 @@ pub struct SourceFreshness {
     pub data_as_of: Option<String>,
     /// Seconds between `dataAsOf` and this response, as an exact decimal string.
     pub lag_seconds: Option<String>,
+    /// How this source's last ingestion ended: `succeeded` or `failed`.
     pub last_status: Option<String>,
+    /// Why it failed, when it did.
     pub last_error: Option<String>,
     pub updated_at: String,
 }

@@ -1,0 +1,270 @@
+//! How a data response is served, and the `cacheStatus` it says so with.
+//!
+//! A middleware inside the access gate (so every cached answer is still paid for or
+//! authorised):
+//! 1. **Live refresh** (opt-in, `--live-refresh`): a request naming a registered DAO whose data
+//!    is older than the freshness target runs an ingestion of that DAO before it is answered
+//!    (`refreshed_live`); for the TTL after that, the DAO's answers say `cached_live`. One
+//!    refresh per DAO at a time: concurrent requests wait for the same one.
+//! 2. **Memory cache**: successful GET answers are kept per serving revision, keyed by path and
+//!    query, and served again with `memory_cache`. A new revision (any process's publication)
+//!    empties it. Entries are evicted oldest first beyond the byte budget.
+//!
+//! A replayed answer is re-stamped: `generatedAt`, the v1 `request.requestId`, and
+//! `cacheStatus`. Everything else is the body as first served.
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use poem::http::{HeaderMap, StatusCode, header};
+use poem::{Endpoint, IntoResponse, Request, Response};
+use poem_openapi::types::ToJSON;
+use serde_json::Value;
+
+use super::AppState;
+use crate::contract::envelope::{CacheStatus, RequestId};
+use crate::contract::time::{now_ms, rfc3339_ms};
+use crate::ingest::{Registry, RetryPolicy, RunOptions};
+
+/// Paths whose answers describe the service rather than a data revision: never cached.
+const UNCACHED: &[&str] = &["/v1/system/freshness", "/v1/meta/pricing", "/v1/openapi", "/v2/openapi"];
+
+/// Responses of the current revision, oldest first out.
+pub struct ResponseCache {
+    max_bytes: usize,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    revision: i64,
+    map: HashMap<String, Arc<Cached>>,
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+struct Cached {
+    headers: HeaderMap,
+    body: Value,
+    size: usize,
+}
+
+impl ResponseCache {
+    /// A cache of at most `max_bytes` of bodies; 0 disables it.
+    pub fn new(max_bytes: usize) -> Self {
+        Self { max_bytes, inner: Mutex::new(Entries::default()) }
+    }
+
+    fn get(&self, revision: i64, key: &str) -> Option<Arc<Cached>> {
+        let mut e = self.inner.lock().expect("the cache lock is never poisoned");
+        e.reset_if_stale(revision);
+        e.map.get(key).cloned()
+    }
+
+    fn put(&self, revision: i64, key: String, cached: Cached) {
+        if cached.size > self.max_bytes {
+            return;
+        }
+        let mut e = self.inner.lock().expect("the cache lock is never poisoned");
+        e.reset_if_stale(revision);
+        if e.revision != revision || e.map.contains_key(&key) {
+            return;
+        }
+        while e.bytes + cached.size > self.max_bytes {
+            let Some(oldest) = e.order.pop_front() else { break };
+            if let Some(gone) = e.map.remove(&oldest) {
+                e.bytes -= gone.size;
+            }
+        }
+        e.bytes += cached.size;
+        e.order.push_back(key.clone());
+        e.map.insert(key, Arc::new(cached));
+    }
+}
+
+impl Entries {
+    /// Entries belong to one revision; a newer one empties the cache.
+    fn reset_if_stale(&mut self, revision: i64) {
+        if revision > self.revision {
+            *self = Entries { revision, ..Entries::default() };
+        }
+    }
+}
+
+/// On-demand refresh of DAOs whose data is past its freshness target.
+pub struct LiveRefresh {
+    pub registry: Arc<Registry>,
+    /// Data older than this is refreshed on demand.
+    pub target: Duration,
+    /// How long after a refresh the DAO's answers count as `cached_live`.
+    pub ttl: Duration,
+    /// Longest a request waits for a refresh; past it, the stored data is served.
+    pub deadline: Duration,
+    refreshed: Mutex<HashMap<String, Instant>>,
+    flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl LiveRefresh {
+    pub fn new(registry: Arc<Registry>, target: Duration, ttl: Duration, deadline: Duration) -> Self {
+        Self { registry, target, ttl, deadline, refreshed: Mutex::default(), flights: Mutex::default() }
+    }
+
+    fn recently_refreshed(&self, dao: &str) -> bool {
+        let refreshed = self.refreshed.lock().expect("never poisoned");
+        refreshed.get(dao).is_some_and(|at| at.elapsed() < self.ttl)
+    }
+
+    /// Refreshes `dao` when its data is past the target; says how the answer is served.
+    async fn ensure(&self, state: &AppState, dao: &str) -> Option<CacheStatus> {
+        // Only registered DAOs have upstreams to refresh from.
+        self.registry.dao(dao)?;
+        if self.recently_refreshed(dao) {
+            return Some(CacheStatus::CachedLive);
+        }
+        let newest = match crate::store::freshness::dao_data_as_of(&state.db, dao).await {
+            Ok(newest) => newest,
+            Err(e) => {
+                tracing::warn!(dao, "live refresh: cannot read the watermark: {e}");
+                return None;
+            }
+        };
+        let target_ms = i64::try_from(self.target.as_millis()).unwrap_or(i64::MAX);
+        if newest.is_some_and(|t| now_ms().saturating_sub(t) <= target_ms) {
+            return None;
+        }
+        let flight = self.flights.lock().expect("never poisoned").entry(dao.to_owned()).or_default().clone();
+        let _one_at_a_time = flight.lock().await;
+        if self.recently_refreshed(dao) {
+            // Another request refreshed it while this one waited.
+            return Some(CacheStatus::CachedLive);
+        }
+        let options = RunOptions {
+            dao: Some(dao.to_owned()),
+            trigger: "live",
+            policy: RetryPolicy { attempts: 2, timeout: self.deadline, ..RetryPolicy::default() },
+            ..RunOptions::default()
+        };
+        let run = crate::ingest::run_once(&state.db, &self.registry, &options);
+        match tokio::time::timeout(self.deadline, run).await {
+            Ok(Ok(report)) if report.outcomes.iter().all(|o| o.result.is_ok()) => {
+                self.refreshed.lock().expect("never poisoned").insert(dao.to_owned(), Instant::now());
+                Some(CacheStatus::RefreshedLive)
+            }
+            Ok(Ok(report)) => {
+                tracing::warn!(dao, "live refresh: some sources failed; serving the stored data\n{report}");
+                None
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(dao, "live refresh failed; serving the stored data: {e:#}");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(dao, "live refresh took longer than {:?}; serving the stored data", self.deadline);
+                None
+            }
+        }
+    }
+}
+
+/// The DAO a data request is about: `/v1/daos/{id}/…`, `/v2/daos/{id}…`, or `?daoId=`.
+fn dao_of(req: &Request) -> Option<String> {
+    let path = req.uri().path();
+    let in_path = ["/v1/daos/", "/v2/daos/"]
+        .iter()
+        .find_map(|p| path.strip_prefix(p))
+        .and_then(|rest| rest.split('/').next())
+        .filter(|id| !id.is_empty());
+    if let Some(id) = in_path {
+        return Some(id.to_owned());
+    }
+    let query = req.uri().query()?;
+    serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+        .ok()?
+        .into_iter()
+        .find(|(k, _)| k == "daoId")
+        .map(|(_, v)| v)
+}
+
+fn cacheable(req: &Request) -> bool {
+    let path = req.uri().path();
+    req.method() == poem::http::Method::GET
+        && (path.starts_with("/v1/") || path.starts_with("/v2/"))
+        && !UNCACHED.iter().any(|p| path.starts_with(p))
+}
+
+/// The middleware.
+pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
+    if !cacheable(&req) {
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
+    let live = match (&state.live, dao_of(&req)) {
+        (Some(live), Some(dao)) => live.ensure(&state, &dao).await,
+        _ => None,
+    };
+    let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
+    let v1 = req.uri().path().starts_with("/v1/");
+    let key = req.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let revision = match (state.cache.max_bytes, crate::store::publish::current_revision(&state.db).await) {
+        (0, _) | (_, Err(_)) | (_, Ok(None)) => None,
+        (_, Ok(Some(r))) => Some(r.id),
+    };
+    if let Some(revision) = revision
+        && let Some(hit) = state.cache.get(revision, &key)
+    {
+        let mut body = hit.body.clone();
+        stamp(&mut body, v1, live.unwrap_or(CacheStatus::MemoryCache), &request_id);
+        return Ok(respond(&hit.headers, &body));
+    }
+    let response = ep.call(req).await?.into_response();
+    if response.status() != StatusCode::OK || !is_json(response.headers()) {
+        return Ok(response);
+    }
+    let headers = response.headers().clone();
+    let bytes = response.into_body().into_bytes().await?;
+    let Ok(mut body) = serde_json::from_slice::<Value>(&bytes) else {
+        return Ok(respond_bytes(&headers, bytes.to_vec()));
+    };
+    if let Some(revision) = revision {
+        state.cache.put(revision, key, Cached { headers: headers.clone(), body: body.clone(), size: bytes.len() });
+    }
+    match live {
+        Some(status) => {
+            stamp(&mut body, v1, status, &request_id);
+            Ok(respond(&headers, &body))
+        }
+        None => Ok(respond_bytes(&headers, bytes.to_vec())),
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("json"))
+}
+
+/// Sets how this answer was served. `registry_only` is a fact about the data, not about the
+/// serving path, and stays.
+fn stamp(body: &mut Value, v1: bool, status: CacheStatus, request_id: &str) {
+    let freshness = if v1 { body.get_mut("freshness") } else { body.pointer_mut("/meta/freshness") };
+    if let Some(f) = freshness.and_then(Value::as_object_mut) {
+        f.insert("generatedAt".to_owned(), Value::String(rfc3339_ms(now_ms())));
+        if f.get("cacheStatus").and_then(Value::as_str) != Some("registry_only") {
+            f.insert("cacheStatus".to_owned(), status.to_json().unwrap_or(Value::Null));
+        }
+    }
+    if v1 && let Some(echo) = body.get_mut("request").and_then(Value::as_object_mut) {
+        echo.insert("requestId".to_owned(), Value::String(request_id.to_owned()));
+    }
+}
+
+fn respond(headers: &HeaderMap, body: &Value) -> Response {
+    respond_bytes(headers, serde_json::to_vec(body).expect("a JSON value serialises"))
+}
+
+fn respond_bytes(headers: &HeaderMap, body: Vec<u8>) -> Response {
+    let mut response = Response::builder().status(StatusCode::OK).body(body);
+    for (name, value) in headers {
+        if name != header::CONTENT_LENGTH {
+            response.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    response
+}
