@@ -62,6 +62,9 @@ async fn main() -> anyhow::Result<()> {
     let token = format!("bench-{}", uuid::Uuid::new_v4());
     let mut serve = ServeArgs::default();
     serve.payments.internal_token = Some(token.clone());
+    // Repeated requests would otherwise be answered from the response cache: this measures the
+    // store's keyset pages.
+    serve.response_cache_mb = 0;
     let addr = "127.0.0.1:0".parse()?;
     let (server, bound) = govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
     tokio::spawn(server);
