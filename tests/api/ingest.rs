@@ -622,3 +622,69 @@ async fn a_registered_dao_with_nothing_ingested_is_served_registry_only() {
     assert_eq!(cache_status(&ingested), "fresh");
     assert_eq!(ingested["data"]["status"], "ingested");
 }
+
+#[tokio::test]
+async fn serve_ingests_on_a_schedule() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let hub = snapshot_hub(Arc::new(Mutex::new(hub_data()))).await;
+    let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("registry.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\n[dao.snapshot]\nspace = \"{SPACE}\"\n\
+             hub = \"{}/graphql\"\n[dao.discourse]\nurl = \"{}\"\n",
+            hub.url, forum.url
+        ),
+    )
+    .unwrap();
+    let url = fresh_database(Backend::Sqlite).await;
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_govdata"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-sample", "--ingest-every", "1s"])
+        .arg("--registry")
+        .arg(&file)
+        .env("DATABASE_URL", &url)
+        .env("RUST_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let base = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(at) = line.find("listening on http://") {
+                let rest = &line[at + "listening on ".len()..];
+                return rest.split_whitespace().next().unwrap().to_owned();
+            }
+        }
+        panic!("the server exited");
+    })
+    .await
+    .expect("the server starts");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    // At least two scheduled runs, the first of which loaded the DAO.
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let fresh: Value = client.get(format!("{base}/v1/daos")).send().await.unwrap().json().await.unwrap();
+        let dao = fresh["data"]["items"].as_array().unwrap().iter().find(|d| d["daoId"] == DAO).cloned();
+        let db = govdata::store::connect(&url).await.unwrap();
+        let runs = ingestion_run::Entity::find().all(&db).await.unwrap();
+        db.close().await.unwrap();
+        let scheduled = runs.iter().filter(|r| r.trigger == "schedule" && r.status == "succeeded").count();
+        if scheduled >= 2 {
+            let dao = dao.expect("the DAO is registered by the first run");
+            assert_eq!(dao["counts"]["proposals"], PROPOSALS.to_string(), "{dao}");
+            let mut done: Vec<_> = runs.iter().filter_map(|r| Some((r.started_ms, r.finished_ms?))).collect();
+            done.sort();
+            assert!(done.windows(2).all(|w| w[1].0 >= w[0].1), "runs never overlap: {runs:?}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "two scheduled runs within 60 s: {runs:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    server.kill().await.unwrap();
+}
