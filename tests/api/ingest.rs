@@ -255,6 +255,20 @@ async fn ingest_publish_and_serve(backend: Backend) {
     assert_eq!(fresh["data"]["lastRun"]["status"], "succeeded");
     assert_eq!(fresh["data"]["lastRun"]["trigger"], "manual");
 
+    // The signal rules ran on the publication and stored what they found, with evidence.
+    // (Read from the store: the API's signal windows end now, and this data is from 2023.)
+    let signals = govdata::store::entities::signal::Entity::find()
+        .filter(govdata::store::entities::signal::Column::DaoId.eq(DAO))
+        .all(&w.db)
+        .await
+        .unwrap();
+    assert!(!signals.is_empty(), "the rules found something in 1003 proposals");
+    for s in &signals {
+        let evidence: Value = serde_json::from_str(&s.evidence).unwrap();
+        assert!(evidence.as_object().is_some_and(|e| !e.is_empty()), "{s:?}");
+        assert_eq!(Some(s.revision_id), report.published.revision_id);
+    }
+
     // Again: nothing new upstream, nothing written; each source resumes where it stopped.
     w.hub.clear();
     w.forum.clear();
