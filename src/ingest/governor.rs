@@ -21,7 +21,9 @@ use serde_json::json;
 use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
 use crate::store::apply::Watermark;
-use crate::store::staging::{DelegateRecord, ONCHAIN, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord};
+use crate::store::staging::{
+    DelegateRecord, DelegationRecord, ONCHAIN, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord,
+};
 
 sol! {
     event ProposalCreated(uint256 proposalId, address proposer, address[] targets, uint256[] values, string[] signatures, bytes[] calldatas, uint256 voteStart, uint256 voteEnd, string description);
@@ -31,6 +33,7 @@ sol! {
     event ProposalExecuted(uint256 proposalId);
     event ProposalCanceled(uint256 proposalId);
     event DelegateVotesChanged(address indexed delegate, uint256 previousVotes, uint256 newVotes);
+    event DelegateChanged(address indexed delegator, address indexed fromDelegate, address indexed toDelegate);
 
     function state(uint256 proposalId) external view returns (uint8);
     function proposalVotes(uint256 proposalId) external view returns (uint256 againstVotes, uint256 forVotes, uint256 abstainVotes);
@@ -108,6 +111,7 @@ impl Connector for GovernorConnector {
         let mut created: Vec<Created> = Vec::new();
         let mut touched: BTreeSet<U256> = BTreeSet::new();
         let mut powers: BTreeMap<Address, (U256, u64)> = BTreeMap::new();
+        let mut delegations: BTreeMap<Address, (Address, u64)> = BTreeMap::new();
         let mut start = from;
         let mut range = self.source.block_range.max(1);
         while start <= safe {
@@ -129,6 +133,9 @@ impl Connector for GovernorConnector {
                     if topic0 == DelegateVotesChanged::SIGNATURE_HASH {
                         let e = DelegateVotesChanged::decode_raw_log(log.topics.iter().copied(), &log.data)?;
                         powers.insert(e.delegate, (e.newVotes, block));
+                    } else if topic0 == DelegateChanged::SIGNATURE_HASH {
+                        let e = DelegateChanged::decode_raw_log(log.topics.iter().copied(), &log.data)?;
+                        delegations.insert(e.delegator, (e.toDelegate, block));
                     }
                     continue;
                 }
@@ -138,37 +145,11 @@ impl Connector for GovernorConnector {
                         touched.insert(event.proposalId);
                         created.push(Created { event, block, tx });
                     }
-                    t if t == VoteCast::SIGNATURE_HASH => {
-                        let e = VoteCast::decode_raw_log(log.topics.iter().copied(), &log.data)?;
+                    t if t == VoteCast::SIGNATURE_HASH || t == VoteCastWithParams::SIGNATURE_HASH => {
+                        let cast = Cast::decode(&log)?;
                         let at = times.get(self, block).await?;
-                        touched.insert(e.proposalId);
-                        sink.push(Record::Vote(self.vote(
-                            e.voter,
-                            e.proposalId,
-                            e.support,
-                            e.weight,
-                            e.reason,
-                            at,
-                            block,
-                            tx,
-                        )))
-                        .await?;
-                    }
-                    t if t == VoteCastWithParams::SIGNATURE_HASH => {
-                        let e = VoteCastWithParams::decode_raw_log(log.topics.iter().copied(), &log.data)?;
-                        let at = times.get(self, block).await?;
-                        touched.insert(e.proposalId);
-                        sink.push(Record::Vote(self.vote(
-                            e.voter,
-                            e.proposalId,
-                            e.support,
-                            e.weight,
-                            e.reason,
-                            at,
-                            block,
-                            tx,
-                        )))
-                        .await?;
+                        touched.insert(cast.proposal);
+                        sink.push(Record::Vote(self.vote(cast, at, block, tx))).await?;
                     }
                     t if t == ProposalQueued::SIGNATURE_HASH => {
                         touched
@@ -219,8 +200,18 @@ impl Connector for GovernorConnector {
                 address: lower(delegate),
                 voting_power_raw: votes.to_string(),
                 decimals: self.source.token_decimals,
+                // Counted at publication from every delegation stored for the DAO.
                 delegators_count: None,
                 as_of_ms: as_of,
+            }))
+            .await?;
+        }
+        for (delegator, (delegate, block)) in delegations {
+            sink.push(Record::Delegation(DelegationRecord {
+                dao_id: self.dao_id.clone(),
+                delegator: lower(delegator),
+                delegate: lower(delegate),
+                block_number: block as i64,
             }))
             .await?;
         }
@@ -267,6 +258,7 @@ impl GovernorConnector {
             ProposalExecuted::SIGNATURE_HASH,
             ProposalCanceled::SIGNATURE_HASH,
             DelegateVotesChanged::SIGNATURE_HASH,
+            DelegateChanged::SIGNATURE_HASH,
         ];
         let filter = json!([{
             "fromBlock": format!("{from:#x}"),
@@ -340,31 +332,45 @@ impl GovernorConnector {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn vote(
-        &self,
-        voter: Address,
-        proposal: U256,
-        support: u8,
-        weight: U256,
-        reason: String,
-        created_ms: i64,
-        block: u64,
-        tx: B256,
-    ) -> VoteRecord {
+    fn vote(&self, cast: Cast, created_ms: i64, block: u64, tx: B256) -> VoteRecord {
         VoteRecord {
             dao_id: self.dao_id.clone(),
-            proposal: ProposalRef { source: ONCHAIN.to_owned(), external_id: proposal.to_string() },
-            voter: lower(voter),
-            choice: (u32::from(support) + 1).to_string(),
-            voting_power: weight.to_string(),
+            proposal: ProposalRef { source: ONCHAIN.to_owned(), external_id: cast.proposal.to_string() },
+            voter: lower(cast.voter),
+            choice: (u32::from(cast.support) + 1).to_string(),
+            voting_power: cast.weight.to_string(),
             vp_from_float: false,
-            reason: Some(reason).filter(|r| !r.is_empty()),
+            reason: Some(cast.reason).filter(|r| !r.is_empty()),
             created_ms,
             ipfs: None,
             tx_hash: Some(format!("{tx:#x}")),
             block_number: Some(block as i64),
         }
+    }
+}
+
+/// One vote, from `VoteCast` or `VoteCastWithParams` (the same vote with extra parameters,
+/// which simple counting ignores).
+struct Cast {
+    voter: Address,
+    proposal: U256,
+    support: u8,
+    weight: U256,
+    reason: String,
+}
+
+impl Cast {
+    fn decode(log: &Log) -> anyhow::Result<Self> {
+        let topics = log.topics.iter().copied();
+        let cast = if log.topics.first() == Some(&VoteCastWithParams::SIGNATURE_HASH) {
+            let e = VoteCastWithParams::decode_raw_log(topics, &log.data)?;
+            (e.voter, e.proposalId, e.support, e.weight, e.reason)
+        } else {
+            let e = VoteCast::decode_raw_log(topics, &log.data)?;
+            (e.voter, e.proposalId, e.support, e.weight, e.reason)
+        };
+        let (voter, proposal, support, weight, reason) = cast;
+        Ok(Self { voter, proposal, support, weight, reason })
     }
 }
 

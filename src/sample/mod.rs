@@ -117,12 +117,7 @@ impl ImportReport {
 
     /// One line for the revision's summary.
     fn summary(&self) -> String {
-        let parts: Vec<String> = self
-            .tables()
-            .iter()
-            .filter(|(_, c)| c.written() > 0)
-            .map(|(name, c)| format!("{name} +{} ~{}", c.inserted, c.updated))
-            .collect();
+        let parts = crate::store::upsert::describe(&self.tables());
         format!("sample import (run {}): {}", self.run_id, parts.join(", "))
     }
 }

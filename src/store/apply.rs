@@ -10,14 +10,16 @@ use std::fmt;
 use std::time::Duration;
 
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, TransactionTrait,
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
+    Statement, TransactionTrait,
 };
 
 use super::entities::{
-    dao, data_source, delegate, forum_post, forum_topic, ingestion_run, proposal, source_watermark, vote, voter,
+    dao, data_source, delegate, delegation, forum_post, forum_topic, ingestion_run, proposal, source_watermark, vote,
+    voter,
 };
 use super::staging::{
-    self, DelegateRecord, PostRecord, ProposalRecord, ProposalUpdate, Record, TopicRecord, VoteRecord,
+    self, DelegateRecord, DelegationRecord, PostRecord, ProposalRecord, ProposalUpdate, Record, TopicRecord, VoteRecord,
 };
 use super::upsert::{Changes, TableCounts, by_key, stored, upsert};
 use super::{address, decimal, keys, publish};
@@ -53,6 +55,7 @@ pub struct PublishReport {
     pub topics: TableCounts,
     pub posts: TableCounts,
     pub delegates: TableCounts,
+    pub delegations: TableCounts,
     /// Records that could not be applied (a vote for a proposal the store does not hold, an
     /// unreadable number), with the reason.
     pub skipped: Vec<String>,
@@ -62,7 +65,7 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    fn tables(&self) -> [(&'static str, TableCounts); 7] {
+    fn tables(&self) -> [(&'static str, TableCounts); 8] {
         [
             ("registry", self.registry),
             ("proposals", self.proposals),
@@ -71,6 +74,7 @@ impl PublishReport {
             ("forum topics", self.topics),
             ("forum posts", self.posts),
             ("delegates", self.delegates),
+            ("delegations", self.delegations),
         ]
     }
 
@@ -79,12 +83,7 @@ impl PublishReport {
     }
 
     fn summary(&self, run_id: i64) -> String {
-        let parts: Vec<String> = self
-            .tables()
-            .iter()
-            .filter(|(_, c)| c.written() > 0)
-            .map(|(name, c)| format!("{name} +{} ~{}", c.inserted, c.updated))
-            .collect();
+        let parts = super::upsert::describe(&self.tables());
         format!(
             "ingestion (run {run_id}): {}",
             if parts.is_empty() { "watermarks".to_owned() } else { parts.join(", ") }
@@ -133,15 +132,23 @@ pub async fn publish_run(
     if let Some(registry) = registry {
         report.registry = applier.registry(registry).await?;
     }
+    let mut delegation_daos = BTreeSet::new();
     for stage in Record::STAGES {
         let mut after = 0;
         loop {
             let page = staging::page(&txn, run_id, stage, after, PAGE).await?;
             let Some(last) = page.last() else { break };
             after = last.0;
-            applier.apply(page.into_iter().map(|(_, _, _, r)| r).collect(), &mut report).await?;
+            let records: Vec<Record> = page.into_iter().map(|(_, _, _, r)| r).collect();
+            delegation_daos.extend(records.iter().filter_map(|r| match r {
+                Record::Delegate(d) => Some(d.dao_id.clone()),
+                Record::Delegation(d) => Some(d.dao_id.clone()),
+                _ => None,
+            }));
+            applier.apply(records, &mut report).await?;
         }
     }
+    report.delegates.updated += applier.count_delegators(&delegation_daos).await?;
     let watermarks_moved = applier.watermarks(run_id, outcomes).await?;
     if report.rows_written() > 0 || watermarks_moved || publish::current_revision(&txn).await?.is_none() {
         report.revision_id = Some(publish::publish(&txn, run_id, &report.summary(run_id)).await?.id);
@@ -269,6 +276,7 @@ impl Applier<'_> {
         let mut topics = Vec::new();
         let mut posts = Vec::new();
         let mut delegates = Vec::new();
+        let mut delegations = Vec::new();
         for record in records {
             match record {
                 Record::Proposal(r) => proposals.push(*r),
@@ -277,6 +285,7 @@ impl Applier<'_> {
                 Record::Topic(r) => topics.push(r),
                 Record::Post(r) => posts.push(r),
                 Record::Delegate(r) => delegates.push(r),
+                Record::Delegation(r) => delegations.push(r),
             }
         }
         add(&mut report.proposals, self.proposals(&proposals).await?);
@@ -289,7 +298,51 @@ impl Applier<'_> {
         add(&mut report.topics, self.topics(&topics).await?);
         add(&mut report.posts, self.posts(&posts, &mut report.skipped).await?);
         add(&mut report.delegates, self.delegates(&delegates, &mut report.skipped).await?);
+        add(&mut report.delegations, self.delegations(&delegations).await?);
         Ok(())
+    }
+
+    /// Each holder's delegate; an event older than the stored one is ignored.
+    async fn delegations(&self, rows: &[DelegationRecord]) -> Result<TableCounts, DbErr> {
+        if rows.is_empty() {
+            return Ok(TableCounts::default());
+        }
+        let holders: BTreeSet<String> = rows.iter().map(|r| r.delegator.clone()).collect();
+        let stored = stored::<delegation::Entity, _>(self.txn, delegation::Column::Delegator, holders).await?;
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.delegator.clone()));
+        let mut changes = Changes::default();
+        for r in rows {
+            let old = stored.get(&(r.dao_id.clone(), r.delegator.clone()));
+            if old.is_some_and(|o| o.block_number > r.block_number) {
+                continue;
+            }
+            let desired = delegation::Model {
+                id: old.map_or(0, |s| s.id),
+                dao_id: r.dao_id.clone(),
+                delegator: r.delegator.clone(),
+                delegate: r.delegate.clone(),
+                block_number: r.block_number,
+            };
+            changes.offer(old, desired, |_| {});
+        }
+        let natural = [delegation::Column::DaoId, delegation::Column::Delegator];
+        upsert::<delegation::Entity>(self.txn, changes.rows, &natural, Some(delegation::Column::Id)).await?;
+        Ok(changes.counts)
+    }
+
+    /// Sets each governor delegate's `delegators_count` of the DAOs in `daos` from the stored
+    /// delegations, rewriting only the counts that moved. Returns how many moved.
+    async fn count_delegators(&self, daos: &BTreeSet<String>) -> Result<u64, DbErr> {
+        let mut moved = 0;
+        for dao in daos {
+            let stmt = Statement::from_sql_and_values(
+                self.txn.get_database_backend(),
+                COUNT_DELEGATORS,
+                [dao.clone().into(), GOVERNOR_ORIGIN.into()],
+            );
+            moved += self.txn.execute_raw(stmt).await?.rows_affected();
+        }
+        Ok(moved)
     }
 
     /// Stored proposals whose external id is one of `ids`, by (dao, source, external id).
@@ -616,6 +669,12 @@ impl Applier<'_> {
         Ok(moved)
     }
 }
+
+/// Counts, per governor delegate of DAO `$1`, the holders whose current delegate it is.
+const COUNT_DELEGATORS: &str = "UPDATE delegates
+     SET delegators_count = (SELECT COUNT(*) FROM delegations g WHERE g.dao_id = delegates.dao_id AND g.delegate = delegates.address)
+     WHERE dao_id = $1 AND origin = $2
+       AND COALESCE(delegators_count, -1) <> (SELECT COUNT(*) FROM delegations g WHERE g.dao_id = delegates.dao_id AND g.delegate = delegates.address)";
 
 /// `origin` of delegates read from a governor token's events.
 pub const GOVERNOR_ORIGIN: &str = "governor-logs";

@@ -138,6 +138,16 @@ pub struct DelegateRecord {
     pub as_of_ms: i64,
 }
 
+/// A holder's current delegate, from the token's `DelegateChanged` (the latest of the run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegationRecord {
+    pub dao_id: String,
+    pub delegator: String,
+    /// The zero address when the holder withdrew the delegation.
+    pub delegate: String,
+    pub block_number: i64,
+}
+
 /// One staged record. The variant order is the application order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -148,6 +158,7 @@ pub enum Record {
     Topic(TopicRecord),
     Post(PostRecord),
     Delegate(DelegateRecord),
+    Delegation(DelegationRecord),
 }
 
 impl Record {
@@ -160,10 +171,11 @@ impl Record {
             Record::Topic(_) => 3,
             Record::Post(_) => 4,
             Record::Delegate(_) => 5,
+            Record::Delegation(_) => 6,
         }
     }
 
-    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=5;
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=6;
 
     pub fn dao_id(&self) -> &str {
         match self {
@@ -173,6 +185,7 @@ impl Record {
             Record::Topic(r) => &r.dao_id,
             Record::Post(r) => &r.dao_id,
             Record::Delegate(r) => &r.dao_id,
+            Record::Delegation(r) => &r.dao_id,
         }
     }
 }

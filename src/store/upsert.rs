@@ -13,6 +13,15 @@ use sea_orm::{
 
 pub use crate::sample::TableCounts;
 
+/// `name +inserted ~updated` for each table a write changed, for a revision's summary line.
+pub(crate) fn describe(tables: &[(&str, TableCounts)]) -> Vec<String> {
+    tables
+        .iter()
+        .filter(|(_, c)| c.written() > 0)
+        .map(|(name, c)| format!("{name} +{} ~{}", c.inserted, c.updated))
+        .collect()
+}
+
 /// Rows per INSERT: 500 rows of the widest table (proposals) stay well below both backends'
 /// bind-parameter limits.
 pub(crate) const BATCH: usize = 500;

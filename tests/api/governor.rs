@@ -90,6 +90,7 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     assert_eq!(report.published.proposals.inserted, 2, "{report}");
     assert_eq!(report.published.votes.inserted, 3);
     assert_eq!(report.published.delegates.inserted, 2);
+    assert_eq!(report.published.delegations.inserted, 3);
     let app = spawn_app_with(url.clone(), |_| {}).await;
     let proposals = scenario["proposals"].as_array().unwrap();
     assert_served(&app, &proposals[0], "queued").await;
@@ -103,6 +104,10 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
         let s = delegates.iter().find(|s| s["address"] == d["address"]).unwrap_or_else(|| panic!("{d} served"));
         assert_eq!(s["votingPowerRaw"], d["votes"]);
         assert_eq!(s["decimals"], 18);
+        // #1 holds its own votes and #3's; #2 only its own.
+        let holders = scenario["holders"].as_array().unwrap();
+        let delegators = holders.iter().filter(|h| h["delegate"] == d["address"]).count();
+        assert_eq!(s["delegatorsCount"], delegators.to_string(), "{s}");
         let raw = d["votes"].as_str().unwrap();
         let (int, frac) = raw.split_at(raw.len() - 18);
         assert_eq!(s["votingPower"], format!("{int}.{}", frac.trim_end_matches('0')).trim_end_matches('.'));

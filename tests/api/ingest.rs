@@ -121,14 +121,25 @@ pub fn forum_data() -> ForumData {
     ForumData { topics, per_page: 30 }
 }
 
-pub fn registry(hub: &Fake, forum: &Fake) -> Registry {
-    let text = format!(
+/// The test DAO, with the hub and the forum stand-ins as its sources.
+fn registry_text(hub: &Fake, forum: &Fake) -> String {
+    format!(
         "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\nsymbol = \"TGOV\"\n\
          [dao.snapshot]\nspace = \"{SPACE}\"\nhub = \"{}/graphql\"\n\
          [dao.discourse]\nurl = \"{}\"\n",
         hub.url, forum.url
-    );
-    Registry::parse(&text, "test registry").expect("valid registry")
+    )
+}
+
+pub fn registry(hub: &Fake, forum: &Fake) -> Registry {
+    Registry::parse(&registry_text(hub, forum), "test registry").expect("valid registry")
+}
+
+/// The same registry as a file, for the `govdata` command and `--registry`.
+fn registry_file(dir: &tempfile::TempDir, hub: &Fake, forum: &Fake) -> std::path::PathBuf {
+    let file = dir.path().join("registry.toml");
+    std::fs::write(&file, registry_text(hub, forum)).unwrap();
+    file
 }
 
 /// Quick retries: the faults are local, the waits need not be long.
@@ -436,16 +447,7 @@ async fn killed_mid_publication(backend: Backend) {
         data.votes.push(vote);
     }
     let dir = tempfile::tempdir().unwrap();
-    let registry = dir.path().join("registry.toml");
-    std::fs::write(
-        &registry,
-        format!(
-            "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\nsymbol = \"TGOV\"\n[dao.snapshot]\nspace = \"{SPACE}\"\n\
-             hub = \"{}/graphql\"\n[dao.discourse]\nurl = \"{}\"\n",
-            w.hub.url, w.forum.url
-        ),
-    )
-    .unwrap();
+    let registry = registry_file(&dir, &w.hub, &w.forum);
     let ingest = || {
         let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_govdata"));
         c.args(["ingest", "--registry", registry.to_str().unwrap()])
@@ -565,16 +567,7 @@ async fn a_stale_dao_is_refreshed_live_then_served_as_cached_live() {
     let hub = snapshot_hub(hub_data.clone()).await;
     let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("registry.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\n[dao.snapshot]\nspace = \"{SPACE}\"\n\
-             hub = \"{}/graphql\"\n[dao.discourse]\nurl = \"{}\"\n",
-            hub.url, forum.url
-        ),
-    )
-    .unwrap();
+    let file = registry_file(&dir, &hub, &forum);
     let url = fresh_database(Backend::Sqlite).await;
     let app = spawn_app_with(url, |a| {
         a.registry.registry = Some(file.clone());
@@ -643,16 +636,7 @@ async fn serve_ingests_on_a_schedule() {
     let hub = snapshot_hub(Arc::new(Mutex::new(hub_data()))).await;
     let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("registry.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\n[dao.snapshot]\nspace = \"{SPACE}\"\n\
-             hub = \"{}/graphql\"\n[dao.discourse]\nurl = \"{}\"\n",
-            hub.url, forum.url
-        ),
-    )
-    .unwrap();
+    let file = registry_file(&dir, &hub, &forum);
     let url = fresh_database(Backend::Sqlite).await;
     let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_govdata"))
         .args(["serve", "--addr", "127.0.0.1:0", "--no-sample", "--ingest-every", "1s"])

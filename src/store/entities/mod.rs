@@ -4,6 +4,7 @@ pub mod dao_summary;
 pub mod data_revision;
 pub mod data_source;
 pub mod delegate;
+pub mod delegation;
 pub mod forum_post;
 pub mod forum_topic;
 pub mod governance_event;

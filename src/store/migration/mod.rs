@@ -7,12 +7,18 @@ use sea_orm_migration::prelude::*;
 mod m0001_initial;
 mod m0002_search;
 mod m0003_staging;
+mod m0004_delegations;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m0001_initial::Migration), Box::new(m0002_search::Migration), Box::new(m0003_staging::Migration)]
+        vec![
+            Box::new(m0001_initial::Migration),
+            Box::new(m0002_search::Migration),
+            Box::new(m0003_staging::Migration),
+            Box::new(m0004_delegations::Migration),
+        ]
     }
 }
