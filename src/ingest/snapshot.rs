@@ -13,6 +13,7 @@ use futures_util::{StreamExt, stream};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{json, value::RawValue};
+use tokio::sync::mpsc;
 
 use super::registry::SnapshotSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
@@ -100,6 +101,66 @@ impl Created for Vote {
     }
 }
 
+/// Pages a list on `created` past the hub's `skip` cap: after the first page each request
+/// starts at the last `created` seen and skips only the items already read at that second, so
+/// `skip` stays small however deep the list goes. Items seen twice at a boundary second are
+/// dropped, whatever the hub's order among equal timestamps.
+struct Pager {
+    created_gte: i64,
+    skip: usize,
+    /// Ids read at `created_gte`.
+    at_boundary: HashSet<String>,
+    done: bool,
+}
+
+impl Pager {
+    fn new(since: i64) -> Self {
+        Self { created_gte: since, skip: 0, at_boundary: HashSet::new(), done: false }
+    }
+
+    /// `(created_gte, skip)` of the next request, or `None` once the list is read.
+    fn next_request(&self) -> Option<(i64, usize)> {
+        (!self.done).then_some((self.created_gte, self.skip))
+    }
+
+    /// Takes the answer to the last request and returns the items not read before.
+    fn take<T: Created>(&mut self, batch: Vec<T>) -> anyhow::Result<Vec<T>> {
+        let count = batch.len();
+        let last = batch.last().map(|i| i.created());
+        let mut fresh = Vec::with_capacity(count);
+        for item in batch {
+            if item.created() < self.created_gte {
+                bail!("the hub answered an item created before `created_gte` {}: paging is unsafe", self.created_gte);
+            }
+            if item.created() == self.created_gte && !self.at_boundary.insert(item.id().to_owned()) {
+                continue;
+            }
+            fresh.push(item);
+        }
+        match last {
+            _ if count < PAGE => self.done = true,
+            Some(last) if last == self.created_gte => {
+                // A whole page at one second: go deeper at the same second.
+                self.skip += count;
+                if self.skip > SKIP_CAP {
+                    bail!(
+                        "more than {} items were created in the same second ({last}); the hub cannot page past them",
+                        SKIP_CAP + PAGE
+                    );
+                }
+            }
+            Some(last) => {
+                self.at_boundary =
+                    fresh.iter().rev().take_while(|i| i.created() == last).map(|i| i.id().to_owned()).collect();
+                self.created_gte = last;
+                self.skip = self.at_boundary.len();
+            }
+            None => self.done = true,
+        }
+        Ok(fresh)
+    }
+}
+
 #[derive(Deserialize)]
 struct GraphqlResponse<T> {
     data: Option<T>,
@@ -131,23 +192,22 @@ impl Connector for SnapshotConnector {
         let mut to_vote: Vec<String> = Vec::new();
         let mut seen = HashSet::new();
 
-        let new = self
-            .page_on_created(since, |created_gte, skip| {
-                let query = format!(
-                    "query($space: String!, $first: Int!, $skip: Int!, $created_gte: Int!) {{ \
-                     proposals(first: $first, skip: $skip, where: {{space: $space, created_gte: $created_gte}}, \
-                     orderBy: \"created\", orderDirection: asc) {{ {PROPOSAL_FIELDS} }} }}"
-                );
-                let variables =
-                    json!({"space": self.source.space, "first": PAGE, "skip": skip, "created_gte": created_gte});
-                async move { self.query::<Proposals>(&query, variables).await.map(|p| p.proposals.unwrap_or_default()) }
-            })
-            .await?;
-        for p in new {
-            newest = newest.max(p.created);
-            seen.insert(p.id.clone());
-            to_vote.push(p.id.clone());
-            sink.push(Record::Proposal(Box::new(self.proposal(p)?))).await?;
+        let mut pager = Pager::new(since);
+        while let Some((created_gte, skip)) = pager.next_request() {
+            let query = format!(
+                "query($space: String!, $first: Int!, $skip: Int!, $created_gte: Int!) {{ \
+                 proposals(first: $first, skip: $skip, where: {{space: $space, created_gte: $created_gte}}, \
+                 orderBy: \"created\", orderDirection: asc) {{ {PROPOSAL_FIELDS} }} }}"
+            );
+            let variables =
+                json!({"space": self.source.space, "first": PAGE, "skip": skip, "created_gte": created_gte});
+            let batch = self.query::<Proposals>(&query, variables).await?.proposals.unwrap_or_default();
+            for p in pager.take(batch)? {
+                newest = newest.max(p.created);
+                seen.insert(p.id.clone());
+                to_vote.push(p.id.clone());
+                sink.push(Record::Proposal(Box::new(self.proposal(p)?))).await?;
+            }
         }
         // Stored proposals that can still change, refreshed by id.
         let open: Vec<&String> = resume.open_proposals.iter().filter(|id| !seen.contains(*id)).collect();
@@ -161,16 +221,29 @@ impl Connector for SnapshotConnector {
                 sink.push(Record::Proposal(Box::new(self.proposal(p)?))).await?;
             }
         }
-        // Votes, a few proposals at a time; each proposal's votes are staged as they arrive.
-        // Collected first: a closure returning a future that borrows its argument defeats the
-        // compiler's Send inference inside `buffer_unordered`.
-        let fetches: Vec<_> = to_vote.iter().map(|id| self.proposal_votes(id)).collect();
-        let mut pages = stream::iter(fetches).buffer_unordered(VOTE_CONCURRENCY);
-        while let Some((proposal, votes)) = pages.next().await {
-            for v in votes.with_context(|| format!("votes of proposal {proposal}"))? {
-                sink.push(Record::Vote(self.vote(proposal, v)?)).await?;
+        // Votes of a few proposals at a time, staged page by page as they arrive: at most a few
+        // pages are in memory, however many votes a proposal has.
+        let (pages_tx, mut pages) = mpsc::channel::<(String, Vec<Vote>)>(VOTE_CONCURRENCY);
+        let fetches: Vec<_> = to_vote.iter().map(|id| self.send_votes(id, pages_tx.clone())).collect();
+        drop(pages_tx);
+        let fetch = async {
+            let mut fetches = stream::iter(fetches).buffer_unordered(VOTE_CONCURRENCY);
+            while let Some(done) = fetches.next().await {
+                done?;
             }
-        }
+            anyhow::Ok(())
+        };
+        let stage = async {
+            while let Some((proposal, votes)) = pages.recv().await {
+                for v in votes {
+                    sink.push(Record::Vote(self.vote(&proposal, v)?)).await?;
+                }
+            }
+            anyhow::Ok(())
+        };
+        let (fetched, staged) = futures_util::join!(fetch, stage);
+        staged?;
+        fetched?;
         Ok(Watermark { data_as_of_ms: complete_to, position: Some(newest.to_string()) })
     }
 }
@@ -192,67 +265,26 @@ impl SnapshotConnector {
         })
     }
 
-    /// Every item from `created_gte = since` on, in `created` order, read page by page. Past
-    /// the first page each request starts at the last `created` seen and skips the items
-    /// already read at that second, so `skip` stays small however deep the list goes.
-    async fn page_on_created<T, F, Fut>(&self, since: i64, mut page: F) -> anyhow::Result<Vec<T>>
-    where
-        T: Created,
-        F: FnMut(i64, usize) -> Fut,
-        Fut: std::future::Future<Output = anyhow::Result<Vec<T>>>,
-    {
-        let mut items = Vec::new();
-        let (mut created_gte, mut skip) = (since, 0usize);
-        // Ids read at `created_gte`: a repeated item is dropped, whatever the hub's tie order.
-        let mut at_boundary: HashSet<String> = HashSet::new();
-        loop {
-            let batch = page(created_gte, skip).await?;
-            let count = batch.len();
-            let last = batch.last().map(|i| i.created());
-            for item in batch {
-                if item.created() < created_gte {
-                    bail!("the hub answered an item created before `created_gte` {created_gte}: paging is unsafe");
-                }
-                if item.created() == created_gte && !at_boundary.insert(item.id().to_owned()) {
-                    continue;
-                }
-                items.push(item);
-            }
-            if count < PAGE {
-                return Ok(items);
-            }
-            let last = last.expect("a full page has a last item");
-            if last == created_gte {
-                // A whole page at one second: go deeper at the same second.
-                skip += count;
-                if skip > SKIP_CAP {
-                    bail!(
-                        "more than {} items were created in the same second ({last}); the hub cannot page past them",
-                        SKIP_CAP + PAGE
-                    );
-                }
-            } else {
-                at_boundary =
-                    items.iter().rev().take_while(|i| i.created() == last).map(|i| i.id().to_owned()).collect();
-                created_gte = last;
-                skip = at_boundary.len();
-            }
-        }
-    }
-
-    async fn proposal_votes<'a>(&self, proposal: &'a str) -> (&'a str, anyhow::Result<Vec<Vote>>) {
-        (proposal, self.votes(proposal).await)
-    }
-
-    async fn votes(&self, proposal: &str) -> anyhow::Result<Vec<Vote>> {
+    /// Sends every vote of `proposal` to `pages`, a page at a time.
+    async fn send_votes(&self, proposal: &str, pages: mpsc::Sender<(String, Vec<Vote>)>) -> anyhow::Result<()> {
         let query = "query($proposal: String!, $first: Int!, $skip: Int!, $created_gte: Int!) { \
                      votes(first: $first, skip: $skip, where: {proposal: $proposal, created_gte: $created_gte}, \
                      orderBy: \"created\", orderDirection: asc) { id voter created choice reason vp ipfs } }";
-        self.page_on_created(0, |created_gte, skip| {
+        let mut pager = Pager::new(0);
+        while let Some((created_gte, skip)) = pager.next_request() {
             let variables = json!({"proposal": proposal, "first": PAGE, "skip": skip, "created_gte": created_gte});
-            async move { self.query::<Votes>(query, variables).await.map(|v| v.votes.unwrap_or_default()) }
-        })
-        .await
+            let batch = self
+                .query::<Votes>(query, variables)
+                .await
+                .with_context(|| format!("votes of proposal {proposal}"))?
+                .votes
+                .unwrap_or_default();
+            let fresh = pager.take(batch).with_context(|| format!("votes of proposal {proposal}"))?;
+            if pages.send((proposal.to_owned(), fresh)).await.is_err() {
+                bail!("staging stopped while the votes of {proposal} were read");
+            }
+        }
+        Ok(())
     }
 
     fn proposal(&self, p: Proposal) -> anyhow::Result<ProposalRecord> {
@@ -310,4 +342,68 @@ fn number_text(raw: &str) -> anyhow::Result<String> {
     let text = raw.trim().trim_matches('"');
     crate::store::decimal::parse(text).with_context(|| format!("`{raw}` is not a number"))?;
     Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Item(String, i64);
+
+    impl Created for Item {
+        fn id(&self) -> &str {
+            &self.0
+        }
+        fn created(&self) -> i64 {
+            self.1
+        }
+    }
+
+    fn page(from: usize, n: usize, created: impl Fn(usize) -> i64) -> Vec<Item> {
+        (from..from + n).map(|i| Item(format!("i{i}"), created(i))).collect()
+    }
+
+    #[test]
+    fn the_pager_resumes_at_the_last_second_and_skips_what_it_read_there() {
+        let mut pager = Pager::new(0);
+        assert_eq!(pager.next_request(), Some((0, 0)));
+        // A full page whose last two items share a second.
+        let fresh = pager.take(page(0, PAGE, |i| if i >= PAGE - 2 { 500 } else { i as i64 })).unwrap();
+        assert_eq!(fresh.len(), PAGE);
+        assert_eq!(pager.next_request(), Some((500, 2)));
+        // The hub repeats one of them (another tie order) and adds a new one: the repeat is dropped.
+        let fresh = pager.take(vec![Item(format!("i{}", PAGE - 1), 500), Item("new".into(), 501)]).unwrap();
+        assert_eq!(fresh.iter().map(|i| i.0.as_str()).collect::<Vec<_>>(), ["new"]);
+        assert_eq!(pager.next_request(), None, "a short page ends the list");
+    }
+
+    #[test]
+    fn full_pages_at_one_second_go_deeper_up_to_the_hubs_skip_cap() {
+        let mut pager = Pager::new(7);
+        for n in 0..=SKIP_CAP / PAGE {
+            assert_eq!(pager.next_request(), Some((7, n * PAGE)));
+            let taken = pager.take(page(n * PAGE, PAGE, |_| 7));
+            if (n + 1) * PAGE > SKIP_CAP {
+                let error = taken.err().expect("past the cap").to_string();
+                assert!(error.contains("same second"), "{error}");
+                return;
+            }
+            assert_eq!(taken.unwrap().len(), PAGE);
+        }
+        panic!("the cap was never reached");
+    }
+
+    #[test]
+    fn an_item_older_than_asked_for_stops_the_paging() {
+        let mut pager = Pager::new(100);
+        assert!(pager.take(vec![Item("a".into(), 99)]).is_err());
+    }
+
+    #[test]
+    fn numbers_keep_the_text_received() {
+        assert_eq!(number_text("2.11e-16").unwrap(), "2.11e-16");
+        assert_eq!(number_text("\"12345678901234567890.5\"").unwrap(), "12345678901234567890.5");
+        assert!(number_text("null").is_err());
+        assert!(number_text("\"ten\"").is_err());
+    }
 }
