@@ -158,3 +158,68 @@ async fn governor_proposals_votes_and_voting_power_are_ingested_exactly() {
     assert_eq!(detail["data"]["state"], "defeated", "{detail}");
     assert!(detail["data"]["endAt"].is_string(), "the end is known once its block is mined: {detail}");
 }
+
+/// A JSON-RPC node of 100 empty blocks that refuses `eth_getLogs` over more than 10 blocks, as
+/// public nodes do, and answers one malformed body first.
+#[tokio::test]
+async fn log_ranges_are_halved_when_a_node_refuses_them_and_stop_short_of_the_confirmation_depth() {
+    use crate::upstreams::{Fake, Fault, Seen};
+    use std::sync::Arc;
+    let node = Fake::start(Arc::new(|req: &Seen| {
+        let hex = |n: u64| format!("{n:#x}");
+        let parse = |v: &Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        let result = match req.body["method"].as_str().unwrap() {
+            "eth_chainId" => json!("0x1"),
+            "eth_blockNumber" => json!(hex(100)),
+            "eth_getBlockByNumber" => json!({"number": req.body["params"][0], "timestamp": hex(1_700_000_000)}),
+            "eth_getLogs" => {
+                let filter = &req.body["params"][0];
+                if parse(&filter["toBlock"]) - parse(&filter["fromBlock"]) + 1 > 10 {
+                    let error = json!({"code": -32005, "message": "query exceeds max block range 10"});
+                    return (200, json!({"jsonrpc": "2.0", "id": 1, "error": error}).to_string());
+                }
+                json!([])
+            }
+            other => panic!("unexpected {other}"),
+        };
+        (200, json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string())
+    }))
+    .await;
+    node.fault(Fault::Status(503, None));
+    let text = format!(
+        "[[dao]]\nid = \"{DAO}\"\nname = \"Gov Test\"\n[dao.onchain]\nchain_id = 1\nrpc_url = \"{}\"\n\
+         governor = \"0x408ED6354d4973f66138C91495F2f2FCbd8724C3\"\ntoken = \"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984\"\n\
+         start_block = 11\nconfirmations = 12\nblock_range = 40\n",
+        node.url
+    );
+    let registry = Registry::parse(&text, "node test").unwrap();
+    let db = govdata::store::connect(&fresh_database(Backend::Sqlite).await).await.unwrap();
+    let options = RunOptions { policy: quick(), ..RunOptions::default() };
+    let report = run_once(&db, &registry, &options).await.unwrap();
+    assert!(report.outcomes[0].result.is_ok(), "{report}");
+
+    // Blocks 11..=88 (head 100 less 12 confirmations), each exactly once, in ranges the node took.
+    let read: Vec<(u64, u64)> = node
+        .requests()
+        .iter()
+        .filter(|r| r.body["method"] == "eth_getLogs")
+        .map(|r| {
+            let f = &r.body["params"][0];
+            let n = |k: &str| u64::from_str_radix(f[k].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+            (n("fromBlock"), n("toBlock"))
+        })
+        .collect();
+    let accepted: Vec<&(u64, u64)> = read.iter().filter(|(a, b)| b - a < 10).collect();
+    assert_eq!(accepted.first().map(|r| r.0), Some(11), "{read:?}");
+    assert_eq!(accepted.last().map(|r| r.1), Some(88), "{read:?}");
+    assert!(accepted.windows(2).all(|w| w[1].0 == w[0].1 + 1), "contiguous: {read:?}");
+    assert_eq!(read[..3].iter().map(|(a, b)| b - a + 1).collect::<Vec<_>>(), [40, 20, 10], "halved: {read:?}");
+    let watermark = source_watermark::Entity::find().one(&db).await.unwrap().unwrap();
+    assert_eq!(watermark.position.as_deref(), Some("88"));
+
+    // The next run starts after the last block read.
+    node.clear();
+    run_once(&db, &registry, &options).await.unwrap();
+    let first = node.requests().into_iter().find(|r| r.body["method"] == "eth_getLogs");
+    assert!(first.is_none(), "nothing new below the confirmation depth: the head has not moved");
+}
