@@ -144,6 +144,10 @@ pub async fn run_once(db: &DatabaseConnection, registry: &Registry, options: &Ru
     let jobs: Vec<_> = jobs.into_iter().map(|(dao, kind)| run_job(db, run.id, dao, kind, &options.policy)).collect();
     let outcomes: Vec<SourceOutcome> = stream::iter(jobs).buffer_unordered(JOB_CONCURRENCY).collect().await;
     let sync = apply::RegistrySync { daos: registry.daos.iter().map(registry_row).collect() };
+    // One publication at a time in this process (a scheduled run and a live refresh may finish
+    // together): they would otherwise contend for the same aggregate rows.
+    static PUBLISHING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = PUBLISHING.lock().await;
     match apply::publish_run(db, run.id, &outcomes, Some(&sync)).await {
         Ok(published) => Ok(RunReport { run_id: run.id, outcomes, published }),
         Err(error) => {
