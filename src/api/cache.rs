@@ -100,13 +100,14 @@ pub struct LiveRefresh {
     pub ttl: Duration,
     /// Longest a request waits for a refresh; past it, the stored data is served.
     pub deadline: Duration,
-    refreshed: Mutex<HashMap<String, Instant>>,
+    /// When each DAO was last refreshed live (shared with the refresh tasks).
+    refreshed: Arc<Mutex<HashMap<String, Instant>>>,
     flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl LiveRefresh {
     pub fn new(registry: Arc<Registry>, target: Duration, ttl: Duration, deadline: Duration) -> Self {
-        Self { registry, target, ttl, deadline, refreshed: Mutex::default(), flights: Mutex::default() }
+        Self { registry, target, ttl, deadline, refreshed: Arc::default(), flights: Mutex::default() }
     }
 
     fn recently_refreshed(&self, dao: &str) -> bool {
@@ -133,33 +134,52 @@ impl LiveRefresh {
             return None;
         }
         let flight = self.flights.lock().expect("never poisoned").entry(dao.to_owned()).or_default().clone();
-        let _one_at_a_time = flight.lock().await;
+        // A refresh already running is waited for, up to the same deadline.
+        let waited = std::time::Instant::now();
+        let Ok(one_at_a_time) = tokio::time::timeout(self.deadline, flight.lock_owned()).await else {
+            return None;
+        };
         if self.recently_refreshed(dao) {
             // Another request refreshed it while this one waited.
             return Some(CacheStatus::CachedLive);
         }
+        // The refresh runs as its own task, holding the DAO's flight: a request that stops
+        // waiting at the deadline leaves it to finish (and later requests to wait for it), rather
+        // than abandoning a run half-way.
         let options = RunOptions {
             dao: Some(dao.to_owned()),
             trigger: "live",
             policy: RetryPolicy { attempts: 2, timeout: self.deadline, ..RetryPolicy::default() },
             ..RunOptions::default()
         };
-        let run = crate::ingest::run_once(&state.db, &self.registry, &options);
-        match tokio::time::timeout(self.deadline, run).await {
-            Ok(Ok(report)) if report.outcomes.iter().all(|o| o.result.is_ok()) => {
-                self.refreshed.lock().expect("never poisoned").insert(dao.to_owned(), Instant::now());
-                Some(CacheStatus::RefreshedLive)
+        let (db, registry, refreshed, id) =
+            (state.db.clone(), self.registry.clone(), self.refreshed.clone(), dao.to_owned());
+        let refresh = tokio::spawn(async move {
+            let _flight = one_at_a_time;
+            match crate::ingest::run_once(&db, &registry, &options).await {
+                Ok(report) if report.outcomes.iter().all(|o| o.result.is_ok()) => {
+                    refreshed.lock().expect("never poisoned").insert(id, Instant::now());
+                    true
+                }
+                Ok(report) => {
+                    tracing::warn!(dao = id, "live refresh: some sources failed; serving the stored data\n{report}");
+                    false
+                }
+                Err(e) => {
+                    tracing::warn!(dao = id, "live refresh failed; serving the stored data: {e:#}");
+                    false
+                }
             }
-            Ok(Ok(report)) => {
-                tracing::warn!(dao, "live refresh: some sources failed; serving the stored data\n{report}");
-                None
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(dao, "live refresh failed; serving the stored data: {e:#}");
-                None
-            }
+        });
+        match tokio::time::timeout(self.deadline.saturating_sub(waited.elapsed()), refresh).await {
+            Ok(Ok(true)) => Some(CacheStatus::RefreshedLive),
+            Ok(_) => None,
             Err(_) => {
-                tracing::warn!(dao, "live refresh took longer than {:?}; serving the stored data", self.deadline);
+                tracing::warn!(
+                    dao,
+                    "live refresh takes longer than {:?}; serving the stored data meanwhile",
+                    self.deadline
+                );
                 None
             }
         }

@@ -686,3 +686,42 @@ async fn serve_ingests_on_a_schedule() {
     }
     server.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_slow_live_refresh_serves_the_stored_data_and_finishes_in_the_background() {
+    let w = world(Backend::Sqlite).await;
+    run_once(&w.db, &w.registry, &options()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = registry_file(&dir, &w.hub, &w.forum);
+    let app = spawn_app_with(w.app.database_url.clone(), |a| {
+        a.registry.registry = Some(file.clone());
+        a.live_refresh = true;
+        a.freshness_target = Duration::from_millis(1);
+        a.live_ttl = Duration::from_secs(600);
+        a.live_deadline = Duration::from_millis(300);
+    })
+    .await;
+    // The hub stalls past the deadline on the refresh's first request.
+    w.hub.fault(Fault::Stall(Duration::from_secs(2)));
+    let path = format!("/v2/daos/{DAO}");
+    let started = std::time::Instant::now();
+    let (status, body) = app.get_json(&path).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(cache_status(&body), "fresh", "the stored data, without waiting for the upstream: {body}");
+    assert!(started.elapsed() < Duration::from_secs(2), "answered at the deadline, not after the stall");
+    // The refresh goes on and completes; afterwards the DAO's answers come from it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let asked = std::time::Instant::now();
+        let (_, body) = app.get_json(&path).await;
+        assert!(asked.elapsed() < Duration::from_secs(1), "no request waits past the deadline for a refresh");
+        if cache_status(&body) == "cached_live" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the background refresh completes: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
+    assert_eq!(runs.iter().filter(|r| r.trigger == "live").count(), 1, "one refresh for all those requests: {runs:?}");
+    assert!(runs.iter().all(|r| r.status == "succeeded"), "{runs:?}");
+}
