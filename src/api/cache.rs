@@ -43,10 +43,10 @@ struct Entries {
     bytes: usize,
 }
 
+/// An answer as first served: its headers and body bytes (what the budget counts).
 struct Cached {
     headers: HeaderMap,
-    body: Value,
-    size: usize,
+    body: Vec<u8>,
 }
 
 impl ResponseCache {
@@ -62,7 +62,8 @@ impl ResponseCache {
     }
 
     fn put(&self, revision: i64, key: String, cached: Cached) {
-        if cached.size > self.max_bytes {
+        let size = cached.body.len() + key.len();
+        if size > self.max_bytes {
             return;
         }
         let mut e = self.inner.lock().expect("the cache lock is never poisoned");
@@ -70,13 +71,13 @@ impl ResponseCache {
         if e.revision != revision || e.map.contains_key(&key) {
             return;
         }
-        while e.bytes + cached.size > self.max_bytes {
+        while e.bytes + size > self.max_bytes {
             let Some(oldest) = e.order.pop_front() else { break };
             if let Some(gone) = e.map.remove(&oldest) {
-                e.bytes -= gone.size;
+                e.bytes -= gone.body.len() + oldest.len();
             }
         }
-        e.bytes += cached.size;
+        e.bytes += size;
         e.order.push_back(key.clone());
         e.map.insert(key, Arc::new(cached));
     }
@@ -231,28 +232,33 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
     if let Some(revision) = revision
         && let Some(hit) = state.cache.get(revision, &key)
     {
-        let mut body = hit.body.clone();
-        stamp(&mut body, v1, live.unwrap_or(CacheStatus::MemoryCache), &request_id);
-        return Ok(respond(&hit.headers, &body));
+        let status = live.unwrap_or(CacheStatus::MemoryCache);
+        return Ok(restamped(&hit.headers, &hit.body, v1, status, &request_id));
     }
     let response = ep.call(req).await?.into_response();
-    if response.status() != StatusCode::OK || !is_json(response.headers()) {
+    if response.status() != StatusCode::OK || !is_json(response.headers()) || (revision.is_none() && live.is_none()) {
         return Ok(response);
     }
     let headers = response.headers().clone();
-    let bytes = response.into_body().into_bytes().await?;
-    let Ok(mut body) = serde_json::from_slice::<Value>(&bytes) else {
-        return Ok(respond_bytes(&headers, bytes.to_vec()));
+    let body = response.into_body().into_bytes().await?.to_vec();
+    let answer = match live {
+        Some(status) => restamped(&headers, &body, v1, status, &request_id),
+        None => respond_bytes(&headers, body.clone()),
     };
     if let Some(revision) = revision {
-        state.cache.put(revision, key, Cached { headers: headers.clone(), body: body.clone(), size: bytes.len() });
+        state.cache.put(revision, key, Cached { headers, body });
     }
-    match live {
-        Some(status) => {
-            stamp(&mut body, v1, status, &request_id);
-            Ok(respond(&headers, &body))
+    Ok(answer)
+}
+
+/// `body` with how it was served this time; a body that is not JSON goes out as it is.
+fn restamped(headers: &HeaderMap, body: &[u8], v1: bool, status: CacheStatus, request_id: &str) -> Response {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(mut value) => {
+            stamp(&mut value, v1, status, request_id);
+            respond_bytes(headers, serde_json::to_vec(&value).expect("a JSON value serialises"))
         }
-        None => Ok(respond_bytes(&headers, bytes.to_vec())),
+        Err(_) => respond_bytes(headers, body.to_vec()),
     }
 }
 
@@ -275,10 +281,6 @@ fn stamp(body: &mut Value, v1: bool, status: CacheStatus, request_id: &str) {
     }
 }
 
-fn respond(headers: &HeaderMap, body: &Value) -> Response {
-    respond_bytes(headers, serde_json::to_vec(body).expect("a JSON value serialises"))
-}
-
 fn respond_bytes(headers: &HeaderMap, body: Vec<u8>) -> Response {
     let mut response = Response::builder().status(StatusCode::OK).body(body);
     for (name, value) in headers {
@@ -287,4 +289,46 @@ fn respond_bytes(headers: &HeaderMap, body: Vec<u8>) -> Response {
         }
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: usize) -> Cached {
+        Cached { headers: HeaderMap::new(), body: vec![b'x'; n] }
+    }
+
+    #[test]
+    fn the_cache_keeps_one_revision_within_its_budget_oldest_out_first() {
+        let cache = ResponseCache::new(300);
+        cache.put(1, "/a".into(), entry(98));
+        cache.put(1, "/b".into(), entry(98));
+        cache.put(1, "/c".into(), entry(98));
+        assert!(cache.get(1, "/a").is_some() && cache.get(1, "/c").is_some());
+        cache.put(1, "/d".into(), entry(98));
+        assert!(cache.get(1, "/a").is_none(), "the oldest made room");
+        assert!(cache.get(1, "/b").is_some() && cache.get(1, "/d").is_some());
+        cache.put(1, "/huge".into(), entry(1000));
+        assert!(cache.get(1, "/huge").is_none(), "larger than the whole budget: not kept");
+        // A newer revision empties it; an older one never fills it again.
+        assert!(cache.get(2, "/b").is_none());
+        cache.put(1, "/old".into(), entry(10));
+        assert!(cache.get(2, "/old").is_none() && cache.get(1, "/old").is_none());
+        let disabled = ResponseCache::new(0);
+        disabled.put(1, "/a".into(), entry(1));
+        assert!(disabled.get(1, "/a").is_none());
+    }
+
+    #[test]
+    fn a_replayed_answer_says_how_it_was_served_and_keeps_registry_only() {
+        let mut v1 = serde_json::json!({"request": {"requestId": "old"}, "freshness": {"cacheStatus": "fresh", "generatedAt": "x"}, "data": 1});
+        stamp(&mut v1, true, CacheStatus::MemoryCache, "new");
+        assert_eq!(v1["freshness"]["cacheStatus"], "memory_cache");
+        assert_eq!(v1["request"]["requestId"], "new");
+        assert_ne!(v1["freshness"]["generatedAt"], "x");
+        let mut v2 = serde_json::json!({"data": 1, "meta": {"freshness": {"cacheStatus": "registry_only"}}});
+        stamp(&mut v2, false, CacheStatus::CachedLive, "id");
+        assert_eq!(v2["meta"]["freshness"]["cacheStatus"], "registry_only");
+    }
 }
