@@ -147,7 +147,10 @@ impl Connector for DiscourseConnector {
             }
         }
         for id in changed {
-            let (topic, posts) = self.topic(id).await?;
+            let (topic, posts) = match self.topic(id, sink).await? {
+                Some(read) => read,
+                None => continue,
+            };
             sink.push(Record::Topic(topic)).await?;
             for post in posts {
                 sink.push(Record::Post(post)).await?;
@@ -162,8 +165,9 @@ impl DiscourseConnector {
         self.source.url.trim_end_matches('/')
     }
 
-    /// A topic with every post of its stream.
-    async fn topic(&self, id: i64) -> anyhow::Result<(TopicRecord, Vec<PostRecord>)> {
+    /// A topic with every post of its stream; `None` (reported to `sink`) when the topic itself
+    /// cannot be read. A post that cannot be read is reported and left out.
+    async fn topic(&self, id: i64, sink: &mut Sink<'_>) -> anyhow::Result<Option<(TopicRecord, Vec<PostRecord>)>> {
         let url = format!("{}/t/{id}.json", self.base());
         let topic: Topic = self.upstream.get_json(&url).await?;
         let mut posts: BTreeMap<i64, Post> = topic.post_stream.posts.iter().map(|p| (p.id, p.clone())).collect();
@@ -193,6 +197,10 @@ impl DiscourseConnector {
             }
         }
         let first = posts.iter().find(|p| p.post_number == 1);
+        let Some(created_ms) = rfc3339_to_ms(&topic.created_at) else {
+            sink.skip(format!("{url}: created_at {:?} is not an RFC 3339 time", topic.created_at));
+            return Ok(None);
+        };
         let record = TopicRecord {
             dao_id: self.dao_id.clone(),
             external_id: topic.id.to_string(),
@@ -215,28 +223,29 @@ impl DiscourseConnector {
             views: topic.views,
             like_count: topic.like_count,
             excerpt: first.map(|p| excerpt(&p.cooked)).filter(|e| !e.is_empty()),
-            created_ms: rfc3339_to_ms(&topic.created_at).with_context(|| format!("{url}: created_at"))?,
+            created_ms,
             last_posted_ms: topic.last_posted_at.as_deref().and_then(rfc3339_to_ms),
             closed: topic.closed,
             archived: topic.archived,
             proposal_links: links,
         };
-        let posts = posts
-            .into_iter()
-            .map(|p| {
-                Ok(PostRecord {
-                    dao_id: self.dao_id.clone(),
-                    topic_external_id: record.external_id.clone(),
-                    external_id: p.id.to_string(),
-                    post_number: p.post_number,
-                    author: p.username,
-                    created_ms: rfc3339_to_ms(&p.created_at)
-                        .with_context(|| format!("{url}: post {} created_at", p.id))?,
-                    body: p.cooked,
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok((record, posts))
+        let mut records = Vec::with_capacity(posts.len());
+        for p in posts {
+            let Some(created_ms) = rfc3339_to_ms(&p.created_at) else {
+                sink.skip(format!("{url}: post {}: created_at {:?} is not an RFC 3339 time", p.id, p.created_at));
+                continue;
+            };
+            records.push(PostRecord {
+                dao_id: self.dao_id.clone(),
+                topic_external_id: record.external_id.clone(),
+                external_id: p.id.to_string(),
+                post_number: p.post_number,
+                author: p.username,
+                created_ms,
+                body: p.cooked,
+            });
+        }
+        Ok(Some((record, records)))
     }
 }
 

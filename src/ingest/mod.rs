@@ -50,11 +50,24 @@ pub struct Sink<'a> {
     source: SourceKind,
     buffer: Vec<Record>,
     pub staged: u64,
+    /// Upstream items that could not be read, with the reason (the first `MAX_SKIPPED`).
+    pub skipped: Vec<String>,
 }
+
+/// Skipped items listed per source and run; beyond, they are counted in the log only.
+const MAX_SKIPPED: usize = 1000;
 
 impl<'a> Sink<'a> {
     pub fn new(db: &'a DatabaseConnection, run_id: i64, source: SourceKind) -> Self {
-        Self { db, run_id, source, buffer: Vec::with_capacity(SINK_BATCH), staged: 0 }
+        Self { db, run_id, source, buffer: Vec::with_capacity(SINK_BATCH), staged: 0, skipped: Vec::new() }
+    }
+
+    /// Reports an upstream item that cannot be read; the source goes on without it.
+    pub fn skip(&mut self, reason: String) {
+        tracing::warn!(source = %self.source, "skipped: {reason}");
+        if self.skipped.len() < MAX_SKIPPED {
+            self.skipped.push(reason);
+        }
     }
 
     pub async fn push(&mut self, record: Record) -> anyhow::Result<()> {
@@ -185,7 +198,10 @@ async fn run_job(
     policy: &RetryPolicy,
 ) -> SourceOutcome {
     let started = std::time::Instant::now();
-    let result = fetch(db, run_id, dao, kind, policy).await;
+    let (result, skipped) = match fetch(db, run_id, dao, kind, policy).await {
+        Ok((watermark, skipped)) => (Ok(watermark), skipped),
+        Err(e) => (Err(e), Vec::new()),
+    };
     match &result {
         Ok(w) => {
             tracing::info!(dao = dao.id, source = %kind, ms = started.elapsed().as_millis() as u64, position = ?w.position, "source fetched")
@@ -196,6 +212,7 @@ async fn run_job(
         dao_id: dao.id.clone(),
         source: kind.as_str().to_owned(),
         result: result.map_err(|e| format!("{e:#}")),
+        skipped,
     }
 }
 
@@ -205,7 +222,7 @@ async fn fetch(
     dao: &DaoEntry,
     kind: SourceKind,
     policy: &RetryPolicy,
-) -> anyhow::Result<Watermark> {
+) -> anyhow::Result<(Watermark, Vec<String>)> {
     let resume = crate::store::staging::resume(db, &dao.id, kind.as_str()).await?;
     let resume = Resume { position: resume.0, open_proposals: resume.1 };
     let upstream = Upstream::new(policy.clone());
@@ -231,7 +248,7 @@ async fn fetch(
         }
     };
     sink.flush().await?;
-    Ok(watermark)
+    Ok((watermark, sink.skipped))
 }
 
 /// The registry's view of a DAO as the `daos` and `data_sources` tables hold it.

@@ -205,8 +205,14 @@ impl Connector for SnapshotConnector {
             for p in pager.take(batch)? {
                 newest = newest.max(p.created);
                 seen.insert(p.id.clone());
-                to_vote.push(p.id.clone());
-                sink.push(Record::Proposal(Box::new(self.proposal(p)?))).await?;
+                let id = p.id.clone();
+                match self.proposal(p) {
+                    Ok(record) => {
+                        to_vote.push(id);
+                        sink.push(Record::Proposal(Box::new(record))).await?;
+                    }
+                    Err(e) => sink.skip(format!("snapshot proposal {id}: {e:#}")),
+                }
             }
         }
         // Stored proposals that can still change, refreshed by id.
@@ -217,8 +223,14 @@ impl Connector for SnapshotConnector {
             );
             let variables = json!({"ids": chunk, "first": chunk.len()});
             for p in self.query::<Proposals>(&query, variables).await?.proposals.unwrap_or_default() {
-                to_vote.push(p.id.clone());
-                sink.push(Record::Proposal(Box::new(self.proposal(p)?))).await?;
+                let id = p.id.clone();
+                match self.proposal(p) {
+                    Ok(record) => {
+                        to_vote.push(id);
+                        sink.push(Record::Proposal(Box::new(record))).await?;
+                    }
+                    Err(e) => sink.skip(format!("snapshot proposal {id}: {e:#}")),
+                }
             }
         }
         // Votes of a few proposals at a time, staged page by page as they arrive: at most a few
@@ -236,7 +248,11 @@ impl Connector for SnapshotConnector {
         let stage = async {
             while let Some((proposal, votes)) = pages.recv().await {
                 for v in votes {
-                    sink.push(Record::Vote(self.vote(&proposal, v)?)).await?;
+                    let id = v.id.clone();
+                    match self.vote(&proposal, v) {
+                        Ok(record) => sink.push(Record::Vote(record)).await?,
+                        Err(e) => sink.skip(format!("snapshot vote {id} on {proposal}: {e:#}")),
+                    }
                 }
             }
             anyhow::Ok(())

@@ -34,6 +34,9 @@ pub struct SourceOutcome {
     pub dao_id: String,
     pub source: String,
     pub result: Result<Watermark, String>,
+    /// Upstream items the connector could not read, with the reason: reported and skipped,
+    /// never guessed, and never a reason to stop the source.
+    pub skipped: Vec<String>,
 }
 
 /// How far a source's data is complete after a successful fetch.
@@ -126,8 +129,12 @@ pub async fn publish_run(
     }
     let now = publish::now_ms();
     let txn = db.begin().await?;
-    let mut report =
-        PublishReport { failed_sources: outcomes.iter().filter(|o| o.result.is_err()).count(), ..Default::default() };
+    let mut report = PublishReport {
+        failed_sources: outcomes.iter().filter(|o| o.result.is_err()).count(),
+        // What the connectors could not read comes first; what could not be applied follows.
+        skipped: outcomes.iter().filter(|o| o.result.is_ok()).flat_map(|o| o.skipped.iter().cloned()).collect(),
+        ..Default::default()
+    };
     let applier = Applier { txn: &txn, now_ms: now };
     if let Some(registry) = registry {
         report.registry = applier.registry(registry).await?;

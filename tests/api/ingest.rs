@@ -64,7 +64,20 @@ pub fn hub_data() -> HubData {
             }
         })
         .collect();
-    let votes = (0..BIG_VOTES)
+    let mut proposals: Vec<HubProposal> = proposals;
+    // One proposal the connector cannot read (its author is not an address): reported and
+    // skipped, and the space goes on.
+    proposals.push(HubProposal {
+        id: proposal_id(PROPOSALS),
+        created: UNREADABLE_CREATED,
+        state: "closed",
+        scores: vec!["1"],
+        scores_total: "1",
+        scores_state: "final",
+        title: "Unreadable author".to_owned(),
+        votes: 0,
+    });
+    let mut votes: Vec<HubVote> = (0..BIG_VOTES)
         .map(|i| HubVote {
             id: format!("0x{:064x}", 1_000_000 + i),
             proposal: big(),
@@ -79,8 +92,20 @@ pub fn hub_data() -> HubData {
             },
         })
         .collect();
+    // And one vote whose power is not a number.
+    votes.push(HubVote {
+        id: format!("0x{:064x}", 7_777_777),
+        proposal: big(),
+        voter: format!("0x{:040x}", 0xbad),
+        created: BASE + 100_000,
+        choice: "1".to_owned(),
+        vp: "\"ten\"".to_owned(),
+    });
     HubData { space: SPACE.to_owned(), proposals, votes }
 }
+
+/// When the unreadable proposal was created: after every other one.
+const UNREADABLE_CREATED: i64 = BASE + 1000 * 60;
 
 pub const LINKED_TOPIC: i64 = 7;
 pub const TOPIC_POSTS: usize = 45;
@@ -193,6 +218,14 @@ async fn ingest_publish_and_serve(backend: Backend) {
     assert_eq!(report.published.votes.inserted, BIG_VOTES as u64);
     assert_eq!(report.published.topics.inserted, 35);
     assert!(report.published.revision_id.is_some());
+    // The unreadable proposal and vote are reported, not guessed, and stop nothing.
+    let skipped = &report.published.skipped;
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped.iter().any(|s| s.contains(&format!("snapshot proposal {}", proposal_id(PROPOSALS)))),
+        "{skipped:?}"
+    );
+    assert!(skipped.iter().any(|s| s.contains("snapshot vote") && s.contains("is not a number")), "{skipped:?}");
 
     // The hub was paged within its caps: proposals past the tie at the page boundary, votes
     // deeper than one page at one second.
@@ -286,12 +319,13 @@ async fn ingest_publish_and_serve(backend: Backend) {
     let again = run_once(&w.db, &w.registry, &options()).await.expect("second run");
     assert_eq!(again.published.rows_written(), 0, "{again}");
     let first = &w.hub.requests()[0].body["variables"];
-    assert_eq!((first["created_gte"].as_i64(), first["skip"].as_u64()), (Some(BASE + 998 * 60), Some(0)));
+    assert_eq!((first["created_gte"].as_i64(), first["skip"].as_u64()), (Some(UNREADABLE_CREATED), Some(0)));
     let lists: Vec<String> =
         w.forum.requests().into_iter().filter(|r| r.path == "/latest.json").map(|r| r.query).collect();
     assert_eq!(lists, vec!["page=0".to_owned()], "the forum is read until nothing is newer than the last run");
     let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
     assert_eq!(runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["succeeded", "succeeded"]);
+    assert_eq!(runs[0].rows_skipped, 2);
     assert_eq!(
         proposal::Entity::find().filter(proposal::Column::DaoId.eq(DAO)).count(&w.db).await.unwrap(),
         PROPOSALS as u64
@@ -333,7 +367,7 @@ async fn upstream_faults_are_retried_or_recorded_and_never_block_other_sources()
     // Malformed JSON from the forum: the forum fails, the hub's data is still published.
     w.forum.fault(Fault::Malformed);
     w.hub_data.lock().unwrap().proposals[5].title = "Renamed upstream".to_owned();
-    w.hub_data.lock().unwrap().proposals[5].created = BASE + 999 * 60;
+    w.hub_data.lock().unwrap().proposals[5].created = UNREADABLE_CREATED;
     let report = run_once(&w.db, &w.registry, &options()).await.unwrap();
     let outcome = |source: &str| report.outcomes.iter().find(|o| o.source == source).unwrap().result.clone();
     let error = outcome("discourse").unwrap_err();
@@ -439,7 +473,7 @@ async fn killed_mid_publication(backend: Backend) {
     {
         let mut data = w.hub_data.lock().unwrap();
         data.proposals[1].title = "Renamed after the first run".to_owned();
-        data.proposals[1].created = BASE + 999 * 60;
+        data.proposals[1].created = UNREADABLE_CREATED;
         let mut vote = data.votes[0].clone();
         vote.id = format!("0x{:064x}", 9_999_999);
         vote.voter = format!("0x{:040x}", 0xfeed);

@@ -204,7 +204,7 @@ fn proposal_json(space: &str, p: &HubProposal) -> String {
     let fields = json!({
         "id": p.id,
         "ipfs": format!("bafkrei{}", &p.id[2..12]),
-        "author": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+        "author": if p.title == "Unreadable author" { "satoshi" } else { "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" },
         "created": p.created,
         "updated": null,
         "space": {"id": space},

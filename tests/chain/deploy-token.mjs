@@ -4,9 +4,7 @@
 // Also installs contracts/Multicall3Lite.sol at Multicall3's canonical address (anvil_setCode)
 // so the facilitator's failure diagnostics work as on a public chain.
 // stdout: {"asset":"0x…","name":"USDC","version":"2","decimals":6,"chainId":84532}
-import { ANVIL_ADDR_1, ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeAddress, normalizeKey, required, run } from "./lib/common.mjs";
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { ANVIL_ADDR_1, ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeAddress, normalizeKey, required, run, solcInput } from "./lib/common.mjs";
 import { createPublicClient, createWalletClient, getAddress, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import solc from "solc";
@@ -18,27 +16,16 @@ const USAGE = `usage: deploy-token.mjs --rpc URL [--key HEX] [--payer ADDR] [--a
   --name           EIP-712 domain name (default: USDC)
   --token-version  EIP-712 domain version (default: 2)`;
 
-const CONTRACTS_DIR = new URL("./contracts/", import.meta.url);
 // Canonical Multicall3 address (present on Base Sepolia; absent on a fresh anvil).
 const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
 function compile() {
   const files = ["TestUSDC.sol", "Multicall3Lite.sol"];
-  const input = {
-    language: "Solidity",
-    sources: Object.fromEntries(
-      files.map((f) => [f, { content: readFileSync(fileURLToPath(new URL(f, CONTRACTS_DIR)), "utf8") }]),
-    ),
-    settings: {
-      optimizer: { enabled: true, runs: 200 },
-      // Pinned so the bytecode runs on any anvil hardfork from cancun on.
-      evmVersion: "cancun",
-      outputSelection: {
-        "TestUSDC.sol": { TestUSDC: ["abi", "evm.bytecode.object"] },
-        "Multicall3Lite.sol": { Multicall3Lite: ["evm.deployedBytecode.object"] },
-      },
-    },
-  };
+  const input = solcInput(files, {
+    "TestUSDC.sol": { TestUSDC: ["abi", "evm.bytecode.object"] },
+    "Multicall3Lite.sol": { Multicall3Lite: ["evm.deployedBytecode.object"] },
+  });
+
   const t0 = Date.now();
   const output = JSON.parse(solc.compile(JSON.stringify(input)));
   const diagnostics = output.errors ?? [];

@@ -13,7 +13,7 @@
 // stdout: {"chainId":…,"governor":"0x…","token":"0x…","timelock":"0x…","tokenInfo":{…},"deployBlock":…,"head":…,
 //          "proposals":[…],"delegates":[…],"holders":[…]} (addresses lowercase, uint256 as decimal strings,
 //          block numbers as JSON numbers)
-import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run } from "./lib/common.mjs";
+import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
@@ -35,7 +35,6 @@ const USAGE = `usage: governance.mjs --rpc URL [--key HEX]
   --rpc   a running anvil (any chain id; it must accept anvil_mine)
   --key   deployer key (default: anvil account #0); the holders are always anvil accounts #1..#4`;
 
-const CONTRACTS_DIR = new URL("./contracts/", import.meta.url);
 const NODE_MODULES_DIR = new URL("./node_modules/", import.meta.url);
 const OZ_PREFIX = "@openzeppelin/contracts/";
 const TIMELOCK_SOURCE = `${OZ_PREFIX}governance/TimelockController.sol`;
@@ -62,22 +61,12 @@ const ABSTAIN = 2;
 
 function compile() {
   const files = ["GovToken.sol", "GovGovernor.sol"];
-  const input = {
-    language: "Solidity",
-    sources: Object.fromEntries(
-      files.map((f) => [f, { content: readFileSync(fileURLToPath(new URL(f, CONTRACTS_DIR)), "utf8") }]),
-    ),
-    settings: {
-      optimizer: { enabled: true, runs: 200 },
-      // Pinned so the bytecode runs on any anvil hardfork from cancun on.
-      evmVersion: "cancun",
-      outputSelection: {
-        "GovToken.sol": { GovToken: ["abi", "evm.bytecode.object"] },
-        "GovGovernor.sol": { GovGovernor: ["abi", "evm.bytecode.object"] },
-        [TIMELOCK_SOURCE]: { TimelockController: ["abi", "evm.bytecode.object"] },
-      },
-    },
-  };
+  const input = solcInput(files, {
+    "GovToken.sol": { GovToken: ["abi", "evm.bytecode.object"] },
+    "GovGovernor.sol": { GovGovernor: ["abi", "evm.bytecode.object"] },
+    [TIMELOCK_SOURCE]: { TimelockController: ["abi", "evm.bytecode.object"] },
+  });
+
   // Only OpenZeppelin imports are resolved, from the pinned package in node_modules.
   const findImports = (path) => {
     if (!path.startsWith(OZ_PREFIX) || path.includes("..")) return { error: `import not allowed: ${path}` };

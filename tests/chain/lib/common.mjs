@@ -3,6 +3,8 @@
 //   - every log line goes to stderr (console.log/info/debug are redirected there, because
 //     some libraries log with console.log and would otherwise corrupt stdout);
 //   - on failure: a message on stderr and a non-zero exit code (`fail()`).
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { defineChain } from "viem";
 
@@ -108,3 +110,21 @@ export function localChain(rpcUrl, id = LOCAL_CHAIN_ID) {
 
 /** Anvil mines on submission; poll receipts fast instead of viem's 4 s default. */
 export const POLLING_INTERVAL_MS = 50;
+
+/** The project's own contracts (tests/chain/contracts/). */
+export const CONTRACTS_DIR = new URL("../contracts/", import.meta.url);
+
+/**
+ * solc standard-JSON input for `files` of contracts/, with the settings every script compiles
+ * with: optimizer on, and the EVM version pinned so the bytecode runs on any anvil hardfork
+ * from cancun on.
+ */
+export function solcInput(files, outputSelection) {
+  return {
+    language: "Solidity",
+    sources: Object.fromEntries(
+      files.map((f) => [f, { content: readFileSync(fileURLToPath(new URL(f, CONTRACTS_DIR)), "utf8") }]),
+    ),
+    settings: { optimizer: { enabled: true, runs: 200 }, evmVersion: "cancun", outputSelection },
+  };
+}
