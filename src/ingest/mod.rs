@@ -158,7 +158,8 @@ pub async fn run_once(db: &DatabaseConnection, registry: &Registry, options: &Ru
     let outcomes: Vec<SourceOutcome> = stream::iter(jobs).buffer_unordered(JOB_CONCURRENCY).collect().await;
     let sync = apply::RegistrySync { daos: registry.daos.iter().map(registry_row).collect() };
     // One publication at a time in this process (a scheduled run and a live refresh may finish
-    // together): they would otherwise contend for the same aggregate rows.
+    // together). The store orders publications across processes (`store::apply`); waiting here
+    // as well means a long publication is never cut short by SQLite's busy timeout.
     static PUBLISHING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _turn = PUBLISHING.lock().await;
     match apply::publish_run(db, run.id, &outcomes, Some(&sync)).await {

@@ -129,6 +129,7 @@ pub async fn publish_run(
     }
     let now = publish::now_ms();
     let txn = db.begin().await?;
+    take_the_writers_turn(&txn, run_id).await?;
     let mut report = PublishReport {
         failed_sources: outcomes.iter().filter(|o| o.result.is_err()).count(),
         // What the connectors could not read comes first; what could not be applied follows.
@@ -168,6 +169,23 @@ pub async fn publish_run(
     }
     txn.commit().await?;
     Ok(report)
+}
+
+/// Key of the PostgreSQL advisory lock publications take (any constant; this one spells "GOVPUB").
+const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
+
+/// Publications from several processes (schedules, live refreshes, `govdata ingest`) take
+/// turns, before reading anything: PostgreSQL on a transaction-scoped advisory lock; SQLite by
+/// writing first, which takes its write lock (waiting up to the busy timeout) instead of
+/// failing later on a read snapshot another writer made stale.
+async fn take_the_writers_turn(txn: &DatabaseTransaction, run_id: i64) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    let (sql, value) = match backend {
+        sea_orm::DbBackend::Postgres => ("SELECT pg_advisory_xact_lock($1)", PUBLICATION_LOCK),
+        _ => ("UPDATE ingestion_runs SET status = status WHERE id = $1", run_id),
+    };
+    txn.execute_raw(Statement::from_sql_and_values(backend, sql, [value.into()])).await?;
+    Ok(())
 }
 
 /// `succeeded` when every source completed, `partial` when some failed, `failed` when all did.

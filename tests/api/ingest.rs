@@ -759,3 +759,71 @@ async fn a_slow_live_refresh_serves_the_stored_data_and_finishes_in_the_backgrou
     assert_eq!(runs.iter().filter(|r| r.trigger == "live").count(), 1, "one refresh for all those requests: {runs:?}");
     assert!(runs.iter().all(|r| r.status == "succeeded"), "{runs:?}");
 }
+
+/// Two `govdata ingest` processes on one store: the second reaches its publication while the
+/// first holds its own open, waits its turn, and both complete. (Without the turn, PostgreSQL
+/// let the second rebuild the aggregates over rows it could not see: a unique violation.)
+async fn two_processes_publish_in_turn(backend: Backend) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let w = world(backend).await;
+    run_once(&w.db, &w.registry, &options()).await.unwrap();
+    {
+        let mut data = w.hub_data.lock().unwrap();
+        data.proposals[2].title = "Renamed for the second process".to_owned();
+        data.proposals[2].created = UNREADABLE_CREATED;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = registry_file(&dir, &w.hub, &w.forum);
+    let ingest = || {
+        let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_govdata"));
+        c.arg("ingest")
+            .arg("--registry")
+            .arg(&file)
+            .env("DATABASE_URL", &w.app.database_url)
+            .env("RUST_LOG", "warn")
+            .kill_on_drop(true);
+        c
+    };
+    // Different sources, so that nothing but the publication itself makes them meet.
+    let mut first = ingest()
+        .args(["--source", "discourse"])
+        .env(govdata::store::apply::HOLD_ENV, "3000")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("publication: holding") {
+                return;
+            }
+        }
+        panic!("the first ingester ended before publishing");
+    })
+    .await
+    .expect("the first ingester reaches publication");
+    let second = ingest().args(["--source", "snapshot"]).output().await.unwrap();
+    assert!(second.status.success(), "the second waits its turn: {}", String::from_utf8_lossy(&second.stderr));
+    assert!(first.wait().await.unwrap().success());
+    let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
+    assert_eq!(runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["succeeded"; 3], "{runs:?}");
+    assert!(runs[2].finished_ms >= runs[1].finished_ms, "the second published after the first: {runs:?}");
+    let renamed = proposal::Entity::find()
+        .filter(proposal::Column::ExternalId.eq(proposal_id(2)))
+        .one(&w.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(renamed.title, "Renamed for the second process");
+}
+
+#[tokio::test]
+async fn two_processes_publish_in_turn_on_sqlite() {
+    two_processes_publish_in_turn(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn two_processes_publish_in_turn_on_postgres() {
+    two_processes_publish_in_turn(Backend::Postgres).await;
+}
