@@ -22,12 +22,15 @@ use poem_openapi::types::ToJSON;
 use serde_json::Value;
 
 use super::AppState;
+use crate::contract::access::Version;
 use crate::contract::envelope::{CacheStatus, RequestId};
+use crate::contract::operations::{FreshnessGetV1, Operation, OperationDecl, PricingGetV1};
 use crate::contract::time::{now_ms, rfc3339_ms};
 use crate::ingest::{Registry, RetryPolicy, RunOptions};
 
-/// Paths whose answers describe the service rather than a data revision: never cached.
-const UNCACHED: &[&str] = &["/v1/system/freshness", "/v1/meta/pricing", "/v1/openapi", "/v2/openapi"];
+/// Operations whose answers describe the service rather than a data revision: the ingestion
+/// state moves without a new revision, and prices are not data. Never cached.
+const UNCACHED: [OperationDecl; 2] = [FreshnessGetV1::DECL, PricingGetV1::DECL];
 
 /// Responses of the current revision, oldest first out.
 pub struct ResponseCache {
@@ -206,16 +209,23 @@ fn dao_of(req: &Request) -> Option<String> {
         .map(|(_, v)| v)
 }
 
-fn cacheable(req: &Request) -> bool {
+/// A GET of a declared data operation (documents and docs pages are not operations).
+fn cacheable(state: &AppState, req: &Request) -> bool {
+    if req.method() != poem::http::Method::GET {
+        return false;
+    }
     let path = req.uri().path();
-    req.method() == poem::http::Method::GET
-        && (path.starts_with("/v1/") || path.starts_with("/v2/"))
-        && !UNCACHED.iter().any(|p| path.starts_with(p))
+    let Some(version) = [Version::V1, Version::V2].into_iter().find(|v| path.starts_with(&format!("{}/", v.prefix())))
+    else {
+        return false;
+    };
+    let operation = state.documents.get(version).match_path(path, "get").and_then(|m| m.operation_id);
+    operation.is_some_and(|id| !UNCACHED.iter().any(|d| d.version == version && d.id == id))
 }
 
 /// The middleware.
 pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
-    if !cacheable(&req) {
+    if !cacheable(&state, &req) {
         return ep.call(req).await.map(IntoResponse::into_response);
     }
     let live = match (&state.live, dao_of(&req)) {

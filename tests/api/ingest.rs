@@ -581,8 +581,10 @@ async fn answers_are_cached_per_revision_and_a_publication_empties_the_cache() {
     for _ in 0..2 {
         let (status, body) = w.app.get_json("/v2/proposals/p_AAAAAAAAAAAAAAAAAAAAAA").await;
         assert_eq!(status, 404, "{body}");
-        let (_, fresh) = w.app.get_json("/v1/system/freshness").await;
-        assert_eq!(cache_status(&fresh), "fresh");
+        for service in ["/v1/system/freshness", "/v1/meta/pricing"] {
+            let (_, body) = w.app.get_json(service).await;
+            assert_eq!(cache_status(&body), "fresh", "{service}");
+        }
     }
 
     // A publication: the next answer is read from the new revision.
