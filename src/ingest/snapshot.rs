@@ -205,13 +205,8 @@ impl Connector for SnapshotConnector {
             for p in pager.take(batch)? {
                 newest = newest.max(p.created);
                 seen.insert(p.id.clone());
-                let id = p.id.clone();
-                match self.proposal(p) {
-                    Ok(record) => {
-                        to_vote.push(id);
-                        sink.push(Record::Proposal(Box::new(record))).await?;
-                    }
-                    Err(e) => sink.skip(format!("snapshot proposal {id}: {e:#}")),
+                if let Some(id) = self.stage_proposal(p, sink).await? {
+                    to_vote.push(id);
                 }
             }
         }
@@ -223,13 +218,8 @@ impl Connector for SnapshotConnector {
             );
             let variables = json!({"ids": chunk, "first": chunk.len()});
             for p in self.query::<Proposals>(&query, variables).await?.proposals.unwrap_or_default() {
-                let id = p.id.clone();
-                match self.proposal(p) {
-                    Ok(record) => {
-                        to_vote.push(id);
-                        sink.push(Record::Proposal(Box::new(record))).await?;
-                    }
-                    Err(e) => sink.skip(format!("snapshot proposal {id}: {e:#}")),
+                if let Some(id) = self.stage_proposal(p, sink).await? {
+                    to_vote.push(id);
                 }
             }
         }
@@ -279,6 +269,21 @@ impl SnapshotConnector {
             UpstreamError::Malformed { url: self.source.hub.clone(), reason: "no `data` in the answer".to_owned() }
                 .into()
         })
+    }
+
+    /// Stages a proposal and returns its id, or reports it to `sink` when it cannot be read.
+    async fn stage_proposal(&self, p: Proposal, sink: &mut Sink<'_>) -> anyhow::Result<Option<String>> {
+        let id = p.id.clone();
+        match self.proposal(p) {
+            Ok(record) => {
+                sink.push(Record::Proposal(Box::new(record))).await?;
+                Ok(Some(id))
+            }
+            Err(e) => {
+                sink.skip(format!("snapshot proposal {id}: {e:#}"));
+                Ok(None)
+            }
+        }
     }
 
     /// Sends every vote of `proposal` to `pages`, a page at a time.

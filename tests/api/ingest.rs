@@ -463,8 +463,33 @@ async fn served(app: &TestApp) -> Vec<Value> {
     seen
 }
 
-async fn killed_mid_publication(backend: Backend) {
+/// Starts `govdata ingest` with its publication transaction held open for `hold_ms`, and
+/// returns once it is holding.
+async fn held_at_publication(mut command: tokio::process::Command, hold_ms: u64) -> tokio::process::Child {
     use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = command
+        .env(govdata::store::apply::HOLD_ENV, hold_ms.to_string())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("publication: holding") {
+                return;
+            }
+        }
+        panic!("the ingester ended before publishing");
+    })
+    .await
+    .expect("the ingester reaches publication");
+    // Keep reading, so that a full pipe never blocks the ingester.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    child
+}
+
+async fn killed_mid_publication(backend: Backend) {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.unwrap();
     let before = served(&w.app).await;
@@ -490,23 +515,7 @@ async fn killed_mid_publication(backend: Backend) {
             .kill_on_drop(true);
         c
     };
-    let mut child = ingest()
-        .env(govdata::store::apply::HOLD_ENV, "120000")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    tokio::time::timeout(Duration::from_secs(120), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if line.contains("publication: holding") {
-                return;
-            }
-        }
-        panic!("the ingester ended before publishing");
-    })
-    .await
-    .expect("the ingester reaches publication");
+    let mut child = held_at_publication(ingest(), 120_000).await;
 
     // Inside the publication transaction: readers still see the old revision, all of it.
     assert_eq!(served(&w.app).await, before, "nothing of an uncommitted publication is visible");
@@ -766,7 +775,6 @@ async fn a_slow_live_refresh_serves_the_stored_data_and_finishes_in_the_backgrou
 /// first holds its own open, waits its turn, and both complete. (Without the turn, PostgreSQL
 /// let the second rebuild the aggregates over rows it could not see: a unique violation.)
 async fn two_processes_publish_in_turn(backend: Backend) {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.unwrap();
     {
@@ -787,24 +795,11 @@ async fn two_processes_publish_in_turn(backend: Backend) {
         c
     };
     // Different sources, so that nothing but the publication itself makes them meet.
-    let mut first = ingest()
-        .args(["--source", "discourse"])
-        .env(govdata::store::apply::HOLD_ENV, "3000")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
-    tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if line.contains("publication: holding") {
-                return;
-            }
-        }
-        panic!("the first ingester ended before publishing");
-    })
-    .await
-    .expect("the first ingester reaches publication");
+    let mut first = {
+        let mut command = ingest();
+        command.args(["--source", "discourse"]);
+        held_at_publication(command, 3000).await
+    };
     let second = ingest().args(["--source", "snapshot"]).output().await.unwrap();
     assert!(second.status.success(), "the second waits its turn: {}", String::from_utf8_lossy(&second.stderr));
     assert!(first.wait().await.unwrap().success());
