@@ -228,16 +228,21 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
     if !cacheable(&state, &req) {
         return ep.call(req).await.map(IntoResponse::into_response);
     }
-    let live = match (&state.live, dao_of(&req)) {
-        (Some(live), Some(dao)) => live.ensure(&state, &dao).await,
-        _ => None,
+    // Only a server with live refresh looks for the DAO a request is about.
+    let live = match &state.live {
+        Some(live) => match dao_of(&req) {
+            Some(dao) => live.ensure(&state, &dao).await,
+            None => None,
+        },
+        None => None,
     };
     let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
     let v1 = req.uri().path().starts_with("/v1/");
     let key = req.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
-    let revision = match (state.cache.max_bytes, crate::store::publish::current_revision(&state.db).await) {
-        (0, _) | (_, Err(_)) | (_, Ok(None)) => None,
-        (_, Ok(Some(r))) => Some(r.id),
+    // The serving revision keys the cache; a disabled cache does not ask for it.
+    let revision = match state.cache.max_bytes {
+        0 => None,
+        _ => crate::store::publish::current_revision(&state.db).await.ok().flatten().map(|r| r.id),
     };
     if let Some(revision) = revision
         && let Some(hit) = state.cache.get(revision, &key)
