@@ -257,9 +257,9 @@ impl Type for V2Timestamp {
 
 impl ParseFromParameter for V2Timestamp {
     fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        let t = time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
-            .map_err(|_| ParseError::custom(format!("`{value}` is not an RFC 3339 timestamp")))?;
-        Ok(Self((t.unix_timestamp_nanos() / 1_000_000) as i64))
+        super::time::parse_rfc3339_ms(value)
+            .map(Self)
+            .ok_or_else(|| ParseError::custom(format!("`{value}` is not an RFC 3339 timestamp")))
     }
 }
 

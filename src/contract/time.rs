@@ -14,6 +14,12 @@ pub fn rfc3339_ms(epoch_ms: i64) -> String {
         .unwrap_or_else(|| format!("invalid-timestamp({epoch_ms})"))
 }
 
+/// An RFC 3339 timestamp (any offset, any precision) → epoch milliseconds.
+pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
+    let t = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 pub fn now_ms() -> i64 {
     let now = OffsetDateTime::now_utc();
     (now.unix_timestamp_nanos() / 1_000_000) as i64

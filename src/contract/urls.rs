@@ -1,6 +1,16 @@
 //! The proposal URL forms govdata recognises: what `GET /v1/proposals/lookup?url=` accepts, and
 //! how ingestion links forum topics to the proposals their posts cite.
 
+/// Where a person or agent can open a Snapshot space (the form `parse_url` reads back).
+pub fn snapshot_space_url(space: &str) -> String {
+    format!("https://snapshot.box/#/s:{space}")
+}
+
+/// Where a person or agent can open a Snapshot proposal (the form `parse_url` reads back).
+pub fn snapshot_proposal_url(space: &str, proposal_id: &str) -> String {
+    format!("https://snapshot.box/#/s:{space}/proposal/{proposal_id}")
+}
+
 /// A recognised URL form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProposalUrl {

@@ -11,7 +11,8 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use super::registry::DiscourseSource;
-use super::{Connector, Resume, Sink, Upstream, rfc3339_to_ms};
+use super::{Connector, Resume, Sink, Upstream};
+use crate::contract::time::parse_rfc3339_ms;
 use crate::contract::urls::{ProposalUrl, parse_url};
 use crate::store::apply::Watermark;
 use crate::store::publish::now_ms;
@@ -130,8 +131,8 @@ impl Connector for DiscourseConnector {
                         .bumped_at
                         .as_deref()
                         .or(t.last_posted_at.as_deref())
-                        .and_then(rfc3339_to_ms)
-                        .or_else(|| rfc3339_to_ms(&t.created_at))
+                        .and_then(parse_rfc3339_ms)
+                        .or_else(|| parse_rfc3339_ms(&t.created_at))
                         .with_context(|| format!("{url}: topic {} has no readable time", t.id))?;
                     newest = newest.max(bumped);
                     if bumped >= since && listed.insert(t.id) {
@@ -197,7 +198,7 @@ impl DiscourseConnector {
             }
         }
         let first = posts.iter().find(|p| p.post_number == 1);
-        let Some(created_ms) = rfc3339_to_ms(&topic.created_at) else {
+        let Some(created_ms) = parse_rfc3339_ms(&topic.created_at) else {
             sink.skip(format!("{url}: created_at {:?} is not an RFC 3339 time", topic.created_at));
             return Ok(None);
         };
@@ -224,14 +225,14 @@ impl DiscourseConnector {
             like_count: topic.like_count,
             excerpt: first.map(|p| excerpt(&p.cooked)).filter(|e| !e.is_empty()),
             created_ms,
-            last_posted_ms: topic.last_posted_at.as_deref().and_then(rfc3339_to_ms),
+            last_posted_ms: topic.last_posted_at.as_deref().and_then(parse_rfc3339_ms),
             closed: topic.closed,
             archived: topic.archived,
             proposal_links: links,
         };
         let mut records = Vec::with_capacity(posts.len());
         for p in posts {
-            let Some(created_ms) = rfc3339_to_ms(&p.created_at) else {
+            let Some(created_ms) = parse_rfc3339_ms(&p.created_at) else {
                 sink.skip(format!("{url}: post {}: created_at {:?} is not an RFC 3339 time", p.id, p.created_at));
                 continue;
             };

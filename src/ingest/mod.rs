@@ -259,7 +259,7 @@ fn registry_row(d: &DaoEntry) -> apply::RegistryDao {
         sources.push((
             SourceKind::Snapshot.as_str(),
             s.space.clone(),
-            Some(crate::sample::registry::space_url(&s.space)),
+            Some(crate::contract::urls::snapshot_space_url(&s.space)),
         ));
     }
     if let Some(s) = &d.discourse {
@@ -304,10 +304,4 @@ async fn fail_run(db: &DatabaseConnection, run: ingestion_run::Model, error: &an
     if let Err(e) = run.update(db).await {
         tracing::error!("could not mark the failed ingestion run: {e}");
     }
-}
-
-/// Milliseconds since the epoch of an RFC 3339 timestamp (Discourse's `created_at`).
-pub(crate) fn rfc3339_to_ms(text: &str) -> Option<i64> {
-    let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
 }

@@ -314,7 +314,7 @@ impl SnapshotConnector {
         Ok(ProposalRecord {
             dao_id: self.dao_id.clone(),
             source: SNAPSHOT.to_owned(),
-            url: Some(crate::sample::registry::proposal_url(&self.source.space, &p.id)),
+            url: Some(crate::contract::urls::snapshot_proposal_url(&self.source.space, &p.id)),
             title: p.title,
             body: p.body.filter(|b| !b.is_empty()),
             author,

@@ -44,12 +44,3 @@ pub fn by_space(space: &str) -> Option<&'static RegistryDao> {
 pub fn by_tally_symbol(symbol: &str) -> Option<&'static RegistryDao> {
     DEFAULT_REGISTRY.iter().find(|d| d.on_tally && d.symbol == symbol)
 }
-
-/// Where a person or agent can open the space on Snapshot.
-pub fn space_url(space: &str) -> String {
-    format!("https://snapshot.box/#/s:{space}")
-}
-
-pub fn proposal_url(space: &str, proposal_id: &str) -> String {
-    format!("https://snapshot.box/#/s:{space}/proposal/{proposal_id}")
-}

@@ -11,7 +11,7 @@ use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
 
 use super::TableCounts;
 use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
-use super::registry::{self, DEFAULT_REGISTRY};
+use super::registry::DEFAULT_REGISTRY;
 use crate::kept;
 use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
 use crate::store::upsert::{Changes, by_key, stored, upsert};
@@ -60,7 +60,7 @@ impl Writer<'_> {
     pub async fn data_sources(&self, parsed: &Parsed) -> Result<TableCounts, DbErr> {
         let snapshot = DEFAULT_REGISTRY.iter().filter_map(|d| {
             let space = d.snapshot_space?;
-            Some((d.id, "snapshot", space.to_owned(), Some(registry::space_url(space))))
+            Some((d.id, "snapshot", space.to_owned(), Some(crate::contract::urls::snapshot_space_url(space))))
         });
         let tally_daos: BTreeSet<&str> = parsed.delegates.iter().map(|d| d.dao_id).collect();
         let tally =
@@ -243,7 +243,7 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal:
         created_ms: r.start_ms,
         upstream_vote_count: Some(r.upstream_vote_count),
         ingested_vote_count: old.map_or(0, |s| s.ingested_vote_count),
-        url: Some(registry::proposal_url(&r.space, &r.external_id)),
+        url: Some(crate::contract::urls::snapshot_proposal_url(&r.space, &r.external_id)),
         discussion_url: kept!(old, discussion_url),
         ipfs: kept!(old, ipfs),
         snapshot_block: kept!(old, snapshot_block),

@@ -124,14 +124,14 @@ pub async fn publish_run(
     registry: Option<&RegistrySync>,
 ) -> Result<PublishReport, DbErr> {
     let failed: Vec<&SourceOutcome> = outcomes.iter().filter(|o| o.result.is_err()).collect();
-    for f in failed {
+    for f in &failed {
         staging::discard(db, run_id, &f.dao_id, &f.source).await?;
     }
     let now = publish::now_ms();
     let txn = db.begin().await?;
     take_the_writers_turn(&txn, run_id).await?;
     let mut report = PublishReport {
-        failed_sources: outcomes.iter().filter(|o| o.result.is_err()).count(),
+        failed_sources: failed.len(),
         // What the connectors could not read comes first; what could not be applied follows.
         skipped: outcomes.iter().filter(|o| o.result.is_ok()).flat_map(|o| o.skipped.iter().cloned()).collect(),
         ..Default::default()
