@@ -26,8 +26,7 @@ pub(crate) fn toolkit() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/chain")
 }
 
-/// Installs the locked JavaScript packages once per run. `npm install`, not `npm ci`: see
-/// tests/chain/README.md (the lockfile lacks anvil's other-platform packages).
+/// Installs the locked JavaScript packages once per run, exactly as the lockfile pins them.
 pub(crate) async fn install_toolkit() {
     static INSTALLED: OnceCell<()> = OnceCell::const_new();
     INSTALLED
@@ -39,12 +38,12 @@ pub(crate) async fn install_toolkit() {
                 return;
             }
             let status = Command::new("npm")
-                .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
                 .current_dir(toolkit())
                 .status()
                 .await
                 .expect("npm must be on PATH (Node.js >= 20) for the x402 end-to-end test");
-            assert!(status.success(), "npm install in tests/chain failed");
+            assert!(status.success(), "npm ci in tests/chain failed");
         })
         .await;
 }
