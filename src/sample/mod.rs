@@ -192,7 +192,7 @@ async fn write_and_publish(db: &DatabaseConnection, files: &SampleFiles, run_id:
     // A store that has never published gets its first revision even if the rows were already
     // there, so it becomes servable.
     if report.changed || publish::current_revision(&txn).await?.is_none() {
-        report.revision_id = Some(publish::publish(&txn, run_id, &report.summary()).await?.id);
+        report.revision_id = Some(publish::publish(&txn, run_id, &report.summary(), &publish::Scope::All).await?.id);
     }
     finish_run(&txn, run_id, &report).await?;
     txn.commit().await?;

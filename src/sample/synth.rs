@@ -246,7 +246,7 @@ async fn generate_and_publish(
         "synthetic benchmark data (run {run_id}): dao {}, {} proposals, {} votes, {} voters",
         spec.dao_id, spec.proposals, spec.votes, spec.voters
     );
-    let revision = publish::publish(&txn, run_id, &summary).await?;
+    let revision = publish::publish(&txn, run_id, &summary, &publish::Scope::All).await?;
     let rows_written = 1 + 2 + spec.proposals + spec.votes + spec.voters;
     ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),

@@ -18,6 +18,7 @@ use super::entities::{
     dao, data_source, delegate, delegation, forum_post, forum_topic, ingestion_run, proposal, source_watermark, vote,
     voter,
 };
+use super::publish::{Scope, TallyDelta, Touched};
 use super::staging::{
     self, DelegateRecord, DelegationRecord, PostRecord, ProposalRecord, ProposalUpdate, Record, TopicRecord, VoteRecord,
 };
@@ -65,6 +66,8 @@ pub struct PublishReport {
     pub failed_sources: usize,
     /// Rows of `daos` and `data_sources` the registry added or changed.
     pub registry: TableCounts,
+    /// What the applied rows changed: what publication recomputes.
+    pub touched: Touched,
 }
 
 impl PublishReport {
@@ -138,7 +141,9 @@ pub async fn publish_run(
     };
     let applier = Applier { txn: &txn, now_ms: now };
     if let Some(registry) = registry {
-        report.registry = applier.registry(registry).await?;
+        let (counts, daos) = applier.registry(registry).await?;
+        report.registry = counts;
+        report.touched.daos.extend(daos);
     }
     let mut delegation_daos = BTreeSet::new();
     for stage in Record::STAGES {
@@ -156,10 +161,25 @@ pub async fn publish_run(
             applier.apply(records, &mut report).await?;
         }
     }
-    report.delegates.updated += applier.count_delegators(&delegation_daos).await?;
-    let watermarks_moved = applier.watermarks(run_id, outcomes).await?;
-    if report.rows_written() > 0 || watermarks_moved || publish::current_revision(&txn).await?.is_none() {
-        report.revision_id = Some(publish::publish(&txn, run_id, &report.summary(run_id)).await?.id);
+    let (moved, recounted) = applier.count_delegators(&delegation_daos).await?;
+    report.delegates.updated += moved;
+    report.touched.daos.extend(recounted);
+    // A DAO's first completed source turns it from registry-only into data: a served change.
+    report.touched.daos.extend(applier.watermarks(run_id, outcomes).await?);
+    let scope = if publish::current_revision(&txn).await?.is_none() {
+        Some(Scope::All)
+    } else {
+        due_by_time(&txn, &mut report.touched).await?;
+        (!report.touched.is_empty()).then(|| Scope::Touched(report.touched.clone()))
+    };
+    match scope {
+        Some(scope) => {
+            report.revision_id = Some(publish::publish(&txn, run_id, &report.summary(run_id), &scope).await?.id);
+        }
+        // Nothing served changed: freshness moves, the revision (cursors, caches) stays.
+        None => {
+            publish::move_freshness(&txn).await?;
+        }
     }
     finish_run(&txn, run_id, outcomes, &report).await?;
     staging::clear(&txn, run_id).await?;
@@ -169,6 +189,20 @@ pub async fn publish_run(
     }
     txn.commit().await?;
     Ok(report)
+}
+
+/// Changes that time alone makes due since each DAO's data time: an open proposal whose voting
+/// started, an active one entering or leaving a deadline window.
+async fn due_by_time(txn: &DatabaseTransaction, touched: &mut Touched) -> Result<(), DbErr> {
+    let now = publish::now_ms();
+    for (id, dao) in super::events::due_by_time(txn, now).await? {
+        touched.proposals.insert(id);
+        touched.daos.insert(dao);
+    }
+    let as_of = publish::dao_times(txn).await?;
+    let later = publish::data_time(txn).await?;
+    touched.daos.extend(super::signals::moved_by_time(txn, &as_of, later).await?);
+    Ok(())
 }
 
 /// Key of the PostgreSQL advisory lock publications take (any constant; this one spells "GOVPUB").
@@ -250,7 +284,7 @@ struct Applier<'a> {
 impl Applier<'_> {
     /// Registers every DAO of the registry and its sources. A DAO or source that left the
     /// registry is kept: what was ingested for it stays served.
-    async fn registry(&self, registry: &RegistrySync) -> Result<TableCounts, DbErr> {
+    async fn registry(&self, registry: &RegistrySync) -> Result<(TableCounts, BTreeSet<String>), DbErr> {
         let stored = by_key(dao::Entity::find().all(self.txn).await?, |m| m.id.clone());
         let mut daos = Changes::default();
         for r in &registry.daos {
@@ -268,6 +302,7 @@ impl Applier<'_> {
             };
             daos.offer(old, desired, |_| {});
         }
+        let mut touched: BTreeSet<String> = daos.rows.iter().map(|d| d.id.clone()).collect();
         upsert::<dao::Entity>(self.txn, daos.rows, &[dao::Column::Id], None).await?;
 
         let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind.clone()));
@@ -285,12 +320,14 @@ impl Applier<'_> {
                 sources.offer(old, desired, |_| {});
             }
         }
+        touched.extend(sources.rows.iter().map(|s| s.dao_id.clone()));
         let natural = [data_source::Column::DaoId, data_source::Column::Kind];
         upsert::<data_source::Entity>(self.txn, sources.rows, &natural, Some(data_source::Column::Id)).await?;
-        Ok(TableCounts {
+        let counts = TableCounts {
             inserted: daos.counts.inserted + sources.counts.inserted,
             updated: daos.counts.updated + sources.counts.updated,
-        })
+        };
+        Ok((counts, touched))
     }
 
     /// Applies one page of records of one stage.
@@ -313,22 +350,23 @@ impl Applier<'_> {
                 Record::Delegation(r) => delegations.push(r),
             }
         }
-        add(&mut report.proposals, self.proposals(&proposals).await?);
-        add(&mut report.proposals, self.proposal_updates(&updates).await?);
+        let touched = &mut report.touched;
+        add(&mut report.proposals, self.proposals(&proposals, touched).await?);
+        add(&mut report.proposals, self.proposal_updates(&updates, touched).await?);
         if !votes.is_empty() {
-            let (voters, votes) = self.votes(&votes, &mut report.skipped).await?;
+            let (voters, votes) = self.votes(&votes, &mut report.skipped, touched).await?;
             add(&mut report.voters, voters);
             add(&mut report.votes, votes);
         }
-        add(&mut report.topics, self.topics(&topics).await?);
-        add(&mut report.posts, self.posts(&posts, &mut report.skipped).await?);
-        add(&mut report.delegates, self.delegates(&delegates, &mut report.skipped).await?);
-        add(&mut report.delegations, self.delegations(&delegations).await?);
+        add(&mut report.topics, self.topics(&topics, touched).await?);
+        add(&mut report.posts, self.posts(&posts, &mut report.skipped, touched).await?);
+        add(&mut report.delegates, self.delegates(&delegates, &mut report.skipped, touched).await?);
+        add(&mut report.delegations, self.delegations(&delegations, touched).await?);
         Ok(())
     }
 
     /// Each holder's delegate; an event older than the stored one is ignored.
-    async fn delegations(&self, rows: &[DelegationRecord]) -> Result<TableCounts, DbErr> {
+    async fn delegations(&self, rows: &[DelegationRecord], touched: &mut Touched) -> Result<TableCounts, DbErr> {
         if rows.is_empty() {
             return Ok(TableCounts::default());
         }
@@ -350,24 +388,29 @@ impl Applier<'_> {
             };
             changes.offer(old, desired, |_| {});
         }
+        touched.daos.extend(changes.rows.iter().map(|d| d.dao_id.clone()));
         let natural = [delegation::Column::DaoId, delegation::Column::Delegator];
         upsert::<delegation::Entity>(self.txn, changes.rows, &natural, Some(delegation::Column::Id)).await?;
         Ok(changes.counts)
     }
 
     /// Sets each governor delegate's `delegators_count` of the DAOs in `daos` from the stored
-    /// delegations, rewriting only the counts that moved. Returns how many moved.
-    async fn count_delegators(&self, daos: &BTreeSet<String>) -> Result<u64, DbErr> {
-        let mut moved = 0;
+    /// delegations, rewriting only the counts that moved. Returns how many moved, and where.
+    async fn count_delegators(&self, daos: &BTreeSet<String>) -> Result<(u64, BTreeSet<String>), DbErr> {
+        let (mut moved, mut touched) = (0, BTreeSet::new());
         for dao in daos {
             let stmt = Statement::from_sql_and_values(
                 self.txn.get_database_backend(),
                 COUNT_DELEGATORS,
                 [dao.clone().into(), GOVERNOR_ORIGIN.into()],
             );
-            moved += self.txn.execute_raw(stmt).await?.rows_affected();
+            let n = self.txn.execute_raw(stmt).await?.rows_affected();
+            if n > 0 {
+                touched.insert(dao.clone());
+            }
+            moved += n;
         }
-        Ok(moved)
+        Ok((moved, touched))
     }
 
     /// Stored proposals whose external id is one of `ids`, by (dao, source, external id).
@@ -379,7 +422,7 @@ impl Applier<'_> {
         Ok(by_key(found, |m| (m.dao_id.clone(), m.source.clone(), m.external_id.clone())))
     }
 
-    async fn proposals(&self, rows: &[ProposalRecord]) -> Result<TableCounts, DbErr> {
+    async fn proposals(&self, rows: &[ProposalRecord], touched: &mut Touched) -> Result<TableCounts, DbErr> {
         if rows.is_empty() {
             return Ok(TableCounts::default());
         }
@@ -422,12 +465,22 @@ impl Applier<'_> {
             let now = self.now_ms;
             changes.offer(old, desired, |m| m.updated_ms = now);
         }
+        let written: BTreeSet<(String, String, String)> =
+            changes.rows.iter().map(|p| (p.dao_id.clone(), p.source.clone(), p.external_id.clone())).collect();
         let natural = [proposal::Column::DaoId, proposal::Column::Source, proposal::Column::ExternalId];
         upsert::<proposal::Entity>(self.txn, changes.rows, &natural, Some(proposal::Column::Id)).await?;
+        // New rows got their ids from the database.
+        let ids = self.stored_proposals(written.iter().map(|k| k.2.clone()).collect()).await?;
+        for key in &written {
+            if let Some(p) = ids.get(key) {
+                touched.proposals.insert(p.id);
+                touched.daos.insert(p.dao_id.clone());
+            }
+        }
         Ok(changes.counts)
     }
 
-    async fn proposal_updates(&self, rows: &[ProposalUpdate]) -> Result<TableCounts, DbErr> {
+    async fn proposal_updates(&self, rows: &[ProposalUpdate], touched: &mut Touched) -> Result<TableCounts, DbErr> {
         if rows.is_empty() {
             return Ok(TableCounts::default());
         }
@@ -452,17 +505,22 @@ impl Applier<'_> {
             let now = self.now_ms;
             changes.offer(Some(old), desired, |m| m.updated_ms = now);
         }
+        touched.proposals.extend(changes.rows.iter().map(|p| p.id));
+        touched.daos.extend(changes.rows.iter().map(|p| p.dao_id.clone()));
         let natural = [proposal::Column::DaoId, proposal::Column::Source, proposal::Column::ExternalId];
         upsert::<proposal::Entity>(self.txn, changes.rows, &natural, Some(proposal::Column::Id)).await?;
         Ok(changes.counts)
     }
 
     /// Votes and the voters they introduce.
-    async fn votes(&self, rows: &[VoteRecord], skipped: &mut Vec<String>) -> Result<(TableCounts, TableCounts), DbErr> {
+    async fn votes(
+        &self,
+        rows: &[VoteRecord],
+        skipped: &mut Vec<String>,
+        touched: &mut Touched,
+    ) -> Result<(TableCounts, TableCounts), DbErr> {
         let proposals = self.stored_proposals(rows.iter().map(|r| r.proposal.external_id.clone()).collect()).await?;
-        let proposal_ids: BTreeSet<i64> = proposals.values().map(|p| p.id).collect();
-        let stored = stored::<vote::Entity, _>(self.txn, vote::Column::ProposalId, proposal_ids).await?;
-        let stored = by_key(stored, |m| (m.proposal_id, m.voter.clone()));
+        let stored = self.stored_votes(rows, &proposals).await?;
         let mut first_seen: HashMap<String, i64> = HashMap::new();
         let mut changes = Changes::default();
         for r in rows {
@@ -481,6 +539,7 @@ impl Applier<'_> {
             let seen = first_seen.entry(r.voter.clone()).or_insert(r.created_ms);
             *seen = (*seen).min(r.created_ms);
             let old = stored.get(&(proposal.id, r.voter.clone()));
+            let voting_type = proposal.voting_type.clone();
             let desired = vote::Model {
                 id: old.map_or(0, |s| s.id),
                 proposal_id: proposal.id,
@@ -496,12 +555,57 @@ impl Applier<'_> {
                 tx_hash: r.tx_hash.clone().or_else(|| kept!(old, tx_hash)),
                 block_number: r.block_number.or_else(|| old.and_then(|s| s.block_number)),
             };
+            if old != Some(&desired) {
+                touched
+                    .tallies
+                    .entry(proposal.id)
+                    .or_insert_with(|| TallyDelta { voting_type, ..TallyDelta::default() })
+                    .record(
+                        (&desired.choice, &desired.voting_power),
+                        old.map(|o| (o.choice.as_str(), o.voting_power.as_str())),
+                    );
+            }
             changes.offer(old, desired, |_| {});
         }
         let voters = self.voters(first_seen).await?;
+        for v in &changes.rows {
+            touched.voted.insert(v.proposal_id);
+            touched.voters.insert((v.dao_id.clone(), v.voter.clone()));
+            touched.daos.insert(v.dao_id.clone());
+        }
         let natural = [vote::Column::ProposalId, vote::Column::Voter];
         upsert::<vote::Entity>(self.txn, changes.rows, &natural, Some(vote::Column::Id)).await?;
         Ok((voters, changes.counts))
+    }
+
+    /// The stored votes these records may replace, found by their natural key (proposal, voter)
+    /// through its unique index: the cost follows the page, not the proposals' vote counts.
+    async fn stored_votes(
+        &self,
+        rows: &[VoteRecord],
+        proposals: &HashMap<(String, String, String), proposal::Model>,
+    ) -> Result<HashMap<(i64, String), vote::Model>, DbErr> {
+        use sea_orm::{ColumnTrait, QueryFilter};
+        let mut by_proposal: HashMap<i64, BTreeSet<String>> = HashMap::new();
+        for r in rows {
+            let key = (r.dao_id.clone(), r.proposal.source.clone(), r.proposal.external_id.clone());
+            if let Some(p) = proposals.get(&key) {
+                by_proposal.entry(p.id).or_default().insert(r.voter.clone());
+            }
+        }
+        let mut found = HashMap::new();
+        for (proposal_id, voters) in by_proposal {
+            let voters: Vec<String> = voters.into_iter().collect();
+            for chunk in voters.chunks(super::upsert::BATCH) {
+                let rows = vote::Entity::find()
+                    .filter(vote::Column::ProposalId.eq(proposal_id))
+                    .filter(vote::Column::Voter.is_in(chunk.iter().cloned()))
+                    .all(self.txn)
+                    .await?;
+                found.extend(rows.into_iter().map(|m| ((m.proposal_id, m.voter.clone()), m)));
+            }
+        }
+        Ok(found)
     }
 
     /// New voters; a known voter keeps its earliest sighting and its names.
@@ -525,7 +629,7 @@ impl Applier<'_> {
         Ok(changes.counts)
     }
 
-    async fn topics(&self, rows: &[TopicRecord]) -> Result<TableCounts, DbErr> {
+    async fn topics(&self, rows: &[TopicRecord], touched: &mut Touched) -> Result<TableCounts, DbErr> {
         if rows.is_empty() {
             return Ok(TableCounts::default());
         }
@@ -579,12 +683,27 @@ impl Applier<'_> {
             let now = self.now_ms;
             changes.offer(old, desired, |m| m.updated_ms = now);
         }
+        let written: BTreeSet<(String, String)> =
+            changes.rows.iter().map(|t| (t.dao_id.clone(), t.external_id.clone())).collect();
         let natural = [forum_topic::Column::DaoId, forum_topic::Column::ExternalId];
         upsert::<forum_topic::Entity>(self.txn, changes.rows, &natural, Some(forum_topic::Column::Id)).await?;
+        let ids: Vec<String> = written.iter().map(|k| k.1.clone()).collect();
+        for t in super::upsert::stored::<forum_topic::Entity, _>(self.txn, forum_topic::Column::ExternalId, ids).await?
+        {
+            if written.contains(&(t.dao_id.clone(), t.external_id.clone())) {
+                touched.topics.insert(t.id);
+                touched.daos.insert(t.dao_id);
+            }
+        }
         Ok(changes.counts)
     }
 
-    async fn posts(&self, rows: &[PostRecord], skipped: &mut Vec<String>) -> Result<TableCounts, DbErr> {
+    async fn posts(
+        &self,
+        rows: &[PostRecord],
+        skipped: &mut Vec<String>,
+        touched: &mut Touched,
+    ) -> Result<TableCounts, DbErr> {
         if rows.is_empty() {
             return Ok(TableCounts::default());
         }
@@ -614,12 +733,26 @@ impl Applier<'_> {
             };
             changes.offer(old, desired, |_| {});
         }
+        for p in &changes.rows {
+            touched.topics.insert(p.topic_id);
+        }
+        let changed_topics: BTreeSet<i64> = changes.rows.iter().map(|p| p.topic_id).collect();
+        for ((dao, _), id) in &topics {
+            if changed_topics.contains(id) {
+                touched.daos.insert(dao.clone());
+            }
+        }
         let natural = [forum_post::Column::TopicId, forum_post::Column::ExternalId];
         upsert::<forum_post::Entity>(self.txn, changes.rows, &natural, Some(forum_post::Column::Id)).await?;
         Ok(changes.counts)
     }
 
-    async fn delegates(&self, rows: &[DelegateRecord], skipped: &mut Vec<String>) -> Result<TableCounts, DbErr> {
+    async fn delegates(
+        &self,
+        rows: &[DelegateRecord],
+        skipped: &mut Vec<String>,
+        touched: &mut Touched,
+    ) -> Result<TableCounts, DbErr> {
         if rows.is_empty() {
             return Ok(TableCounts::default());
         }
@@ -653,26 +786,31 @@ impl Applier<'_> {
             let as_of = r.as_of_ms;
             changes.offer(old, desired, |m| m.as_of_ms = as_of);
         }
+        touched.daos.extend(changes.rows.iter().map(|d| d.dao_id.clone()));
         let natural = [delegate::Column::DaoId, delegate::Column::Address];
         upsert::<delegate::Entity>(self.txn, changes.rows, &natural, Some(delegate::Column::Id)).await?;
         Ok(changes.counts)
     }
 
     /// Records each source's outcome. A success moves `data_as_of` forward (never back) and
-    /// sets the resume position; a failure keeps both and records the error. Returns whether
-    /// any `data_as_of` moved (a new revision then carries it).
-    async fn watermarks(&self, run_id: i64, outcomes: &[SourceOutcome]) -> Result<bool, DbErr> {
+    /// sets the resume position; a failure keeps both and records the error. Returns the DAOs
+    /// that had no data time before (registry-only until now: a served change).
+    async fn watermarks(&self, run_id: i64, outcomes: &[SourceOutcome]) -> Result<BTreeSet<String>, DbErr> {
         let daos: BTreeSet<String> = outcomes.iter().map(|o| o.dao_id.clone()).collect();
         let stored = stored::<source_watermark::Entity, _>(self.txn, source_watermark::Column::DaoId, daos).await?;
         let stored = by_key(stored, |m| (m.dao_id.clone(), m.source.clone()));
+        let had_time: BTreeSet<&str> =
+            stored.values().filter(|w| w.data_as_of_ms.is_some()).map(|w| w.dao_id.as_str()).collect();
+        let mut first = BTreeSet::new();
         let mut rows = Vec::new();
-        let mut moved = false;
         for o in outcomes {
             let old = stored.get(&(o.dao_id.clone(), o.source.clone()));
             let (data_as_of_ms, position, status, error) = match &o.result {
                 Ok(w) => {
                     let as_of = old.and_then(|s| s.data_as_of_ms).map_or(w.data_as_of_ms, |s| s.max(w.data_as_of_ms));
-                    moved |= old.and_then(|s| s.data_as_of_ms) != Some(as_of);
+                    if !had_time.contains(o.dao_id.as_str()) {
+                        first.insert(o.dao_id.clone());
+                    }
                     (Some(as_of), w.position.clone().or_else(|| kept!(old, position)), "succeeded", None)
                 }
                 Err(e) => (old.and_then(|s| s.data_as_of_ms), kept!(old, position), "failed", Some(e.clone())),
@@ -691,7 +829,7 @@ impl Applier<'_> {
         }
         let natural = [source_watermark::Column::DaoId, source_watermark::Column::Source];
         upsert::<source_watermark::Entity>(self.txn, rows, &natural, Some(source_watermark::Column::Id)).await?;
-        Ok(moved)
+        Ok(first)
     }
 }
 

@@ -1,20 +1,19 @@
 //! A DAO brief: everything an agent needs about one DAO, in a fixed number of queries.
 //!
 //! Queries: the DAO with its summary, sources and watermarks (4, `daos::get`); then, only when the
-//! DAO has been ingested: active proposals (1), recently closed proposals (1), the votes of all of
-//! them for their tallies (1, one query whatever the number of proposals), top voters (1), top
+//! DAO has been ingested: active proposals (1), recently closed proposals (1), their stored tallies
+//! (1, `store::facts`: never their votes), top voters (1), top
 //! delegates (1), recent events (1), latest signals (1). Every list is capped by
 //! `contract::events::BRIEF`.
 use std::collections::HashMap;
 
-use futures_util::TryStreamExt;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect, Statement,
     StreamTrait, Value,
 };
 
 use super::daos::{self, DaoRecord};
-use super::entities::{delegate, proposal, vote, voter_dao_stat};
+use super::entities::{delegate, proposal, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
 use super::tally::Tally;
 use crate::contract::events::{ACTIVE_STATE, BRIEF, CLOSED_STATES};
@@ -111,32 +110,13 @@ pub async fn get<C: ConnectionTrait + StreamTrait>(
     Ok(Some((record, Some(BriefData { active, recently_closed, top_voters, top_delegates, recent_events, signals }))))
 }
 
-/// Exact tallies of the ingested votes of `proposals`, in one query over their votes.
-async fn tallies<'a, C: ConnectionTrait + StreamTrait>(
+/// Exact tallies of the ingested votes of `proposals`, from their stored facts (one query).
+async fn tallies<'a, C: ConnectionTrait>(
     db: &C,
     proposals: impl Iterator<Item = &'a proposal::Model>,
 ) -> Result<HashMap<i64, Tally>, DbErr> {
-    let types: HashMap<i64, Option<String>> = proposals.map(|p| (p.id, p.voting_type.clone())).collect();
-    let mut out: HashMap<i64, Tally> = types.keys().map(|id| (*id, Tally::default())).collect();
-    if types.is_empty() {
-        return Ok(out);
-    }
-    // Streamed: memory stays bounded whatever the number of votes.
-    let mut rows = vote::Entity::find()
-        .select_only()
-        .column(vote::Column::ProposalId)
-        .column(vote::Column::Choice)
-        .column(vote::Column::VotingPower)
-        .filter(vote::Column::ProposalId.is_in(types.keys().copied()))
-        .into_tuple::<(i64, String, String)>()
-        .stream(db)
-        .await?;
-    while let Some((proposal_id, choice, power)) = rows.try_next().await? {
-        if let Some(t) = out.get_mut(&proposal_id) {
-            t.add(types.get(&proposal_id).and_then(|v| v.as_deref()), &choice, &power);
-        }
-    }
-    Ok(out)
+    let ids: Vec<i64> = proposals.map(|p| p.id).collect();
+    Ok(super::facts::load(db, &ids).await?.into_iter().map(|(id, f)| (id, f.tally)).collect())
 }
 
 /// The latest `limit` signals of a DAO, newest first.

@@ -58,8 +58,10 @@ fn json_object(fields: &[(&str, &str)]) -> String {
 
 /// Derives every event the stored rows imply, as of `now_ms`. Called by `publish` inside its
 /// transaction, after the per-proposal vote counts are recomputed. Returns the rows written.
-pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbErr> {
+pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scope>) -> Result<u64, DbErr> {
     let mut written = 0;
+    let proposals = scope.map(|s| s.proposals.as_slice());
+    let topics = scope.map(|s| s.topics.as_slice());
     let key = |kind: &str| format!("p.dao_id || ':' || p.source || ':' || p.external_id || ':{kind}'");
 
     // proposal_created: at creation, by the author.
@@ -68,13 +70,13 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbEr
         "{INSERT_COLUMNS}
          SELECT {key}, p.dao_id, '{kind}', p.created_ms, {PROPOSAL_SUBJECT},
                 p.author, p.url, {PROPOSAL_SNAPSHOT_ID}, p.tx_hash, p.block_number, {details}
-         FROM proposals p WHERE p.created_ms <= $1
+         FROM proposals p WHERE p.created_ms <= $1 {{only}}
          ORDER BY p.id
          {UPSERT_UPDATE}",
         key = key(kind),
         details = json_object(&[("votingType", "p.voting_type")]),
     );
-    written += exec(db, &sql, vec![now_ms.into()]).await?;
+    written += scoped(db, &sql, vec![now_ms.into()], "p.id", proposals).await?;
 
     // voting_started: once the start has passed.
     let kind = EventKind::VotingStarted.as_str();
@@ -82,12 +84,12 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbEr
         "{INSERT_COLUMNS}
          SELECT {key}, p.dao_id, '{kind}', p.start_ms, {PROPOSAL_SUBJECT},
                 CAST(NULL AS TEXT), p.url, {PROPOSAL_SNAPSHOT_ID}, CAST(NULL AS TEXT), CAST(NULL AS BIGINT), '{{}}'
-         FROM proposals p WHERE p.start_ms IS NOT NULL AND p.start_ms <= $1
+         FROM proposals p WHERE p.start_ms IS NOT NULL AND p.start_ms <= $1 {{only}}
          ORDER BY p.id
          {UPSERT_UPDATE}",
         key = key(kind),
     );
-    written += exec(db, &sql, vec![now_ms.into()]).await?;
+    written += scoped(db, &sql, vec![now_ms.into()], "p.id", proposals).await?;
 
     // proposal_closed: at the end of voting, with the final upstream numbers.
     let kind = EventKind::ProposalClosed.as_str();
@@ -96,7 +98,7 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbEr
         "{INSERT_COLUMNS}
          SELECT {key}, p.dao_id, '{kind}', p.end_ms, {PROPOSAL_SUBJECT},
                 CAST(NULL AS TEXT), p.url, {PROPOSAL_SNAPSHOT_ID}, CAST(NULL AS TEXT), CAST(NULL AS BIGINT), {details}
-         FROM proposals p WHERE p.end_ms IS NOT NULL AND p.state IN ({states})
+         FROM proposals p WHERE p.end_ms IS NOT NULL AND p.state IN ({states}) {{only}}
          ORDER BY p.id
          {UPSERT_UPDATE}",
         key = key(kind),
@@ -108,7 +110,7 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbEr
             ("topChoicePct", "p.top_choice_pct"),
         ]),
     );
-    written += exec(db, &sql, CLOSED_STATES.iter().map(|s| Value::from(*s)).collect()).await?;
+    written += scoped(db, &sql, CLOSED_STATES.iter().map(|s| Value::from(*s)).collect(), "p.id", proposals).await?;
 
     // queued / executed / canceled from the state, when no connector wrote the exact event. The
     // proposals table keeps no time for these transitions: the time is when the state was last
@@ -120,15 +122,15 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbEr
              SELECT {key}, p.dao_id, '{kind}', COALESCE(NULLIF(p.updated_ms, 0), p.end_ms, p.created_ms), {PROPOSAL_SUBJECT},
                     CAST(NULL AS TEXT), p.url, {PROPOSAL_SNAPSHOT_ID}, CAST(NULL AS TEXT), CAST(NULL AS BIGINT),
                     '{{\"state\":\"' || p.state || '\",\"timeBasis\":\"state_observed\"}}'
-             FROM proposals p WHERE p.state = $1
+             FROM proposals p WHERE p.state = $1 {{only}}
              ORDER BY p.id
              {UPSERT_KEEP}",
             key = key(kind),
         );
-        written += exec(db, &sql, vec![(*state).into()]).await?;
+        written += scoped(db, &sql, vec![(*state).into()], "p.id", proposals).await?;
     }
 
-    written += derive_vote_events(db).await?;
+    written += derive_vote_events(db, proposals).await?;
 
     // forum_topic_created: at the topic's creation, by its author.
     let kind = EventKind::ForumTopicCreated.as_str();
@@ -138,12 +140,12 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbEr
                 'forum_topic', t.external_id, 'discourse', CAST(NULL AS BIGINT), t.id,
                 t.author, t.url, CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), {details}
          FROM forum_topics t LEFT JOIN proposals lp ON lp.id = t.linked_proposal_id
-         WHERE t.created_ms <= $1
+         WHERE t.created_ms <= $1 {{only}}
          ORDER BY t.id
          {UPSERT_UPDATE}",
         details = json_object(&[("linkedProposalSource", "lp.source"), ("linkedProposalExternalId", "lp.external_id")]),
     );
-    written += exec(db, &sql, vec![now_ms.into()]).await?;
+    written += scoped(db, &sql, vec![now_ms.into()], "t.id", topics).await?;
     Ok(written)
 }
 
@@ -154,17 +156,31 @@ const THRESHOLD_BATCH: usize = 500;
 /// upstream `scores_total`. The thresholds are computed exactly in decimal (one small query over
 /// the proposals that have votes) and compared in SQL through the fixed-width sort keys
 /// (`vp_sort`), so every vote is examined in the database, never loaded.
-async fn derive_vote_events<C: ConnectionTrait>(db: &C) -> Result<u64, DbErr> {
+async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]>) -> Result<u64, DbErr> {
     #[derive(FromQueryResult)]
     struct Total {
         id: i64,
         scores_total: String,
     }
-    let stmt = Statement::from_string(
-        db.get_database_backend(),
-        "SELECT id, scores_total FROM proposals WHERE scores_total IS NOT NULL AND ingested_vote_count > 0 ORDER BY id",
-    );
-    let totals = Total::find_by_statement(stmt).all(db).await?;
+    const TOTALS: &str =
+        "SELECT id, scores_total FROM proposals WHERE scores_total IS NOT NULL AND ingested_vote_count > 0";
+    let backend = db.get_database_backend();
+    let totals = match proposals {
+        None => {
+            Total::find_by_statement(Statement::from_string(backend, format!("{TOTALS} ORDER BY id"))).all(db).await?
+        }
+        Some(ids) => {
+            let mut totals = Vec::new();
+            for chunk in ids.chunks(SCOPE_BATCH) {
+                let sql = format!("{TOTALS} AND id IN ({}) ORDER BY id", placeholders(1, chunk.len()));
+                let values = chunk.iter().map(|id| Value::from(*id)).collect::<Vec<_>>();
+                totals.extend(
+                    Total::find_by_statement(Statement::from_sql_and_values(backend, sql, values)).all(db).await?,
+                );
+            }
+            totals
+        }
+    };
     let share = decimal::parse(NOTABLE_VOTE_MIN_SHARE).expect("NOTABLE_VOTE_MIN_SHARE is a decimal");
     let zero = BigDecimal::from(0);
     let thresholds: Vec<(i64, String)> = totals
@@ -197,6 +213,53 @@ async fn derive_vote_events<C: ConnectionTrait>(db: &C) -> Result<u64, DbErr> {
         );
         let values = batch.iter().flat_map(|(id, key)| [Value::from(*id), Value::from(key.clone())]).collect();
         written += exec(db, &sql, values).await?;
+    }
+    Ok(written)
+}
+
+/// Open proposals whose voting started by `now_ms` without their `voting_started` event yet, with
+/// their DAOs: time alone makes these events due, so a run that changed no data publishes them.
+pub async fn due_by_time<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<Vec<(i64, String)>, DbErr> {
+    let kind = EventKind::VotingStarted.as_str();
+    let sql = format!(
+        "SELECT p.id, p.dao_id FROM proposals p
+         WHERE p.state IN ('pending', 'active') AND p.start_ms IS NOT NULL AND p.start_ms <= $1
+           AND NOT EXISTS (SELECT 1 FROM governance_events e
+                           WHERE e.natural_key = p.dao_id || ':' || p.source || ':' || p.external_id || ':{kind}')
+         ORDER BY p.id"
+    );
+    let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, [now_ms.into()]);
+    let rows = db.query_all_raw(stmt).await?;
+    rows.iter().map(|r| Ok((r.try_get::<i64>("", "id")?, r.try_get::<String>("", "dao_id")?))).collect()
+}
+
+/// What a publication touched: events are derived for these proposals and topics only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub proposals: Vec<i64>,
+    pub topics: Vec<i64>,
+}
+
+/// Ids per scoped statement.
+const SCOPE_BATCH: usize = 500;
+
+/// Runs `sql` (whose `{only}` narrows it) over every row (`ids` = `None`) or over the rows whose
+/// `column` is one of `ids`, a batch at a time.
+async fn scoped<C: ConnectionTrait>(
+    db: &C,
+    sql: &str,
+    values: Vec<Value>,
+    column: &str,
+    ids: Option<&[i64]>,
+) -> Result<u64, DbErr> {
+    let Some(ids) = ids else {
+        return exec(db, &sql.replace("{only}", ""), values).await;
+    };
+    let mut written = 0;
+    for chunk in ids.chunks(SCOPE_BATCH) {
+        let only = format!("AND {column} IN ({})", placeholders(values.len() + 1, chunk.len()));
+        let all = values.iter().cloned().chain(chunk.iter().map(|id| Value::from(*id))).collect();
+        written += exec(db, &sql.replace("{only}", &only), all).await?;
     }
     Ok(written)
 }

@@ -1,6 +1,7 @@
-//! Read queries behind proposal evidence: the exact tally and the largest votes from one streamed
-//! query, the proposal's governance events, and the DAO check.
-use futures_util::TryStreamExt;
+//! Read queries behind proposal evidence: the stored exact tally and the largest votes (one
+//! indexed page), the proposal's governance events, and the DAO check. Nothing here reads a
+//! proposal's votes beyond the few it shows: evidence of a 100,000-vote proposal costs what a
+//! 100-vote one costs.
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entities::{dao, governance_event, proposal, vote};
@@ -16,28 +17,22 @@ pub struct VoteSummary {
     pub largest: Vec<vote::Model>,
 }
 
-/// Streams the proposal's votes once, largest first (index `ix_votes_proposal_power`), adding
-/// each to the exact tally and keeping the first `top`: memory stays bounded whatever the
-/// number of votes.
+/// The proposal's stored tally (`store::facts`, computed at publication) and its `top` largest
+/// votes, read from `ix_votes_proposal_power`.
 pub async fn vote_summary(
     db: &DatabaseConnection,
     proposal: &proposal::Model,
     top: usize,
 ) -> Result<VoteSummary, DbErr> {
-    let mut stream = vote::Entity::find()
+    let tally = super::facts::get(db, proposal.id).await?.map(|f| f.tally).unwrap_or_default();
+    let largest = vote::Entity::find()
         .filter(vote::Column::ProposalId.eq(proposal.id))
         .order_by_desc(vote::Column::VpSort)
         .order_by_asc(vote::Column::Voter)
-        .stream(db)
+        .limit(top as u64)
+        .all(db)
         .await?;
-    let mut summary = VoteSummary::default();
-    while let Some(v) = stream.try_next().await? {
-        summary.tally.add(proposal.voting_type.as_deref(), &v.choice, &v.voting_power);
-        if summary.largest.len() < top {
-            summary.largest.push(v);
-        }
-    }
-    Ok(summary)
+    Ok(VoteSummary { tally, largest })
 }
 
 /// The governance events of a proposal, oldest first, at most `limit` (index `ix_events_proposal`).

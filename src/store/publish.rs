@@ -1,22 +1,102 @@
 //! Publication: turns what the writers stored into a new serving revision.
 //!
-//! Everything a list reads pre-aggregated (per-voter stats, per-proposal vote counts, per-DAO
-//! summaries) is recomputed here from the base tables, in one transaction together with the new
-//! `data_revisions` row, so a reader sees either the old revision with its aggregates or the new
-//! one with its aggregates, never a mix.
+//! Everything a list reads pre-aggregated (per-voter stats, per-proposal vote counts and vote
+//! facts, per-DAO summaries, events, signals) is recomputed here, in one transaction together
+//! with the new `data_revisions` row, so a reader sees either the old revision with its
+//! aggregates or the new one with its aggregates, never a mix.
+//!
+//! A publication recomputes only what its writer touched ([`Scope::Touched`]): the proposals
+//! whose rows or votes changed, the voters of those votes in their DAOs, the topics that changed,
+//! and the DAOs they belong to. Its cost follows the change, not the store. [`Scope::All`]
+//! recomputes everything (the sample importer, a store's first publication) and is what the
+//! incremental path is tested against: after any sequence of touched publications, a full
+//! recomputation changes nothing.
+//!
+//! Each DAO carries the revision that last changed it (`dao_summaries.revision_id`); its signals
+//! are evaluated as of that revision's `dataAsOf`, so a publication that does not touch a DAO
+//! leaves its signals, summary and revision exactly as they were.
 //!
 //! All statements are set-based and written in the SQL subset SQLite and PostgreSQL share.
 //! Parameters use `$n` on both backends (sqlx binds SQLite's `$n` by number as well).
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, Statement, TransactionSession, TransactionTrait, Value,
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, DbErr, Statement, TransactionTrait, Value,
 };
 
 use super::entities::data_revision;
+use super::tally::Tally;
+
+/// Ids per `IN (...)` list, well under both backends' bind limits.
+const IN_LIST_MAX: usize = 500;
+
+/// What a publication recomputes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Everything: every DAO is stamped with the new revision.
+    All,
+    /// Only what a writer changed.
+    Touched(Touched),
+}
+
+/// What a writer changed, by the rows it wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Touched {
+    /// Proposals whose row was inserted or changed.
+    pub proposals: BTreeSet<i64>,
+    /// Proposals some of whose votes were inserted or changed.
+    pub voted: BTreeSet<i64>,
+    /// (DAO, voter) of every vote inserted or changed.
+    pub voters: BTreeSet<(String, String)>,
+    /// Forum topics whose row or posts changed.
+    pub topics: BTreeSet<i64>,
+    /// Every DAO with a served change (the above, delegates, registry rows, a first watermark).
+    pub daos: BTreeSet<String>,
+    /// How the votes of each proposal in `voted` changed: publication adds this to the stored
+    /// tally instead of reading every vote again (`store::facts::refresh`).
+    pub tallies: BTreeMap<i64, TallyDelta>,
+}
+
+/// How a proposal's votes changed in one publication.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TallyDelta {
+    /// The voting type the votes were read with.
+    pub voting_type: Option<String>,
+    /// The new values of the votes written.
+    pub added: Tally,
+    /// The old values of the votes they replaced.
+    pub removed: Tally,
+    /// How many of the votes written are new (not replacing one).
+    pub inserted: u64,
+}
+
+impl TallyDelta {
+    /// Records one vote written: its new value, and the value it replaced, if any.
+    pub fn record(&mut self, new: (&str, &str), old: Option<(&str, &str)>) {
+        let vt = self.voting_type.clone();
+        self.added.add(vt.as_deref(), new.0, new.1);
+        match old {
+            Some((choice, power)) => self.removed.add(vt.as_deref(), choice, power),
+            None => self.inserted += 1,
+        }
+    }
+}
+
+impl Touched {
+    pub fn is_empty(&self) -> bool {
+        self.daos.is_empty()
+            && self.proposals.is_empty()
+            && self.voted.is_empty()
+            && self.voters.is_empty()
+            && self.topics.is_empty()
+    }
+}
 
 /// Each voter's activity per DAO. The power shown is that of the voter's most recent vote in the
 /// DAO; on the same timestamp the larger power wins, then the later row, so the choice is total.
-const CLEAR_VOTER_STATS: &str = "DELETE FROM voter_dao_stats";
-const RECOMPUTE_VOTER_STATS: &str = "INSERT INTO voter_dao_stats (dao_id, voter, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms)
+/// `{where}` narrows both the deletion and the recomputation to some (DAO, voter) pairs
+/// (`ix_votes_dao_voter` finds their votes).
+const VOTER_STATS_SELECT: &str = "INSERT INTO voter_dao_stats (dao_id, voter, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms)
      SELECT dao_id, voter, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms
      FROM (
          SELECT dao_id, voter, voting_power, vp_sort,
@@ -24,7 +104,7 @@ const RECOMPUTE_VOTER_STATS: &str = "INSERT INTO voter_dao_stats (dao_id, voter,
                 MIN(created_ms) OVER (PARTITION BY dao_id, voter) AS first_vote_ms,
                 MAX(created_ms) OVER (PARTITION BY dao_id, voter) AS last_vote_ms,
                 ROW_NUMBER() OVER (PARTITION BY dao_id, voter ORDER BY created_ms DESC, vp_sort DESC, id DESC) AS recency
-         FROM votes
+         FROM votes {where}
      ) ranked
      WHERE recency = 1";
 
@@ -33,10 +113,9 @@ const RECOMPUTE_PROPOSAL_COUNTS: &str = "UPDATE proposals
      SET ingested_vote_count = (SELECT COUNT(*) FROM votes WHERE votes.proposal_id = proposals.id)
      WHERE ingested_vote_count <> (SELECT COUNT(*) FROM votes WHERE votes.proposal_id = proposals.id)";
 
-/// One summary per registered DAO, stamped with the new revision (`$1`). Runs after the voter
-/// stats, whose row count per DAO is the number of distinct voters. PostgreSQL's SUM over BIGINT
-/// is NUMERIC, hence the cast.
-const CLEAR_SUMMARIES: &str = "DELETE FROM dao_summaries";
+/// One summary per DAO of `{where}`, stamped with the new revision (`$1`). Runs after the
+/// per-proposal counts and the voter stats, whose row count per DAO is the number of distinct
+/// voters. PostgreSQL's SUM over BIGINT is NUMERIC, hence the casts.
 const RECOMPUTE_SUMMARIES: &str = "INSERT INTO dao_summaries
          (dao_id, proposals, active_proposals, upstream_votes, ingested_votes, voters, delegates, forum_topics,
           data_as_of_ms, revision_id)
@@ -44,30 +123,51 @@ const RECOMPUTE_SUMMARIES: &str = "INSERT INTO dao_summaries
             (SELECT COUNT(*) FROM proposals p WHERE p.dao_id = d.id),
             (SELECT COUNT(*) FROM proposals p WHERE p.dao_id = d.id AND p.state = 'active'),
             (SELECT CAST(COALESCE(SUM(p.upstream_vote_count), 0) AS BIGINT) FROM proposals p WHERE p.dao_id = d.id),
-            (SELECT COUNT(*) FROM votes v WHERE v.dao_id = d.id),
+            (SELECT CAST(COALESCE(SUM(p.ingested_vote_count), 0) AS BIGINT) FROM proposals p WHERE p.dao_id = d.id),
             (SELECT COUNT(*) FROM voter_dao_stats s WHERE s.dao_id = d.id),
             (SELECT COUNT(*) FROM delegates g WHERE g.dao_id = d.id),
             (SELECT COUNT(*) FROM forum_topics t WHERE t.dao_id = d.id),
             (SELECT MAX(w.data_as_of_ms) FROM source_watermarks w WHERE w.dao_id = d.id),
             $1
-     FROM daos d";
+     FROM daos d {where}";
+
+/// Freshness moves without a revision: each summary's `data_as_of_ms` follows its DAO's newest
+/// watermark (the revision it belongs to stays).
+const MOVE_SUMMARY_FRESHNESS: &str = "UPDATE dao_summaries
+     SET data_as_of_ms = (SELECT MAX(w.data_as_of_ms) FROM source_watermarks w WHERE w.dao_id = dao_summaries.dao_id)
+     WHERE COALESCE(data_as_of_ms, -1)
+           <> COALESCE((SELECT MAX(w.data_as_of_ms) FROM source_watermarks w WHERE w.dao_id = dao_summaries.dao_id), -1)";
 
 const LINK_RUN: &str = "UPDATE ingestion_runs SET revision_id = $1 WHERE id = $2";
 
-/// Recomputes the aggregates and publishes a new revision for run `run_id`, atomically.
+/// Recomputes what `scope` covers and publishes a new revision for run `run_id`, atomically.
 ///
 /// Called with a connection it opens its own transaction; called inside a writer's transaction
 /// it nests (a savepoint), so the writer's rows and the revision commit together.
-pub async fn publish<C>(db: &C, run_id: i64, summary: &str) -> Result<data_revision::Model, DbErr>
+pub async fn publish<C>(db: &C, run_id: i64, summary: &str, scope: &Scope) -> Result<data_revision::Model, DbErr>
 where
-    C: ConnectionTrait + TransactionTrait,
+    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
 {
     let txn = db.begin().await?;
-    exec(&txn, CLEAR_VOTER_STATS, []).await?;
-    exec(&txn, RECOMPUTE_VOTER_STATS, []).await?;
-    exec(&txn, RECOMPUTE_PROPOSAL_COUNTS, []).await?;
-    super::events::derive(&txn, now_ms()).await?;
     let now = now_ms();
+    let touched = match scope {
+        Scope::All => None,
+        Scope::Touched(t) => Some(t),
+    };
+    proposal_counts(&txn, touched).await?;
+    voter_stats(&txn, touched).await?;
+    let mut refresh = super::facts::stale(&txn).await?;
+    match touched {
+        Some(t) => refresh.extend(t.voted.iter().chain(&t.proposals).copied()),
+        None => refresh.extend(all_ids(&txn, "SELECT id FROM proposals").await?),
+    }
+    let no_deltas = BTreeMap::new();
+    super::facts::refresh(&txn, &refresh, touched.map_or(&no_deltas, |t| &t.tallies)).await?;
+    let events = touched.map(|t| super::events::Scope {
+        proposals: t.proposals.iter().chain(&t.voted).copied().collect(),
+        topics: t.topics.iter().copied().collect(),
+    });
+    super::events::derive(&txn, now, events.as_ref()).await?;
     let revision = data_revision::ActiveModel {
         published_ms: Set(now),
         data_as_of_ms: Set(newest_watermark(&txn).await?.unwrap_or(now)),
@@ -77,16 +177,121 @@ where
     }
     .insert(&txn)
     .await?;
-    exec(&txn, CLEAR_SUMMARIES, []).await?;
-    exec(&txn, RECOMPUTE_SUMMARIES, [revision.id.into()]).await?;
-    super::signals::compute(&txn, &revision).await?;
-    exec(&txn, LINK_RUN, [revision.id.into(), run_id.into()]).await?;
+    let daos: Option<Vec<String>> = touched.map(|t| t.daos.iter().cloned().collect());
+    summaries(&txn, daos.as_deref(), revision.id).await?;
+    move_freshness(&txn).await?;
+    let as_of = dao_times(&txn).await?;
+    let scope_daos = touched.map(|t| &t.daos);
+    super::signals::compute(&txn, scope_daos, &as_of, revision.id).await?;
+    exec(&txn, LINK_RUN, vec![revision.id.into(), run_id.into()]).await?;
     txn.commit().await?;
     Ok(revision)
 }
 
+/// Moves each DAO summary's `data_as_of_ms` to its newest watermark, without a revision.
+pub async fn move_freshness<C: ConnectionTrait>(db: &C) -> Result<u64, DbErr> {
+    exec(db, MOVE_SUMMARY_FRESHNESS, vec![]).await
+}
+
+/// Each DAO's data time: the `dataAsOf` of the revision that last changed it. Its signals are
+/// evaluated as of this time.
+pub async fn dao_times<C: ConnectionTrait>(db: &C) -> Result<HashMap<String, i64>, DbErr> {
+    let stmt = Statement::from_string(
+        db.get_database_backend(),
+        "SELECT s.dao_id, r.data_as_of_ms FROM dao_summaries s JOIN data_revisions r ON r.id = s.revision_id",
+    );
+    let rows = db.query_all_raw(stmt).await?;
+    rows.iter().map(|r| Ok((r.try_get::<String>("", "dao_id")?, r.try_get::<i64>("", "data_as_of_ms")?))).collect()
+}
+
+async fn proposal_counts<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> Result<(), DbErr> {
+    let Some(t) = touched else {
+        exec(db, RECOMPUTE_PROPOSAL_COUNTS, vec![]).await?;
+        return Ok(());
+    };
+    let ids: Vec<i64> = t.voted.iter().chain(&t.proposals).copied().collect::<BTreeSet<_>>().into_iter().collect();
+    for chunk in ids.chunks(IN_LIST_MAX) {
+        let sql = format!("{RECOMPUTE_PROPOSAL_COUNTS} AND id IN ({})", placeholders(1, chunk.len()));
+        exec(db, &sql, chunk.iter().map(|id| Value::from(*id)).collect()).await?;
+    }
+    Ok(())
+}
+
+async fn voter_stats<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> Result<(), DbErr> {
+    let Some(t) = touched else {
+        exec(db, "DELETE FROM voter_dao_stats", vec![]).await?;
+        exec(db, &VOTER_STATS_SELECT.replace("{where}", ""), vec![]).await?;
+        return Ok(());
+    };
+    let mut by_dao: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (dao, voter) in &t.voters {
+        by_dao.entry(dao.as_str()).or_default().push(voter.as_str());
+    }
+    for (dao, voters) in by_dao {
+        for chunk in voters.chunks(IN_LIST_MAX) {
+            let filter = format!("WHERE dao_id = $1 AND voter IN ({})", placeholders(2, chunk.len()));
+            let values: Vec<Value> =
+                std::iter::once(Value::from(dao)).chain(chunk.iter().map(|v| Value::from(*v))).collect();
+            exec(db, &format!("DELETE FROM voter_dao_stats {filter}"), values.clone()).await?;
+            exec(db, &VOTER_STATS_SELECT.replace("{where}", &filter), values).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites the summaries of `daos` (every DAO: `None`) for revision `revision_id`.
+async fn summaries<C: ConnectionTrait>(db: &C, daos: Option<&[String]>, revision_id: i64) -> Result<(), DbErr> {
+    let Some(daos) = daos else {
+        exec(db, "DELETE FROM dao_summaries", vec![]).await?;
+        exec(db, &RECOMPUTE_SUMMARIES.replace("{where}", ""), vec![revision_id.into()]).await?;
+        return Ok(());
+    };
+    for chunk in daos.chunks(IN_LIST_MAX) {
+        let ids: Vec<Value> = chunk.iter().map(|d| Value::from(d.as_str())).collect();
+        let delete = format!("DELETE FROM dao_summaries WHERE dao_id IN ({})", placeholders(1, chunk.len()));
+        exec(db, &delete, ids.clone()).await?;
+        let filter = format!("WHERE d.id IN ({})", placeholders(2, chunk.len()));
+        let values = std::iter::once(Value::from(revision_id)).chain(ids).collect();
+        exec(db, &RECOMPUTE_SUMMARIES.replace("{where}", &filter), values).await?;
+    }
+    Ok(())
+}
+
+async fn all_ids<C: ConnectionTrait>(db: &C, sql: &str) -> Result<Vec<i64>, DbErr> {
+    let rows = db.query_all_raw(Statement::from_string(db.get_database_backend(), sql)).await?;
+    rows.iter().map(|r| r.try_get::<i64>("", "id")).collect()
+}
+
+/// Recomputes every aggregate, vote fact, event and signal of the store in place, as a full
+/// publication would, but keeps every DAO's revision and data time: on a store whose
+/// publications were all correct it changes nothing. Returns the rows it changed. The tests of
+/// incremental publication hold its result to this.
+pub async fn recompute_in_place<C>(db: &C) -> Result<u64, DbErr>
+where
+    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
+{
+    let txn = db.begin().await?;
+    exec(&txn, "DELETE FROM voter_dao_stats", vec![]).await?;
+    exec(&txn, &VOTER_STATS_SELECT.replace("{where}", ""), vec![]).await?;
+    let mut changed = exec(&txn, RECOMPUTE_PROPOSAL_COUNTS, vec![]).await?;
+    let ids: BTreeSet<i64> = all_ids(&txn, "SELECT id FROM proposals").await?.into_iter().collect();
+    super::facts::refresh(&txn, &ids, &BTreeMap::new()).await?;
+    changed += super::events::derive(&txn, now_ms(), None).await?;
+    let as_of = dao_times(&txn).await?;
+    let revision = current_revision(&txn).await?.map_or(0, |r| r.id);
+    let report = super::signals::compute(&txn, None, &as_of, revision).await?;
+    changed += (report.inserted + report.updated + report.deleted) as u64;
+    txn.commit().await?;
+    Ok(changed)
+}
+
 pub use super::freshness::current_revision;
 pub use crate::contract::time::now_ms;
+
+/// The data time a publication now would carry: the newest watermark (the clock before any).
+pub async fn data_time<C: ConnectionTrait>(db: &C) -> Result<i64, DbErr> {
+    Ok(newest_watermark(db).await?.unwrap_or_else(now_ms))
+}
 
 /// The newest `data_as_of_ms` over every DAO and source.
 async fn newest_watermark<C: ConnectionTrait>(db: &C) -> Result<Option<i64>, DbErr> {
@@ -98,8 +303,11 @@ async fn newest_watermark<C: ConnectionTrait>(db: &C) -> Result<Option<i64>, DbE
     }
 }
 
-async fn exec<C: ConnectionTrait, const N: usize>(db: &C, sql: &str, values: [Value; N]) -> Result<(), DbErr> {
+fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+async fn exec<C: ConnectionTrait>(db: &C, sql: &str, values: Vec<Value>) -> Result<u64, DbErr> {
     let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, values);
-    db.execute_raw(stmt).await?;
-    Ok(())
+    Ok(db.execute_raw(stmt).await?.rows_affected())
 }

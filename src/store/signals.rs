@@ -19,14 +19,15 @@ use sea_orm::{
     ActiveModelTrait,
     ActiveValue::{self, Set},
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    QuerySelect, QueryTrait,
     sea_query::{Expr, ExprTrait},
 };
 use serde::{Deserialize, Serialize};
 
 use super::{
     decimal,
-    entities::{data_revision, forum_post, forum_topic, proposal, signal, vote},
+    entities::{forum_post, forum_topic, proposal, signal},
+    facts,
     tally::{self, Tally},
 };
 use crate::contract::{
@@ -34,8 +35,6 @@ use crate::contract::{
     time::rfc3339_ms,
 };
 
-/// Votes read per batch (whole proposals; one larger proposal is read alone).
-const VOTE_BATCH_ROWS: i64 = 20_000;
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;
 /// Rows per multi-row INSERT.
@@ -190,8 +189,8 @@ pub struct ProposalRow {
     pub block_number: Option<i64>,
 }
 
-/// The columns of a vote the rules read.
-#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+/// The columns of a vote the rules read (stored with the proposal's facts, `store::facts`).
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult, Serialize, Deserialize)]
 pub struct VoteRow {
     pub proposal_id: i64,
     pub voter: String,
@@ -288,97 +287,98 @@ pub struct ComputeReport {
 // The engine.
 // ---------------------------------------------------------------------------------------------
 
-/// Recomputes every signal from the published data of `revision` and reconciles the table.
-pub async fn compute<C: ConnectionTrait>(db: &C, revision: &data_revision::Model) -> Result<ComputeReport, DbErr> {
+/// The columns of a proposal the rules read, in the order the DAO contexts need.
+fn proposal_rows(daos: Option<&BTreeSet<String>>) -> sea_orm::Select<proposal::Entity> {
     use proposal::Column as P;
-    let proposals: Vec<ProposalRow> = proposal::Entity::find()
-        .select_only()
-        .columns([
-            P::Id,
-            P::DaoId,
-            P::Source,
-            P::ExternalId,
-            P::Title,
-            P::Author,
-            P::VotingType,
-            P::State,
-            P::Choices,
-            P::ScoresTotal,
-            P::Quorum,
-            P::StartMs,
-            P::EndMs,
-            P::CreatedMs,
-            P::UpstreamVoteCount,
-            P::IngestedVoteCount,
-            P::Url,
-            P::Ipfs,
-            P::TxHash,
-            P::BlockNumber,
-        ])
-        .order_by_asc(P::DaoId)
-        .order_by_asc(P::CreatedMs)
-        .order_by_asc(P::ExternalId)
+    let mut q = proposal::Entity::find().select_only().columns([
+        P::Id,
+        P::DaoId,
+        P::Source,
+        P::ExternalId,
+        P::Title,
+        P::Author,
+        P::VotingType,
+        P::State,
+        P::Choices,
+        P::ScoresTotal,
+        P::Quorum,
+        P::StartMs,
+        P::EndMs,
+        P::CreatedMs,
+        P::UpstreamVoteCount,
+        P::IngestedVoteCount,
+        P::Url,
+        P::Ipfs,
+        P::TxHash,
+        P::BlockNumber,
+    ]);
+    if let Some(daos) = daos {
+        q = q.filter(P::DaoId.is_in(daos.iter().cloned()));
+    }
+    q.order_by_asc(P::DaoId).order_by_asc(P::CreatedMs).order_by_asc(P::ExternalId)
+}
+
+/// The stored vote facts of `proposals` that have votes.
+async fn stored_facts<C: ConnectionTrait>(db: &C, proposals: &[ProposalRow]) -> Result<HashMap<i64, VoteFacts>, DbErr> {
+    let ids: Vec<i64> = proposals.iter().filter(|p| p.ingested_vote_count > 0).map(|p| p.id).collect();
+    let mut stored = facts::load(db, &ids).await?;
+    Ok(proposals
+        .iter()
+        .filter_map(|p| {
+            let c = stored.remove(&p.id)?;
+            Some((p.id, c.facts(p.voting_type.as_deref(), p.upstream_vote_count)))
+        })
+        .collect())
+}
+
+/// Recomputes the signals of the DAOs in `daos` (every DAO: `None`) from the published data and
+/// reconciles the table with them; signals of other DAOs are left alone. Each DAO's proposals are
+/// evaluated as of its data time (`as_of`, see `store::publish::dao_times`). Reads proposals
+/// (never bodies), the stored vote facts and the forum posts of candidate topics: never votes.
+pub async fn compute<C: ConnectionTrait>(
+    db: &C,
+    daos: Option<&BTreeSet<String>>,
+    as_of: &HashMap<String, i64>,
+    revision_id: i64,
+) -> Result<ComputeReport, DbErr> {
+    if daos.is_some_and(BTreeSet::is_empty) {
+        return Ok(ComputeReport::default());
+    }
+    let proposals: Vec<ProposalRow> = proposal_rows(daos).into_model::<ProposalRow>().all(db).await?;
+    let facts = stored_facts(db, &proposals).await?;
+    let contexts = dao_contexts(&proposals);
+    let fallback = as_of.values().copied().max().unwrap_or_else(crate::contract::time::now_ms);
+    let mut desired: Vec<Desired> = Vec::new();
+    for (p, ctx) in proposals.iter().zip(&contexts) {
+        let at = as_of.get(&p.dao_id).copied().unwrap_or(fallback);
+        desired.extend(proposal_signals(p, facts.get(&p.id), ctx, at));
+    }
+    desired.extend(forum_signals(db, daos).await?);
+    reconcile(db, desired, revision_id, daos).await
+}
+
+/// The DAOs where time alone changes which signals hold: an active proposal evaluated now
+/// (`later`) rather than at its DAO's data time enters or leaves a deadline window. A run that
+/// changed no data still publishes these DAOs, so a deadline is never missed for want of a vote.
+pub async fn moved_by_time<C: ConnectionTrait>(
+    db: &C,
+    as_of: &HashMap<String, i64>,
+    later: i64,
+) -> Result<BTreeSet<String>, DbErr> {
+    let active: Vec<ProposalRow> = proposal_rows(None)
+        .filter(proposal::Column::State.eq(ACTIVE_STATE))
         .into_model::<ProposalRow>()
         .all(db)
         .await?;
-
-    let facts = vote_facts(db, &proposals).await?;
-    let contexts = dao_contexts(&proposals);
-    let mut desired: Vec<Desired> = Vec::new();
-    for (p, ctx) in proposals.iter().zip(&contexts) {
-        desired.extend(proposal_signals(p, facts.get(&p.id), ctx, revision.data_as_of_ms));
-    }
-    desired.extend(forum_signals(db).await?);
-    reconcile(db, desired, revision.id).await
-}
-
-/// Tallies of every proposal that has ingested votes, read in ordered batches of whole proposals.
-async fn vote_facts<C: ConnectionTrait>(db: &C, proposals: &[ProposalRow]) -> Result<HashMap<i64, VoteFacts>, DbErr> {
-    let by_id: HashMap<i64, &ProposalRow> = proposals.iter().map(|p| (p.id, p)).collect();
-    let mut with_votes: Vec<&ProposalRow> = proposals.iter().filter(|p| p.ingested_vote_count > 0).collect();
-    with_votes.sort_by_key(|p| p.id);
-    let mut batches: Vec<Vec<i64>> = Vec::new();
-    let (mut batch, mut rows) = (Vec::new(), 0_i64);
-    for p in with_votes {
-        if !batch.is_empty() && (rows + p.ingested_vote_count > VOTE_BATCH_ROWS || batch.len() >= IN_LIST_MAX) {
-            batches.push(std::mem::take(&mut batch));
-            rows = 0;
-        }
-        batch.push(p.id);
-        rows += p.ingested_vote_count;
-    }
-    if !batch.is_empty() {
-        batches.push(batch);
-    }
-    let mut facts = HashMap::new();
-    for ids in batches {
-        use vote::Column as V;
-        let votes: Vec<VoteRow> = vote::Entity::find()
-            .select_only()
-            .columns([
-                V::ProposalId,
-                V::Voter,
-                V::Choice,
-                V::VotingPower,
-                V::CreatedMs,
-                V::Ipfs,
-                V::TxHash,
-                V::BlockNumber,
-            ])
-            .filter(V::ProposalId.is_in(ids))
-            .order_by_asc(V::ProposalId)
-            .order_by_asc(V::CreatedMs)
-            .order_by_asc(V::Id)
-            .into_model::<VoteRow>()
-            .all(db)
-            .await?;
-        for group in votes.chunk_by(|a, b| a.proposal_id == b.proposal_id) {
-            if let Some(p) = by_id.get(&group[0].proposal_id) {
-                facts.insert(p.id, analyse_votes(p, group));
-            }
-        }
-    }
-    Ok(facts)
+    let facts = stored_facts(db, &active).await?;
+    let keys = |p: &ProposalRow, at: i64| -> BTreeSet<String> {
+        proposal_signals(p, facts.get(&p.id), &DaoContext::default(), at).into_iter().map(|d| d.natural_key).collect()
+    };
+    Ok(active
+        .iter()
+        .filter(|p| as_of.get(&p.dao_id).is_some_and(|&at| at < later && keys(p, at) != keys(p, later)))
+        .map(|p| p.dao_id.clone())
+        .collect())
 }
 
 /// The tally, the two leading choices and the weightiest votes of one proposal.
@@ -857,13 +857,20 @@ pub fn proposal_signals(p: &ProposalRow, facts: Option<&VoteFacts>, ctx: &DaoCon
     out
 }
 
-/// `forum_discussion_spike` for every topic with enough posts.
-async fn forum_signals<C: ConnectionTrait>(db: &C) -> Result<Vec<Desired>, DbErr> {
+/// `forum_discussion_spike` for every topic with enough posts (of the DAOs in `daos`).
+async fn forum_signals<C: ConnectionTrait>(db: &C, daos: Option<&BTreeSet<String>>) -> Result<Vec<Desired>, DbErr> {
     use forum_post::Column as F;
     let min_posts = rules::FORUM_SPIKE_MIN_POSTS as i64;
-    let candidates: Vec<i64> = forum_post::Entity::find()
-        .select_only()
-        .column(F::TopicId)
+    let mut candidates = forum_post::Entity::find().select_only().column(F::TopicId);
+    if let Some(daos) = daos {
+        let of_daos = forum_topic::Entity::find()
+            .select_only()
+            .column(forum_topic::Column::Id)
+            .filter(forum_topic::Column::DaoId.is_in(daos.iter().cloned()))
+            .into_query();
+        candidates = candidates.filter(F::TopicId.in_subquery(of_daos));
+    }
+    let candidates: Vec<i64> = candidates
         .group_by(F::TopicId)
         .having(Expr::col(F::Id).count().gte(min_posts))
         .order_by_asc(F::TopicId)
@@ -978,16 +985,22 @@ fn spike_signal(topic: &TopicRow, posts: &[(i64, i64)]) -> Option<Desired> {
     })
 }
 
-/// Makes the table hold exactly `desired`, touching only what differs.
+/// Makes the table hold exactly `desired` for the DAOs in `daos` (all: `None`), touching only
+/// what differs.
 async fn reconcile<C: ConnectionTrait>(
     db: &C,
     mut desired: Vec<Desired>,
     revision_id: i64,
+    daos: Option<&BTreeSet<String>>,
 ) -> Result<ComputeReport, DbErr> {
     desired.sort_by(|a, b| a.natural_key.cmp(&b.natural_key));
     desired.dedup_by(|a, b| a.natural_key == b.natural_key);
+    let mut existing = signal::Entity::find();
+    if let Some(daos) = daos {
+        existing = existing.filter(signal::Column::DaoId.is_in(daos.iter().cloned()));
+    }
     let mut existing: HashMap<String, signal::Model> =
-        signal::Entity::find().all(db).await?.into_iter().map(|s| (s.natural_key.clone(), s)).collect();
+        existing.all(db).await?.into_iter().map(|s| (s.natural_key.clone(), s)).collect();
     let mut report = ComputeReport { signals: desired.len(), ..Default::default() };
     let mut inserts = Vec::new();
     for d in desired {

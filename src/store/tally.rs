@@ -63,6 +63,9 @@ pub struct Tally {
     pub votes_counted: u64,
     /// Votes whose choice could not be read; reported, never guessed.
     pub votes_unreadable: u64,
+    /// How many counted votes gave each choice a share: a choice is in `scores` exactly while
+    /// some vote gives it one, which lets a stored tally take votes back out ([`Tally::remove`]).
+    pub allocations: BTreeMap<u32, u64>,
 }
 
 impl Tally {
@@ -91,6 +94,41 @@ impl Tally {
 
     fn credit(&mut self, choice: u32, power: BigDecimal) {
         *self.scores.entry(choice).or_insert_with(BigDecimal::zero) += power;
+        *self.allocations.entry(choice).or_default() += 1;
+    }
+
+    /// Adds every vote of `other` (a tally of other votes of the same proposal).
+    pub fn merge(&mut self, other: &Tally) {
+        for (c, s) in &other.scores {
+            *self.scores.entry(*c).or_insert_with(BigDecimal::zero) += s;
+        }
+        for (c, n) in &other.allocations {
+            *self.allocations.entry(*c).or_default() += n;
+        }
+        self.total_power += &other.total_power;
+        self.votes_counted += other.votes_counted;
+        self.votes_unreadable += other.votes_unreadable;
+    }
+
+    /// Takes out every vote of `other`, which must all have been added to this tally (a stored
+    /// tally minus the old values of votes that changed). Exact: the shares removed are the very
+    /// quotients that were added. `None` when `other` holds votes this tally does not.
+    pub fn remove(&mut self, other: &Tally) -> Option<()> {
+        for (c, n) in &other.allocations {
+            let left = self.allocations.get(c)?.checked_sub(*n)?;
+            let score = self.scores.get_mut(c)?;
+            *score -= other.scores.get(c)?;
+            if left == 0 {
+                self.allocations.remove(c);
+                self.scores.remove(c);
+            } else {
+                self.allocations.insert(*c, left);
+            }
+        }
+        self.total_power -= &other.total_power;
+        self.votes_counted = self.votes_counted.checked_sub(other.votes_counted)?;
+        self.votes_unreadable = self.votes_unreadable.checked_sub(other.votes_unreadable)?;
+        Some(())
     }
 
     /// Sum of the per-choice scores.
@@ -159,6 +197,36 @@ mod tests {
         assert_eq!(share(&t.scores[&1], &t.total_power), "0.25");
         assert_eq!(share(&d("1"), &d("3")), "0.3333333333");
         assert_eq!(share(&d("1"), &d("0")), "0");
+    }
+
+    #[test]
+    fn votes_taken_out_leave_the_tally_of_the_rest() {
+        let votes = [
+            ("{'1': 1, '2': 3}", "2.0"),
+            ("{'2': 1}", "2.11e-16"),
+            ("{'3': 7}", "0.333"),
+            ("garbage", "5"),
+            ("{'1': 2, '3': 1}", "10"),
+        ];
+        let tally_of = |vs: &[(&str, &str)]| {
+            let mut t = Tally::default();
+            vs.iter().for_each(|(c, p)| t.add(Some("weighted"), c, p));
+            t
+        };
+        let all = tally_of(&votes);
+        // Without the third and fourth votes: choice 3 keeps the share of the fifth.
+        let mut rest = all.clone();
+        rest.remove(&tally_of(&votes[2..4])).unwrap();
+        assert_eq!(rest, tally_of(&[votes[0], votes[1], votes[4]]));
+        // Without the last two: choice 3 is no longer given anything and leaves the tally.
+        let mut rest = all.clone();
+        rest.remove(&tally_of(&votes[3..])).unwrap();
+        let expected = tally_of(&votes[..3]);
+        assert_eq!(rest.scores.keys().collect::<Vec<_>>(), expected.scores.keys().collect::<Vec<_>>());
+        let mut merged = tally_of(&votes[..2]);
+        merged.merge(&tally_of(&votes[2..]));
+        assert_eq!(merged, all);
+        assert!(tally_of(&votes[..1]).remove(&tally_of(&votes[2..3])).is_none(), "nothing to take out");
     }
 
     #[test]

@@ -280,9 +280,13 @@ pub async fn fixture_database(backend: Backend) -> String {
     .await
     .expect("insert topic");
     let run = govdata::store::publish::current_revision(&db).await.unwrap().unwrap().run_id.expect("the import's run");
-    govdata::store::publish::publish(&db, run, "synthetic forum topic").await.expect("publish");
+    govdata::store::publish::publish(&db, run, "synthetic forum topic", &govdata::store::publish::Scope::All)
+        .await
+        .expect("publish");
     // Publishing again derives nothing new: derivation is idempotent.
-    govdata::store::publish::publish(&db, run, "again").await.expect("publish again");
+    govdata::store::publish::publish(&db, run, "again", &govdata::store::publish::Scope::All)
+        .await
+        .expect("publish again");
     // A signal as the rule engine would write it at publication (inserted after it, so no engine
     // run replaces it).
     let revision = govdata::store::publish::current_revision(&db).await.unwrap().unwrap();

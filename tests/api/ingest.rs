@@ -15,7 +15,7 @@ use crate::upstreams::{Fake, Fault, ForumData, ForumTopic, HubData, HubProposal,
 pub const SPACE: &str = "testgov.eth";
 pub const DAO: &str = "testgov";
 /// 2023-11-14T22:13:20Z
-const BASE: i64 = 1_700_000_000;
+pub const BASE: i64 = 1_700_000_000;
 /// Proposals in the space: more than one page (1000), with a tie of five at the page boundary.
 pub const PROPOSALS: usize = 1003;
 /// Votes on the big proposal: 2200 cast in the same second (deeper than one page at one

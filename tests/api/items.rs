@@ -140,6 +140,9 @@ async fn build_synthetic(backend: Backend) -> String {
         .await
         .expect("insert vote");
     }
+    // The rows are written behind publication's back; compute the vote facts publication would
+    // store for them (evidence reads the stored tally, never the votes).
+    govdata::store::facts::refresh(&db, &[uni77.id].into(), &Default::default()).await.expect("vote facts");
     governance_event::ActiveModel {
         natural_key: Set("synthetic:uniswap:onchain:77:proposal_executed".to_owned()),
         dao_id: Set("uniswap".to_owned()),

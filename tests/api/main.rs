@@ -20,6 +20,7 @@ mod items;
 mod lookup;
 mod payments;
 mod pricing;
+mod publication;
 mod signals;
 mod upstreams;
 mod v2_daos;

@@ -384,11 +384,15 @@ async fn fixture_app(backend: Backend) -> (TestApp, DatabaseConnection) {
     insert_topic(&db, "9003", &(0..20).map(|i| SPIKE_DAY + i * 120 * MINUTE).collect::<Vec<_>>()).await;
     insert_close_call(&db).await;
     let run_id = govdata::store::publish::current_revision(&db).await.unwrap().unwrap().run_id.unwrap();
-    govdata::store::publish::publish(&db, run_id, "synthetic fixtures").await.expect("publish");
+    govdata::store::publish::publish(&db, run_id, "synthetic fixtures", &govdata::store::publish::Scope::All)
+        .await
+        .expect("publish");
     // Re-publishing the same data changes no signal (same ids, same revision stamps).
     let first = signal_rows(&db).await;
     assert!(first.len() > sample_signals.len());
-    govdata::store::publish::publish(&db, run_id, "again").await.expect("publish again");
+    govdata::store::publish::publish(&db, run_id, "again", &govdata::store::publish::Scope::All)
+        .await
+        .expect("publish again");
     assert_eq!(signal_rows(&db).await, first, "re-publishing is idempotent");
     // Sample signals kept their rows too.
     for s in &sample_signals {

@@ -82,7 +82,9 @@ async fn cursors_go_stale_after_a_publication() {
         let (_, first) = app.get_json("/v2/daos?limit=2").await;
         let cursor = first["meta"]["page"]["nextCursor"].as_str().unwrap().to_owned();
         assert_eq!(app.get(&format!("/v2/daos?limit=2&cursor={cursor}")).await.status(), 200);
-        govdata::store::publish::publish(&db, 0, "test republication").await.unwrap();
+        govdata::store::publish::publish(&db, 0, "test republication", &govdata::store::publish::Scope::All)
+            .await
+            .unwrap();
         let body = problem(&app, &format!("/v2/daos?limit=2&cursor={cursor}")).await;
         assert_eq!(body["code"], "INVALID_CURSOR");
         assert!(body["detail"].as_str().unwrap().contains("republished"), "{body}");

@@ -11,6 +11,7 @@ pub mod governance_event;
 pub mod ingestion_run;
 pub mod partner_token;
 pub mod proposal;
+pub mod proposal_fact;
 pub mod setting;
 pub mod signal;
 pub mod source_watermark;

@@ -8,6 +8,8 @@ mod m0001_initial;
 mod m0002_search;
 mod m0003_staging;
 mod m0004_delegations;
+mod m0005_proposal_facts;
+mod m0006_compact_keys;
 
 pub struct Migrator;
 
@@ -19,6 +21,8 @@ impl MigratorTrait for Migrator {
             Box::new(m0002_search::Migration),
             Box::new(m0003_staging::Migration),
             Box::new(m0004_delegations::Migration),
+            Box::new(m0005_proposal_facts::Migration),
+            Box::new(m0006_compact_keys::Migration),
         ]
     }
 }
