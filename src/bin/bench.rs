@@ -1,4 +1,14 @@
-//! Keyset pagination benchmark: a page deep in a list must cost what the first page costs.
+//! Scale benchmark over a store filled by `govdata synth` (up to tens of millions of votes).
+//!
+//! 1. **The store**: bytes per vote of the `votes` table and its indexes (SQLite `dbstat`,
+//!    PostgreSQL `pg_total_relation_size`).
+//! 2. **Publication**: an ingestion run that changes nothing (no revision is published), then a
+//!    run that adds 1,000 votes to the busiest proposal (a revision recomputing what it touched),
+//!    both through the ingestion path (`store::apply::publish_run`). Each bench run adds another
+//!    1,000 votes from new voters.
+//! 3. **Requests**: evidence of the busiest proposal and the v2 profile of the busiest voter,
+//!    timed like the pages below.
+//! 4. **Keyset pagination**: a page deep in a list must cost what the first page costs.
 //!
 //! Starts the real server in-process on 127.0.0.1:0 over the store named by `DATABASE_URL`
 //! (fill it first with `govdata synth`), finds the synthetic DAO's busiest proposal, walks
@@ -16,7 +26,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 use govdata::config::{ServeArgs, Settings};
-use govdata::store::{self, DEFAULT_DATABASE_URL, entities::proposal};
+use govdata::store::{
+    self, DEFAULT_DATABASE_URL,
+    entities::{proposal, voter_dao_stat},
+};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -45,6 +58,9 @@ struct Args {
     /// A deep page's median may be at most this many times the first page's.
     #[arg(long, default_value_t = 1.2)]
     max_ratio: f64,
+    /// Skip the publication runs (they add 1,000 votes to the store).
+    #[arg(long)]
+    no_publication: bool,
 }
 
 #[tokio::main]
@@ -58,6 +74,25 @@ async fn main() -> anyhow::Result<()> {
         .one(&db)
         .await?
         .with_context(|| format!("DAO `{}` has no proposals: run `govdata synth` on this store first", args.dao))?;
+
+    let (table, indexes, votes) = vote_bytes(&db).await?;
+    println!(
+        "store: {votes} votes; votes table {:.1} MB + its indexes {:.1} MB = {:.0} bytes per vote",
+        table as f64 / 1e6,
+        indexes as f64 / 1e6,
+        (table + indexes) as f64 / votes.max(1) as f64
+    );
+    if !args.no_publication {
+        publication_runs(&db, &busiest).await?;
+    }
+    let busiest_voter: String = voter_dao_stat::Entity::find()
+        .filter(voter_dao_stat::Column::DaoId.eq(&args.dao))
+        .order_by_desc(voter_dao_stat::Column::VotesCast)
+        .order_by_asc(voter_dao_stat::Column::Voter)
+        .one(&db)
+        .await?
+        .context("the DAO has no voters")?
+        .voter;
 
     let token = format!("bench-{}", uuid::Uuid::new_v4());
     let mut serve = ServeArgs::default();
@@ -78,6 +113,23 @@ async fn main() -> anyhow::Result<()> {
         ("proposal votes", format!("/v2/proposals/{}/votes?limit={}", busiest.proposal_key, args.votes_limit)),
         ("voter ranking", format!("/v2/daos/{}/voters?limit={}", args.dao, args.voters_limit)),
     ];
+    let single = [
+        (
+            "evidence (busiest proposal)",
+            format!("/v1/daos/{}/proposals/{}/{}/evidence", args.dao, busiest.source, busiest.external_id),
+        ),
+        ("voter profile (busiest voter)", format!("/v2/voters/{busiest_voter}")),
+    ];
+    for (name, url) in &single {
+        let mut s = Vec::with_capacity(args.repeat);
+        for _ in 0..args.repeat {
+            let started = Instant::now();
+            std::hint::black_box(client.get(url).await?);
+            s.push(started.elapsed());
+        }
+        s.sort();
+        println!("{name}: median {:.3} ms, p90 {:.3} ms", ms(pct(&s, 50)), ms(pct(&s, 90)));
+    }
     let mut rows = Vec::new();
     for (name, base) in &lists {
         let walk = Instant::now();
@@ -128,6 +180,97 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     println!("ok: every deep page is within {:.0} % of the first page", (args.max_ratio - 1.0) * 100.0);
+    Ok(())
+}
+
+/// Bytes of the `votes` table and of its indexes, and its row count.
+async fn vote_bytes(db: &sea_orm::DatabaseConnection) -> anyhow::Result<(i64, i64, i64)> {
+    use sea_orm::{ConnectionTrait, DbBackend, Statement};
+    let backend = db.get_database_backend();
+    let one = |sql: &str| Statement::from_string(backend, sql.to_owned());
+    let (table_sql, all_sql) = match backend {
+        DbBackend::Sqlite => (
+            "SELECT SUM(pgsize) AS n FROM dbstat WHERE name = 'votes'",
+            "SELECT SUM(pgsize) AS n FROM dbstat WHERE name = 'votes'
+               OR name IN (SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'votes')",
+        ),
+        _ => ("SELECT pg_table_size('votes') AS n", "SELECT pg_total_relation_size('votes') AS n"),
+    };
+    let get = |row: Option<sea_orm::QueryResult>| -> anyhow::Result<i64> {
+        Ok(row.context("no row")?.try_get::<Option<i64>>("", "n")?.unwrap_or(0))
+    };
+    let table = get(db.query_one_raw(one(table_sql)).await?)?;
+    let all = get(db.query_one_raw(one(all_sql)).await?)?;
+    let votes = get(db.query_one_raw(one("SELECT COUNT(*) AS n FROM votes")).await?)?;
+    Ok((table, all - table, votes))
+}
+
+/// Two ingestion runs through the publication path: one that changes nothing, one that adds
+/// 1,000 votes from new voters to `busiest`.
+async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::Model) -> anyhow::Result<()> {
+    use govdata::store::apply::{SourceOutcome, Watermark, publish_run};
+    use govdata::store::staging::{self, ProposalRef, Record, VoteRecord};
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+    let now = govdata::contract::time::now_ms();
+    let outcome = || SourceOutcome {
+        dao_id: busiest.dao_id.clone(),
+        source: busiest.source.clone(),
+        result: Ok(Watermark { data_as_of_ms: govdata::contract::time::now_ms(), position: None }),
+        skipped: Vec::new(),
+    };
+    let new_run = || async {
+        govdata::store::entities::ingestion_run::ActiveModel {
+            trigger: Set("manual".to_owned()),
+            dao_filter: Set(Some(busiest.dao_id.clone())),
+            started_ms: Set(govdata::contract::time::now_ms()),
+            status: Set("running".to_owned()),
+            rows_written: Set(0),
+            rows_skipped: Set(0),
+            ..Default::default()
+        }
+        .insert(db)
+        .await
+    };
+
+    let run = new_run().await?;
+    let started = Instant::now();
+    let report = publish_run(db, run.id, &[outcome()], None).await?;
+    println!(
+        "publication, nothing changed: {:.3} s ({})",
+        started.elapsed().as_secs_f64(),
+        match report.revision_id {
+            Some(r) => format!("published revision {r}"),
+            None => "no revision published".to_owned(),
+        }
+    );
+
+    let run = new_run().await?;
+    let records: Vec<Record> = (0..1000u64)
+        .map(|i| {
+            Record::Vote(VoteRecord {
+                dao_id: busiest.dao_id.clone(),
+                proposal: ProposalRef { source: busiest.source.clone(), external_id: busiest.external_id.clone() },
+                voter: format!("0x{:024x}{:016x}", now, i),
+                choice: (1 + i % 3).to_string(),
+                voting_power: format!("{}.{:04}", 1 + i * 7, i),
+                vp_from_float: false,
+                reason: None,
+                created_ms: busiest.start_ms.unwrap_or(busiest.created_ms) + 1,
+                ipfs: None,
+                tx_hash: None,
+                block_number: None,
+            })
+        })
+        .collect();
+    staging::append(db, run.id, &busiest.source, &records).await?;
+    let started = Instant::now();
+    let report = publish_run(db, run.id, &[outcome()], None).await?;
+    println!(
+        "publication, 1000 new votes on the busiest proposal: {:.3} s (revision {:?}, {} votes inserted)",
+        started.elapsed().as_secs_f64(),
+        report.revision_id,
+        report.votes.inserted
+    );
     Ok(())
 }
 
