@@ -56,7 +56,8 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
         ingest::schedule::spawn(db.clone(), registry, every, ingest::RunOptions::default());
     }
-    let (server, bound) = server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
+    let server::Listening { server, addr: bound, .. } =
+        server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
     tracing::info!(
         "govdata listening on http://{bound} (store {}, ready in {} ms); docs at http://{bound}/docs",
         redact(url),
@@ -109,8 +110,8 @@ async fn tokens(url: &str, cmd: TokensCommand) -> anyhow::Result<()> {
             }
         }
         TokensCommand::Revoke { id } => {
-            if store::tokens::revoke(&db, id, now_ms()).await? {
-                println!("token {id} revoked");
+            if govdata::api::serving::revoke_token(&db, id).await? {
+                println!("token {id} revoked; every server refuses it from now on");
             } else {
                 anyhow::bail!("no token with id {id}");
             }

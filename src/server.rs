@@ -70,12 +70,21 @@ fn cors() -> Cors {
         .max_age(86_400)
 }
 
-/// Binds `addr` (port 0 picks a free one) and returns the server future and the bound address.
+/// A bound server, not yet running.
+pub struct Listening<F> {
+    /// Runs the server until it is asked to stop.
+    pub server: F,
+    pub addr: SocketAddr,
+    /// What the server serves from (its revision watch), for callers that publish in-process.
+    pub serving: Arc<api::serving::ServingWatch>,
+}
+
+/// Binds `addr` (port 0 picks a free one): the server future, the bound address and its watch.
 pub async fn bind(
     db: DatabaseConnection,
     addr: SocketAddr,
     settings: &dyn Fn(SocketAddr) -> anyhow::Result<Settings>,
-) -> anyhow::Result<(impl std::future::Future<Output = std::io::Result<()>> + use<>, SocketAddr)> {
+) -> anyhow::Result<Listening<impl std::future::Future<Output = std::io::Result<()>> + use<>>> {
     let acceptor = TcpListener::bind(addr).into_acceptor().await?;
     let bound = acceptor
         .local_addr()
@@ -91,6 +100,7 @@ pub async fn bind(
     let payments = Arc::new(PaymentTerms::from_args(&settings.payments)?);
     let cache = Arc::new(api::cache::ResponseCache::new(settings.response_cache_bytes));
     let live = settings.live.clone();
+    let serving = api::serving::ServingWatch::start(db.clone()).await?;
     let state = AppState {
         db,
         settings: Arc::new(settings),
@@ -99,6 +109,7 @@ pub async fn bind(
         payments,
         cache,
         live,
+        serving: serving.clone(),
     };
     let server = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(
         app(state),
@@ -107,7 +118,7 @@ pub async fn bind(
         },
         Some(std::time::Duration::from_secs(10)),
     );
-    Ok((server, bound))
+    Ok(Listening { server, addr: bound, serving })
 }
 
 const DOCS_INDEX: &str = r#"<!DOCTYPE html>
@@ -178,6 +189,9 @@ fn request_id(req: &Request) -> String {
 async fn edge<E: Endpoint>(ep: Arc<E>, mut req: Request, documents: Arc<Documents>) -> poem::Result<Response> {
     let rid = request_id(&req);
     req.extensions_mut().insert(RequestId(rid.clone()));
+    if let Some(route) = api::route::Route::find(&documents, &req) {
+        req.extensions_mut().insert(route);
+    }
     let (method, path, query) =
         (req.method().clone(), req.uri().path().to_owned(), req.uri().query().map(str::to_owned));
     let mut response = match ep.call(req).await {

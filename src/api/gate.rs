@@ -18,14 +18,12 @@ use poem::{
 };
 use subtle::ConstantTimeEq;
 
-use super::{AppState, payment};
+use super::{AppState, payment, route::Route};
 use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Scope, Tier, Version},
     envelope::RequestId,
     errors::{ErrorCode, Problem},
-    operations,
 };
-use crate::store::tokens;
 use crate::x402::{Generation, PAYMENT_REQUIRED_HEADER, wire};
 
 /// A request for a paid operation.
@@ -88,24 +86,23 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
     }
 }
 
-/// The paid operation `req` asks for, if any. HEAD is gated as the GET it mirrors.
+/// The paid operation `req` asks for, if any (the edge found its route).
 fn paid_call(state: &AppState, req: &Request) -> Option<PaidCall> {
+    let route = Route::of(req)?;
+    let decl = route.decl?;
+    let tier = decl.tier()?;
     let path = req.uri().path();
-    let version = [Version::V1, Version::V2].into_iter().find(|v| path.starts_with(&format!("{}/", v.prefix())))?;
-    let method = if req.method() == Method::HEAD { "get" } else { req.method().as_str() };
-    let published = state.documents.get(version);
-    let matched = published.match_path(path, method)?;
-    let operation_id = matched.operation_id?;
-    let tier = operations::find(version, operation_id)?.tier()?;
     let url = match req.uri().query() {
         Some(query) => format!("{}{path}?{query}", state.settings.public_url),
         None => format!("{}{path}", state.settings.public_url),
     };
+    let method = if req.method() == Method::HEAD { "get" } else { req.method().as_str() };
+    let published = state.documents.get(route.version);
     Some(PaidCall {
-        version,
+        version: route.version,
         tier,
-        endpoint: format!("{} {}", method.to_ascii_uppercase(), matched.template),
-        description: published.summary(matched.template, method).unwrap_or(operation_id).to_owned(),
+        endpoint: format!("{} {}", method.to_ascii_uppercase(), route.template),
+        description: published.summary(&route.template, method).unwrap_or(decl.id).to_owned(),
         url,
         request_id: req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
     })
@@ -121,16 +118,11 @@ fn internal_token_matches(state: &AppState, req: &Request) -> bool {
     !configured.is_empty() && bool::from(configured.as_bytes().ct_eq(sent.as_bytes()))
 }
 
-/// The scopes of a live partner token (`None`: unknown or revoked), recording its use.
+/// The scopes of a live partner token (`None`: unknown or revoked); its use is recorded in the
+/// background.
 async fn partner_scopes(state: &AppState, sent: &str) -> Result<Option<Vec<Scope>>, Problem> {
-    let Some(row) = tokens::find_live(&state.db, sent).await.map_err(|e| Problem::from_store(&e))? else {
-        return Ok(None);
-    };
-    // Recording the use is bookkeeping: a failure to write it must not refuse a paid-for read.
-    if let Err(err) = tokens::touch(&state.db, row.id, crate::contract::time::now_ms()).await {
-        tracing::warn!(error = %err, token = row.id, "could not record partner token use");
-    }
-    Ok(Some(row.scopes.split(',').filter_map(Scope::parse).collect()))
+    let token = state.serving.partner_token(sent).await.map_err(|e| Problem::from_store(&e))?;
+    Ok(token.map(|t| t.scopes.split(',').filter_map(Scope::parse).collect()))
 }
 
 fn forbidden(call: &PaidCall, held: &[Scope]) -> Problem {

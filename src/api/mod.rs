@@ -5,6 +5,8 @@ pub mod cache;
 pub mod gate;
 pub mod model;
 pub mod payment;
+pub mod route;
+pub mod serving;
 pub mod v1;
 pub mod v2;
 
@@ -39,6 +41,8 @@ pub struct AppState {
     pub cache: Arc<cache::ResponseCache>,
     /// On-demand refresh of stale DAOs, when enabled.
     pub live: Option<Arc<cache::LiveRefresh>>,
+    /// The serving revision, `dataAsOf` and partner tokens, watched rather than read per request.
+    pub serving: Arc<serving::ServingWatch>,
 }
 
 /// Both finished documents.

@@ -101,7 +101,8 @@ async fn main() -> anyhow::Result<()> {
     // store's keyset pages.
     serve.response_cache_mb = 0;
     let addr = "127.0.0.1:0".parse()?;
-    let (server, bound) = govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
+    let govdata::server::Listening { server, addr: bound, .. } =
+        govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
     tokio::spawn(server);
     let mut client = Client::connect(bound, &token).await?;
 

@@ -1,7 +1,12 @@
 //! Opaque v2 cursors: URL-safe, at most 512 bytes, signed with HMAC-SHA-256 by the server,
-//! carrying a format version, the serving data revision, a fingerprint of the query (endpoint,
-//! filters, limit, sort) and the keyset position. Anything else is `INVALID_CURSOR`: the client
-//! restarts from the first page.
+//! carrying a format version, the data revision the page was read under, a fingerprint of the
+//! query (endpoint, filters, limit, sort) and the keyset position. Anything else is
+//! `INVALID_CURSOR`: the client restarts from the first page.
+//!
+//! The revision is the one that last changed the DAO the query is about (its `daoId` filter,
+//! the DAO of its path or of its proposal), or the serving revision for a query over every DAO
+//! (`api::serving::Serving::revision_of`): a publication that touches only DAO X leaves cursors
+//! paging DAO Y valid, and a run that publishes nothing leaves every cursor valid.
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -51,7 +56,7 @@ impl QueryShape<'_> {
 #[derive(Serialize, Deserialize)]
 struct Payload {
     v: u8,
-    /// Serving revision when the cursor was issued.
+    /// The revision the page was read under (see the module documentation).
     r: i64,
     /// Query fingerprint, base64url.
     q: String,

@@ -29,7 +29,7 @@ pub struct Published {
 
 #[derive(Debug, Clone)]
 struct PathEntry {
-    template: String,
+    template: std::sync::Arc<str>,
     segments: Vec<Segment>,
     /// (lowercase method, operationId)
     operations: Vec<(String, String)>,
@@ -64,21 +64,35 @@ impl Published {
         Self { version, json, json_text, yaml_text, paths }
     }
 
-    /// Matches a request path (with the surface prefix) against the document's templates.
-    /// Literal segments win over parameters, as in the router.
-    pub fn match_path(&self, path: &str, method: &str) -> Option<PathMatch<'_>> {
-        let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-        let entry = self
-            .paths
+    /// The template a request path (with the surface prefix) matches, and the operationId of
+    /// `method` on it when served: what the edge finds once per request.
+    pub fn route(&self, path: &str, method: &str) -> Option<(std::sync::Arc<str>, Option<&str>)> {
+        let entry = self.entry(path)?;
+        let operation_id =
+            entry.operations.iter().find(|(m, _)| m.eq_ignore_ascii_case(method)).map(|(_, id)| id.as_str());
+        Some((entry.template.clone(), operation_id))
+    }
+
+    /// The entry whose template `path` matches. Literal segments win over parameters, as in the
+    /// router.
+    fn entry(&self, path: &str) -> Option<&PathEntry> {
+        let path = path.trim_end_matches('/');
+        let n = path.split('/').count();
+        self.paths
             .iter()
             .filter(|e| {
-                e.segments.len() == parts.len()
-                    && e.segments.iter().zip(&parts).all(|(s, p)| match s {
+                e.segments.len() == n
+                    && e.segments.iter().zip(path.split('/')).all(|(s, p)| match s {
                         Segment::Literal(l) => l == p,
                         Segment::Param(_) => !p.is_empty(),
                     })
             })
-            .max_by_key(|e| e.segments.iter().filter(|s| matches!(s, Segment::Literal(_))).count())?;
+            .max_by_key(|e| e.segments.iter().filter(|s| matches!(s, Segment::Literal(_))).count())
+    }
+
+    /// Matches a request path (with the surface prefix) against the document's templates.
+    pub fn match_path(&self, path: &str, method: &str) -> Option<PathMatch<'_>> {
+        let entry = self.entry(path)?;
         let method = method.to_ascii_lowercase();
         Some(PathMatch {
             template: &entry.template,
@@ -128,9 +142,7 @@ impl Published {
 
     /// Every (method, path, operationId) of the document, in document order.
     pub fn operations(&self) -> impl Iterator<Item = (&str, &str, &str)> {
-        self.paths
-            .iter()
-            .flat_map(|e| e.operations.iter().map(move |(m, id)| (m.as_str(), e.template.as_str(), id.as_str())))
+        self.paths.iter().flat_map(|e| e.operations.iter().map(move |(m, id)| (m.as_str(), &*e.template, id.as_str())))
     }
 }
 
@@ -139,7 +151,7 @@ fn path_entries(doc: &Value) -> Vec<PathEntry> {
     paths
         .iter()
         .map(|(template, item)| PathEntry {
-            template: template.clone(),
+            template: template.as_str().into(),
             segments: template
                 .trim_end_matches('/')
                 .split('/')
@@ -388,8 +400,12 @@ fn info_description(version: Version) -> String {
         }
         Version::V2 => {
             "The additive v2 surface. Lists are `{data: {items}, meta: {page, freshness}}` with opaque keyset cursors \
-             bound to the serving data revision and no totals; single resources are `{data, meta}`. Out-of-range \
-             values are rejected with `VALIDATION_ERROR`."
+             and no totals; single resources are `{data, meta}`. Out-of-range values are rejected with \
+             `VALIDATION_ERROR`.\n\nA cursor is bound to the data it pages. A cursor over one DAO's data (a list \
+             filtered by `daoId`, a DAO's voters, a proposal's votes) stays valid until a data publication changes \
+             that DAO; a cursor over every DAO, until any publication changes anything. An ingestion run that \
+             changes nothing publishes nothing and leaves every cursor valid. A cursor that is no longer valid is \
+             refused with `INVALID_CURSOR`: restart from the first page."
         }
     };
     format!(

@@ -26,6 +26,19 @@ pub enum CacheStatus {
     RegistryOnly,
 }
 
+impl CacheStatus {
+    /// The value as served (a unit test holds it to the derive's names).
+    pub const fn text(self) -> &'static str {
+        match self {
+            Self::MemoryCache => "memory_cache",
+            Self::Fresh => "fresh",
+            Self::CachedLive => "cached_live",
+            Self::RefreshedLive => "refreshed_live",
+            Self::RegistryOnly => "registry_only",
+        }
+    }
+}
+
 /// Freshness metadata of a response.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
@@ -196,5 +209,20 @@ pub struct V2Single<T: ParseFromJSON + ToJSON + Type> {
 impl<T: ParseFromJSON + ToJSON + Type> V2Single<T> {
     pub fn new(data: T, freshness: Freshness) -> Self {
         Self { data, meta: V2Meta { freshness } }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use poem_openapi::types::ToJSON;
+
+    use super::CacheStatus;
+
+    #[test]
+    fn cache_status_texts_are_the_served_values() {
+        use CacheStatus::*;
+        for s in [MemoryCache, Fresh, CachedLive, RefreshedLive, RegistryOnly] {
+            assert_eq!(s.to_json(), Some(serde_json::Value::String(s.text().to_owned())));
+        }
     }
 }

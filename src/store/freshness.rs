@@ -84,3 +84,35 @@ pub async fn dao_data_as_of(db: &impl ConnectionTrait, dao_id: &str) -> Result<O
         .await
         .map(Option::flatten)
 }
+
+/// What serving needs to know of the published state, in one small query: the serving revision
+/// and the newest watermark (which moves even when a run publishes nothing new).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServingHead {
+    /// The serving revision (0 before the first publication).
+    pub revision: i64,
+    /// The newest `data_as_of` over every source; without any, the serving revision's.
+    pub data_as_of_ms: Option<i64>,
+}
+
+/// The serving revision and the newest watermark. Both are read through an index (the primary
+/// key of `data_revisions`; `source_watermarks` holds one row per DAO and source).
+pub async fn serving_head(db: &impl ConnectionTrait) -> Result<ServingHead, DbErr> {
+    let sql = "SELECT r.id AS revision, COALESCE((SELECT MAX(w.data_as_of_ms) FROM source_watermarks w), r.data_as_of_ms) AS data_as_of_ms
+               FROM data_revisions r ORDER BY r.id DESC LIMIT 1";
+    let row = db.query_one_raw(sea_orm::Statement::from_string(db.get_database_backend(), sql)).await?;
+    Ok(match row {
+        Some(row) => ServingHead {
+            revision: row.try_get::<i64>("", "revision")?,
+            data_as_of_ms: row.try_get::<Option<i64>>("", "data_as_of_ms")?,
+        },
+        None => ServingHead::default(),
+    })
+}
+
+/// The revision that last changed each DAO (`dao_summaries.revision_id`): what a cursor paging
+/// one DAO's data is bound to.
+pub async fn dao_revisions(db: &impl ConnectionTrait) -> Result<Vec<(String, i64)>, DbErr> {
+    use super::entities::dao_summary::{Column as S, Entity as Summaries};
+    Summaries::find().select_only().columns([S::DaoId, S::RevisionId]).into_tuple().all(db).await
+}

@@ -85,3 +85,34 @@ pub async fn touch(db: &impl ConnectionTrait, id: i64, now_ms: i64) -> Result<()
         .await?;
     Ok(())
 }
+
+/// A live partner token as the access gate keeps it in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveToken {
+    pub id: i64,
+    /// Comma-separated scopes, as stored.
+    pub scopes: String,
+}
+
+/// What changes when a token is created or revoked (the only writes besides last use): the
+/// gate reloads its tokens when this moves.
+pub async fn fingerprint(db: &impl ConnectionTrait) -> Result<(i64, i64, i64), DbErr> {
+    let sql = "SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS max_id, COUNT(revoked_ms) AS revoked FROM partner_tokens";
+    let row = db.query_one_raw(sea_orm::Statement::from_string(db.get_database_backend(), sql)).await?;
+    match row {
+        Some(r) => Ok((r.try_get("", "n")?, r.try_get("", "max_id")?, r.try_get("", "revoked")?)),
+        None => Ok((0, 0, 0)),
+    }
+}
+
+/// Every live token by its hash.
+pub async fn live_by_hash(db: &impl ConnectionTrait) -> Result<std::collections::HashMap<String, LiveToken>, DbErr> {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    Ok(partner_token::Entity::find()
+        .filter(partner_token::Column::RevokedMs.is_null())
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|t| (t.token_hash, LiveToken { id: t.id, scopes: t.scopes }))
+        .collect())
+}

@@ -12,7 +12,7 @@ use govdata::{
 };
 use serde_json::Value;
 
-use crate::helpers::{Backend, TestApp, sample_database, spawn_app, spawn_app_with};
+use crate::helpers::{Backend, TestApp, eventually, sample_database, spawn_app, spawn_app_with};
 use crate::on_both_backends;
 
 const TAB_ID: &str = "0x5915e661808f896203ff5759e737e04861bf8fa09525972d481cbccf7776f485";
@@ -134,8 +134,11 @@ on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp|
 
     let (status, _) = get_with(&app, "/v1/activity", ("x-service-api-token", &token)).await;
     assert_eq!(status, 200);
-    let used = tokens::list(&db).await.unwrap().into_iter().find(|t| t.id == id).unwrap();
-    assert!(used.last_used_ms.is_some(), "last use recorded");
+    // Bookkeeping: written by a task of its own, never on the request's path.
+    eventually("the token's last use is recorded", || async {
+        tokens::list(&db).await.unwrap().into_iter().any(|t| t.id == id && t.last_used_ms.is_some())
+    })
+    .await;
 
     for bad in ["gdp_not-a-real-token", "", &token[..token.len() - 1]] {
         let (status, body) = get_with(&app, "/v2/proposals", ("x-service-api-token", bad)).await;
@@ -144,7 +147,13 @@ on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp|
         assert!(body["requestId"].as_str().is_some_and(|r| !r.is_empty()));
     }
 
-    assert!(tokens::revoke(&db, id, 1).await.unwrap());
+    // The server now answers the token from memory (the watch reloaded its tokens); revocation
+    // still takes effect on the next request once `revoke_token` (what `govdata tokens revoke`
+    // runs) has returned.
+    tokio::time::sleep(2 * govdata::api::serving::WATCH_INTERVAL).await;
+    let (status, _) = get_with(&app, "/v1/activity", ("x-service-api-token", &token)).await;
+    assert_eq!(status, 200);
+    assert!(govdata::api::serving::revoke_token(&db, id).await.unwrap());
     let (status, body) = get_with(&app, "/v1/activity", ("x-service-api-token", &token)).await;
     assert_eq!(status, 401, "revocation takes effect on the next request: {body}");
 

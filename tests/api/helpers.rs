@@ -138,6 +138,8 @@ pub struct TestApp {
     pub anonymous: reqwest::Client,
     /// The store the server reads, for tests that compare with it directly.
     pub database_url: String,
+    /// The server's watch of the serving revision.
+    pub serving: std::sync::Arc<govdata::api::serving::ServingWatch>,
 }
 
 impl TestApp {
@@ -145,8 +147,18 @@ impl TestApp {
         format!("http://{}{path}", self.addr)
     }
 
+    /// GET as the first-party client. The server first looks at the store (as its watch does
+    /// every `WATCH_INTERVAL`), so that what a test published just before is served; tests of
+    /// that bound itself use `anonymous` or separate processes.
     pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.sync().await;
         self.client.get(self.url(path)).send().await.expect("request")
+    }
+
+    /// Makes the server see what was published, now (a store that cannot be read is left to
+    /// the request to report).
+    pub async fn sync(&self) {
+        let _ = self.serving.refresh().await;
     }
 
     /// GET returning status and JSON body.
@@ -174,13 +186,13 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     let mut args = ServeArgs { addr: "127.0.0.1:0".parse().expect("addr"), ..ServeArgs::default() };
     args.payments.internal_token = Some(INTERNAL_TOKEN.to_owned());
     configure(&mut args);
-    let (server, addr) =
+    let govdata::server::Listening { server, addr, serving } =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");
     tokio::spawn(server);
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert("x-internal-token", reqwest::header::HeaderValue::from_static(INTERNAL_TOKEN));
     let client = reqwest::Client::builder().default_headers(headers).build().expect("client");
-    TestApp { addr, client, anonymous: reqwest::Client::new(), database_url: url }
+    TestApp { addr, client, anonymous: reqwest::Client::new(), database_url: url, serving }
 }
 
 /// Runs a test body on both backends: `both!(name, |app| async move { ... })`.
@@ -215,4 +227,18 @@ pub fn snapshot_settings() -> insta::Settings {
     s.add_redaction(".freshness.generatedAt", "[generatedAt]");
     s.add_redaction(".meta.freshness.generatedAt", "[generatedAt]");
     s
+}
+
+/// Polls `check` until it holds, failing with `what` after 10 s: for effects that land in the
+/// background (a token use written, another process's publication seen).
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "not within 10 s: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

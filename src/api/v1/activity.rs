@@ -11,7 +11,7 @@ use crate::api::{
     model::{Citation, ItemKind, ItemRef},
 };
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
+    envelope::{V1Envelope, V1Page, V1Request},
     errors::ApiError,
     events::{ActivityKind, EventKind},
     limits::MostLists,
@@ -184,8 +184,7 @@ impl Api {
         }
         let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: since_ms.0.map(|s| s.0), after: None };
         let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?;
-        let revision = store::freshness::current_revision(&state.db).await?;
         let data = V1Page { items: rows.into_iter().filter_map(entry_from_row).collect(), total, limit, offset };
-        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+        Ok(Json(req.respond(super::fresh(&state), data)))
     }
 }

@@ -5,7 +5,7 @@ use poem_openapi::{OpenApi, param::Query, payload::Json};
 use super::V1Tag;
 use crate::api::{AppState, model::Dao};
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
+    envelope::{V1Envelope, V1Page, V1Request},
     errors::ApiError,
     limits::MostLists,
     operations::DaosListV1 as Op,
@@ -37,8 +37,7 @@ impl Api {
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
         let (rows, total) = store::daos::list(&state.db, u64::from(limit), offset).await?;
-        let revision = store::freshness::current_revision(&state.db).await?;
         let data = V1Page { items: rows.into_iter().map(Dao::from_record).collect(), total, limit, offset };
-        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+        Ok(Json(req.respond(super::fresh(&state), data)))
     }
 }

@@ -10,7 +10,7 @@ use crate::api::{
     model::{Citation, ItemKind, ItemRef},
 };
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
+    envelope::{V1Envelope, V1Page, V1Request},
     errors::ApiError,
     events::EventKind,
     limits::Events,
@@ -264,8 +264,7 @@ impl Api {
         }
         let filter = EventFilter { dao_id: dao_id.0, kind: kind.0, from_ms: Some(from), to_ms: Some(to), after: None };
         let (rows, total) = store::events::list(&state.db, &filter, u64::from(limit), offset, true).await?;
-        let revision = store::freshness::current_revision(&state.db).await?;
         let data = V1Page { items: rows.into_iter().filter_map(event_from_row).collect(), total, limit, offset };
-        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+        Ok(Json(req.respond(super::fresh(&state), data)))
     }
 }

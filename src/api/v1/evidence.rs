@@ -14,7 +14,7 @@ use crate::api::{
     model::{Citation, ItemRef},
 };
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    envelope::{V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
     limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
     operations::EvidenceGetV1 as Op,
@@ -439,7 +439,6 @@ impl Api {
         let votes = store::evidence::vote_summary(db, &p, EVIDENCE_LARGEST_VOTES).await?;
         let events = store::evidence::events(db, p.id, EVIDENCE_EVENTS).await?;
         let topics = store::items::topics_linked_to(db, p.id, EVIDENCE_TOPICS).await?;
-        let revision = store::freshness::current_revision(db).await?;
 
         let tally = &votes.tally;
         let (scores_from, choices) = choices(&p, tally);
@@ -570,6 +569,6 @@ impl Api {
             linked_topics: topics.iter().map(topic_ref).collect(),
             citations,
         };
-        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+        Ok(Json(req.respond(super::fresh(&state), data)))
     }
 }

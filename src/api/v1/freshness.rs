@@ -151,6 +151,9 @@ impl Api {
     ) -> Result<Json<V1Envelope<SystemFreshness>>, ApiError<Op>> {
         let s = store::freshness::dataset_state(&state.db).await?;
         let now = now_ms();
+        // The newest watermark: it moves with every successful run, also one that publishes nothing.
+        let newest =
+            s.watermarks.iter().filter_map(|w| w.data_as_of_ms).max().or(s.revision.as_ref().map(|r| r.data_as_of_ms));
         let data = SystemFreshness {
             revision: s.revision.as_ref().map(|r| Revision {
                 id: r.id.to_string(),
@@ -184,7 +187,7 @@ impl Api {
                 signals: s.signals.to_string(),
             },
         };
-        let freshness = Freshness::new(s.revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh);
+        let freshness = Freshness::new(newest, CacheStatus::Fresh);
         Ok(Json(req.respond(freshness, data)))
     }
 }

@@ -12,7 +12,7 @@ use crate::api::{
     model::{Citation, ItemKind, ItemRef},
 };
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    envelope::{V1Envelope, V1Request},
     errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
     limits::lookup::{EXCERPT_CHARS, ITEM_CANDIDATES},
     operations::ItemsGetV1 as Op,
@@ -509,8 +509,7 @@ impl Api {
                 }
             }
         };
-        let revision = store::freshness::current_revision(db).await?;
-        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+        Ok(Json(req.respond(super::fresh(&state), data)))
     }
 }
 

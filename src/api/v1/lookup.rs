@@ -7,7 +7,7 @@ use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
 use super::V1Tag;
 use crate::api::AppState;
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    envelope::{V1Envelope, V1Request},
     errors::{ApiError, ErrorCode, FieldError, ParamLocation, Problem},
     limits::lookup::{ALTERNATIVES, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS},
     operations::ProposalsLookupV1 as Op,
@@ -281,8 +281,7 @@ impl Api {
             proposal: ProposalSummary::from_model(&best),
             alternatives,
         };
-        let revision = store::freshness::current_revision(db).await?;
-        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+        Ok(Json(req.respond(super::fresh(&state), data)))
     }
 }
 

@@ -12,6 +12,15 @@ pub mod signals;
 
 use poem_openapi::Tags;
 
+use crate::api::AppState;
+use crate::contract::envelope::{CacheStatus, Freshness};
+
+/// The freshness of an answer read from the store now, from the watched serving state: its
+/// `dataAsOf` is the newest ingestion watermark.
+pub fn fresh(state: &AppState) -> Freshness {
+    Freshness::new(state.serving.current().data_as_of_ms, CacheStatus::Fresh)
+}
+
 /// One tag per resource.
 #[derive(Tags)]
 pub enum V1Tag {

@@ -16,7 +16,7 @@ use crate::api::{
     model::{Citation, ItemKind, ItemRef},
 };
 use crate::contract::{
-    envelope::{CacheStatus, Freshness, V1Envelope, V1Page, V1Request},
+    envelope::{V1Envelope, V1Page, V1Request},
     errors::{ApiError, Problem},
     limits::MostLists,
     operations::{Operation, SignalsListV1 as Op},
@@ -418,7 +418,6 @@ impl Api {
         offset: Query<Option<V1Offset>>,
     ) -> Result<Json<V1Envelope<V1Page<Signal>>>, ApiError<Op>> {
         let mut req = req;
-        let revision = store::freshness::current_revision(&state.db).await?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
         if let Some(id) = &dao_id {
             // Like every v1 filter, an unknown DAO matches nothing (v1 rejects only what cannot be parsed).
@@ -431,7 +430,7 @@ impl Api {
         if let Some(s) = severity.0 {
             req.applied("severity", s.as_str());
         }
-        let end = end_ms.0.map_or_else(|| revision.as_ref().map_or_else(now_ms, |r| r.data_as_of_ms), |e| e.0);
+        let end = end_ms.0.map_or_else(|| state.serving.current().data_as_of_ms.unwrap_or_else(now_ms), |e| e.0);
         let start = start_ms.0.map_or(end.saturating_sub(<Op as Operation>::WINDOW.max_ms()), |s| s.0);
         let (start, end) = resolve_v1_window(("start_ms", start), ("end_ms", end), <Op as Operation>::WINDOW, &mut req);
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
@@ -440,6 +439,6 @@ impl Api {
         let (rows, total) = store::signals::list(&state.db, &filter, u64::from(limit), offset).await?;
         let items = rows.into_iter().map(Signal::from_record).collect::<Result<Vec<_>, _>>()?;
         let data = V1Page { items, total, limit, offset };
-        Ok(Json(req.respond(Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh), data)))
+        Ok(Json(req.respond(super::fresh(&state), data)))
     }
 }

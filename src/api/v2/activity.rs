@@ -2,7 +2,7 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, page_filter_map, revision};
+use super::{V2Tag, bound, page_filter_map};
 use crate::api::{
     AppState,
     v1::activity::{ActivityEntry, entry_from_row},
@@ -45,8 +45,8 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<ActivityEntry>>, ApiError<ActivityListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let serving = revision(&state).await?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
+        let serving = bound(&state, dao_id.as_deref());
         let shape = QueryShape {
             endpoint: "activity_list",
             filters: vec![

@@ -6,7 +6,7 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{V2Tag, page, revision};
+use super::{V2Tag, bound, page};
 use crate::api::{AppState, model::Dao};
 use crate::contract::{
     cursor::QueryShape,
@@ -40,7 +40,7 @@ impl Api {
     ) -> Result<Json<V2List<Dao>>, ApiError<DaosListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let shape = QueryShape { endpoint: "daos_list", filters: vec![], limit };
-        let serving = revision(&state).await?;
+        let serving = bound(&state, None);
         let after = match cursor.0.as_deref() {
             Some(c) => state.cursors.decode(c, &shape, serving.id)?.into_iter().next(),
             None => None,

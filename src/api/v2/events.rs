@@ -2,7 +2,7 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, page_filter_map, proposals::position_pair, revision, window_or_latest};
+use super::{V2Tag, bound, page_filter_map, proposals::position_pair, window_or_latest};
 use crate::api::{
     AppState,
     v1::events::{GovernanceEvent, event_from_row},
@@ -51,9 +51,9 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<GovernanceEvent>>, ApiError<EventsListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let serving = revision(&state).await?;
-        let (from_ms, to_ms) = window_or_latest(from.0, to.0, &serving, <EventsListV2 as Operation>::WINDOW)?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
+        let serving = bound(&state, dao_id.as_deref());
+        let (from_ms, to_ms) = window_or_latest(from.0, to.0, &serving, <EventsListV2 as Operation>::WINDOW)?;
         let shape = QueryShape {
             endpoint: "events_list",
             filters: vec![

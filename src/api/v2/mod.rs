@@ -13,6 +13,8 @@ use poem_openapi::{
 };
 
 use crate::api::AppState;
+#[cfg(doc)]
+use crate::api::serving::Serving;
 use crate::contract::{
     cursor::QueryShape,
     envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
@@ -40,15 +42,18 @@ pub enum V2Tag {
     Voters,
 }
 
-/// The serving data revision, which cursors are bound to (0 before the first publication).
-pub struct Serving {
+/// What a v2 answer is served from: the revision its cursors are bound to and its `dataAsOf`.
+pub struct Bound {
+    /// The revision that last changed the DAO the query is about, or the serving revision for a
+    /// query over every DAO (0 before the first publication). See [`Serving::revision_of`].
     pub id: i64,
     pub data_as_of_ms: Option<i64>,
 }
 
-pub async fn revision(state: &AppState) -> Result<Serving, Problem> {
-    let r = crate::store::freshness::current_revision(&state.db).await.map_err(|e| Problem::from_store(&e))?;
-    Ok(Serving { id: r.as_ref().map_or(0, |r| r.id), data_as_of_ms: r.map(|r| r.data_as_of_ms) })
+/// The serving state for a query about `dao` (or every DAO), from the watch: no store read.
+pub fn bound(state: &AppState, dao: Option<&str>) -> Bound {
+    let serving = state.serving.current();
+    Bound { id: serving.revision_of(dao), data_as_of_ms: serving.data_as_of_ms }
 }
 
 /// The window of a list that always has one (events, signals): the caller's bounds, or, when
@@ -57,7 +62,7 @@ pub async fn revision(state: &AppState) -> Result<Serving, Problem> {
 pub fn window_or_latest(
     from: Option<V2Timestamp>,
     to: Option<V2Timestamp>,
-    serving: &Serving,
+    serving: &Bound,
     window: Window,
 ) -> Result<(i64, i64), Problem> {
     let end = serving.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms);
@@ -70,7 +75,7 @@ pub fn window_or_latest(
 pub fn page<R, T: ParseFromJSON + ToJSON + Type>(
     state: &AppState,
     shape: &QueryShape<'_>,
-    serving: &Serving,
+    serving: &Bound,
     limit: u32,
     rows: Vec<R>,
     position: impl Fn(&R) -> Vec<String>,
@@ -84,7 +89,7 @@ pub fn page<R, T: ParseFromJSON + ToJSON + Type>(
 pub fn page_filter_map<R, T: ParseFromJSON + ToJSON + Type>(
     state: &AppState,
     shape: &QueryShape<'_>,
-    serving: &Serving,
+    serving: &Bound,
     limit: u32,
     mut rows: Vec<R>,
     position: impl Fn(&R) -> Vec<String>,

@@ -6,7 +6,7 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{V2Tag, page, revision};
+use super::{V2Tag, bound, page};
 use crate::api::AppState;
 use crate::contract::{
     cursor::{QueryShape, unreadable_position},
@@ -289,7 +289,7 @@ impl Api {
             ],
             limit,
         };
-        let revision = revision(&state).await?;
+        let revision = bound(&state, dao_id.0.as_deref());
         let after = match cursor.0.as_deref() {
             Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, revision.id)?, c)?),
             None => None,
@@ -336,7 +336,7 @@ impl Api {
         proposal_key: Path<String>,
     ) -> Result<Json<V2Single<ProposalDetail>>, ApiError<ProposalsGetV2>> {
         let p = proposal_by_key(&state, &proposal_key.0).await?;
-        let revision = store::freshness::current_revision(&state.db).await?;
+        let revision = bound(&state, Some(&p.dao_id));
         let parse_list = |s: &Option<String>| s.as_deref().and_then(|t| serde_json::from_str::<Vec<String>>(t).ok());
         let detail = ProposalDetail {
             summary: ProposalSummary::from_model(&p),
@@ -345,7 +345,7 @@ impl Api {
             scores: parse_list(&p.scores),
             discussion_url: p.discussion_url.clone(),
         };
-        Ok(Json(V2Single::new(detail, Freshness::new(revision.map(|r| r.data_as_of_ms), CacheStatus::Fresh))))
+        Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }
 
     /// List a proposal's votes
@@ -391,7 +391,7 @@ impl Api {
             ],
             limit,
         };
-        let revision = revision(&state).await?;
+        let revision = bound(&state, Some(&p.dao_id));
         let after = match cursor.0.as_deref() {
             Some(c) => {
                 let pos = state.cursors.decode(c, &shape, revision.id)?;

@@ -2,7 +2,7 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, page, proposals::position_pair, revision, window_or_latest};
+use super::{V2Tag, bound, page, proposals::position_pair, window_or_latest};
 use crate::api::{
     AppState,
     v1::signals::{KindFilter, Signal},
@@ -52,9 +52,9 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<Signal>>, ApiError<SignalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let serving = revision(&state).await?;
-        let (start_ms, end_ms) = window_or_latest(from.0, to.0, &serving, <SignalsListV2 as Operation>::WINDOW)?;
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
+        let serving = bound(&state, dao_id.as_deref());
+        let (start_ms, end_ms) = window_or_latest(from.0, to.0, &serving, <SignalsListV2 as Operation>::WINDOW)?;
         let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
         let shape = QueryShape {
             endpoint: "signals_list",

@@ -6,7 +6,7 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{V2Tag, page, proposals::position_pair, revision};
+use super::{V2Tag, bound, page, proposals::position_pair};
 use crate::api::{AppState, v1::items::ForumTopicItem};
 use crate::contract::{
     cursor::QueryShape,
@@ -54,7 +54,7 @@ impl Api {
             ],
             limit,
         };
-        let serving = revision(&state).await?;
+        let serving = bound(&state, dao_id.0.as_deref());
         let after = match cursor.0.as_deref() {
             Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
             None => None,
@@ -87,7 +87,7 @@ impl Api {
         let (t, post, linked) = store::topics::by_key(&state.db, &topic_key.0)
             .await?
             .ok_or_else(|| Problem::not_found(format!("No forum topic has the key `{}`.", topic_key.0)))?;
-        let serving = revision(&state).await?;
+        let serving = bound(&state, None);
         Ok(Json(V2Single::new(
             ForumTopicItem::build(&t, post.as_ref(), linked.as_ref()),
             Freshness::new(serving.data_as_of_ms, CacheStatus::Fresh),

@@ -8,9 +8,8 @@ use poem_openapi::{
 };
 
 use super::{
-    V2Tag, page,
+    V2Tag, bound, page,
     proposals::{position_pair, resolve_voter},
-    revision,
 };
 use crate::api::{
     AppState,
@@ -189,7 +188,7 @@ impl Api {
             .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`.", dao_id.0)))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
         let shape = QueryShape { endpoint: "voters_list", filters: vec![("daoId", dao.dao.id.clone())], limit };
-        let serving = revision(&state).await?;
+        let serving = bound(&state, Some(&dao.dao.id));
         let (after, rank0) = match cursor.0.as_deref() {
             Some(c) => match state.cursors.decode(c, &shape, serving.id)?.as_slice() {
                 [vp, voter, rank] => {
@@ -291,7 +290,7 @@ impl Api {
                 })
                 .collect(),
         };
-        let serving = revision(&state).await?;
+        let serving = bound(&state, None);
         Ok(Json(V2Single::new(profile, Freshness::new(serving.data_as_of_ms, CacheStatus::Fresh))))
     }
 
@@ -333,7 +332,7 @@ impl Api {
             ],
             limit,
         };
-        let serving = revision(&state).await?;
+        let serving = bound(&state, dao_id.0.as_deref());
         let after = match cursor.0.as_deref() {
             Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
             None => None,

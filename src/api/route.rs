@@ -1,0 +1,40 @@
+//! The operation a request is for, found once per request by the edge (`server::edge`) and read
+//! by the access gate, the response cache and the handlers: the path is matched once.
+use std::sync::Arc;
+
+use poem::{Request, http::Method};
+
+use super::Documents;
+use crate::contract::{
+    access::Version,
+    operations::{self, OperationDecl},
+};
+
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub version: Version,
+    /// The document's path template, e.g. `/v1/daos/{daoId}/brief`.
+    pub template: Arc<str>,
+    /// The declaration of the operation the request's method names (HEAD names the GET it
+    /// mirrors); `None` when the path serves other methods only.
+    pub decl: Option<&'static OperationDecl>,
+}
+
+impl Route {
+    /// The route of `req` in the published documents, if any.
+    pub fn find(documents: &Documents, req: &Request) -> Option<Self> {
+        let path = req.uri().path();
+        let version = [Version::V1, Version::V2]
+            .into_iter()
+            .find(|v| path.strip_prefix(v.prefix()).is_some_and(|rest| rest.starts_with('/')))?;
+        let method = if req.method() == Method::HEAD { "get" } else { req.method().as_str() };
+        let (template, operation_id) = documents.get(version).route(path, method)?;
+        let decl = operation_id.and_then(|id| operations::find(version, id));
+        Some(Self { version, template, decl })
+    }
+
+    /// The route the edge found for `req`.
+    pub fn of(req: &Request) -> Option<&Self> {
+        req.extensions().get::<Self>()
+    }
+}

@@ -1,0 +1,212 @@
+//! What every request needs to know of the store, kept in memory and watched instead of read per
+//! request: the serving revision (which keys the response cache and binds cursors), each DAO's
+//! revision, the newest watermark (`dataAsOf`), and the live partner tokens.
+//!
+//! A background task polls one small query every [`WATCH_INTERVAL`] (plus a token fingerprint),
+//! so another process's publication or token change reaches this one within that bound on both
+//! backends. A publication made by this process ([`ServingWatch::refresh`]) is seen at once.
+//!
+//! **Revocation** takes effect on the next request in every process: the gate trusts its token
+//! snapshot only while the query that loaded it started less than [`TOKEN_SNAPSHOT_MAX_AGE`] ago
+//! (otherwise it asks the store), and `govdata tokens revoke` returns only after that long
+//! ([`REVOCATION_PROPAGATION`]). Recording a token's use is bookkeeping, written by a task of
+//! its own at most once per token per [`tokens::LAST_USED_RESOLUTION_MS`]; no request waits for
+//! a write.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use sea_orm::{DatabaseConnection, DbErr};
+use tokio::sync::watch;
+
+use crate::store::{
+    freshness::{self, ServingHead},
+    tokens::{self, LiveToken},
+};
+
+/// How often the store is asked whether something was published or a token changed: the bound
+/// within which another process's publication reaches this process's cache and cursors.
+pub const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+/// The oldest token snapshot the gate trusts; an older one (the store was unreachable) sends the
+/// gate to the store for every partner request until the watch catches up.
+pub const TOKEN_SNAPSHOT_MAX_AGE: Duration = Duration::from_secs(1);
+/// How long `govdata tokens revoke` waits before it reports the revocation effective everywhere:
+/// every process has reloaded its tokens (or stopped trusting its snapshot) by then.
+pub const REVOCATION_PROPAGATION: Duration = Duration::from_millis(1_100);
+
+/// The published state requests are served from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Serving {
+    /// The serving revision (0 before the first publication).
+    pub id: i64,
+    /// The newest ingestion watermark: the `dataAsOf` of every data answer. It moves with each
+    /// successful run, also one that publishes nothing new.
+    pub data_as_of_ms: Option<i64>,
+    /// The revision that last changed each DAO.
+    pub dao_revisions: HashMap<String, i64>,
+}
+
+impl Serving {
+    /// The revision a cursor over `dao`'s data (or over every DAO, `None`) is bound to: a
+    /// publication that does not touch a DAO leaves the cursors paging it valid.
+    pub fn revision_of(&self, dao: Option<&str>) -> i64 {
+        dao.and_then(|d| self.dao_revisions.get(d)).copied().unwrap_or(self.id)
+    }
+}
+
+struct TokenSnapshot {
+    /// When the query that loaded it started.
+    loaded: Instant,
+    fingerprint: (i64, i64, i64),
+    by_hash: HashMap<String, LiveToken>,
+}
+
+/// The watched state, shared by the gate, the cache and the handlers.
+pub struct ServingWatch {
+    db: DatabaseConnection,
+    serving: watch::Sender<Arc<Serving>>,
+    tokens: RwLock<Option<TokenSnapshot>>,
+    /// When each token's use was last written (epoch ms).
+    uses_written: Mutex<HashMap<i64, i64>>,
+    /// One refresh at a time (the poller and a local publication may meet).
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl ServingWatch {
+    /// Loads the current state and starts the poller, which stops when the watch is dropped.
+    pub async fn start(db: DatabaseConnection) -> Result<Arc<Self>, DbErr> {
+        let watch = Arc::new(Self {
+            db,
+            serving: watch::Sender::new(Arc::new(Serving::default())),
+            tokens: RwLock::new(None),
+            uses_written: Mutex::default(),
+            refreshing: tokio::sync::Mutex::new(()),
+        });
+        watch.refresh().await?;
+        tokio::spawn(poll(Arc::downgrade(&watch)));
+        Ok(watch)
+    }
+
+    /// The state requests are served from now.
+    pub fn current(&self) -> Arc<Serving> {
+        self.serving.borrow().clone()
+    }
+
+    /// Follows changes of the serving state (tests wait on it).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Serving>> {
+        self.serving.subscribe()
+    }
+
+    /// Reads the store now: after a publication by this process, or on the poller's tick.
+    pub async fn refresh(&self) -> Result<(), DbErr> {
+        let _one = self.refreshing.lock().await;
+        let head = freshness::serving_head(&self.db).await?;
+        let known = self.current();
+        if head.revision != known.id || head.data_as_of_ms != known.data_as_of_ms {
+            let dao_revisions = if head.revision == known.id {
+                known.dao_revisions.clone()
+            } else {
+                freshness::dao_revisions(&self.db).await?.into_iter().collect()
+            };
+            let ServingHead { revision, data_as_of_ms } = head;
+            self.serving.send_replace(Arc::new(Serving { id: revision, data_as_of_ms, dao_revisions }));
+        }
+        self.refresh_tokens().await
+    }
+
+    async fn refresh_tokens(&self) -> Result<(), DbErr> {
+        let started = Instant::now();
+        let fingerprint = tokens::fingerprint(&self.db).await?;
+        let unchanged = {
+            let mut snapshot = self.tokens.write().expect("never poisoned");
+            match snapshot.as_mut() {
+                Some(s) if s.fingerprint == fingerprint => {
+                    s.loaded = started;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if !unchanged {
+            let by_hash = tokens::live_by_hash(&self.db).await?;
+            *self.tokens.write().expect("never poisoned") =
+                Some(TokenSnapshot { loaded: started, fingerprint, by_hash });
+        }
+        Ok(())
+    }
+
+    /// The live partner token `sent` (its scopes, as stored), if any, recording its use.
+    ///
+    /// A token of a recent snapshot is answered from memory. Anything else is asked of the store:
+    /// a token created since the snapshot works at once, and an unknown one is refused only by
+    /// the store.
+    pub async fn partner_token(self: &Arc<Self>, sent: &str) -> Result<Option<LiveToken>, DbErr> {
+        let hash = tokens::hash(sent);
+        let remembered = {
+            let snapshot = self.tokens.read().expect("never poisoned");
+            snapshot
+                .as_ref()
+                .filter(|s| s.loaded.elapsed() < TOKEN_SNAPSHOT_MAX_AGE)
+                .and_then(|s| s.by_hash.get(&hash).cloned())
+        };
+        let token = match remembered {
+            Some(token) => Some(token),
+            None => tokens::find_live(&self.db, sent).await?.map(|t| LiveToken { id: t.id, scopes: t.scopes }),
+        };
+        if let Some(t) = &token {
+            self.record_use(t.id);
+        }
+        Ok(token)
+    }
+
+    /// Writes that token `id` was used now, in a task of its own, when its last use written is
+    /// older than the resolution: a slow or locked store holds up no request.
+    fn record_use(self: &Arc<Self>, id: i64) {
+        let now = crate::contract::time::now_ms();
+        {
+            let mut written = self.uses_written.lock().expect("never poisoned");
+            if written.get(&id).is_some_and(|&at| now - at < tokens::LAST_USED_RESOLUTION_MS) {
+                return;
+            }
+            written.insert(id, now);
+        }
+        let db = self.db.clone();
+        tokio::spawn(async move {
+            if let Err(err) = tokens::touch(&db, id, now).await {
+                tracing::warn!(error = %err, token = id, "could not record partner token use");
+            }
+        });
+    }
+}
+
+/// Revokes partner token `id` (`Ok(false)`: no such token) and returns once every server
+/// refuses it: each trusts its in-memory tokens for less than [`REVOCATION_PROPAGATION`].
+pub async fn revoke_token(db: &DatabaseConnection, id: i64) -> Result<bool, DbErr> {
+    let revoked = tokens::revoke(db, id, crate::contract::time::now_ms()).await?;
+    if revoked {
+        tokio::time::sleep(REVOCATION_PROPAGATION).await;
+    }
+    Ok(revoked)
+}
+
+async fn poll(watch: Weak<ServingWatch>) {
+    let mut tick = tokio::time::interval(WATCH_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tick.tick().await;
+        let Some(watch) = watch.upgrade() else { return };
+        match watch.refresh().await {
+            Ok(()) if failing => {
+                tracing::info!("the store answers again; serving state refreshed");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(err) if !failing => {
+                tracing::warn!(error = %err, "cannot read the serving state; retrying every {WATCH_INTERVAL:?}");
+                failing = true;
+            }
+            Err(_) => {}
+        }
+    }
+}
