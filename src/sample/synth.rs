@@ -15,6 +15,7 @@ use sea_orm::{
 };
 use sha3::{Digest, Keccak256};
 
+use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, ingestion_run, proposal, source_watermark, vote, voter};
 use crate::store::publish::{self, now_ms};
 use crate::store::{address, decimal, keys};
@@ -211,6 +212,8 @@ async fn generate_and_publish(
         first_seen_ms: Set(if seen == i64::MAX { BASE_MS } else { seen }),
     });
     insert_batched(&txn, voters, VOTER_BATCH).await?;
+    let account_bytes: Vec<AccountBytes> =
+        addresses.iter().map(|a| AccountBytes::parse(a)).collect::<Result<_, _>>()?;
     let mut written = 0u64;
     for (plan, &proposal_id) in plans.iter().zip(&ids) {
         let rows = plan.iter().map(|v| {
@@ -219,7 +222,7 @@ async fn generate_and_publish(
             vote::ActiveModel {
                 proposal_id: Set(proposal_id),
                 dao_id: Set(spec.dao_id.clone()),
-                voter: Set(addresses[v.voter as usize].clone()),
+                voter: Set(account_bytes[v.voter as usize].clone()),
                 choice: Set(v.choice.to_string()),
                 voting_power: Set(text),
                 vp_sort: Set(vp_sort),

@@ -13,6 +13,7 @@ use super::TableCounts;
 use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
 use super::registry::DEFAULT_REGISTRY;
 use crate::kept;
+use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
 use crate::store::upsert::{Changes, by_key, stored, upsert};
 use crate::store::{address, keys};
@@ -127,8 +128,9 @@ impl Writer<'_> {
             let Some(&proposal_id) = proposal_ids.get(&key) else {
                 return Err(DbErr::Custom(format!("proposal {} was not stored", r.proposal_external_id)));
             };
-            let old = stored.get(&(proposal_id, r.voter.clone()));
-            changes.offer(old, desired_vote(old, r, proposal_id), |_| {});
+            let voter = AccountBytes::parse(&r.voter).map_err(|e| DbErr::Custom(e.to_string()))?;
+            let old = stored.get(&(proposal_id, voter.clone()));
+            changes.offer(old, desired_vote(old, r, proposal_id, voter), |_| {});
         }
         let natural = [vote::Column::ProposalId, vote::Column::Voter];
         upsert::<vote::Entity>(self.txn, changes.rows, &natural, Some(vote::Column::Id)).await?;
@@ -255,12 +257,12 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal:
 }
 
 /// Snapshot serves `vp` as a float, hence `vp_from_float`; the text is kept as received.
-fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64) -> vote::Model {
+fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64, voter: AccountBytes) -> vote::Model {
     vote::Model {
         id: old.map_or(0, |s| s.id),
         proposal_id,
         dao_id: r.dao_id.to_owned(),
-        voter: r.voter.clone(),
+        voter,
         choice: r.choice.clone(),
         voting_power: r.voting_power.clone(),
         vp_sort: r.vp_sort.clone(),

@@ -14,6 +14,7 @@ use sea_orm::{
     Statement, TransactionTrait,
 };
 
+use super::address::AccountBytes;
 use super::entities::{
     dao, data_source, delegate, delegation, forum_post, forum_topic, ingestion_run, proposal, source_watermark, vote,
     voter,
@@ -536,15 +537,19 @@ impl Applier<'_> {
                     continue;
                 }
             };
+            let Ok(voter) = AccountBytes::parse(&r.voter) else {
+                skipped.push(format!("vote of {} on {}: the voter is not an address", r.voter, r.proposal.external_id));
+                continue;
+            };
             let seen = first_seen.entry(r.voter.clone()).or_insert(r.created_ms);
             *seen = (*seen).min(r.created_ms);
-            let old = stored.get(&(proposal.id, r.voter.clone()));
+            let old = stored.get(&(proposal.id, voter.clone()));
             let voting_type = proposal.voting_type.clone();
             let desired = vote::Model {
                 id: old.map_or(0, |s| s.id),
                 proposal_id: proposal.id,
                 dao_id: r.dao_id.clone(),
-                voter: r.voter.clone(),
+                voter,
                 choice: r.choice.clone(),
                 voting_power: r.voting_power.clone(),
                 vp_sort,
@@ -570,7 +575,7 @@ impl Applier<'_> {
         let voters = self.voters(first_seen).await?;
         for v in &changes.rows {
             touched.voted.insert(v.proposal_id);
-            touched.voters.insert((v.dao_id.clone(), v.voter.clone()));
+            touched.voters.insert((v.dao_id.clone(), v.voter.lower()));
             touched.daos.insert(v.dao_id.clone());
         }
         let natural = [vote::Column::ProposalId, vote::Column::Voter];
@@ -584,18 +589,18 @@ impl Applier<'_> {
         &self,
         rows: &[VoteRecord],
         proposals: &HashMap<(String, String, String), proposal::Model>,
-    ) -> Result<HashMap<(i64, String), vote::Model>, DbErr> {
+    ) -> Result<HashMap<(i64, AccountBytes), vote::Model>, DbErr> {
         use sea_orm::{ColumnTrait, QueryFilter};
-        let mut by_proposal: HashMap<i64, BTreeSet<String>> = HashMap::new();
+        let mut by_proposal: HashMap<i64, BTreeSet<AccountBytes>> = HashMap::new();
         for r in rows {
             let key = (r.dao_id.clone(), r.proposal.source.clone(), r.proposal.external_id.clone());
-            if let Some(p) = proposals.get(&key) {
-                by_proposal.entry(p.id).or_default().insert(r.voter.clone());
+            if let (Some(p), Ok(voter)) = (proposals.get(&key), AccountBytes::parse(&r.voter)) {
+                by_proposal.entry(p.id).or_default().insert(voter);
             }
         }
         let mut found = HashMap::new();
         for (proposal_id, voters) in by_proposal {
-            let voters: Vec<String> = voters.into_iter().collect();
+            let voters: Vec<AccountBytes> = voters.into_iter().collect();
             for chunk in voters.chunks(super::upsert::BATCH) {
                 let rows = vote::Entity::find()
                     .filter(vote::Column::ProposalId.eq(proposal_id))

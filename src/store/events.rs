@@ -194,14 +194,15 @@ async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]
     let kind = EventKind::VoteCast.as_str();
     let details =
         json_object(&[("votingPower", "v.voting_power"), ("choice", "v.choice"), ("scoresTotal", "p.scores_total")]);
+    let voter = super::address::lower_sql(backend, "v.voter");
     let mut written = 0;
     for batch in thresholds.chunks(THRESHOLD_BATCH) {
         let rows: Vec<String> = (0..batch.len()).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
         let sql = format!(
             "WITH thresholds (proposal_id, min_vp_sort) AS (VALUES {rows})
              {INSERT_COLUMNS}
-             SELECT p.dao_id || ':' || p.source || ':' || p.external_id || ':{kind}:' || v.voter, p.dao_id, '{kind}',
-                    v.created_ms, {PROPOSAL_SUBJECT}, v.voter, p.url, {PROPOSAL_SNAPSHOT_ID}, v.tx_hash, v.block_number,
+             SELECT p.dao_id || ':' || p.source || ':' || p.external_id || ':{kind}:' || {voter}, p.dao_id, '{kind}',
+                    v.created_ms, {PROPOSAL_SUBJECT}, {voter}, p.url, {PROPOSAL_SNAPSHOT_ID}, v.tx_hash, v.block_number,
                     {details}
              FROM votes v
              JOIN thresholds th ON th.proposal_id = v.proposal_id

@@ -240,12 +240,6 @@ async fn write<C: ConnectionTrait>(db: &C, rows: Vec<proposal_fact::Model>) -> R
     Ok(())
 }
 
-/// The vote columns the facts keep.
-fn vote_columns() -> [vote::Column; 8] {
-    use vote::Column as V;
-    [V::ProposalId, V::Voter, V::Choice, V::VotingPower, V::CreatedMs, V::Ipfs, V::TxHash, V::BlockNumber]
-}
-
 /// One proposal's facts from all its votes: the tally in one streamed pass, then the weightiest
 /// votes from the power index.
 pub async fn compute<C: ConnectionTrait + StreamTrait>(
@@ -285,14 +279,12 @@ async fn weightiest<C: ConnectionTrait + StreamTrait>(
     let pair = leading_pair(voting_type, tally);
     let race = pair.as_ref().and_then(|p| Some((p.leader?, if p.leader? == p.first { p.second } else { p.first })));
     let mut stream = vote::Entity::find()
-        .select_only()
-        .columns(vote_columns())
         .filter(vote::Column::ProposalId.eq(proposal_id))
         .order_by_desc(vote::Column::VpSort)
         .order_by_asc(vote::Column::Voter)
-        .into_model::<VoteRow>()
         .stream(db)
-        .await?;
+        .await?
+        .map_ok(VoteRow::from);
     // Sort keys keep 30 fraction digits: a later row's exact power is below its key + 1e-30.
     let key_slack = BigDecimal::new(1.into(), 30);
     let mut largest: Option<(BigDecimal, VoteRow)> = None;

@@ -95,7 +95,11 @@ pub fn after_desc<C: sea_orm::ColumnTrait>(time: C, id: C, (t, last_id): (i64, i
 
 /// Keyset condition for `(sort_key desc, tiebreak asc)` resuming after `(key, tiebreak)`, with
 /// the same seekable leading bound as [`after_desc`].
-pub fn after_desc_asc<C: sea_orm::ColumnTrait>(key: C, tiebreak: C, (k, last): (String, String)) -> sea_orm::Condition {
+pub fn after_desc_asc<C: sea_orm::ColumnTrait, T: Into<sea_orm::Value>>(
+    key: C,
+    tiebreak: C,
+    (k, last): (String, T),
+) -> sea_orm::Condition {
     use sea_orm::Condition;
     Condition::all()
         .add(key.lte(k.clone()))

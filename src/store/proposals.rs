@@ -2,6 +2,7 @@
 //! the first one costs, each served by an index of migration 1).
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
+use super::address::AccountBytes;
 use super::entities::{proposal, vote};
 
 /// Proposal list orders.
@@ -73,14 +74,16 @@ pub enum VoteOrder {
 /// Where a vote page resumes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VoteAfter {
-    Power { vp_sort: String, voter: String },
+    Power { vp_sort: String, voter: AccountBytes },
     Time { created_ms: i64, id: i64 },
 }
 
+/// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
+/// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs.
 pub async fn votes(
     db: &impl ConnectionTrait,
     proposal_id: i64,
-    voter: Option<&str>,
+    voter: Option<&AccountBytes>,
     choice: Option<&str>,
     order: VoteOrder,
     after: Option<VoteAfter>,
@@ -89,7 +92,7 @@ pub async fn votes(
     use vote::Column as C;
     let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
     if let Some(v) = voter {
-        q = q.filter(C::Voter.eq(v));
+        q = q.filter(C::Voter.eq(v.clone()));
     }
     if let Some(c) = choice {
         q = q.filter(C::Choice.eq(c));

@@ -24,6 +24,7 @@ use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, DbErr, Statement, TransactionTrait, Value,
 };
 
+use super::address;
 use super::entities::data_revision;
 use super::tally::Tally;
 
@@ -96,8 +97,9 @@ impl Touched {
 /// DAO; on the same timestamp the larger power wins, then the later row, so the choice is total.
 /// `{where}` narrows both the deletion and the recomputation to some (DAO, voter) pairs
 /// (`ix_votes_dao_voter` finds their votes).
+/// `{voter}` is the text of the ranked row's voter bytes (`address::lower_sql`).
 const VOTER_STATS_SELECT: &str = "INSERT INTO voter_dao_stats (dao_id, voter, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms)
-     SELECT dao_id, voter, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms
+     SELECT dao_id, {voter}, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms
      FROM (
          SELECT dao_id, voter, voting_power, vp_sort,
                 COUNT(*) OVER (PARTITION BY dao_id, voter) AS votes_cast,
@@ -218,9 +220,10 @@ async fn proposal_counts<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) 
 }
 
 async fn voter_stats<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> Result<(), DbErr> {
+    let select = VOTER_STATS_SELECT.replace("{voter}", &address::lower_sql(db.get_database_backend(), "voter"));
     let Some(t) = touched else {
         exec(db, "DELETE FROM voter_dao_stats", vec![]).await?;
-        exec(db, &VOTER_STATS_SELECT.replace("{where}", ""), vec![]).await?;
+        exec(db, &select.replace("{where}", ""), vec![]).await?;
         return Ok(());
     };
     let mut by_dao: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -230,10 +233,13 @@ async fn voter_stats<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> R
     for (dao, voters) in by_dao {
         for chunk in voters.chunks(IN_LIST_MAX) {
             let filter = format!("WHERE dao_id = $1 AND voter IN ({})", placeholders(2, chunk.len()));
-            let values: Vec<Value> =
-                std::iter::once(Value::from(dao)).chain(chunk.iter().map(|v| Value::from(*v))).collect();
-            exec(db, &format!("DELETE FROM voter_dao_stats {filter}"), values.clone()).await?;
-            exec(db, &VOTER_STATS_SELECT.replace("{where}", &filter), values).await?;
+            let as_text = std::iter::once(Value::from(dao)).chain(chunk.iter().map(|v| Value::from(*v)));
+            let mut as_bytes = vec![Value::from(dao)];
+            for v in chunk {
+                as_bytes.push(address::AccountBytes::parse(v).map_err(|e| DbErr::Custom(e.to_string()))?.into());
+            }
+            exec(db, &format!("DELETE FROM voter_dao_stats {filter}"), as_text.collect()).await?;
+            exec(db, &select.replace("{where}", &filter), as_bytes).await?;
         }
     }
     Ok(())
@@ -271,8 +277,7 @@ where
     C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
 {
     let txn = db.begin().await?;
-    exec(&txn, "DELETE FROM voter_dao_stats", vec![]).await?;
-    exec(&txn, &VOTER_STATS_SELECT.replace("{where}", ""), vec![]).await?;
+    voter_stats(&txn, None).await?;
     let mut changed = exec(&txn, RECOMPUTE_PROPOSAL_COUNTS, vec![]).await?;
     let ids: BTreeSet<i64> = all_ids(&txn, "SELECT id FROM proposals").await?.into_iter().collect();
     super::facts::refresh(&txn, &ids, &BTreeMap::new()).await?;

@@ -190,7 +190,7 @@ pub struct ProposalRow {
 }
 
 /// The columns of a vote the rules read (stored with the proposal's facts, `store::facts`).
-#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VoteRow {
     pub proposal_id: i64,
     pub voter: String,
@@ -200,6 +200,21 @@ pub struct VoteRow {
     pub ipfs: Option<String>,
     pub tx_hash: Option<String>,
     pub block_number: Option<i64>,
+}
+
+impl From<super::entities::vote::Model> for VoteRow {
+    fn from(v: super::entities::vote::Model) -> Self {
+        Self {
+            proposal_id: v.proposal_id,
+            voter: v.voter.lower(),
+            choice: v.choice,
+            voting_power: v.voting_power,
+            created_ms: v.created_ms,
+            ipfs: v.ipfs,
+            tx_hash: v.tx_hash,
+            block_number: v.block_number,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]

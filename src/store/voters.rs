@@ -93,7 +93,8 @@ pub async fn history(
     limit: u64,
 ) -> Result<Vec<(vote::Model, proposal::Model)>, DbErr> {
     use vote::Column as C;
-    let mut q = vote::Entity::find().filter(C::Voter.eq(address));
+    let voter = super::address::AccountBytes::parse(address).map_err(|e| DbErr::Custom(e.to_string()))?;
+    let mut q = vote::Entity::find().filter(C::Voter.eq(voter));
     if let Some(d) = dao_id {
         q = q.filter(C::DaoId.eq(d));
     }

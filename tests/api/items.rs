@@ -124,7 +124,7 @@ async fn build_synthetic(backend: Backend) -> String {
         vote::ActiveModel {
             proposal_id: Set(uni77.id),
             dao_id: Set("uniswap".to_owned()),
-            voter: Set(voter.to_owned()),
+            voter: Set(govdata::store::address::AccountBytes::parse(voter).unwrap()),
             choice: Set(choice.to_owned()),
             voting_power: Set(power.to_owned()),
             vp_sort: Set(vp_sort),

@@ -18,6 +18,7 @@ mod import;
 mod ingest;
 mod items;
 mod lookup;
+mod migrations;
 mod payments;
 mod pricing;
 mod publication;

@@ -47,16 +47,7 @@ async fn reference_facts(db: &DatabaseConnection, p: &proposal::Model) -> govdat
         .await
         .unwrap()
         .into_iter()
-        .map(|v| VoteRow {
-            proposal_id: v.proposal_id,
-            voter: v.voter,
-            choice: v.choice,
-            voting_power: v.voting_power,
-            created_ms: v.created_ms,
-            ipfs: v.ipfs,
-            tx_hash: v.tx_hash,
-            block_number: v.block_number,
-        })
+        .map(VoteRow::from)
         .collect();
     let row = ProposalRow {
         id: p.id,

@@ -349,7 +349,7 @@ async fn insert_close_call(db: &DatabaseConnection) {
         entities::vote::ActiveModel {
             proposal_id: Set(p.id),
             dao_id: Set("uniswap".to_owned()),
-            voter: Set(voter.to_owned()),
+            voter: Set(govdata::store::address::AccountBytes::parse(voter).unwrap()),
             choice: Set(choice.to_owned()),
             voting_power: Set(power.to_owned()),
             vp_sort: Set(vp_sort),

@@ -170,7 +170,11 @@ on_both_backends!(voter_profiles_and_histories, |app: TestApp| async move {
     let history = walk(&app, &format!("/v2/voters/{lower}/votes?limit=3")).await;
     assert_eq!(
         history.len() as u64,
-        vote::Entity::find().filter(vote::Column::Voter.eq(lower)).count(&db).await.unwrap()
+        vote::Entity::find()
+            .filter(vote::Column::Voter.eq(govdata::store::address::AccountBytes::parse(lower).unwrap()))
+            .count(&db)
+            .await
+            .unwrap()
     );
     assert!(history.windows(2).all(|w| w[0]["createdAt"].as_str() >= w[1]["createdAt"].as_str()));
     let dao = stats[0].dao_id.as_str();

@@ -342,8 +342,8 @@ fn quorum(p: &proposal::Model) -> Option<QuorumEvidence> {
 fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> EvidenceVote {
     let power = decimal::parse(&v.voting_power).unwrap_or_else(|_| BigDecimal::zero());
     EvidenceVote {
-        voter: v.voter.clone(),
-        address: address::display(&v.voter),
+        voter: v.voter.lower(),
+        address: address::display(&v.voter.lower()),
         choice: v.choice.clone(),
         voting_power: v.voting_power.clone(),
         voting_power_from_float: v.vp_from_float,

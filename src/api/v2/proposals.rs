@@ -19,7 +19,8 @@ use crate::contract::{
     time::rfc3339_ms,
 };
 use crate::store::{
-    self, address,
+    self,
+    address::{self, AccountBytes},
     entities::{proposal, vote},
     proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder},
 };
@@ -172,9 +173,10 @@ impl poem_openapi::types::Example for ProposalVote {
 }
 
 fn vote_row(v: vote::Model) -> ProposalVote {
+    let voter = v.voter.lower();
     ProposalVote {
-        address: address::display(&v.voter),
-        voter_identity: v.voter,
+        address: address::display(&voter),
+        voter_identity: voter,
         choice: v.choice,
         voting_power: v.voting_power,
         voting_power_from_float: v.vp_from_float,
@@ -399,7 +401,7 @@ impl Api {
                     VoteSort::Power => match pos.as_slice() {
                         [vp, voter] => VoteAfter::Power {
                             vp_sort: store::decimal::parse_amount(vp).map_err(|_| unreadable_position(c))?.1,
-                            voter: voter.clone(),
+                            voter: AccountBytes::parse(voter).map_err(|_| unreadable_position(c))?,
                         },
                         _ => return Err(unreadable_position(c).into()),
                     },
@@ -415,10 +417,14 @@ impl Api {
             VoteSort::Power => VoteOrder::Power,
             VoteSort::Time => VoteOrder::Time,
         };
+        let voter_bytes = match &voter {
+            Some(v) => Some(AccountBytes::parse(v).map_err(|_| Problem::not_found(format!("No voter `{v}`.")))?),
+            None => None,
+        };
         let rows = store::proposals::votes(
             &state.db,
             p.id,
-            voter.as_deref(),
+            voter_bytes.as_ref(),
             choice.0.as_deref(),
             order,
             after,
@@ -435,7 +441,7 @@ impl Api {
                 // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
                 VoteOrder::Power => vec![
                     store::decimal::plain(&store::decimal::parse(&v.voting_power).unwrap_or_default()),
-                    v.voter.clone(),
+                    v.voter.lower(),
                 ],
                 VoteOrder::Time => vec![v.created_ms.to_string(), v.id.to_string()],
             },

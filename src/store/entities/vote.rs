@@ -1,5 +1,8 @@
-//! One vote. `voting_power` is the exact text received; `vp_sort` is a fixed-width key that sorts like the number.
+//! One vote. `voting_power` is the exact text received; `vp_sort` is a short key that sorts like
+//! the number (`store::decimal::sort_key`); the voter is kept as its bytes (migration 7).
 use sea_orm::entity::prelude::*;
+
+use crate::store::address::AccountBytes;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "votes")]
@@ -9,9 +12,9 @@ pub struct Model {
     #[sea_orm(unique_key = "vote_natural")]
     pub proposal_id: i64,
     pub dao_id: String,
-    /// Lowercase 0x address.
+    /// The voter's address bytes (`AccountBytes::lower` gives the canonical text).
     #[sea_orm(unique_key = "vote_natural")]
-    pub voter: String,
+    pub voter: AccountBytes,
     /// The choice exactly as the upstream gave it: `1`, `[1,3]`, `{'2': 1}`.
     pub choice: String,
     pub voting_power: String,

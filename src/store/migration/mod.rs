@@ -1,7 +1,9 @@
 //! Schema migrations. Applied on every start (`govdata migrate` runs them alone).
 //!
-//! Migration 1 builds the tables from the entities as they stood when it was written. Once a
-//! release has shipped, it is frozen: later schema changes go in new migrations with explicit DDL.
+//! Migration 1 builds the tables from the entities. Later schema changes go in new migrations
+//! with explicit DDL, and since migration 1 follows the entities, a fresh store already has the
+//! new shape when a later migration runs: a migration that changes a column checks the column
+//! first (migration 7 does), so it upgrades an old store and leaves a new one as it is.
 use sea_orm_migration::prelude::*;
 
 mod m0001_initial;
@@ -10,6 +12,7 @@ mod m0003_staging;
 mod m0004_delegations;
 mod m0005_proposal_facts;
 mod m0006_compact_keys;
+mod m0007_voter_bytes;
 
 pub struct Migrator;
 
@@ -23,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0004_delegations::Migration),
             Box::new(m0005_proposal_facts::Migration),
             Box::new(m0006_compact_keys::Migration),
+            Box::new(m0007_voter_bytes::Migration),
         ]
     }
 }

@@ -1,0 +1,120 @@
+//! Upgrades of stores written before a migration: what they serve is unchanged.
+use govdata::store::{self, address::AccountBytes, entities::vote};
+use sea_orm::{ConnectionTrait, DbBackend, EntityTrait};
+
+use crate::helpers::{Backend, fresh_database, spawn_app_on};
+
+/// The answers that read votes, by voter and in voter order.
+async fn vote_answers(url: &str) -> Vec<serde_json::Value> {
+    let app = spawn_app_on(url.to_owned()).await;
+    let (_, proposals) = app.get_json("/v2/proposals?daoId=uniswap&limit=100").await;
+    let mut seen = Vec::new();
+    let voted =
+        proposals["data"]["items"].as_array().expect("proposals").iter().filter(|p| p["votes"]["ingested"] != "0");
+    for p in voted.take(3) {
+        let key = p["proposalKey"].as_str().unwrap();
+        let (status, votes) = app.get_json(&format!("/v2/proposals/{key}/votes?limit=50")).await;
+        assert_eq!(status, 200, "{votes}");
+        let voter = votes["data"]["items"][0]["voterIdentity"].as_str().unwrap().to_owned();
+        seen.push(votes["data"].clone());
+        let (_, one) = app.get_json(&format!("/v2/proposals/{key}/votes?voter={voter}")).await;
+        seen.push(one["data"].clone());
+        let (_, history) = app.get_json(&format!("/v2/voters/{voter}/votes?limit=20")).await;
+        seen.push(history["data"].clone());
+        let (_, profile) = app.get_json(&format!("/v2/voters/{voter}")).await;
+        seen.push(profile["data"].clone());
+    }
+    assert_eq!(seen.len(), 12, "three proposals with votes");
+    let (_, ranking) = app.get_json("/v2/daos/uniswap/voters?limit=20").await;
+    seen.push(ranking["data"].clone());
+    seen
+}
+
+/// Migration 7 keeps voters as bytes. A store written before it (voters as hex text) is
+/// converted on the next start, and serves exactly what it served.
+async fn voters_as_text_are_converted(backend: Backend) {
+    let url = fresh_database(backend).await;
+    let db = store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    let before = vote_answers(&url).await;
+
+    // Put the store back as it was before migration 7: voters as lowercase hex text.
+    let downgrade: &[&str] = match backend {
+        Backend::Sqlite => &[
+            "BEGIN",
+            r#"CREATE TABLE votes_old ("id" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "proposal_id" integer NOT NULL, "dao_id" varchar NOT NULL, "voter" varchar NOT NULL, "choice" varchar NOT NULL, "voting_power" varchar NOT NULL, "vp_sort" varchar NOT NULL, "vp_from_float" boolean NOT NULL, "reason" varchar, "created_ms" integer NOT NULL, "ipfs" varchar, "tx_hash" varchar, "block_number" integer)"#,
+            "INSERT INTO votes_old SELECT id, proposal_id, dao_id, '0x' || lower(hex(voter)), choice, voting_power, vp_sort, vp_from_float, reason, created_ms, ipfs, tx_hash, block_number FROM votes",
+            "DROP TABLE votes",
+            "ALTER TABLE votes_old RENAME TO votes",
+            r#"CREATE UNIQUE INDEX "idx-votes-vote_natural" ON votes (proposal_id, voter)"#,
+            r#"CREATE INDEX ix_votes_proposal_power ON votes (proposal_id, vp_sort DESC, voter)"#,
+            r#"CREATE INDEX ix_votes_proposal_time ON votes (proposal_id, created_ms DESC, id DESC)"#,
+            r#"CREATE INDEX ix_votes_voter_time ON votes (voter, created_ms DESC, id DESC)"#,
+            "COMMIT",
+        ],
+        Backend::Postgres => &[
+            "DROP INDEX ix_votes_proposal_choice_power",
+            "DROP INDEX ix_votes_proposal_choice_time",
+            "ALTER TABLE votes ALTER COLUMN voter TYPE varchar USING '0x' || encode(voter, 'hex')",
+        ],
+    };
+    // One script: one connection of the pool runs it all.
+    db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
+    db.execute_unprepared("DELETE FROM seaql_migrations WHERE version = 'm0007_voter_bytes'").await.unwrap();
+    let text: i64 = {
+        let row = db
+            .query_one_raw(sea_orm::Statement::from_string(
+                db.get_database_backend(),
+                "SELECT COUNT(*) AS n FROM votes WHERE voter LIKE '0x%'",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        row.try_get("", "n").unwrap()
+    };
+    assert_eq!(text, 19_970, "the store holds voters as text again");
+    db.close().await.unwrap();
+
+    // The next start migrates it.
+    let db = store::connect(&url).await.unwrap();
+    let votes = vote::Entity::find().all(&db).await.unwrap();
+    assert_eq!(votes.len(), 19_970);
+    assert!(votes.iter().all(|v| v.voter.0.len() == 20), "every voter is 20 bytes");
+    assert!(
+        votes.iter().any(|v| v.voter == AccountBytes::parse("0x683a4F9915D6216f73d6Df50151725036bD26C02").unwrap())
+    );
+    if db.get_database_backend() == DbBackend::Sqlite {
+        let indexes = db
+            .query_all_raw(sea_orm::Statement::from_string(
+                DbBackend::Sqlite,
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'votes' ORDER BY name",
+            ))
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.try_get::<String>("", "name").unwrap())
+            .collect::<Vec<_>>();
+        assert_eq!(
+            indexes,
+            [
+                "idx-votes-vote_natural",
+                "ix_votes_proposal_choice_power",
+                "ix_votes_proposal_choice_time",
+                "ix_votes_proposal_power",
+                "ix_votes_proposal_time",
+                "ix_votes_voter_time",
+            ]
+        );
+    }
+    assert_eq!(vote_answers(&url).await, before, "the converted store serves what it served");
+}
+
+#[tokio::test]
+async fn voters_as_text_are_converted_sqlite() {
+    voters_as_text_are_converted(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn voters_as_text_are_converted_postgres() {
+    voters_as_text_are_converted(Backend::Postgres).await;
+}
