@@ -161,7 +161,7 @@ pub fn registry(hub: &Fake, forum: &Fake) -> Registry {
 }
 
 /// The same registry as a file, for the `govdata` command and `--registry`.
-fn registry_file(dir: &tempfile::TempDir, hub: &Fake, forum: &Fake) -> std::path::PathBuf {
+pub(crate) fn registry_file(dir: &tempfile::TempDir, hub: &Fake, forum: &Fake) -> std::path::PathBuf {
     let file = dir.path().join("registry.toml");
     std::fs::write(&file, registry_text(hub, forum)).unwrap();
     file

@@ -21,6 +21,7 @@ mod lookup;
 mod migrations;
 mod payments;
 mod pricing;
+mod processes;
 mod publication;
 mod signals;
 mod upstreams;

@@ -1,0 +1,145 @@
+//! Several govdata processes on one store, as an operator runs them behind a load balancer: two
+//! `govdata serve` and a `govdata ingest` in a third process. A publication reaches both servers'
+//! caches within the watch's bound, and a revocation holds on the next request in both.
+use std::time::{Duration, Instant};
+
+use govdata::api::serving::WATCH_INTERVAL;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::helpers::{Backend, INTERNAL_TOKEN};
+use crate::ingest::{DAO, big, registry_file, world};
+
+/// A `govdata serve` process and the address it listens on.
+struct Server {
+    _child: Child,
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Server {
+    async fn start(database_url: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_govdata"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--no-sample"])
+            .env("DATABASE_URL", database_url)
+            .env("GOVDATA_INTERNAL_TOKEN", INTERNAL_TOKEN)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start govdata serve");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let base = loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("the server starts within 30 s")
+                .expect("read stderr")
+                .expect("the server says where it listens");
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                break rest.split_whitespace().next().expect("an address").to_owned();
+            }
+        };
+        // Keep reading, so a full pipe never blocks the server.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("x-internal-token", reqwest::header::HeaderValue::from_static(INTERNAL_TOKEN));
+        Self { _child: child, base, client: reqwest::Client::builder().default_headers(headers).build().unwrap() }
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.client.get(format!("{}{path}", self.base)).send().await.expect("request");
+        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get_with_token(&self, path: &str, token: &str) -> u16 {
+        let r = reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .header("x-service-api-token", token)
+            .send()
+            .await
+            .expect("request");
+        r.status().as_u16()
+    }
+}
+
+fn govdata(database_url: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_govdata"));
+    c.args(args).env("DATABASE_URL", database_url).env("RUST_LOG", "warn").kill_on_drop(true);
+    c
+}
+
+async fn run(mut command: Command) -> String {
+    let out = command.output().await.expect("run govdata");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+async fn two_servers_and_an_ingester(backend: Backend) {
+    let w = world(backend).await;
+    let url = w.app.database_url.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry_file(&dir, &w.hub, &w.forum);
+    let ingest = || govdata(&url, &["ingest", "--registry", registry.to_str().unwrap()]);
+    run(ingest()).await;
+
+    let servers = [Server::start(&url).await, Server::start(&url).await];
+    let key = govdata::store::keys::proposal_key(DAO, "snapshot", &big());
+    let path = format!("/v2/proposals/{key}");
+    for s in &servers {
+        let (status, first) = s.get(&path).await;
+        assert_eq!(status, 200, "{first}");
+        assert_eq!(first["data"]["title"], "Fund the grants program");
+        let (_, again) = s.get(&path).await;
+        assert_eq!(again["meta"]["freshness"]["cacheStatus"], "memory_cache", "cached in each server");
+    }
+
+    // Upstream renames the proposal; a third process ingests and publishes it.
+    w.hub_data.lock().unwrap().proposals[0].title = "Fund the grants program, amended".to_owned();
+    run(ingest()).await;
+    let published = Instant::now();
+    let bound = WATCH_INTERVAL + Duration::from_secs(1);
+    for (i, s) in servers.iter().enumerate() {
+        loop {
+            let (_, body) = s.get(&path).await;
+            if body["data"]["title"] == "Fund the grants program, amended" {
+                assert_eq!(body["meta"]["freshness"]["cacheStatus"], "fresh", "the old answer was dropped");
+                eprintln!("server {i} served the publication {:?} after the ingester exited", published.elapsed());
+                break;
+            }
+            assert_eq!(body["meta"]["freshness"]["cacheStatus"], "memory_cache", "until then, the cached answer");
+            assert!(published.elapsed() < bound, "server {i} still serves the old revision after {bound:?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    // A partner token, seen by both servers (they hold it in memory), revoked by the command:
+    // refused by both on the very next request.
+    let token = run(govdata(&url, &["tokens", "create", "--name", "lb", "--scopes", "v2:paid:*"])).await;
+    let token = token.trim();
+    for s in &servers {
+        assert_eq!(s.get_with_token(&path, token).await, 200);
+    }
+    tokio::time::sleep(2 * WATCH_INTERVAL).await;
+    for s in &servers {
+        assert_eq!(s.get_with_token(&path, token).await, 200, "answered from the server's tokens in memory");
+    }
+    let list = run(govdata(&url, &["tokens", "list"])).await;
+    let id = list.lines().find(|l| l.contains(" lb ")).and_then(|l| l.split_whitespace().next()).unwrap().to_owned();
+    run(govdata(&url, &["tokens", "revoke", &id])).await;
+    for s in &servers {
+        assert_eq!(s.get_with_token(&path, token).await, 401, "revoked on the next request");
+    }
+}
+
+#[tokio::test]
+async fn two_servers_and_an_ingester_on_postgres() {
+    two_servers_and_an_ingester(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn two_servers_and_an_ingester_on_sqlite() {
+    two_servers_and_an_ingester(Backend::Sqlite).await;
+}
