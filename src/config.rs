@@ -201,33 +201,47 @@ impl PaymentArgs {
     }
 }
 
-/// What the running server knows about its deployment.
-#[derive(Clone)]
+/// What the running server knows about its deployment: plain data, read from the flags and the
+/// environment; `server.rs` builds the parts (cache, live refresh, schedule) from it.
+#[derive(Debug, Clone)]
 pub struct Settings {
     pub public_url: String,
     pub payments: PaymentArgs,
     pub response_cache_bytes: usize,
-    pub live: Option<std::sync::Arc<crate::api::cache::LiveRefresh>>,
+    /// Live refresh, when enabled.
+    pub live: Option<LiveSettings>,
+    /// Scheduled ingestion inside the server, when enabled.
+    pub ingest_every: Option<std::time::Duration>,
+    /// The DAO registry file (the bundled one when `None`), for live refresh and the schedule.
+    pub registry: Option<std::path::PathBuf>,
+}
+
+/// When live refresh happens and how long requests wait for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveSettings {
+    /// Data older than this is refreshed on demand.
+    pub target: std::time::Duration,
+    /// How long after a refresh the DAO's answers count as `cached_live`.
+    pub ttl: std::time::Duration,
+    /// Longest a request waits for a refresh; past it, the stored data is served.
+    pub deadline: std::time::Duration,
 }
 
 impl Settings {
-    /// Fails when the registry file (needed by `--live-refresh`) cannot be read.
     pub fn from_args(args: &ServeArgs, bound: SocketAddr) -> anyhow::Result<Self> {
         let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"));
-        let live = match args.live_refresh {
-            false => None,
-            true => Some(std::sync::Arc::new(crate::api::cache::LiveRefresh::new(
-                std::sync::Arc::new(crate::ingest::Registry::load(args.registry.registry.as_deref())?),
-                args.freshness_target,
-                args.live_ttl,
-                args.live_deadline,
-            ))),
-        };
+        let live = args.live_refresh.then_some(LiveSettings {
+            target: args.freshness_target,
+            ttl: args.live_ttl,
+            deadline: args.live_deadline,
+        });
         Ok(Self {
             public_url: public_url.trim_end_matches('/').to_owned(),
             payments: args.payments.clone(),
             response_cache_bytes: args.response_cache_mb.saturating_mul(1 << 20),
             live,
+            ingest_every: args.ingest_every,
+            registry: args.registry.registry.clone(),
         })
     }
 

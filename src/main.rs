@@ -51,11 +51,6 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
     {
         tracing::info!("empty store: loaded the bundled sample\n{report}");
     }
-    let registry = ingest::load_registry(args.registry.registry.as_ref())?;
-    if let Some(every) = args.ingest_every {
-        tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
-        ingest::schedule::spawn(db.clone(), registry, every, ingest::RunOptions::default());
-    }
     let server::Listening { server, addr: bound, .. } =
         server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
     tracing::info!(

@@ -26,6 +26,7 @@ use crate::contract::{
     envelope::RequestId,
     errors::{ErrorCode, FieldError, ParamLocation, Problem},
 };
+use crate::ingest::{self, Registry, RetryPolicy, RunOptions};
 use crate::x402::PaymentTerms;
 
 /// Builds the whole application.
@@ -99,8 +100,24 @@ pub async fn bind(
     };
     let payments = Arc::new(PaymentTerms::from_args(&settings.payments)?);
     let cache = Arc::new(api::cache::ResponseCache::new(settings.response_cache_bytes));
-    let live = settings.live.clone();
     let serving = api::serving::ServingWatch::start(db.clone()).await?;
+    let registry = match (settings.live, settings.ingest_every) {
+        (None, None) => None,
+        _ => Some(Arc::new(ingest::load_registry(settings.registry.as_ref())?)),
+    };
+    let live = match (settings.live, &registry) {
+        (Some(live), Some(registry)) => {
+            let ingestion = Arc::new(Ingestion { db: db.clone(), registry: registry.clone() });
+            Some(Arc::new(api::live::LiveRefresh::new(ingestion, live)))
+        }
+        _ => None,
+    };
+    if let (Some(every), Some(registry)) = (settings.ingest_every, &registry) {
+        tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
+        let watch = serving.clone();
+        let registry = Registry::clone(registry);
+        ingest::schedule::spawn(db.clone(), registry, every, RunOptions::default(), move || watch.poke());
+    }
     let state = AppState {
         db,
         settings: Arc::new(settings),
@@ -119,6 +136,40 @@ pub async fn bind(
         Some(std::time::Duration::from_secs(10)),
     );
     Ok(Listening { server, addr: bound, serving })
+}
+
+/// Live refresh over ingestion: the one place the API's needs meet the writers.
+struct Ingestion {
+    db: DatabaseConnection,
+    registry: Arc<Registry>,
+}
+
+impl api::live::Refresh for Ingestion {
+    fn covers(&self, dao: &str) -> bool {
+        self.registry.dao(dao).is_some()
+    }
+
+    fn refresh(
+        &self,
+        dao: &str,
+        deadline: std::time::Duration,
+    ) -> futures_util::future::BoxFuture<'static, anyhow::Result<bool>> {
+        let options = RunOptions {
+            dao: Some(dao.to_owned()),
+            trigger: "live",
+            policy: RetryPolicy { attempts: 2, timeout: deadline, ..RetryPolicy::default() },
+            ..RunOptions::default()
+        };
+        let (db, registry) = (self.db.clone(), self.registry.clone());
+        Box::pin(async move {
+            let report = ingest::run_once(&db, &registry, &options).await?;
+            let complete = report.outcomes.iter().all(|o| o.result.is_ok());
+            if !complete {
+                tracing::warn!("live refresh: some sources failed\n{report}");
+            }
+            Ok(complete)
+        })
+    }
 }
 
 const DOCS_INDEX: &str = r#"<!DOCTYPE html>

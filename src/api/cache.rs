@@ -2,20 +2,17 @@
 //!
 //! A middleware inside the access gate (so every cached answer is still paid for or
 //! authorised):
-//! 1. **Live refresh** (opt-in, `--live-refresh`): a request naming a registered DAO whose data
-//!    is older than the freshness target runs an ingestion of that DAO before it is answered
-//!    (`refreshed_live`); for the TTL after that, the DAO's answers say `cached_live`. One
-//!    refresh per DAO at a time: concurrent requests wait for the same one.
+//! 1. **Live refresh** (opt-in, `api::live`): a request about a stale registered DAO ingests it
+//!    first (`refreshed_live`, then `cached_live` for the TTL).
 //! 2. **Memory cache**: successful GET answers are kept per serving revision, keyed by path and
-//!    query, and served again with `memory_cache`. A new revision (any process's publication)
-//!    empties it. Entries are evicted oldest first beyond the byte budget.
+//!    query, and served again with `memory_cache`. A new revision (any process's publication,
+//!    seen by `api::serving`) empties it. Entries are evicted oldest first beyond the byte budget.
 //!
-//! A replayed answer is re-stamped: `generatedAt`, the v1 `request.requestId`, and
+//! A replayed answer is re-stamped: `generatedAt`, `dataAsOf`, the v1 `request.requestId`, and
 //! `cacheStatus`. Everything else is the body as first served.
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use poem::http::{HeaderMap, StatusCode, header};
@@ -27,7 +24,6 @@ use crate::contract::access::Version;
 use crate::contract::envelope::{CacheStatus, RequestId};
 use crate::contract::operations::{FreshnessGetV1, Operation, OperationDecl, PricingGetV1};
 use crate::contract::time::{now_ms, rfc3339_ms};
-use crate::ingest::{Registry, RetryPolicy, RunOptions};
 
 /// Operations whose answers describe the service rather than a data revision: the ingestion
 /// state moves without a new revision, and prices are not data. Never cached.
@@ -210,101 +206,6 @@ struct Restamp<'a> {
 impl Restamp<'_> {
     fn status_text(&self) -> &'static str {
         self.status.text()
-    }
-}
-
-/// On-demand refresh of DAOs whose data is past its freshness target.
-pub struct LiveRefresh {
-    pub registry: Arc<Registry>,
-    /// Data older than this is refreshed on demand.
-    pub target: Duration,
-    /// How long after a refresh the DAO's answers count as `cached_live`.
-    pub ttl: Duration,
-    /// Longest a request waits for a refresh; past it, the stored data is served.
-    pub deadline: Duration,
-    /// When each DAO was last refreshed live (shared with the refresh tasks).
-    refreshed: Arc<Mutex<HashMap<String, Instant>>>,
-    flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl LiveRefresh {
-    pub fn new(registry: Arc<Registry>, target: Duration, ttl: Duration, deadline: Duration) -> Self {
-        Self { registry, target, ttl, deadline, refreshed: Arc::default(), flights: Mutex::default() }
-    }
-
-    fn recently_refreshed(&self, dao: &str) -> bool {
-        let refreshed = self.refreshed.lock().expect("never poisoned");
-        refreshed.get(dao).is_some_and(|at| at.elapsed() < self.ttl)
-    }
-
-    /// Refreshes `dao` when its data is past the target; says how the answer is served.
-    async fn ensure(&self, state: &AppState, dao: &str) -> Option<CacheStatus> {
-        // Only registered DAOs have upstreams to refresh from.
-        self.registry.dao(dao)?;
-        if self.recently_refreshed(dao) {
-            return Some(CacheStatus::CachedLive);
-        }
-        let newest = match crate::store::freshness::dao_data_as_of(&state.db, dao).await {
-            Ok(newest) => newest,
-            Err(e) => {
-                tracing::warn!(dao, "live refresh: cannot read the watermark: {e}");
-                return None;
-            }
-        };
-        let target_ms = i64::try_from(self.target.as_millis()).unwrap_or(i64::MAX);
-        if newest.is_some_and(|t| now_ms().saturating_sub(t) <= target_ms) {
-            return None;
-        }
-        let flight = self.flights.lock().expect("never poisoned").entry(dao.to_owned()).or_default().clone();
-        // A refresh already running is waited for, up to the same deadline.
-        let waited = std::time::Instant::now();
-        let Ok(one_at_a_time) = tokio::time::timeout(self.deadline, flight.lock_owned()).await else {
-            return None;
-        };
-        if self.recently_refreshed(dao) {
-            // Another request refreshed it while this one waited.
-            return Some(CacheStatus::CachedLive);
-        }
-        // The refresh runs as its own task, holding the DAO's flight: a request that stops
-        // waiting at the deadline leaves it to finish (and later requests to wait for it), rather
-        // than abandoning a run half-way.
-        let options = RunOptions {
-            dao: Some(dao.to_owned()),
-            trigger: "live",
-            policy: RetryPolicy { attempts: 2, timeout: self.deadline, ..RetryPolicy::default() },
-            ..RunOptions::default()
-        };
-        let (db, registry, refreshed, id) =
-            (state.db.clone(), self.registry.clone(), self.refreshed.clone(), dao.to_owned());
-        let refresh = tokio::spawn(async move {
-            let _flight = one_at_a_time;
-            match crate::ingest::run_once(&db, &registry, &options).await {
-                Ok(report) if report.outcomes.iter().all(|o| o.result.is_ok()) => {
-                    refreshed.lock().expect("never poisoned").insert(id, Instant::now());
-                    true
-                }
-                Ok(report) => {
-                    tracing::warn!(dao = id, "live refresh: some sources failed; serving the stored data\n{report}");
-                    false
-                }
-                Err(e) => {
-                    tracing::warn!(dao = id, "live refresh failed; serving the stored data: {e:#}");
-                    false
-                }
-            }
-        });
-        match tokio::time::timeout(self.deadline.saturating_sub(waited.elapsed()), refresh).await {
-            Ok(Ok(true)) => Some(CacheStatus::RefreshedLive),
-            Ok(_) => None,
-            Err(_) => {
-                tracing::warn!(
-                    dao,
-                    "live refresh takes longer than {:?}; serving the stored data meanwhile",
-                    self.deadline
-                );
-                None
-            }
-        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! shape the envelope.
 pub mod cache;
 pub mod gate;
+pub mod live;
 pub mod model;
 pub mod payment;
 pub mod route;
@@ -40,7 +41,7 @@ pub struct AppState {
     /// Answers of the serving revision.
     pub cache: Arc<cache::ResponseCache>,
     /// On-demand refresh of stale DAOs, when enabled.
-    pub live: Option<Arc<cache::LiveRefresh>>,
+    pub live: Option<Arc<live::LiveRefresh>>,
     /// The serving revision, `dataAsOf` and partner tokens, watched rather than read per request.
     pub serving: Arc<serving::ServingWatch>,
 }

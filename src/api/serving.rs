@@ -70,6 +70,9 @@ pub struct ServingWatch {
     uses_written: Mutex<HashMap<i64, i64>>,
     /// One refresh at a time (the poller and a local publication may meet).
     refreshing: tokio::sync::Mutex<()>,
+    /// Wakes the poller before its next tick (shared with it: the poller holds no strong
+    /// reference to the watch, so it stops when the watch is dropped).
+    poked: Arc<tokio::sync::Notify>,
 }
 
 impl ServingWatch {
@@ -81,9 +84,10 @@ impl ServingWatch {
             tokens: RwLock::new(None),
             uses_written: Mutex::default(),
             refreshing: tokio::sync::Mutex::new(()),
+            poked: Arc::default(),
         });
         watch.refresh().await?;
-        tokio::spawn(poll(Arc::downgrade(&watch)));
+        tokio::spawn(poll(Arc::downgrade(&watch), watch.poked.clone()));
         Ok(watch)
     }
 
@@ -95,6 +99,12 @@ impl ServingWatch {
     /// Follows changes of the serving state (tests wait on it).
     pub fn subscribe(&self) -> watch::Receiver<Arc<Serving>> {
         self.serving.subscribe()
+    }
+
+    /// Asks the poller to read the store now, without waiting for it: what this process just
+    /// published is served from the next request on.
+    pub fn poke(&self) {
+        self.poked.notify_one();
     }
 
     /// Reads the store now: after a publication by this process, or on the poller's tick.
@@ -189,12 +199,15 @@ pub async fn revoke_token(db: &DatabaseConnection, id: i64) -> Result<bool, DbEr
     Ok(revoked)
 }
 
-async fn poll(watch: Weak<ServingWatch>) {
+async fn poll(watch: Weak<ServingWatch>, poked: Arc<tokio::sync::Notify>) {
     let mut tick = tokio::time::interval(WATCH_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = poked.notified() => {}
+        }
         let Some(watch) = watch.upgrade() else { return };
         match watch.refresh().await {
             Ok(()) if failing => {

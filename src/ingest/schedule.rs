@@ -7,8 +7,15 @@ use tokio::task::JoinHandle;
 
 use super::{Registry, RunOptions, run_once};
 
-/// Starts the schedule: a first run at once, then one `every` after each run ends.
-pub fn spawn(db: DatabaseConnection, registry: Registry, every: Duration, options: RunOptions) -> JoinHandle<()> {
+/// Starts the schedule: a first run at once, then one `every` after each run ends. `after_run`
+/// is called when a run has ended (the server serves what it published at once).
+pub fn spawn(
+    db: DatabaseConnection,
+    registry: Registry,
+    every: Duration,
+    options: RunOptions,
+    after_run: impl Fn() + Send + 'static,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let options = RunOptions { trigger: "schedule", ..options };
         loop {
@@ -16,6 +23,7 @@ pub fn spawn(db: DatabaseConnection, registry: Registry, every: Duration, option
                 Ok(report) => tracing::info!("scheduled {report}"),
                 Err(e) => tracing::error!("scheduled ingestion failed: {e:#}"),
             }
+            after_run();
             tokio::time::sleep(every).await;
         }
     })
