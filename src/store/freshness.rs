@@ -1,10 +1,14 @@
 //! Read queries: dataset state — the serving revision, the last ingestion run, watermarks, totals.
+//!
+//! Every read here costs what the number of DAOs and sources costs, never what the votes, voters
+//! or events cost: totals are sums of the per-DAO summaries and the revision's own row counts,
+//! both materialised at publication.
 use sea_orm::{
-    ConnectionTrait, DbErr, EntityTrait, FromQueryResult, PaginatorTrait, QueryOrder, QuerySelect,
+    ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryOrder, QuerySelect,
     sea_query::{Expr, ExprTrait, Func, SimpleExpr},
 };
 
-use super::entities::{data_revision, forum_topic, governance_event, ingestion_run, signal, source_watermark, voter};
+use super::entities::{data_revision, ingestion_run, source_watermark};
 
 /// Totals over the published dataset.
 #[derive(Debug, Clone, Default, FromQueryResult)]
@@ -22,10 +26,6 @@ pub struct DatasetState {
     pub last_run: Option<ingestion_run::Model>,
     pub watermarks: Vec<source_watermark::Model>,
     pub totals: Totals,
-    pub voters: u64,
-    pub forum_topics: u64,
-    pub events: u64,
-    pub signals: u64,
 }
 
 /// The serving revision: the highest published one.
@@ -60,16 +60,7 @@ pub async fn dataset_state(db: &impl ConnectionTrait) -> Result<DatasetState, Db
         .one(db)
         .await?
         .unwrap_or_default();
-    Ok(DatasetState {
-        revision,
-        last_run,
-        watermarks,
-        totals,
-        voters: voter::Entity::find().count(db).await?,
-        forum_topics: forum_topic::Entity::find().count(db).await?,
-        events: governance_event::Entity::find().count(db).await?,
-        signals: signal::Entity::find().count(db).await?,
-    })
+    Ok(DatasetState { revision, last_run, watermarks, totals })
 }
 
 /// The newest `data_as_of` over the sources of `dao_id`; `None` when nothing was ingested.

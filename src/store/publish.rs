@@ -21,7 +21,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, DbErr, Statement, TransactionTrait, Value,
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, Statement,
+    TransactionTrait, Value,
 };
 
 use super::address;
@@ -142,6 +143,16 @@ const MOVE_SUMMARY_FRESHNESS: &str = "UPDATE dao_summaries
 
 const LINK_RUN: &str = "UPDATE ingestion_runs SET revision_id = $1 WHERE id = $2";
 
+/// The dataset's row counts, kept on the revision that publishes them (the freshness answer
+/// reads them there instead of counting per request). Voters are counted through their primary
+/// key; topics, events and signals are small next to the votes.
+const COUNT_ROWS: &str = "UPDATE data_revisions SET
+         voters = (SELECT COUNT(*) FROM voters),
+         forum_topics = (SELECT COUNT(*) FROM forum_topics),
+         governance_events = (SELECT COUNT(*) FROM governance_events),
+         signals = (SELECT COUNT(*) FROM signals)
+     WHERE id = $1";
+
 /// Recomputes what `scope` covers and publishes a new revision for run `run_id`, atomically.
 ///
 /// Called with a connection it opens its own transaction; called inside a writer's transaction
@@ -175,6 +186,11 @@ where
         data_as_of_ms: Set(newest_watermark(&txn).await?.unwrap_or(now)),
         run_id: Set(Some(run_id)),
         summary: Set(summary.to_owned()),
+        // Counted once the revision's rows are all written (`COUNT_ROWS` below).
+        voters: Set(0),
+        forum_topics: Set(0),
+        governance_events: Set(0),
+        signals: Set(0),
         ..Default::default()
     }
     .insert(&txn)
@@ -185,7 +201,11 @@ where
     let as_of = dao_times(&txn).await?;
     let scope_daos = touched.map(|t| &t.daos);
     super::signals::compute(&txn, scope_daos, &as_of, revision.id).await?;
+    exec(&txn, COUNT_ROWS, vec![revision.id.into()]).await?;
     exec(&txn, LINK_RUN, vec![revision.id.into(), run_id.into()]).await?;
+    let revision = data_revision::Entity::find_by_id(revision.id).one(&txn).await?.ok_or_else(|| {
+        DbErr::RecordNotFound(format!("revision {} vanished inside its own transaction", revision.id))
+    })?;
     txn.commit().await?;
     Ok(revision)
 }
@@ -286,6 +306,7 @@ where
     let revision = current_revision(&txn).await?.map_or(0, |r| r.id);
     let report = super::signals::compute(&txn, None, &as_of, revision).await?;
     changed += (report.inserted + report.updated + report.deleted) as u64;
+    exec(&txn, COUNT_ROWS, vec![revision.into()]).await?;
     txn.commit().await?;
     Ok(changed)
 }

@@ -118,3 +118,60 @@ async fn voters_as_text_are_converted_sqlite() {
 async fn voters_as_text_are_converted_postgres() {
     voters_as_text_are_converted(Backend::Postgres).await;
 }
+
+/// Migrations 8 and 9: a store from before them (no row counts on its revisions, the ranking
+/// read through `ix_voter_stats_rank`) gets its serving revision counted and the covering index,
+/// and answers the freshness and ranking calls exactly as before.
+async fn revision_counts_and_ranking_index_are_added(backend: Backend) {
+    let url = fresh_database(backend).await;
+    let db = store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    let answers = |url: String| async move {
+        let app = spawn_app_on(url).await;
+        let (_, fresh) = app.get_json("/v1/system/freshness").await;
+        let (_, ranking) = app.get_json("/v2/daos/uniswap/voters?limit=50").await;
+        (fresh["data"]["counts"].clone(), ranking["data"].clone())
+    };
+    let before = answers(url.clone()).await;
+    assert_ne!(before.0["voters"], "0", "{:?}", before.0);
+    assert_ne!(before.0["governanceEvents"], "0", "{:?}", before.0);
+
+    let downgrade = [
+        "ALTER TABLE data_revisions DROP COLUMN voters",
+        "ALTER TABLE data_revisions DROP COLUMN forum_topics",
+        "ALTER TABLE data_revisions DROP COLUMN governance_events",
+        "ALTER TABLE data_revisions DROP COLUMN signals",
+        r#"DROP INDEX "ix_voter_stats_rank_covering""#,
+        r#"CREATE INDEX "ix_voter_stats_rank" ON voter_dao_stats (dao_id, vp_sort DESC, voter)"#,
+        "DELETE FROM seaql_migrations WHERE version IN ('m0008_revision_counts', 'm0009_ranking_covers')",
+    ];
+    db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
+    db.close().await.unwrap();
+
+    let db = store::connect(&url).await.unwrap();
+    let indexes = |table: &str| match backend {
+        Backend::Sqlite => format!("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{table}'"),
+        Backend::Postgres => format!("SELECT indexname AS name FROM pg_indexes WHERE tablename = '{table}'"),
+    };
+    let names: Vec<String> = db
+        .query_all_raw(sea_orm::Statement::from_string(db.get_database_backend(), indexes("voter_dao_stats")))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.try_get::<String>("", "name").unwrap())
+        .collect();
+    assert!(names.iter().any(|n| n == "ix_voter_stats_rank_covering"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "ix_voter_stats_rank"), "the covering index replaces it: {names:?}");
+    db.close().await.unwrap();
+    assert_eq!(answers(url).await, before, "the migrated store answers as before");
+}
+
+#[tokio::test]
+async fn revision_counts_and_ranking_index_are_added_sqlite() {
+    revision_counts_and_ranking_index_are_added(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn revision_counts_and_ranking_index_are_added_postgres() {
+    revision_counts_and_ranking_index_are_added(Backend::Postgres).await;
+}

@@ -135,6 +135,11 @@ async fn incremental_publication(backend: Backend) {
     assert_eq!(touched.voted, [big_row.id].into(), "only the big proposal's votes changed");
     assert_eq!(touched.voters.len(), 1001, "the 1000 new voters and the one who changed their vote");
     assert_eq!(touched.daos, [DAO.to_owned()].into());
+    // The revision's row counts (counted at publication, not per request) follow.
+    let (_, published) = w.app.get_json("/v1/system/freshness").await;
+    let voters = |body: &serde_json::Value| body["data"]["counts"]["voters"].as_str().unwrap().parse::<u64>().unwrap();
+    assert_eq!(voters(&published), voters(&before) + 1000, "{published}");
+    assert_eq!(published["data"]["revision"]["id"], r3.to_string());
 
     // The stored facts are what the rules' reference analysis of all the votes says.
     let big_row = proposal::Entity::find_by_id(big_row.id).one(&w.db).await.unwrap().unwrap();

@@ -154,6 +154,9 @@ impl Api {
         // The newest watermark: it moves with every successful run, also one that publishes nothing.
         let newest =
             s.watermarks.iter().filter_map(|w| w.data_as_of_ms).max().or(s.revision.as_ref().map(|r| r.data_as_of_ms));
+        // Row counts the serving revision recorded at publication (0 before the first one).
+        let counted =
+            |count: fn(&store::entities::data_revision::Model) -> i64| s.revision.as_ref().map_or(0, count).to_string();
         let data = SystemFreshness {
             revision: s.revision.as_ref().map(|r| Revision {
                 id: r.id.to_string(),
@@ -180,11 +183,11 @@ impl Api {
                 proposals: s.totals.proposals.to_string(),
                 upstream_votes: s.totals.upstream_votes.to_string(),
                 ingested_votes: s.totals.ingested_votes.to_string(),
-                voters: s.voters.to_string(),
+                voters: counted(|r| r.voters),
                 delegates: s.totals.delegates.to_string(),
-                forum_topics: s.forum_topics.to_string(),
-                governance_events: s.events.to_string(),
-                signals: s.signals.to_string(),
+                forum_topics: counted(|r| r.forum_topics),
+                governance_events: counted(|r| r.governance_events),
+                signals: counted(|r| r.signals),
             },
         };
         let freshness = Freshness::new(newest, CacheStatus::Fresh);

@@ -11,6 +11,12 @@ pub struct Model {
     pub run_id: Option<i64>,
     /// What changed, for operators: a short human-readable line.
     pub summary: String,
+    /// Row counts of the dataset as this revision published it (migration 8): counted once at
+    /// publication so that the freshness answer reads one row.
+    pub voters: i64,
+    pub forum_topics: i64,
+    pub governance_events: i64,
+    pub signals: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -13,6 +13,8 @@ mod m0004_delegations;
 mod m0005_proposal_facts;
 mod m0006_compact_keys;
 mod m0007_voter_bytes;
+mod m0008_revision_counts;
+mod m0009_ranking_covers;
 
 pub struct Migrator;
 
@@ -27,6 +29,8 @@ impl MigratorTrait for Migrator {
             Box::new(m0005_proposal_facts::Migration),
             Box::new(m0006_compact_keys::Migration),
             Box::new(m0007_voter_bytes::Migration),
+            Box::new(m0008_revision_counts::Migration),
+            Box::new(m0009_ranking_covers::Migration),
         ]
     }
 }
