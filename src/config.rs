@@ -1,11 +1,11 @@
 //! Configuration: command-line flags mirroring environment variables, in one place.
 use std::net::SocketAddr;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand, builder::BoolishValueParser};
 
 use crate::contract::access::{
     DEFAULT_PRICE_PLUS, DEFAULT_PRICE_STANDARD, DEFAULT_X402_ASSET, DEFAULT_X402_ASSET_NAME,
-    DEFAULT_X402_ASSET_VERSION, DEFAULT_X402_NETWORK, Prices,
+    DEFAULT_X402_ASSET_VERSION, DEFAULT_X402_NETWORK, Prices, Rate, RatePolicy,
 };
 use crate::store::DEFAULT_DATABASE_URL;
 
@@ -65,6 +65,10 @@ pub enum TokensCommand {
         /// Comma-separated scopes: v1:paid:standard, v1:paid:plus, v1:paid:*, v2:paid:standard, v2:paid:plus, v2:paid:*.
         #[arg(long, value_delimiter = ',', required = true)]
         scopes: Vec<String>,
+        /// This token's own rate limit, `REQUESTS/DURATION` (`600/1m`); the server's partner
+        /// rate (`--rate-partner`) when unset.
+        #[arg(long, value_parser = parse_rate)]
+        rate: Option<Rate>,
     },
     /// List partner tokens (never the tokens themselves).
     List,
@@ -116,7 +120,7 @@ pub struct ServeArgs {
     #[arg(long, env = "GOVDATA_PUBLIC_URL")]
     pub public_url: Option<String>,
     /// Do not load the bundled sample into an empty store.
-    #[arg(long, env = "GOVDATA_NO_SAMPLE")]
+    #[arg(long, env = "GOVDATA_NO_SAMPLE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_sample: bool,
     /// Run ingestion inside the server: at start, then this long after each run ends (`15m`, `1h`).
     #[arg(long, env = "GOVDATA_INGEST_EVERY", value_parser = humantime::parse_duration)]
@@ -128,7 +132,7 @@ pub struct ServeArgs {
     pub response_cache_mb: usize,
     /// Refresh a registered DAO from its upstreams while answering a request about it, when its
     /// data is older than `--freshness-target`.
-    #[arg(long, env = "GOVDATA_LIVE_REFRESH")]
+    #[arg(long, env = "GOVDATA_LIVE_REFRESH", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub live_refresh: bool,
     /// How old a DAO's data may be before a request refreshes it live (with `--live-refresh`).
     #[arg(long, env = "GOVDATA_FRESHNESS_TARGET", default_value = "15m", value_parser = humantime::parse_duration)]
@@ -141,6 +145,10 @@ pub struct ServeArgs {
     pub live_deadline: std::time::Duration,
     #[command(flatten)]
     pub payments: PaymentArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub rates: RateArgs,
 }
 
 impl Default for ServeArgs {
@@ -158,6 +166,95 @@ impl ServeArgs {
         }
         Wrapper::parse_from(["govdata"]).serve
     }
+}
+
+/// What one process accepts before it refuses (connections, time, concurrent store work).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct LimitArgs {
+    /// Open connections at most; one more is answered 503 and closed. Fitted under the
+    /// process's descriptor limit (raised to its hard limit at start).
+    #[arg(long, env = "GOVDATA_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Longest wait for a request's head (slowloris), counted from when a connection is ready for
+    /// its next request, so it is also the idle keep-alive timeout.
+    #[arg(long, env = "GOVDATA_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: std::time::Duration,
+    /// Longest a request may take (waiting for a query slot included); past it the answer is
+    /// 503 with `Retry-After`, and a paid request is not charged.
+    #[arg(long, env = "GOVDATA_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub request_timeout: std::time::Duration,
+    /// Requests doing store work (cache misses) at once; more wait for a slot within the
+    /// request timeout.
+    #[arg(long, env = "GOVDATA_MAX_CONCURRENT_QUERIES", default_value_t = 32)]
+    pub max_concurrent_queries: usize,
+    /// On SIGTERM or SIGINT: longest wait for requests in flight and a running ingestion.
+    #[arg(long, env = "GOVDATA_DRAIN_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub drain_timeout: std::time::Duration,
+}
+
+/// Rate limits per policy (`contract::access::RatePolicy`): `REQUESTS/DURATION` or `off`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct RateArgs {
+    /// Per client address: free endpoints, 402 challenges, refused credentials, documents.
+    #[arg(long, env = "GOVDATA_RATE_CLIENT", default_value_t = RateArg(Some(RatePolicy::Client.default_rate())))]
+    pub rate_client: RateArg,
+    /// Per partner token (a token created with `--rate` has its own).
+    #[arg(long, env = "GOVDATA_RATE_PARTNER", default_value_t = RateArg(Some(RatePolicy::Partner.default_rate())))]
+    pub rate_partner: RateArg,
+    /// Per x402 payer (the paying address), checked before anything is charged.
+    #[arg(long, env = "GOVDATA_RATE_PAYER", default_value_t = RateArg(Some(RatePolicy::Payer.default_rate())))]
+    pub rate_payer: RateArg,
+}
+
+impl RateArgs {
+    pub fn settings(&self) -> crate::api::rate::RateSettings {
+        crate::api::rate::RateSettings {
+            client: self.rate_client.0,
+            partner: self.rate_partner.0,
+            payer: self.rate_payer.0,
+        }
+    }
+}
+
+/// A rate setting: `REQUESTS/DURATION` (`300/1m`, `20/1s`) or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateArg(pub Option<Rate>);
+
+impl std::fmt::Display for RateArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(rate) => write!(f, "{rate}"),
+            None => f.write_str("off"),
+        }
+    }
+}
+
+impl std::str::FromStr for RateArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "off" | "none" | "0" => Ok(Self(None)),
+            other => parse_rate(other).map(|r| Self(Some(r))),
+        }
+    }
+}
+
+/// `REQUESTS/DURATION`: `600/1m`, `100/10s` (a bare number of seconds is accepted too).
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    let invalid = || format!("`{s}` is not a rate; write REQUESTS/DURATION, e.g. 600/1m or 20/1s");
+    let (quota, window) = s.trim().split_once('/').ok_or_else(invalid)?;
+    let quota: u32 = quota.trim().parse().map_err(|_| invalid())?;
+    let window = window.trim();
+    let window_s = match window.parse::<u64>() {
+        Ok(seconds) => seconds,
+        Err(_) => humantime::parse_duration(window).map_err(|_| invalid())?.as_secs(),
+    };
+    let window_s = u32::try_from(window_s).map_err(|_| invalid())?;
+    if quota == 0 || window_s == 0 {
+        return Err(format!("`{s}`: the quota and the window (whole seconds) must be at least 1"));
+    }
+    Ok(Rate { quota, window_s })
 }
 
 /// x402 payment settings.
@@ -195,6 +292,24 @@ pub struct PaymentArgs {
     pub cursor_secret: Option<String>,
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_read_as_operators_write_them() {
+        assert_eq!(parse_rate("600/1m"), Ok(Rate { quota: 600, window_s: 60 }));
+        assert_eq!(parse_rate(" 20 / 1s "), Ok(Rate { quota: 20, window_s: 1 }));
+        assert_eq!(parse_rate("5/3600"), Ok(Rate { quota: 5, window_s: 3600 }));
+        assert!(parse_rate("600").is_err() && parse_rate("0/1m").is_err() && parse_rate("5/100ms").is_err());
+        assert_eq!("off".parse::<RateArg>(), Ok(RateArg(None)));
+        assert_eq!(
+            RateArg(Some(Rate { quota: 300, window_s: 60 })).to_string().parse(),
+            Ok(RateArg(Some(Rate { quota: 300, window_s: 60 })))
+        );
+    }
+}
+
 impl PaymentArgs {
     pub fn prices(&self) -> Prices {
         Prices { standard: self.price_standard, plus: self.price_plus }
@@ -214,6 +329,8 @@ pub struct Settings {
     pub ingest_every: Option<std::time::Duration>,
     /// The DAO registry file (the bundled one when `None`), for live refresh and the schedule.
     pub registry: Option<std::path::PathBuf>,
+    pub limits: LimitArgs,
+    pub rates: crate::api::rate::RateSettings,
 }
 
 /// When live refresh happens and how long requests wait for it.
@@ -242,6 +359,8 @@ impl Settings {
             live,
             ingest_every: args.ingest_every,
             registry: args.registry.registry.clone(),
+            limits: args.limits,
+            rates: args.rates.settings(),
         })
     }
 

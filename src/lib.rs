@@ -2,13 +2,15 @@
 //!
 //! Layers go one way: `api` (HTTP, thin handlers) → `store` (domain queries) → database.
 //! `contract` declares everything public once; `sample` and `ingest` are the only writers.
-//! `x402` is the payment protocol the access gate (`api::gate`) speaks.
+//! `x402` is the payment protocol the access gate (`api::gate`) speaks. `server` builds the app
+//! and `connections` serves it (caps, timeouts, graceful drain).
 
 // `Problem` (the RFC 9457 body) is the error of every handler; it is built only on the error
 // path and turned into a response at once, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 pub mod api;
 pub mod config;
+pub mod connections;
 pub mod contract;
 pub mod ingest;
 pub mod sample;

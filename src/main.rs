@@ -51,15 +51,37 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
     {
         tracing::info!("empty store: loaded the bundled sample\n{report}");
     }
-    let server::Listening { server, addr: bound, .. } =
+    let server::Listening { server, addr: bound, shutdown, .. } =
         server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
+    tokio::spawn(async move {
+        stop_signal().await;
+        tracing::info!("shutdown signal: draining");
+        shutdown.begin();
+    });
     tracing::info!(
         "govdata listening on http://{bound} (store {}, ready in {} ms); docs at http://{bound}/docs",
         redact(url),
         started.elapsed().as_millis()
     );
     server.await?;
+    tracing::info!("stopped");
     Ok(())
+}
+
+/// SIGTERM (what orchestrators send) or SIGINT (Ctrl-C).
+async fn stop_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot listen for SIGTERM; only Ctrl-C drains");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
 }
 
 async fn ingest(url: &str, args: IngestArgs) -> anyhow::Result<()> {
@@ -83,7 +105,7 @@ async fn ingest(url: &str, args: IngestArgs) -> anyhow::Result<()> {
 async fn tokens(url: &str, cmd: TokensCommand) -> anyhow::Result<()> {
     let db = store::connect(url).await?;
     match cmd {
-        TokensCommand::Create { name, scopes } => {
+        TokensCommand::Create { name, scopes, rate } => {
             let mut parsed = Vec::new();
             for s in &scopes {
                 let scope = Scope::parse(s.trim()).with_context(|| {
@@ -92,16 +114,27 @@ async fn tokens(url: &str, cmd: TokensCommand) -> anyhow::Result<()> {
                 })?;
                 parsed.push(scope.as_str());
             }
-            let (row, token) = store::tokens::create(&db, &name, &parsed, now_ms()).await?;
-            eprintln!("created token {} for {:?} with scopes {}; it is shown once:", row.id, row.name, row.scopes);
+            let (row, token) = store::tokens::create(&db, &name, &parsed, rate, now_ms()).await?;
+            let limit = rate.map_or_else(|| "the server's partner rate".to_owned(), |r| r.to_string());
+            eprintln!(
+                "created token {} for {:?} with scopes {} and rate limit {limit}; it is shown once:",
+                row.id, row.name, row.scopes
+            );
             println!("{token}");
         }
         TokensCommand::List => {
-            println!("{:>4}  {:<20} {:<12} {:<40} {:<9} last used", "id", "name", "prefix", "scopes", "status");
+            println!(
+                "{:>4}  {:<20} {:<12} {:<40} {:<9} {:<12} last used",
+                "id", "name", "prefix", "scopes", "status", "rate"
+            );
             for t in store::tokens::list(&db).await? {
                 let status = if t.revoked_ms.is_some() { "revoked" } else { "active" };
                 let last = t.last_used_ms.map(govdata::contract::time::rfc3339_ms).unwrap_or_else(|| "never".into());
-                println!("{:>4}  {:<20} {:<12} {:<40} {:<9} {last}", t.id, t.name, t.token_prefix, t.scopes, status);
+                let (id, name, prefix, scopes) = (t.id, t.name.clone(), t.token_prefix.clone(), t.scopes.clone());
+                let rate = govdata::store::tokens::LiveToken::from(t)
+                    .rate
+                    .map_or_else(|| "default".to_owned(), |r| r.to_string());
+                println!("{id:>4}  {name:<20} {prefix:<12} {scopes:<40} {status:<9} {rate:<12} {last}");
             }
         }
         TokensCommand::Revoke { id } => {

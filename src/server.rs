@@ -4,12 +4,11 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use poem::{
-    Endpoint, EndpointExt, IntoResponse, Request, Response, Route, Server,
-    endpoint::make_sync,
+    Endpoint, EndpointExt, IntoResponse, Request, Response, Route,
+    endpoint::{BoxEndpoint, make_sync},
     error::{MethodNotAllowedError, NotFoundError},
     get, handler,
     http::{HeaderValue, Method, StatusCode, header},
-    listener::{Acceptor, Listener, TcpListener},
     middleware::Cors,
     web::{Data, Html, Json},
 };
@@ -19,6 +18,7 @@ use serde_json::json;
 
 use crate::api::{self, AppState, Documents};
 use crate::config::Settings;
+use crate::connections::{self, Shutdown};
 use crate::contract::{
     access::Version,
     cursor::CursorCodec,
@@ -73,11 +73,13 @@ fn cors() -> Cors {
 
 /// A bound server, not yet running.
 pub struct Listening<F> {
-    /// Runs the server until it is asked to stop.
+    /// Runs the server until `shutdown` begins and the drain ends.
     pub server: F,
     pub addr: SocketAddr,
     /// What the server serves from (its revision watch), for callers that publish in-process.
     pub serving: Arc<api::serving::ServingWatch>,
+    /// Begins the graceful drain (`govdata serve` on SIGTERM or SIGINT).
+    pub shutdown: Shutdown,
 }
 
 /// Binds `addr` (port 0 picks a free one): the server future, the bound address and its watch.
@@ -86,12 +88,8 @@ pub async fn bind(
     addr: SocketAddr,
     settings: &dyn Fn(SocketAddr) -> anyhow::Result<Settings>,
 ) -> anyhow::Result<Listening<impl std::future::Future<Output = std::io::Result<()>> + use<>>> {
-    let acceptor = TcpListener::bind(addr).into_acceptor().await?;
-    let bound = acceptor
-        .local_addr()
-        .first()
-        .and_then(|a| a.as_socket_addr().copied())
-        .ok_or_else(|| anyhow::anyhow!("the listener has no socket address"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
     let settings = settings(bound)?;
     let documents = Arc::new(Documents::build(settings.prices()));
     let secret = match &settings.payments.cursor_secret {
@@ -112,12 +110,26 @@ pub async fn bind(
         }
         _ => None,
     };
-    if let (Some(every), Some(registry)) = (settings.ingest_every, &registry) {
-        tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
-        let watch = serving.clone();
-        let registry = Registry::clone(registry);
-        ingest::schedule::spawn(db.clone(), registry, every, RunOptions::default(), move || watch.poke());
-    }
+    let shutdown = Shutdown::default();
+    let schedule = match (settings.ingest_every, &registry) {
+        (Some(every), Some(registry)) => {
+            tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
+            let watch = serving.clone();
+            let registry = Registry::clone(registry);
+            let stop = shutdown.clone();
+            Some(ingest::schedule::spawn(db.clone(), registry, every, RunOptions::default(), stop, move || {
+                watch.poke()
+            }))
+        }
+        _ => None,
+    };
+    let limits = connections::ConnectionLimits {
+        max_connections: connections::fit_connection_cap(settings.limits.max_connections),
+        header_read_timeout: settings.limits.header_read_timeout,
+        drain_timeout: settings.limits.drain_timeout,
+    };
+    let queries = api::bounds::QuerySlots::new(&settings.limits);
+    let rates = api::rate::RateLimiter::start(settings.rates, db.clone());
     let state = AppState {
         db,
         settings: Arc::new(settings),
@@ -127,15 +139,24 @@ pub async fn bind(
         cache,
         live,
         serving: serving.clone(),
+        shutdown: shutdown.clone(),
+        queries,
+        rates,
     };
-    let server = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(
-        app(state),
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        },
-        Some(std::time::Duration::from_secs(10)),
-    );
-    Ok(Listening { server, addr: bound, serving })
+    let app: Arc<BoxEndpoint<'static>> = Arc::new(app(state).boxed());
+    let draining = shutdown.clone();
+    let server = async move {
+        connections::serve(listener, app, limits, draining).await?;
+        // A scheduled run in progress finishes (its publication commits or rolls back whole);
+        // past the drain timeout the process exits and the open transaction rolls back.
+        if let Some(schedule) = schedule
+            && tokio::time::timeout(limits.drain_timeout, schedule).await.is_err()
+        {
+            tracing::warn!("drain timeout: the running ingestion is abandoned; its transaction rolls back");
+        }
+        Ok(())
+    };
+    Ok(Listening { server, addr: bound, serving, shutdown })
 }
 
 /// Live refresh over ingestion: the one place the API's needs meet the writers.
@@ -217,9 +238,13 @@ fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// Readiness: the store answers.
+/// Readiness: the store answers and the process is not draining (a load balancer stops
+/// sending it new requests as soon as a shutdown begins).
 #[handler]
 async fn readyz(state: Data<&AppState>) -> poem::Result<Json<serde_json::Value>> {
+    if state.shutdown.draining() {
+        return Err(Problem::new(ErrorCode::Unavailable, "The server is shutting down; use another instance.").into());
+    }
     if crate::store::ping(&state.db).await {
         Ok(Json(json!({ "status": "ready", "store": crate::store::backend_name(&state.db) })))
     } else {
@@ -228,6 +253,11 @@ async fn readyz(state: Data<&AppState>) -> poem::Result<Json<serde_json::Value>>
 }
 
 const REQUEST_ID: &str = "x-request-id";
+/// The longest request target (path and query) the app reads; a longer one is refused with a
+/// problem document before any parsing.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// The most bytes of request headers (names and values) the app reads.
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 
 /// A client's request id is echoed when it is short and printable; otherwise we make one.
 fn request_id(req: &Request) -> String {
@@ -245,7 +275,12 @@ async fn edge<E: Endpoint>(ep: Arc<E>, mut req: Request, documents: Arc<Document
     }
     let (method, path, query) =
         (req.method().clone(), req.uri().path().to_owned(), req.uri().query().map(str::to_owned));
-    let mut response = match ep.call(req).await {
+    let refused = oversized(&req).or_else(|| nul_parameter(&req, &documents));
+    let outcome = match refused {
+        Some(problem) => Err(problem.into()),
+        None => ep.call(req).await,
+    };
+    let mut response = match outcome {
         Ok(r) => r.into_response(),
         Err(err) => problem_response(err, &documents, &method, &path, query.as_deref(), &rid),
     };
@@ -273,7 +308,7 @@ fn problem_response(
             serde_urlencoded::from_str::<Vec<(String, String)>>(q)
                 .ok()?
                 .into_iter()
-                .rev()
+                // The first of repeated values is the one applied (and echoed).
                 .find(|(k, _)| k == e.name)
                 .map(|(_, v)| v)
         });
@@ -321,6 +356,58 @@ fn problem_response(
         response.headers_mut().insert(header::ALLOW, allow);
     }
     response
+}
+
+/// A request target or head beyond what the app reads: refused with a problem document (hyper
+/// refuses only heads beyond `connections::HYPER_MAX_HEAD_BYTES`, with a bare status).
+fn oversized(req: &Request) -> Option<Problem> {
+    let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if target > MAX_URI_BYTES {
+        return Some(Problem::new(
+            ErrorCode::ValidationError,
+            format!("The request target is {target} bytes; at most {MAX_URI_BYTES} are accepted."),
+        ));
+    }
+    let head: usize = req.headers().iter().map(|(n, v)| n.as_str().len() + v.len() + 4).sum();
+    (head > MAX_HEAD_BYTES).then(|| {
+        Problem::new(
+            ErrorCode::ValidationError,
+            format!("The request headers are {head} bytes; at most {MAX_HEAD_BYTES} are accepted."),
+        )
+    })
+}
+
+/// No identifier, address or search text contains NUL, and PostgreSQL refuses it in text: a
+/// NUL (`%00`) in a query or path parameter is refused up front, naming the parameter.
+fn nul_parameter(req: &Request, documents: &Documents) -> Option<Problem> {
+    let shown = |s: &str| s.replace('\0', "\\u0000");
+    let refuse = |location, name: &str, received: &str| {
+        Problem::validation(FieldError {
+            location,
+            name: shown(name),
+            reason: "must not contain NUL (%00)".to_owned(),
+            expected: None,
+            received: Some(shown(received)),
+        })
+    };
+    if let Some(query) = req.uri().query().filter(|q| q.contains("%00")) {
+        let pairs = serde_urlencoded::from_str::<Vec<(String, String)>>(query).unwrap_or_default();
+        if let Some((k, v)) = pairs.iter().find(|(k, v)| k.contains('\0') || v.contains('\0')) {
+            return Some(refuse(ParamLocation::Query, k, v));
+        }
+    }
+    let path = req.uri().path();
+    if !path.to_ascii_lowercase().contains("%00") {
+        return None;
+    }
+    let published = if path.starts_with("/v2/") { &documents.v2 } else { &documents.v1 };
+    let matched = published.match_path(path, req.method().as_str())?;
+    let names = matched.template.split('/').zip(path.split('/'));
+    names.filter(|(_, segment)| segment.to_ascii_lowercase().contains("%00")).find_map(|(template, segment)| {
+        let name = template.strip_prefix('{')?.strip_suffix('}')?;
+        let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned();
+        Some(refuse(ParamLocation::Path, name, &decoded))
+    })
 }
 
 /// poem-openapi's parse messages name Rust types (`failed to parse "v2_limit_MostLists": …

@@ -237,6 +237,11 @@ fn cacheable(req: &Request) -> bool {
 /// The middleware.
 pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
     if !cacheable(&req) {
+        // Pricing and freshness are bounded like every operation; documents and pages are not
+        // store work.
+        if Route::of(&req).is_some_and(|r| r.decl.is_some()) {
+            return state.queries.run(ep.call(req)).await.map(IntoResponse::into_response);
+        }
         return ep.call(req).await.map(IntoResponse::into_response);
     }
     // Only a server with live refresh looks for the DAO a request is about.
@@ -263,7 +268,7 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
         };
         return Ok(replay(&hit, v1, &now));
     }
-    let response = ep.call(req).await?.into_response();
+    let response = state.queries.run(ep.call(req)).await?.into_response();
     if response.status() != StatusCode::OK || !is_json(response.headers()) || (revision.is_none() && live.is_none()) {
         return Ok(response);
     }

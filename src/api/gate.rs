@@ -18,9 +18,9 @@ use poem::{
 };
 use subtle::ConstantTimeEq;
 
-use super::{AppState, payment, route::Route};
+use super::{AppState, payment, rate::Decision, route::Route};
 use crate::contract::{
-    access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Scope, Tier, Version},
+    access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, RatePolicy, Scope, Tier, Version},
     envelope::RequestId,
     errors::{ErrorCode, Problem},
 };
@@ -40,50 +40,106 @@ pub struct PaidCall {
     pub request_id: String,
 }
 
+/// Paths no rate limit applies to: the probes an orchestrator polls.
+const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];
+
 pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
     let Some(call) = paid_call(&state, &req) else {
-        return ep.call(req).await.map(IntoResponse::into_response);
+        if UNLIMITED_PATHS.contains(&req.uri().path()) || internal_token_matches(&state, &req) {
+            return ep.call(req).await.map(IntoResponse::into_response);
+        }
+        // Free operations, documents and unknown paths count against the client address.
+        return match client_rate(&state, &req) {
+            Some(d) if !d.allowed => Ok(d.refusal(&request_id(&req))),
+            decision => {
+                let response = ep.call(req).await.map(IntoResponse::into_response)?;
+                Ok(match decision {
+                    Some(d) => d.stamp(response),
+                    None => response,
+                })
+            }
+        };
     };
     if internal_token_matches(&state, &req) {
         return ep.call(req).await.map(IntoResponse::into_response);
     }
     if let Some(sent) = req.headers().get(PARTNER_TOKEN_HEADER) {
         let sent = sent.to_str().unwrap_or_default().trim().to_owned();
-        return match partner_scopes(&state, &sent).await? {
-            None => Err(Problem::new(
+        // A client already over its limit (guessing tokens, say) is refused before the store
+        // is asked about a token it does not remember.
+        if !state.serving.remembers(&sent)
+            && let Some(d) = state.rates.exhausted(RatePolicy::Client, &client_key(&req))
+        {
+            return Ok(d.refusal(&call.request_id));
+        }
+        let token = state.serving.partner_token(&sent).await.map_err(|e| Problem::from_store(&e))?;
+        let Some(token) = token else {
+            if let Some(d) = client_rate(&state, &req).filter(|d| !d.allowed) {
+                return Ok(d.refusal(&call.request_id));
+            }
+            return Err(Problem::new(
                 ErrorCode::Unauthorized,
                 format!("The partner token in `{PARTNER_TOKEN_HEADER}` is unknown or has been revoked."),
             )
-            .into()),
-            Some(scopes) if !scopes.iter().any(|s| s.grants(call.version, call.tier)) => {
-                Err(forbidden(&call, &scopes).into())
-            }
-            Some(_) => {
-                let mut response = ep.call(req).await?.into_response();
-                // Paid data answered to one partner is not for shared caches.
-                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
-                Ok(response)
-            }
+            .into());
         };
+        let decision = state.rates.check(RatePolicy::Partner, &token.id.to_string(), token.rate);
+        if let Some(d) = decision.filter(|d| !d.allowed) {
+            return Ok(d.refusal(&call.request_id));
+        }
+        let scopes: Vec<Scope> = token.scopes.split(',').filter_map(Scope::parse).collect();
+        if !scopes.iter().any(|s| s.grants(call.version, call.tier)) {
+            return Err(forbidden(&call, &scopes).into());
+        }
+        let mut response = ep.call(req).await?.into_response();
+        // Paid data answered to one partner is not for shared caches.
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
+        return Ok(match decision {
+            Some(d) => d.stamp(response),
+            None => response,
+        });
     }
     let sent = [Generation::V2, Generation::V1]
         .into_iter()
         .find_map(|g| req.headers().get(g.request_header()).map(|v| (g, v.to_str().unwrap_or_default().to_owned())));
     match sent {
         Some((generation, header)) => payment::pay(ep, req, &state, &call, generation, &header).await,
-        None => Ok(challenge(
-            &state,
-            &call,
-            "payment_required",
-            format!(
-                "This endpoint is in the {} tier ({} atomic units of the asset per request). Pay with x402 (send \
+        None => {
+            if let Some(d) = client_rate(&state, &req).filter(|d| !d.allowed) {
+                return Ok(d.refusal(&call.request_id));
+            }
+            Ok(challenge(
+                &state,
+                &call,
+                "payment_required",
+                format!(
+                    "This endpoint is in the {} tier ({} atomic units of the asset per request). Pay with x402 (send \
                  `X-PAYMENT` or `PAYMENT-SIGNATURE` as the challenge describes) or send a partner token in `{}`.",
-                call.tier.as_str(),
-                state.payments.prices.of(call.tier),
-                PARTNER_TOKEN_HEADER
-            ),
-        )),
+                    call.tier.as_str(),
+                    state.payments.prices.of(call.tier),
+                    PARTNER_TOKEN_HEADER
+                ),
+            ))
+        }
     }
+}
+
+/// The client address a request counts against: the connection's peer (a proxy in front
+/// should be given its own, larger limit, or turn the client policy off).
+pub fn client_key(req: &Request) -> String {
+    match req.remote_addr().as_socket_addr() {
+        Some(addr) => addr.ip().to_string(),
+        None => req.remote_addr().to_string(),
+    }
+}
+
+/// Counts `req` against its client address.
+pub fn client_rate(state: &AppState, req: &Request) -> Option<Decision> {
+    state.rates.check(RatePolicy::Client, &client_key(req), None)
+}
+
+fn request_id(req: &Request) -> String {
+    req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default()
 }
 
 /// The paid operation `req` asks for, if any (the edge found its route).
@@ -104,7 +160,7 @@ fn paid_call(state: &AppState, req: &Request) -> Option<PaidCall> {
         endpoint: format!("{} {}", method.to_ascii_uppercase(), route.template),
         description: published.summary(&route.template, method).unwrap_or(decl.id).to_owned(),
         url,
-        request_id: req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
+        request_id: request_id(req),
     })
 }
 
@@ -116,13 +172,6 @@ fn internal_token_matches(state: &AppState, req: &Request) -> bool {
     };
     // A wrong internal token is ignored, not refused: its existence stays undisclosed.
     !configured.is_empty() && bool::from(configured.as_bytes().ct_eq(sent.as_bytes()))
-}
-
-/// The scopes of a live partner token (`None`: unknown or revoked); its use is recorded in the
-/// background.
-async fn partner_scopes(state: &AppState, sent: &str) -> Result<Option<Vec<Scope>>, Problem> {
-    let token = state.serving.partner_token(sent).await.map_err(|e| Problem::from_store(&e))?;
-    Ok(token.map(|t| t.scopes.split(',').filter_map(Scope::parse).collect()))
 }
 
 fn forbidden(call: &PaidCall, held: &[Scope]) -> Problem {

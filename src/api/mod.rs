@@ -1,11 +1,13 @@
 //! The HTTP surfaces: typed poem-openapi endpoint declarations, one file per resource
 //! (parameters, response types and handler together). Handlers stay thin: parse, ask `store`,
 //! shape the envelope.
+pub mod bounds;
 pub mod cache;
 pub mod gate;
 pub mod live;
 pub mod model;
 pub mod payment;
+pub mod rate;
 pub mod route;
 pub mod serving;
 pub mod v1;
@@ -44,6 +46,12 @@ pub struct AppState {
     pub live: Option<Arc<live::LiveRefresh>>,
     /// The serving revision, `dataAsOf` and partner tokens, watched rather than read per request.
     pub serving: Arc<serving::ServingWatch>,
+    /// Set when the process begins draining.
+    pub shutdown: crate::connections::Shutdown,
+    /// The request deadline and the cap on concurrent store work.
+    pub queries: bounds::QuerySlots,
+    /// Rate limits per client, partner token and payer.
+    pub rates: Arc<rate::RateLimiter>,
 }
 
 /// Both finished documents.

@@ -12,9 +12,10 @@ use poem::{
 
 use super::{
     AppState,
-    gate::{PaidCall, challenge, resource_info},
+    gate::{PaidCall, challenge, client_rate, resource_info},
 };
 use crate::contract::{
+    access::RatePolicy,
     errors::{ErrorCode, Problem},
     time::now_ms,
 };
@@ -33,8 +34,19 @@ pub async fn pay<E: Endpoint>(
     let now = now_ms();
     let candidate = match terms.check(generation, header, call.tier, &resource_info(call), (now / 1000) as u64) {
         Ok(candidate) => candidate,
-        Err(refusal) => return Ok(challenge(state, call, refusal.reason, refusal.detail)),
+        Err(refusal) => {
+            // A payment that does not check out counts against the client, like a challenge.
+            if let Some(d) = client_rate(state, &req).filter(|d| !d.allowed) {
+                return Ok(d.refusal(&call.request_id));
+            }
+            return Ok(challenge(state, call, refusal.reason, refusal.detail));
+        }
     };
+    // Refused for rate before anything is reserved, verified or settled: never charged.
+    let rate = state.rates.check(RatePolicy::Payer, &candidate.payer.to_ascii_lowercase(), None);
+    if let Some(d) = rate.filter(|d| !d.allowed) {
+        return Ok(d.refusal(&call.request_id));
+    }
     let (Some(facilitator), Some(pay_to)) = (terms.facilitator.as_ref(), terms.pay_to) else {
         return Ok(challenge(
             state,
@@ -159,7 +171,10 @@ pub async fn pay<E: Endpoint>(
     }
     // A paid response carries a one-off receipt: no cache may keep or replay it.
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(match rate {
+        Some(d) => d.stamp(response),
+        None => response,
+    })
 }
 
 fn upstream(what: &str) -> Problem {

@@ -145,6 +145,13 @@ impl ServingWatch {
         Ok(())
     }
 
+    /// Whether `sent` is a live token of a recent snapshot (answered without the store).
+    pub fn remembers(&self, sent: &str) -> bool {
+        let hash = tokens::hash(sent);
+        let snapshot = self.tokens.read().expect("never poisoned");
+        snapshot.as_ref().is_some_and(|s| s.loaded.elapsed() < TOKEN_SNAPSHOT_MAX_AGE && s.by_hash.contains_key(&hash))
+    }
+
     /// The live partner token `sent` (its scopes, as stored), if any, recording its use.
     ///
     /// A token of a recent snapshot is answered from memory. Anything else is asked of the store:
@@ -161,7 +168,7 @@ impl ServingWatch {
         };
         let token = match remembered {
             Some(token) => Some(token),
-            None => tokens::find_live(&self.db, sent).await?.map(|t| LiveToken { id: t.id, scopes: t.scopes }),
+            None => tokens::find_live(&self.db, sent).await?.map(LiveToken::from),
         };
         if let Some(t) = &token {
             self.record_use(t.id);

@@ -200,3 +200,57 @@ mod tests {
         }
     }
 }
+
+/// A rate limit: at most `quota` requests in any `window_s` seconds (a sliding window: the
+/// previous window's count, weighted by how much of it still overlaps, plus the current one's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rate {
+    pub quota: u32,
+    pub window_s: u32,
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}s", self.quota, self.window_s)
+    }
+}
+
+/// Who a rate limit counts, named as `RateLimit-Policy` names it. Everything a request costs
+/// is counted against exactly one policy: the partner token it carries, the x402 payer of its
+/// payment, or else its client address (free operations, 402 challenges, refused credentials,
+/// documents). The internal token and health probes are not limited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RatePolicy {
+    Client,
+    Partner,
+    Payer,
+}
+
+impl RatePolicy {
+    pub const ALL: [Self; 3] = [Self::Client, Self::Partner, Self::Payer];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Partner => "partner",
+            Self::Payer => "payer",
+        }
+    }
+
+    /// The defaults (configuration overrides them; `govdata tokens create --rate` overrides
+    /// the partner rate per token).
+    pub const fn default_rate(self) -> Rate {
+        match self {
+            // Browsing the free surface and asking for challenges: a few per second.
+            Self::Client => Rate { quota: 300, window_s: 60 },
+            // A partner's integration: 100 per second sustained over a minute.
+            Self::Partner => Rate { quota: 6_000, window_s: 60 },
+            // One paying wallet: 20 per second over a minute.
+            Self::Payer => Rate { quota: 1_200, window_s: 60 },
+        }
+    }
+}
+
+/// The headers a rate-limited answer carries (draft-ietf-httpapi-ratelimit-headers).
+pub const RATE_LIMIT_POLICY_HEADER: &str = "ratelimit-policy";
+pub const RATE_LIMIT_HEADER: &str = "ratelimit";

@@ -112,7 +112,9 @@ pub struct V1Request {
 
 impl<'a> FromRequest<'a> for V1Request {
     async fn from_request(req: &'a Request, _body: &mut RequestBody) -> poem::Result<Self> {
-        let params = req.uri().query().map(|q| serde_urlencoded_pairs(q).into_iter().collect()).unwrap_or_default();
+        // A repeated parameter is applied with its first value: the echo keeps that one.
+        let params =
+            req.uri().query().map(|q| serde_urlencoded_pairs(q).into_iter().rev().collect()).unwrap_or_default();
         Ok(Self {
             echo: RequestEcho {
                 method: req.method().to_string(),
@@ -146,7 +148,7 @@ impl V1Request {
     }
 }
 
-/// Query pairs as received (percent-decoded); a repeated key keeps its last value.
+/// Query pairs as received (percent-decoded), in order.
 fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
     serde_urlencoded::from_str(query).unwrap_or_default()
 }

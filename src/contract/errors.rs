@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use poem::http::StatusCode;
 use poem_openapi::{
     Enum, Object,
-    registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry},
+    registry::{MetaHeader, MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry},
     types::Type,
 };
 use serde::Serialize;
@@ -98,7 +98,9 @@ impl ErrorCode {
             Self::UpstreamError => {
                 "UPSTREAM_ERROR: a service we depend on (payment facilitator, data upstream) failed."
             }
-            Self::Unavailable => "UNAVAILABLE: the store is unreachable; retry later.",
+            Self::Unavailable => {
+                "UNAVAILABLE: the store is unreachable, or the server is at a limit (connections, concurrent queries, the request deadline) or shutting down; retry after `Retry-After`."
+            }
         }
     }
 
@@ -205,6 +207,11 @@ pub struct Problem {
     /// the operator has not configured payments; a partner token still opens it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accepts: Option<Vec<RequirementV1>>,
+    /// Seconds after which a retry may succeed, sent as `Retry-After` (429, 503); not a member
+    /// of the body.
+    #[oai(skip)]
+    #[serde(skip)]
+    pub retry_after_s: Option<u64>,
 }
 
 impl Problem {
@@ -221,6 +228,7 @@ impl Problem {
             x402_version: None,
             error: None,
             accepts: None,
+            retry_after_s: (code == ErrorCode::Unavailable).then_some(UNAVAILABLE_RETRY_AFTER_S),
         }
     }
 
@@ -235,13 +243,12 @@ impl Problem {
 
     /// A store failure: unreachable means 503 (retry later); anything else is our defect.
     pub fn from_store(err: &sea_orm::DbErr) -> Self {
-        use sea_orm::DbErr;
-        match err {
-            DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => {
+        match store_unreachable(err) {
+            true => {
                 tracing::warn!(error = %err, "store unavailable");
                 Self::new(ErrorCode::Unavailable, "The data store is unreachable; retry shortly.")
             }
-            _ => {
+            false => {
                 tracing::error!(error = %err, "store error");
                 Self::new(ErrorCode::InternalError, "The request failed on our side.")
             }
@@ -275,7 +282,38 @@ impl Problem {
         if self.code == ErrorCode::PaymentRequired {
             response.headers_mut().insert("cache-control", poem::http::HeaderValue::from_static("no-store"));
         }
+        if let Some(seconds) = self.retry_after_s {
+            response.headers_mut().insert("retry-after", poem::http::HeaderValue::from(seconds));
+        }
         response
+    }
+}
+
+/// `Retry-After` of a 503: the store or the server is expected back within about this long.
+pub const UNAVAILABLE_RETRY_AFTER_S: u64 = 1;
+
+/// Whether a store error means "cannot be reached now" (503, retry) rather than a defect (500):
+/// no connection to be had, a connection that broke or was terminated by the server
+/// (PostgreSQL classes 08 and 57P, too many connections), or SQLite busy beyond its timeout.
+fn store_unreachable(err: &sea_orm::DbErr) -> bool {
+    use sea_orm::{DbErr, RuntimeErr, sqlx::Error};
+    match err {
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => match &**e {
+            Error::Io(_)
+            | Error::Tls(_)
+            | Error::Protocol(_)
+            | Error::PoolTimedOut
+            | Error::PoolClosed
+            | Error::WorkerCrashed => true,
+            Error::Database(db) => db.code().is_some_and(|code| {
+                // SQLite reports (extended) result codes as numbers: BUSY is 5, LOCKED 6.
+                let sqlite_busy = code.parse::<u32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
+                code.starts_with("08") || code.starts_with("57P") || code == "53300" || sqlite_busy
+            }),
+            _ => false,
+        },
+        _ => false,
     }
 }
 
@@ -348,7 +386,7 @@ impl<Op: Operation> poem_openapi::ApiResponse for ApiError<Op> {
                         content_type: PROBLEM_CONTENT_TYPE,
                         schema: MetaSchemaRef::Reference(Problem::name().into_owned()),
                     }],
-                    headers: vec![],
+                    headers: documented_headers(status),
                 })
                 .collect(),
         }
@@ -356,6 +394,38 @@ impl<Op: Operation> poem_openapi::ApiResponse for ApiError<Op> {
 
     fn register(registry: &mut Registry) {
         Problem::register(registry);
+    }
+}
+
+/// The headers an error status carries: when to retry (429, 503), and the rate-limit state
+/// (429; successful answers carry the same two headers, see `access::RatePolicy`).
+fn documented_headers(status: u16) -> Vec<MetaHeader> {
+    let header = |name: &str, description: &str, schema: MetaSchemaRef| MetaHeader {
+        name: name.to_owned(),
+        description: Some(description.to_owned()),
+        required: true,
+        deprecated: false,
+        schema,
+    };
+    let retry_after =
+        || header("Retry-After", "Seconds to wait before retrying.", <u64 as poem_openapi::types::Type>::schema_ref());
+    match status {
+        429 => vec![
+            retry_after(),
+            header(
+                "RateLimit-Policy",
+                "The limit applied, as `\"<policy>\";q=<quota>;w=<window seconds>` (policy `client`, `partner` or \
+                 `payer`), as draft-ietf-httpapi-ratelimit-headers names it.",
+                String::schema_ref(),
+            ),
+            header(
+                "RateLimit",
+                "What is left of it, as `\"<policy>\";r=<remaining>;t=<seconds until the window resets>`.",
+                String::schema_ref(),
+            ),
+        ],
+        503 => vec![retry_after()],
+        _ => vec![],
     }
 }
 

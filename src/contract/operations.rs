@@ -61,8 +61,8 @@ impl OperationDecl {
                 ErrorCode::UpstreamError,
             ]);
         }
-        // Every operation reads the store.
-        codes.extend([ErrorCode::InternalError, ErrorCode::Unavailable]);
+        // Every operation is rate-limited (`access::RatePolicy`) and reads the store.
+        codes.extend([ErrorCode::RateLimited, ErrorCode::InternalError, ErrorCode::Unavailable]);
         codes.sort_by_key(|c| (c.status(), *c as u8));
         codes.dedup();
         codes

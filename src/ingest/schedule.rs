@@ -1,11 +1,13 @@
 //! `govdata serve --ingest-every DURATION`: ingestion on a schedule inside the server process.
-//! Runs never overlap: the next one starts a full period after the previous one ended.
+//! Runs never overlap: the next one starts a full period after the previous one ended. When the
+//! server drains, no new run starts and the task ends after the run in progress.
 use std::time::Duration;
 
 use sea_orm::DatabaseConnection;
 use tokio::task::JoinHandle;
 
 use super::{Registry, RunOptions, run_once};
+use crate::connections::Shutdown;
 
 /// Starts the schedule: a first run at once, then one `every` after each run ends. `after_run`
 /// is called when a run has ended (the server serves what it published at once).
@@ -14,17 +16,21 @@ pub fn spawn(
     registry: Registry,
     every: Duration,
     options: RunOptions,
+    shutdown: Shutdown,
     after_run: impl Fn() + Send + 'static,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let options = RunOptions { trigger: "schedule", ..options };
-        loop {
+        while !shutdown.draining() {
             match run_once(&db, &registry, &options).await {
                 Ok(report) => tracing::info!("scheduled {report}"),
                 Err(e) => tracing::error!("scheduled ingestion failed: {e:#}"),
             }
             after_run();
-            tokio::time::sleep(every).await;
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = shutdown.begun() => {}
+            }
         }
     })
 }

@@ -17,6 +17,7 @@ pub mod migration;
 pub mod payments;
 pub mod proposals;
 pub mod publish;
+pub mod rates;
 pub mod search;
 pub mod settings;
 pub mod signals;

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::entities::partner_token;
+use crate::contract::access::Rate;
 
 /// Prefix that makes a leaked token recognisable (secret scanners, logs).
 pub const TOKEN_PREFIX: &str = "gdp_";
@@ -15,12 +16,13 @@ pub fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// Creates a token with `scopes` (already validated by the caller). Returns the row and the
-/// token, which is never stored or shown again.
+/// Creates a token with `scopes` (already validated by the caller) and its own rate limit, if
+/// any. Returns the row and the token, which is never stored or shown again.
 pub async fn create(
     db: &impl ConnectionTrait,
     name: &str,
     scopes: &[&str],
+    rate: Option<Rate>,
     now_ms: i64,
 ) -> Result<(partner_token::Model, String), DbErr> {
     let mut secret = [0u8; 32];
@@ -34,6 +36,8 @@ pub async fn create(
         created_ms: Set(now_ms),
         revoked_ms: Set(None),
         last_used_ms: Set(None),
+        rate_quota: Set(rate.map(|r| i64::from(r.quota))),
+        rate_window_s: Set(rate.map(|r| i64::from(r.window_s))),
         ..Default::default()
     }
     .insert(db)
@@ -92,6 +96,21 @@ pub struct LiveToken {
     pub id: i64,
     /// Comma-separated scopes, as stored.
     pub scopes: String,
+    /// The token's own rate limit, if it has one.
+    pub rate: Option<Rate>,
+}
+
+impl From<partner_token::Model> for LiveToken {
+    fn from(t: partner_token::Model) -> Self {
+        let rate = match (t.rate_quota, t.rate_window_s) {
+            (Some(quota), Some(window_s)) => Some(Rate {
+                quota: u32::try_from(quota).unwrap_or(u32::MAX),
+                window_s: u32::try_from(window_s).unwrap_or(u32::MAX).max(1),
+            }),
+            _ => None,
+        };
+        Self { id: t.id, scopes: t.scopes, rate }
+    }
 }
 
 /// What changes when a token is created or revoked (the only writes besides last use): the
@@ -113,6 +132,6 @@ pub async fn live_by_hash(db: &impl ConnectionTrait) -> Result<std::collections:
         .all(db)
         .await?
         .into_iter()
-        .map(|t| (t.token_hash, LiveToken { id: t.id, scopes: t.scopes }))
+        .map(|t| (t.token_hash.clone(), LiveToken::from(t)))
         .collect())
 }

@@ -21,7 +21,7 @@ const PAY_TO: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 /// A token with `scopes`, written straight into the server's store (as `govdata tokens create` does).
 pub async fn partner_token(app: &TestApp, scopes: &[&str]) -> (i64, String) {
     let db = govdata::store::connect(&app.database_url).await.expect("connect");
-    let (row, token) = tokens::create(&db, "test partner", scopes, 0).await.expect("create token");
+    let (row, token) = tokens::create(&db, "test partner", scopes, None, 0).await.expect("create token");
     (row.id, token)
 }
 

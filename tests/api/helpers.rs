@@ -185,8 +185,11 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     let db = govdata::store::connect(&url).await.expect("connect");
     let mut args = ServeArgs { addr: "127.0.0.1:0".parse().expect("addr"), ..ServeArgs::default() };
     args.payments.internal_token = Some(INTERNAL_TOKEN.to_owned());
+    // Every test server runs on 127.0.0.1 and many share a store, so they would share one client
+    // count: tests of rate limits set their own.
+    args.rates.rate_client = "1000000/1s".parse().expect("a rate");
     configure(&mut args);
-    let govdata::server::Listening { server, addr, serving } =
+    let govdata::server::Listening { server, addr, serving, .. } =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");
     tokio::spawn(server);
     let mut headers = reqwest::header::HeaderMap::new();

@@ -419,6 +419,33 @@ async fn a_payment_is_verified_settled_recorded_and_never_replayed_postgres() {
     pays_and_is_recorded(Backend::Postgres).await;
 }
 
+/// A payer over its rate is refused before its payment is reserved, verified or settled.
+#[tokio::test]
+async fn a_payer_over_its_rate_is_refused_before_anything_is_charged() {
+    let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
+    let url = facilitator.url.clone();
+    let app = spawn_app_with(sample_database(Backend::Sqlite), move |a| {
+        a.payments.facilitator_url = Some(url);
+        a.payments.pay_to = Some(PAY_TO.to_owned());
+        a.rates.rate_payer = "1/1h".parse().unwrap();
+    })
+    .await;
+    let offer = offer(&app, STANDARD).await;
+    let first = Draft::honest(&offer, 2);
+    let response = pay(&app, STANDARD, (first.header_name(), &first.encode())).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["ratelimit-policy"], "\"payer\";q=1;w=3600");
+    facilitator.forget();
+    let second = Draft::honest(&offer, 2);
+    let response = pay(&app, STANDARD, (second.header_name(), &second.encode())).await;
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "RATE_LIMITED");
+    assert!(facilitator.actions().is_empty(), "the facilitator never heard of it");
+    assert!(payment_row(&app, &second.authorization.nonce).await.is_none(), "nothing reserved");
+}
+
 /// What the handler answers decides whether anything is charged; what the facilitator answers
 /// decides whether anything is served.
 #[tokio::test]

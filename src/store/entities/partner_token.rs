@@ -16,6 +16,10 @@ pub struct Model {
     pub created_ms: i64,
     pub revoked_ms: Option<i64>,
     pub last_used_ms: Option<i64>,
+    /// This token's own rate limit (`quota` requests per `rate_window_s`); the configured
+    /// partner rate when unset.
+    pub rate_quota: Option<i64>,
+    pub rate_window_s: Option<i64>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

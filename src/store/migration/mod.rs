@@ -15,6 +15,7 @@ mod m0006_compact_keys;
 mod m0007_voter_bytes;
 mod m0008_revision_counts;
 mod m0009_ranking_covers;
+mod m0010_rate_limits;
 
 pub struct Migrator;
 
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0007_voter_bytes::Migration),
             Box::new(m0008_revision_counts::Migration),
             Box::new(m0009_ranking_covers::Migration),
+            Box::new(m0010_rate_limits::Migration),
         ]
     }
 }

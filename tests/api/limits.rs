@@ -1,0 +1,136 @@
+//! Abuse cannot starve anyone: connection cap, header-read timeout, request timeout, oversized
+//! and NUL-bearing requests, a terminated store connection. Every refusal is a problem document.
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::{Backend, TestApp, fresh_database, spawn_app, spawn_app_with};
+use crate::on_both_backends;
+
+/// Reads what the server sends until it closes the connection (or `within` passes).
+async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<String> {
+    let mut out = Vec::new();
+    match tokio::time::timeout(within, stream.read_to_end(&mut out)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&out).into_owned()),
+        Err(_) => None,
+    }
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_get_a_503_problem_and_the_cap_frees_up() {
+    let app = spawn_app_with(fresh_database(Backend::Sqlite).await, |a| a.limits.max_connections = 2).await;
+    let held = [TcpStream::connect(app.addr).await.unwrap(), TcpStream::connect(app.addr).await.unwrap()];
+    // Let the server take both before the third arrives.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut third = TcpStream::connect(app.addr).await.unwrap();
+    let answer = read_to_close(&mut third, Duration::from_secs(5)).await.expect("answered and closed at once");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("content-type: application/problem+json") && answer.contains("retry-after: 1"));
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["code"], "UNAVAILABLE");
+    assert!(body["detail"].as_str().unwrap().contains("maximum of 2 connections"));
+    drop(held);
+    crate::helpers::eventually("a freed slot is served again", || async {
+        reqwest::Client::new().get(app.url("/healthz")).send().await.is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_slow_or_idle_connection_is_closed_after_the_header_read_timeout() {
+    let app = spawn_app_with(fresh_database(Backend::Sqlite).await, |a| {
+        a.limits.header_read_timeout = Duration::from_millis(300);
+    })
+    .await;
+    // Slowloris: a head that never ends.
+    let mut slow = TcpStream::connect(app.addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+    assert!(read_to_close(&mut slow, Duration::from_secs(5)).await.is_some(), "closed, not held");
+    // An idle keep-alive connection after an answer.
+    let mut idle = TcpStream::connect(app.addr).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    let answer = read_to_close(&mut idle, Duration::from_secs(5)).await.expect("closed once idle");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_request_past_its_deadline_is_503_with_retry_after_and_never_charged() {
+    let app = spawn_app_with(crate::helpers::sample_database(Backend::Sqlite), |a| {
+        a.limits.request_timeout = Duration::from_nanos(1);
+        a.response_cache_mb = 0;
+    })
+    .await;
+    let r = app.get("/v2/proposals?limit=100").await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "UNAVAILABLE");
+    assert!(body["detail"].as_str().unwrap().contains("took longer than"), "{body}");
+}
+
+async fn refusals(app: &TestApp) {
+    // NUL in a query or path parameter: a validation error naming it, on both backends.
+    for (path, location, name) in [
+        ("/v1/proposals/lookup?title=a%00b", "query", "title"),
+        ("/v2/proposals?daoId=uni%00swap", "query", "daoId"),
+        ("/v1/daos/uni%00swap/brief", "path", "daoId"),
+        ("/v2/voters/0x%0012/votes", "path", "voterIdentity"),
+    ] {
+        let (status, body) = app.get_json(path).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(body["code"], "VALIDATION_ERROR", "{path}");
+        assert_eq!(body["errors"][0]["in"], location, "{path}");
+        assert_eq!(body["errors"][0]["name"], name, "{path}");
+        assert!(body["errors"][0]["received"].as_str().unwrap().contains("\\u0000"), "{path}: {body}");
+    }
+    // Oversized target and head: problem documents, not bare statuses.
+    let long = format!("/v1/proposals/lookup?title={}", "a".repeat(9_000));
+    let (status, body) = app.get_json(&long).await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("VALIDATION_ERROR")), "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("at most 8192"));
+    let r = app.client.get(app.url("/v1/daos")).header("x-padding", "p".repeat(40_000)).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    // A repeated parameter: the first value is applied, and echoed.
+    let (status, body) = app.get_json("/v1/daos?limit=2&limit=5").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["request"]["params"]["limit"], "2");
+    assert_eq!(body["data"]["items"].as_array().unwrap().len(), 2);
+}
+
+on_both_backends!(bad_requests_are_refused_with_problem_documents, |app: TestApp| async move {
+    refusals(&app).await;
+});
+
+/// A store connection terminated by PostgreSQL (a failover, an operator) is a 503 to retry, never
+/// a 500; the pool recovers by itself.
+#[tokio::test]
+async fn a_terminated_store_connection_is_unavailable_or_recovered_never_an_error() {
+    use sea_orm::ConnectionTrait;
+    let app = spawn_app(Backend::Postgres).await;
+    let name = app.database_url.rsplit('/').next().unwrap().to_owned();
+    let admin = sea_orm::Database::connect(format!("{}/postgres", crate::helpers::pg_base_url())).await.unwrap();
+    for _ in 0..3 {
+        assert_eq!(app.get("/v2/proposals?limit=5").await.status(), 200);
+        admin
+            .execute_unprepared(&format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+            ))
+            .await
+            .unwrap();
+        for path in ["/v2/proposals?limit=7", "/v1/daos/uniswap/brief", "/readyz"] {
+            let r = app.client.get(app.url(path)).send().await.unwrap();
+            let status = r.status().as_u16();
+            assert!(status == 200 || status == 503, "{path}: {status}");
+            if status == 503 {
+                assert!(r.headers().contains_key("retry-after"), "{path}");
+            }
+        }
+    }
+    crate::helpers::eventually("the pool reconnects", || async {
+        app.client.get(app.url("/v2/proposals?limit=5")).send().await.is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+}
