@@ -187,6 +187,10 @@ pub struct LimitArgs {
     /// request timeout.
     #[arg(long, env = "GOVDATA_MAX_CONCURRENT_QUERIES", default_value_t = 32)]
     pub max_concurrent_queries: usize,
+    /// On SIGTERM or SIGINT: how long to keep accepting while `/readyz` answers 503, so a load
+    /// balancer moves away before connections are refused (`5s` behind one; `0s` alone).
+    #[arg(long, env = "GOVDATA_DRAIN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
+    pub drain_delay: std::time::Duration,
     /// On SIGTERM or SIGINT: longest wait for requests in flight and a running ingestion.
     #[arg(long, env = "GOVDATA_DRAIN_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub drain_timeout: std::time::Duration,

@@ -37,7 +37,10 @@ pub struct ConnectionLimits {
     /// Longest wait for a request head, counted from when the connection is ready for the next
     /// request: bounds both a slow head and an idle keep-alive connection.
     pub header_read_timeout: Duration,
-    /// Longest wait for in-flight requests once draining has begun.
+    /// How long the listener keeps accepting once draining has begun (`/readyz` already answers
+    /// 503), so that a load balancer stops routing here before connections are refused.
+    pub drain_delay: Duration,
+    /// Longest wait for in-flight requests once the listener has closed.
     pub drain_timeout: Duration,
 }
 
@@ -120,6 +123,14 @@ pub async fn serve(
         .max_buf_size(HYPER_MAX_HEAD_BYTES);
     builder.http2().timer(TokioTimer::new()).keep_alive_interval(limits.header_read_timeout);
     let mut accept_errors_logged = false;
+    let stop_accepting = async {
+        shutdown.begun().await;
+        if !limits.drain_delay.is_zero() {
+            tracing::info!(delay = ?limits.drain_delay, "draining: /readyz answers 503; still accepting for the delay");
+            tokio::time::sleep(limits.drain_delay).await;
+        }
+    };
+    tokio::pin!(stop_accepting);
     loop {
         let (stream, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -134,7 +145,7 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = shutdown.begun() => break,
+            () = &mut stop_accepting => break,
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             tokio::spawn(refuse(stream, limits.max_connections));

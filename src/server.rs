@@ -32,6 +32,7 @@ use crate::x402::PaymentTerms;
 /// Builds the whole application.
 pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
     let documents = state.documents.clone();
+    let draining = state.shutdown.clone();
     let gated = state.clone();
     let served = state.clone();
     let v1_redoc = redoc_page(&api::v1_service().redoc_html(), &api::v1_service().spec(), &documents.v1);
@@ -53,7 +54,7 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         // Inside the gate: a cached answer is still authorised or paid for.
         .around(move |ep, req| api::cache::serve(ep, req, served.clone()))
         .around(move |ep, req| api::gate::gate(ep, req, gated.clone()))
-        .around(move |ep, req| edge(ep, req, documents.clone()))
+        .around(move |ep, req| edge(ep, req, documents.clone(), draining.clone()))
         // Outermost, so that error responses (made by `edge`) carry the CORS headers too.
         .with(cors())
 }
@@ -126,6 +127,7 @@ pub async fn bind(
     let limits = connections::ConnectionLimits {
         max_connections: connections::fit_connection_cap(settings.limits.max_connections),
         header_read_timeout: settings.limits.header_read_timeout,
+        drain_delay: settings.limits.drain_delay,
         drain_timeout: settings.limits.drain_timeout,
     };
     let queries = api::bounds::QuerySlots::new(&settings.limits);
@@ -267,7 +269,12 @@ fn request_id(req: &Request) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string())
 }
 
-async fn edge<E: Endpoint>(ep: Arc<E>, mut req: Request, documents: Arc<Documents>) -> poem::Result<Response> {
+async fn edge<E: Endpoint>(
+    ep: Arc<E>,
+    mut req: Request,
+    documents: Arc<Documents>,
+    shutdown: Shutdown,
+) -> poem::Result<Response> {
     let rid = request_id(&req);
     req.extensions_mut().insert(RequestId(rid.clone()));
     if let Some(route) = api::route::Route::find(&documents, &req) {
@@ -286,6 +293,10 @@ async fn edge<E: Endpoint>(ep: Arc<E>, mut req: Request, documents: Arc<Document
     };
     if let Ok(v) = HeaderValue::from_str(&rid) {
         response.headers_mut().insert(REQUEST_ID, v);
+    }
+    if shutdown.draining() {
+        // Keep-alive clients reconnect (elsewhere) instead of reusing a connection about to close.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     Ok(response)
 }

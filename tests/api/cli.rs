@@ -65,3 +65,42 @@ async fn import_reports_malformed_rows_with_file_and_line() {
         "only the bad row is skipped"
     );
 }
+
+/// Boolean settings read as operators write them: `GOVDATA_NO_SAMPLE=1` (or `yes`) starts an
+/// empty server; a value that is no boolean is refused by name.
+#[tokio::test]
+async fn boolean_settings_accept_1_yes_and_true() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    for value in ["1", "yes", "true", "on"] {
+        let url = fresh_database(Backend::Sqlite).await;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_govdata"))
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .env("DATABASE_URL", &url)
+            .env("GOVDATA_NO_SAMPLE", value)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            assert!(!line.contains("loaded the bundled sample"), "{value}: {line}");
+            if line.contains("listening on") {
+                break;
+            }
+        }
+        let db = govdata::store::connect(&url).await.unwrap();
+        use sea_orm::{EntityTrait, PaginatorTrait};
+        assert_eq!(govdata::store::entities::proposal::Entity::find().count(&db).await.unwrap(), 0, "{value}");
+        child.kill().await.unwrap();
+    }
+    let url = fresh_database(Backend::Sqlite).await;
+    let out = Command::new(env!("CARGO_BIN_EXE_govdata"))
+        .env("DATABASE_URL", &url)
+        .env("GOVDATA_NO_SAMPLE", "maybe")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("maybe"), "{}", String::from_utf8_lossy(&out.stderr));
+}

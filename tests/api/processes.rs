@@ -143,3 +143,127 @@ async fn two_servers_and_an_ingester_on_postgres() {
 async fn two_servers_and_an_ingester_on_sqlite() {
     two_servers_and_an_ingester(Backend::Sqlite).await;
 }
+
+/// A token's rate limit holds across two servers on one store: they exchange counts every
+/// `rate::SYNC_INTERVAL`, so requests spaced wider than two intervals are counted exactly.
+async fn a_rate_limit_across_processes(backend: Backend) {
+    let url = crate::helpers::sample_database(backend);
+    let servers = [Server::start(&url).await, Server::start(&url).await];
+    let token =
+        run(govdata(&url, &["tokens", "create", "--name", "capped", "--scopes", "v2:paid:*", "--rate", "4/1h"])).await;
+    let token = token.trim();
+    let mut statuses = Vec::new();
+    for n in 0..8 {
+        statuses.push(servers[n % 2].get_with_token("/v2/daos?limit=1", token).await);
+        tokio::time::sleep(3 * govdata::api::rate::SYNC_INTERVAL + Duration::from_millis(50)).await;
+    }
+    assert_eq!(statuses, [200, 200, 200, 200, 429, 429, 429, 429], "4 per hour across both servers");
+}
+
+#[tokio::test]
+async fn a_rate_limit_holds_across_processes_on_postgres() {
+    a_rate_limit_across_processes(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_rate_limit_holds_across_processes_on_sqlite() {
+    a_rate_limit_across_processes(Backend::Sqlite).await;
+}
+
+/// SIGTERM under load: `/readyz` turns 503 at once and answers say `connection: close`; the
+/// clients, like a load balancer, stop sending once they see it; every request sent is answered
+/// 200 (none fails); the listener closes after the drain delay, and the process exits 0.
+async fn sigterm_drains(backend: Backend) {
+    let url = crate::helpers::sample_database(backend);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_govdata"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-sample", "--drain-delay", "1s"])
+        .env("DATABASE_URL", &url)
+        .env("GOVDATA_INTERNAL_TOKEN", INTERNAL_TOKEN)
+        .env("GOVDATA_RESPONSE_CACHE_MB", "0")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start govdata serve");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("the server says where it listens");
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let log = tokio::spawn(async move {
+        let mut all = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The load balancer: polls readiness and stops routing here once it fails.
+    let balancer = {
+        let (base, stop) = (base.clone(), stop.clone());
+        tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            loop {
+                let r = client.get(format!("{base}/readyz")).send().await.expect("accepting until after the delay");
+                if r.status() == 503 {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    let load: Vec<_> = (0..16)
+        .map(|_| {
+            let (base, stop) = (base.clone(), stop.clone());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let mut answered = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let r = client
+                        .get(format!("{base}/v2/proposals?limit=50"))
+                        .header("x-internal-token", INTERNAL_TOKEN)
+                        .send()
+                        .await
+                        .expect("every request sent is answered");
+                    let closing = r.headers().get("connection").is_some_and(|v| v == "close");
+                    answered.push((r.status().as_u16(), closing));
+                }
+                answered
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let pid = child.id().expect("running").to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let signalled = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), balancer).await.expect("readiness fails at once").unwrap();
+    assert!(signalled.elapsed() < Duration::from_secs(1), "not ready within {:?}", signalled.elapsed());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("exits").unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    let mut answered = Vec::new();
+    for task in load {
+        answered.extend(task.await.unwrap());
+    }
+    assert!(answered.len() > 16, "under load: {} answered", answered.len());
+    assert!(answered.iter().all(|(s, _)| *s == 200), "every answer was a 200: {answered:?}");
+    assert!(answered.iter().any(|(_, closing)| *closing), "answers while draining close their connection");
+    let refused = reqwest::Client::new().get(format!("{base}/healthz")).send().await;
+    assert!(refused.is_err_and(|e| e.is_connect()), "the listener is closed");
+    let log = log.await.unwrap();
+    assert!(log.contains("drained"), "{log}");
+}
+
+#[tokio::test]
+async fn sigterm_drains_in_flight_requests_and_exits_0_on_postgres() {
+    sigterm_drains(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn sigterm_drains_in_flight_requests_and_exits_0_on_sqlite() {
+    sigterm_drains(Backend::Sqlite).await;
+}
