@@ -14,8 +14,18 @@ use crate::store::DEFAULT_DATABASE_URL;
 pub struct Cli {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Log lines as human text or as JSON objects, one per line (one line per request, target
+    /// `govdata::access`; filter with `RUST_LOG`).
+    #[arg(long, env = "GOVDATA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
 use crate::contract::errors::{ErrorCode, Problem};
+use crate::metrics::METRICS;
 
 /// The most bytes hyper buffers for one request head; the app refuses smaller oversized heads
 /// with a problem document (`server::MAX_URI_BYTES`, `server::MAX_HEAD_BYTES`), so only a head
@@ -148,9 +149,11 @@ pub async fn serve(
             () = &mut stop_accepting => break,
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
+            METRICS.connections_refused.inc();
             tokio::spawn(refuse(stream, limits.max_connections));
             continue;
         };
+        METRICS.connections_open.inc();
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
@@ -171,6 +174,7 @@ pub async fn serve(
         tokio::spawn(async move {
             // A client that goes away mid-request is not our error; hyper reports it here.
             let _ = connection.await;
+            METRICS.connections_open.dec();
             drop(permit);
         });
     }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod connections;
 pub mod contract;
 pub mod ingest;
+pub mod metrics;
 pub mod sample;
 pub mod server;
 pub mod store;

@@ -1,21 +1,14 @@
 //! The `govdata` command: serve (default), migrate, import, tokens.
 use anyhow::Context;
 use clap::Parser;
-use govdata::config::{Cli, Command, IngestArgs, ServeArgs, Settings, TokensCommand};
+use govdata::config::{Cli, Command, IngestArgs, LogFormat, ServeArgs, Settings, TokensCommand};
 use govdata::contract::{access::Scope, time::now_ms};
 use govdata::{ingest, sample, server, store};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,sea_orm=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    let _log_writer = init_logs(cli.log_format);
     let url = cli.store.database_url.clone();
     match cli.command.unwrap_or_else(|| Command::Serve(Box::default())) {
         Command::Serve(args) => serve(&url, *args).await,
@@ -66,6 +59,21 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
     server.await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Logs to stderr through a writer thread of its own (a request never waits on the terminal or a
+/// pipe; lines beyond its buffer are dropped rather than slowing requests down), as
+/// human text or JSON lines. The guard flushes what is buffered when `main` returns.
+fn init_logs(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn,sea_orm=warn".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    match format {
+        LogFormat::Json => logs.json().flatten_event(true).with_current_span(false).init(),
+        LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+    }
+    guard
 }
 
 /// SIGTERM (what orchestrators send) or SIGINT (Ctrl-C).

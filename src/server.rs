@@ -49,6 +49,7 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         .at("/docs/v2", get(make_sync(move |_| Html(v2_redoc.clone()))))
         .at("/healthz", get(healthz))
         .at("/readyz", get(readyz))
+        .at("/metrics", get(metrics))
         .at("/", get(root_index))
         .data(state)
         // Inside the gate: a cached answer is still authorised or paid for.
@@ -254,6 +255,25 @@ async fn readyz(state: Data<&AppState>) -> poem::Result<Json<serde_json::Value>>
     }
 }
 
+/// Prometheus metrics for the operator: answered only with the internal token; to anyone else
+/// it does not exist.
+#[handler]
+fn metrics(req: &Request, state: Data<&AppState>) -> poem::Result<Response> {
+    if !api::gate::internal_token_matches(&state, req) {
+        return Err(Problem::not_found(format!(
+            "No endpoint at {}. The documents at /v1/openapi.json and /v2/openapi.json list every path.",
+            req.uri().path()
+        ))
+        .into());
+    }
+    let m = &crate::metrics::METRICS;
+    let (size, idle, max) = crate::store::pool_use(&state.db);
+    m.pool_connections.with_label_values(&["in_use"]).set(i64::from(size.saturating_sub(idle)));
+    m.pool_connections.with_label_values(&["idle"]).set(i64::from(idle));
+    m.pool_connections.with_label_values(&["max"]).set(i64::from(max));
+    Ok(Response::builder().content_type("text/plain; version=0.0.4; charset=utf-8").body(m.render()))
+}
+
 const REQUEST_ID: &str = "x-request-id";
 /// The longest request target (path and query) the app reads; a longer one is refused with a
 /// problem document before any parsing.
@@ -275,11 +295,19 @@ async fn edge<E: Endpoint>(
     documents: Arc<Documents>,
     shutdown: Shutdown,
 ) -> poem::Result<Response> {
+    let started = std::time::Instant::now();
     let rid = request_id(&req);
     req.extensions_mut().insert(RequestId(rid.clone()));
-    if let Some(route) = api::route::Route::find(&documents, &req) {
+    let route = api::route::Route::find(&documents, &req);
+    let (operation, tier) = (
+        api::route::Route::label(route.as_ref(), req.uri().path()),
+        route.as_ref().and_then(|r| r.decl).and_then(|d| d.tier()).map_or("free", |t| t.as_str()),
+    );
+    if let Some(route) = route {
         req.extensions_mut().insert(route);
     }
+    let note = Arc::new(api::route::AccessNote::default());
+    req.extensions_mut().insert(note.clone());
     let (method, path, query) =
         (req.method().clone(), req.uri().path().to_owned(), req.uri().query().map(str::to_owned));
     let refused = oversized(&req).or_else(|| nul_parameter(&req, &documents));
@@ -298,6 +326,18 @@ async fn edge<E: Endpoint>(
         // Keep-alive clients reconnect (elsewhere) instead of reusing a connection about to close.
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
+    let access = Access {
+        request_id: &rid,
+        method: method.as_str(),
+        path: &path,
+        operation: &operation,
+        status: response.status().as_u16(),
+        seconds: started.elapsed().as_secs_f64(),
+        cache: response.extensions().get::<api::cache::CacheOutcome>().map_or("bypass", |c| c.0),
+        tier,
+        credential: note.credential.get().copied().unwrap_or("none"),
+    };
+    access.record();
     Ok(response)
 }
 
@@ -359,7 +399,7 @@ fn problem_response(
     } else if err.status().is_client_error() {
         Problem::new(ErrorCode::ValidationError, err.to_string())
     } else {
-        tracing::error!(error = %err, %path, "unhandled error");
+        tracing::error!(error = %err, %path, request_id = rid, "unhandled error");
         Problem::new(ErrorCode::InternalError, "The request failed on our side.")
     };
     let mut response = problem.into_response_with(rid);
@@ -367,6 +407,52 @@ fn problem_response(
         response.headers_mut().insert(header::ALLOW, allow);
     }
     response
+}
+
+/// One answered request, as the access log and the metrics see it. Never the token or the
+/// payment itself: only the kind of credential.
+struct Access<'a> {
+    request_id: &'a str,
+    method: &'a str,
+    path: &'a str,
+    operation: &'a str,
+    status: u16,
+    seconds: f64,
+    cache: &'static str,
+    tier: &'static str,
+    credential: &'static str,
+}
+
+impl Access<'_> {
+    fn record(&self) {
+        let m = &crate::metrics::METRICS;
+        let status = self.status.to_string();
+        m.requests.with_label_values(&[self.operation, status.as_str(), self.cache]).inc();
+        m.request_seconds.with_label_values(&[self.operation]).observe(self.seconds);
+        let latency_ms = (self.seconds * 1_000_000.0).round() / 1_000.0;
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "govdata::access",
+                    request_id = self.request_id,
+                    method = self.method,
+                    path = self.path,
+                    operation = self.operation,
+                    status = self.status,
+                    latency_ms,
+                    cache = self.cache,
+                    tier = self.tier,
+                    credential = self.credential,
+                    "request"
+                )
+            };
+        }
+        if self.status >= 500 {
+            line!(error);
+        } else {
+            line!(info);
+        }
+    }
 }
 
 /// A request target or head beyond what the app reads: refused with a problem document (hyper

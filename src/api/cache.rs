@@ -24,6 +24,7 @@ use crate::contract::access::Version;
 use crate::contract::envelope::{CacheStatus, RequestId};
 use crate::contract::operations::{FreshnessGetV1, Operation, OperationDecl, PricingGetV1};
 use crate::contract::time::{now_ms, rfc3339_ms};
+use crate::metrics::METRICS;
 
 /// Operations whose answers describe the service rather than a data revision: the ingestion
 /// state moves without a new revision, and prices are not data. Never cached.
@@ -74,7 +75,12 @@ impl ResponseCache {
     fn get(&self, revision: i64, key: &str) -> Option<Arc<Cached>> {
         let mut e = self.inner.lock().expect("the cache lock is never poisoned");
         e.reset_if_stale(revision);
-        e.map.get(key).cloned()
+        let hit = e.map.get(key).cloned();
+        match hit {
+            Some(_) => METRICS.cache_hits.inc(),
+            None => METRICS.cache_misses.inc(),
+        }
+        hit
     }
 
     fn put(&self, revision: i64, key: String, cached: Cached) {
@@ -91,11 +97,14 @@ impl ResponseCache {
             let Some(oldest) = e.order.pop_front() else { break };
             if let Some(gone) = e.map.remove(&oldest) {
                 e.bytes -= gone.cost(&oldest);
+                METRICS.cache_evictions.inc();
             }
         }
         e.bytes += size;
         e.order.push_back(key.clone());
         e.map.insert(key, Arc::new(cached));
+        METRICS.cache_bytes.set(i64::try_from(e.bytes).unwrap_or(i64::MAX));
+        METRICS.cache_entries.set(i64::try_from(e.map.len()).unwrap_or(i64::MAX));
     }
 }
 
@@ -104,6 +113,8 @@ impl Entries {
     fn reset_if_stale(&mut self, revision: i64) {
         if revision > self.revision {
             *self = Entries { revision, ..Entries::default() };
+            METRICS.cache_bytes.set(0);
+            METRICS.cache_entries.set(0);
         }
     }
 }
@@ -266,11 +277,11 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
             data_as_of_ms: serving.data_as_of_ms,
             request_id: &request_id,
         };
-        return Ok(replay(&hit, v1, &now));
+        return Ok(served(replay(&hit, v1, &now), "hit"));
     }
     let response = state.queries.run(ep.call(req)).await?.into_response();
     if response.status() != StatusCode::OK || !is_json(response.headers()) || (revision.is_none() && live.is_none()) {
-        return Ok(response);
+        return Ok(served(response, "miss"));
     }
     let (parts, body) = response.into_parts();
     let body = body.into_bytes().await?;
@@ -284,7 +295,16 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
     if let Some(revision) = revision {
         state.cache.put(revision, key, cached);
     }
-    Ok(answer)
+    Ok(served(answer, "miss"))
+}
+
+/// How the response cache served an answer (`hit`, `miss`), for the access log and metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheOutcome(pub &'static str);
+
+fn served(mut response: Response, outcome: &'static str) -> Response {
+    response.extensions_mut().insert(CacheOutcome(outcome));
+    response
 }
 
 /// A stored answer, served again as `now` says.

@@ -18,7 +18,11 @@ use poem::{
 };
 use subtle::ConstantTimeEq;
 
-use super::{AppState, payment, rate::Decision, route::Route};
+use super::{
+    AppState, payment,
+    rate::Decision,
+    route::{AccessNote, Route},
+};
 use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, RatePolicy, Scope, Tier, Version},
     envelope::RequestId,
@@ -46,6 +50,9 @@ const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
     let Some(call) = paid_call(&state, &req) else {
         if UNLIMITED_PATHS.contains(&req.uri().path()) || internal_token_matches(&state, &req) {
+            if internal_token_matches(&state, &req) {
+                AccessNote::credential(&req, "internal");
+            }
             return ep.call(req).await.map(IntoResponse::into_response);
         }
         // Free operations, documents and unknown paths count against the client address.
@@ -61,9 +68,11 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
         };
     };
     if internal_token_matches(&state, &req) {
+        AccessNote::credential(&req, "internal");
         return ep.call(req).await.map(IntoResponse::into_response);
     }
     if let Some(sent) = req.headers().get(PARTNER_TOKEN_HEADER) {
+        AccessNote::credential(&req, "partner");
         let sent = sent.to_str().unwrap_or_default().trim().to_owned();
         // A client already over its limit (guessing tokens, say) is refused before the store
         // is asked about a token it does not remember.
@@ -103,7 +112,10 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
         .into_iter()
         .find_map(|g| req.headers().get(g.request_header()).map(|v| (g, v.to_str().unwrap_or_default().to_owned())));
     match sent {
-        Some((generation, header)) => payment::pay(ep, req, &state, &call, generation, &header).await,
+        Some((generation, header)) => {
+            AccessNote::credential(&req, "x402");
+            payment::pay(ep, req, &state, &call, generation, &header).await
+        }
         None => {
             if let Some(d) = client_rate(&state, &req).filter(|d| !d.allowed) {
                 return Ok(d.refusal(&call.request_id));
@@ -164,7 +176,7 @@ fn paid_call(state: &AppState, req: &Request) -> Option<PaidCall> {
     })
 }
 
-fn internal_token_matches(state: &AppState, req: &Request) -> bool {
+pub fn internal_token_matches(state: &AppState, req: &Request) -> bool {
     let (Some(configured), Some(sent)) =
         (state.settings.payments.internal_token.as_deref(), req.headers().get(INTERNAL_TOKEN_HEADER))
     else {

@@ -32,9 +32,11 @@ pub async fn pay<E: Endpoint>(
 ) -> poem::Result<Response> {
     let terms = &state.payments;
     let now = now_ms();
+    let outcome = |o: &str| crate::metrics::METRICS.payments.with_label_values(&[o]).inc();
     let candidate = match terms.check(generation, header, call.tier, &resource_info(call), (now / 1000) as u64) {
         Ok(candidate) => candidate,
         Err(refusal) => {
+            outcome("invalid");
             // A payment that does not check out counts against the client, like a challenge.
             if let Some(d) = client_rate(state, &req).filter(|d| !d.allowed) {
                 return Ok(d.refusal(&call.request_id));
@@ -70,6 +72,7 @@ pub async fn pay<E: Endpoint>(
     let id = match payments::reserve(&state.db, &new, now).await.map_err(|e| Problem::from_store(&e))? {
         Reservation::Reserved(id) => id,
         Reservation::Replayed => {
+            outcome("replayed");
             return Ok(challenge(
                 state,
                 call,
@@ -93,6 +96,7 @@ pub async fn pay<E: Endpoint>(
         Ok(verdict) => {
             let reason = verdict.invalid_reason.unwrap_or_else(|| "invalid_payment".to_owned());
             failed(format!("verify: {reason}")).await;
+            outcome("verify_refused");
             return Ok(challenge(
                 state,
                 call,
@@ -103,7 +107,8 @@ pub async fn pay<E: Endpoint>(
         }
         Err(err) => {
             failed(format!("verify: {err}")).await;
-            tracing::warn!(error = %err, "facilitator verify failed");
+            outcome("verify_error");
+            tracing::warn!(error = %err, request = %call.request_id, "facilitator verify failed");
             return Err(
                 upstream("could not verify the payment; nothing was charged. Retry with a new authorization.").into()
             );
@@ -114,11 +119,13 @@ pub async fn pay<E: Endpoint>(
         Ok(response) => response.into_response(),
         Err(err) => {
             failed(format!("the request answered {}; not charged", err.status().as_u16())).await;
+            outcome("not_charged");
             return Err(err);
         }
     };
     if !response.status().is_success() {
         failed(format!("the request answered {}; not charged", response.status().as_u16())).await;
+        outcome("not_charged");
         return Ok(response);
     }
     // Settlement comes before the body leaves, so the body is buffered (pages are bounded).
@@ -138,6 +145,7 @@ pub async fn pay<E: Endpoint>(
         Ok(refused) => {
             let reason = refused.error_reason.unwrap_or_else(|| "settlement_failed".to_owned());
             failed(format!("settle: {reason}")).await;
+            outcome("settle_refused");
             return Ok(challenge(
                 state,
                 call,
@@ -150,7 +158,8 @@ pub async fn pay<E: Endpoint>(
             if let Err(db) = payments::note(&state.db, id, &format!("settle: {err}")).await {
                 tracing::error!(error = %db, payment = id, "could not note a failed settlement");
             }
-            tracing::error!(error = %err, payment = id, "facilitator settle failed");
+            outcome("settle_error");
+            tracing::error!(error = %err, payment = id, request = %call.request_id, "facilitator settle failed");
             return Err(upstream(&format!(
                 "failed while settling; the response is withheld. Quote payer {} and nonce {} if you were charged.",
                 candidate.payer, candidate.nonce
@@ -163,6 +172,7 @@ pub async fn pay<E: Endpoint>(
     if let Err(err) = payments::settle(&state.db, id, &candidate.amount, &settled.transaction, now_ms()).await {
         tracing::error!(error = %err, payment = id, transaction = %settled.transaction, "could not record a settled payment");
     }
+    outcome("settled");
     settled.payer.get_or_insert_with(|| candidate.payer.clone());
     let mut response = Response::from_parts(parts, Body::from(bytes));
     let headers = response.headers_mut();

@@ -134,6 +134,7 @@ impl Decision {
 
     /// The 429 for a refused request.
     pub fn refusal(&self, request_id: &str) -> Response {
+        crate::metrics::METRICS.rate_limited.with_label_values(&[self.policy.name()]).inc();
         let who = match self.policy {
             RatePolicy::Client => "this client address",
             RatePolicy::Partner => "this partner token",

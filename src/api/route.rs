@@ -20,7 +20,39 @@ pub struct Route {
     pub decl: Option<&'static OperationDecl>,
 }
 
+/// What the layers inside the edge learn about a request, for its access-log line and metrics:
+/// set once by whoever knows (the gate: the credential).
+#[derive(Debug, Default)]
+pub struct AccessNote {
+    /// `none`, `internal`, `partner` or `x402`.
+    pub credential: std::sync::OnceLock<&'static str>,
+}
+
+impl AccessNote {
+    /// Notes the credential `req` was served with (first call wins).
+    pub fn credential(req: &Request, kind: &'static str) {
+        if let Some(note) = req.extensions().get::<Arc<Self>>() {
+            let _ = note.credential.set(kind);
+        }
+    }
+}
+
 impl Route {
+    /// The metrics and log label of a route: `v1.daos_list`; a path of no operation is named
+    /// by what it serves.
+    pub fn label(route: Option<&Self>, path: &str) -> String {
+        match route.and_then(|r| r.decl.map(|d| (r.version, d))) {
+            Some((version, decl)) => format!("{}.{}", &version.prefix()[1..], decl.id),
+            None => match path {
+                "/healthz" | "/readyz" => "health".to_owned(),
+                "/metrics" => "metrics".to_owned(),
+                p if p.ends_with("/openapi.json") || p.ends_with("/openapi.yaml") => "document".to_owned(),
+                p if p == "/" || p.starts_with("/docs") => "docs".to_owned(),
+                _ => "unmatched".to_owned(),
+            },
+        }
+    }
+
     /// The route of `req` in the published documents, if any.
     pub fn find(documents: &Documents, req: &Request) -> Option<Self> {
         let path = req.uri().path();

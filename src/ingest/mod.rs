@@ -162,9 +162,20 @@ pub async fn run_once(db: &DatabaseConnection, registry: &Registry, options: &Ru
     // as well means a long publication is never cut short by SQLite's busy timeout.
     static PUBLISHING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _turn = PUBLISHING.lock().await;
+    let metrics = &crate::metrics::METRICS;
+    let publishing = std::time::Instant::now();
+    let trigger = options.trigger;
     match apply::publish_run(db, run.id, &outcomes, Some(&sync)).await {
-        Ok(published) => Ok(RunReport { run_id: run.id, outcomes, published }),
+        Ok(published) => {
+            let outcome = if published.revision_id.is_some() { "published" } else { "unchanged" };
+            metrics.publication_seconds.with_label_values(&[outcome]).observe(publishing.elapsed().as_secs_f64());
+            let complete = outcomes.iter().all(|o| o.result.is_ok());
+            metrics.ingest_runs.with_label_values(&[trigger, if complete { "ok" } else { "partial" }]).inc();
+            Ok(RunReport { run_id: run.id, outcomes, published })
+        }
         Err(error) => {
+            metrics.ingest_runs.with_label_values(&[trigger, "failed"]).inc();
+            tracing::error!(run = run.id, "publishing the run failed: {error}");
             let error = anyhow::Error::from(error).context("publishing the run failed; nothing was published");
             fail_run(db, run, &error).await;
             Err(error)
@@ -203,11 +214,16 @@ async fn run_job(
         Ok((watermark, skipped)) => (Ok(watermark), skipped),
         Err(e) => (Err(e), Vec::new()),
     };
+    let metrics = &crate::metrics::METRICS;
+    metrics.ingest_source_seconds.with_label_values(&[kind.as_str()]).observe(started.elapsed().as_secs_f64());
     match &result {
         Ok(w) => {
-            tracing::info!(dao = dao.id, source = %kind, ms = started.elapsed().as_millis() as u64, position = ?w.position, "source fetched")
+            tracing::info!(run = run_id, dao = dao.id, source = %kind, ms = started.elapsed().as_millis() as u64, position = ?w.position, "source fetched")
         }
-        Err(e) => tracing::warn!(dao = dao.id, source = %kind, "source failed: {e:#}"),
+        Err(e) => {
+            metrics.ingest_source_failures.with_label_values(&[kind.as_str()]).inc();
+            tracing::warn!(run = run_id, dao = dao.id, source = %kind, "source failed: {e:#}")
+        }
     }
     SourceOutcome {
         dao_id: dao.id.clone(),
@@ -249,6 +265,7 @@ async fn fetch(
         }
     };
     sink.flush().await?;
+    crate::metrics::METRICS.ingest_source_rows.with_label_values(&[kind.as_str()]).inc_by(sink.staged);
     Ok((watermark, sink.skipped))
 }
 

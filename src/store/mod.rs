@@ -119,3 +119,17 @@ pub fn backend_name(db: &DatabaseConnection) -> &'static str {
         _ => "other",
     }
 }
+
+/// The store's connection pool: `(open, idle, max)` connections.
+pub fn pool_use(db: &DatabaseConnection) -> (u32, u32, u32) {
+    match db.get_database_backend() {
+        sea_orm::DbBackend::Postgres => {
+            let pool = db.get_postgres_connection_pool();
+            (pool.size(), u32::try_from(pool.num_idle()).unwrap_or(u32::MAX), pool.options().get_max_connections())
+        }
+        _ => {
+            let pool = db.get_sqlite_connection_pool();
+            (pool.size(), u32::try_from(pool.num_idle()).unwrap_or(u32::MAX), pool.options().get_max_connections())
+        }
+    }
+}

@@ -20,6 +20,7 @@ mod items;
 mod limits;
 mod lookup;
 mod migrations;
+mod observability;
 mod payments;
 mod pricing;
 mod processes;

@@ -1,0 +1,142 @@
+//! Prometheus metrics, served at `/metrics` (internal token only) in the text exposition format
+//! by the `prometheus` crate. A leaf module: the layers that observe something call into it.
+use std::sync::LazyLock;
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// Latency buckets (seconds): a cached answer takes well under a millisecond, a deep store page a
+/// few, a live refresh seconds.
+const LATENCY_BUCKETS: &[f64] =
+    &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+/// Ingestion and publication buckets (seconds).
+const RUN_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0];
+
+pub struct Metrics {
+    registry: Registry,
+    pub requests: IntCounterVec,
+    pub request_seconds: HistogramVec,
+    pub payments: IntCounterVec,
+    pub rate_limited: IntCounterVec,
+    pub cache_hits: IntCounter,
+    pub cache_misses: IntCounter,
+    pub cache_evictions: IntCounter,
+    pub cache_bytes: IntGauge,
+    pub cache_entries: IntGauge,
+    pub connections_open: IntGauge,
+    pub connections_refused: IntCounter,
+    pub ingest_runs: IntCounterVec,
+    pub ingest_source_seconds: HistogramVec,
+    pub ingest_source_rows: IntCounterVec,
+    pub ingest_source_failures: IntCounterVec,
+    pub publication_seconds: HistogramVec,
+    pub pool_connections: IntGaugeVec,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric");
+    registry.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
+fn histogram(registry: &Registry, name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> HistogramVec {
+    let h =
+        HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets.to_vec()), labels).expect("a valid metric");
+    registry.register(Box::new(h.clone())).expect("registered once");
+    h
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("a valid metric");
+    registry.register(Box::new(g.clone())).expect("registered once");
+    g
+}
+
+fn plain_counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    let c = IntCounter::new(name, help).expect("a valid metric");
+    registry.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
+/// The process's metrics.
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let r = Registry::new_custom(Some("govdata".to_owned()), None).expect("a valid prefix");
+    let pool = IntGaugeVec::new(
+        Opts::new("db_pool_connections", "Store connections by state (idle, in_use, max)."),
+        &["state"],
+    )
+    .expect("a valid metric");
+    r.register(Box::new(pool.clone())).expect("registered once");
+    Metrics {
+        requests: counter(
+            &r,
+            "http_requests_total",
+            "Requests answered, by operationId (or path kind), status and cacheStatus.",
+            &["operation", "status", "cache"],
+        ),
+        request_seconds: histogram(
+            &r,
+            "http_request_duration_seconds",
+            "Time to answer, by operationId.",
+            &["operation"],
+            LATENCY_BUCKETS,
+        ),
+        payments: counter(&r, "payments_total", "x402 payments by outcome.", &["outcome"]),
+        rate_limited: counter(&r, "rate_limited_total", "Requests refused 429, by policy.", &["policy"]),
+        cache_hits: plain_counter(&r, "response_cache_hits_total", "Answers replayed from the response cache."),
+        cache_misses: plain_counter(&r, "response_cache_misses_total", "Cacheable requests the handler answered."),
+        cache_evictions: plain_counter(
+            &r,
+            "response_cache_evictions_total",
+            "Entries evicted to stay within the byte budget.",
+        ),
+        cache_bytes: gauge(&r, "response_cache_bytes", "Bytes the response cache holds (entries with their overhead)."),
+        cache_entries: gauge(&r, "response_cache_entries", "Entries in the response cache."),
+        connections_open: gauge(&r, "connections_open", "Open client connections."),
+        connections_refused: plain_counter(&r, "connections_refused_total", "Connections refused over the cap."),
+        ingest_runs: counter(
+            &r,
+            "ingest_runs_total",
+            "Ingestion runs by trigger and outcome.",
+            &["trigger", "outcome"],
+        ),
+        ingest_source_seconds: histogram(
+            &r,
+            "ingest_source_duration_seconds",
+            "Time to fetch one source of one DAO.",
+            &["source"],
+            RUN_BUCKETS,
+        ),
+        ingest_source_rows: counter(
+            &r,
+            "ingest_source_rows_total",
+            "Records fetched and staged, by source.",
+            &["source"],
+        ),
+        ingest_source_failures: counter(
+            &r,
+            "ingest_source_failures_total",
+            "Source fetches that failed, by source.",
+            &["source"],
+        ),
+        publication_seconds: histogram(
+            &r,
+            "publication_duration_seconds",
+            "Time to apply a run and publish (outcome published or unchanged).",
+            &["outcome"],
+            RUN_BUCKETS,
+        ),
+        pool_connections: pool,
+        registry: r,
+    }
+});
+
+impl Metrics {
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut out).expect("metrics encode");
+        String::from_utf8(out).expect("the text format is UTF-8")
+    }
+}
