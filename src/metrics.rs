@@ -3,7 +3,8 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder, core::Collector,
 };
 
 /// Latency buckets (seconds): a cached answer takes well under a millisecond, a deep store page a
@@ -34,29 +35,27 @@ pub struct Metrics {
     pub pool_connections: IntGaugeVec,
 }
 
-fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
-    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric");
-    registry.register(Box::new(c.clone())).expect("registered once");
-    c
+/// `metric`, registered in `registry`.
+fn registered<M: Collector + Clone + 'static>(registry: &Registry, metric: M) -> M {
+    registry.register(Box::new(metric.clone())).expect("registered once");
+    metric
 }
 
-fn histogram(registry: &Registry, name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> HistogramVec {
-    let h =
-        HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets.to_vec()), labels).expect("a valid metric");
-    registry.register(Box::new(h.clone())).expect("registered once");
-    h
+fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    registered(r, IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric"))
 }
 
-fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
-    let g = IntGauge::new(name, help).expect("a valid metric");
-    registry.register(Box::new(g.clone())).expect("registered once");
-    g
+fn histogram(r: &Registry, name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> HistogramVec {
+    let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+    registered(r, HistogramVec::new(opts, labels).expect("a valid metric"))
 }
 
-fn plain_counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
-    let c = IntCounter::new(name, help).expect("a valid metric");
-    registry.register(Box::new(c.clone())).expect("registered once");
-    c
+fn gauge(r: &Registry, name: &str, help: &str) -> IntGauge {
+    registered(r, IntGauge::new(name, help).expect("a valid metric"))
+}
+
+fn plain_counter(r: &Registry, name: &str, help: &str) -> IntCounter {
+    registered(r, IntCounter::new(name, help).expect("a valid metric"))
 }
 
 /// The process's metrics.

@@ -310,7 +310,7 @@ async fn edge<E: Endpoint>(
     req.extensions_mut().insert(note.clone());
     let (method, path, query) =
         (req.method().clone(), req.uri().path().to_owned(), req.uri().query().map(str::to_owned));
-    let refused = oversized(&req).or_else(|| nul_parameter(&req, &documents));
+    let refused = oversized(&req).or_else(|| nul_parameter(&req));
     let outcome = match refused {
         Some(problem) => Err(problem.into()),
         None => ep.call(req).await,
@@ -476,7 +476,7 @@ fn oversized(req: &Request) -> Option<Problem> {
 
 /// No identifier, address or search text contains NUL, and PostgreSQL refuses it in text: a
 /// NUL (`%00`) in a query or path parameter is refused up front, naming the parameter.
-fn nul_parameter(req: &Request, documents: &Documents) -> Option<Problem> {
+fn nul_parameter(req: &Request) -> Option<Problem> {
     let shown = |s: &str| s.replace('\0', "\\u0000");
     let refuse = |location, name: &str, received: &str| {
         Problem::validation(FieldError {
@@ -493,14 +493,15 @@ fn nul_parameter(req: &Request, documents: &Documents) -> Option<Problem> {
             return Some(refuse(ParamLocation::Query, k, v));
         }
     }
+    // `%00` has no letter: no case to fold.
     let path = req.uri().path();
-    if !path.to_ascii_lowercase().contains("%00") {
+    if !path.contains("%00") {
         return None;
     }
-    let published = if path.starts_with("/v2/") { &documents.v2 } else { &documents.v1 };
-    let matched = published.match_path(path, req.method().as_str())?;
-    let names = matched.template.split('/').zip(path.split('/'));
-    names.filter(|(_, segment)| segment.to_ascii_lowercase().contains("%00")).find_map(|(template, segment)| {
+    // The template the edge matched names the segments.
+    let route = api::route::Route::of(req)?;
+    let names = route.template.split('/').zip(path.split('/'));
+    names.filter(|(_, segment)| segment.contains("%00")).find_map(|(template, segment)| {
         let name = template.strip_prefix('{')?.strip_suffix('}')?;
         let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned();
         Some(refuse(ParamLocation::Path, name, &decoded))

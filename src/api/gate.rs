@@ -20,7 +20,7 @@ use subtle::ConstantTimeEq;
 
 use super::{
     AppState, payment,
-    rate::Decision,
+    rate::{self, Decision},
     route::{AccessNote, Route},
 };
 use crate::contract::{
@@ -48,43 +48,40 @@ pub struct PaidCall {
 const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 
 pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
+    let internal = internal_token_matches(&state, &req);
+    if internal {
+        AccessNote::credential(&req, "internal");
+    }
     let Some(call) = paid_call(&state, &req) else {
-        if UNLIMITED_PATHS.contains(&req.uri().path()) || internal_token_matches(&state, &req) {
-            if internal_token_matches(&state, &req) {
-                AccessNote::credential(&req, "internal");
-            }
+        if internal || UNLIMITED_PATHS.contains(&req.uri().path()) {
             return ep.call(req).await.map(IntoResponse::into_response);
         }
         // Free operations, documents and unknown paths count against the client address.
         return match client_rate(&state, &req) {
             Some(d) if !d.allowed => Ok(d.refusal(&request_id(&req))),
-            decision => {
-                let response = ep.call(req).await.map(IntoResponse::into_response)?;
-                Ok(match decision {
-                    Some(d) => d.stamp(response),
-                    None => response,
-                })
-            }
+            decision => Ok(rate::stamped(decision, ep.call(req).await?.into_response())),
         };
     };
-    if internal_token_matches(&state, &req) {
-        AccessNote::credential(&req, "internal");
+    if internal {
         return ep.call(req).await.map(IntoResponse::into_response);
     }
     if let Some(sent) = req.headers().get(PARTNER_TOKEN_HEADER) {
         AccessNote::credential(&req, "partner");
         let sent = sent.to_str().unwrap_or_default().trim().to_owned();
-        // A client already over its limit (guessing tokens, say) is refused before the store
-        // is asked about a token it does not remember.
-        if !state.serving.remembers(&sent)
-            && let Some(d) = state.rates.exhausted(RatePolicy::Client, &client_key(&req))
-        {
-            return Ok(d.refusal(&call.request_id));
-        }
-        let token = state.serving.partner_token(&sent).await.map_err(|e| Problem::from_store(&e))?;
+        let token = match state.serving.remembered(&sent) {
+            Some(token) => Some(token),
+            None => {
+                // A client already over its limit (guessing tokens, say) is refused before the
+                // store is asked about a token it does not remember.
+                if let Some(d) = state.rates.exhausted(RatePolicy::Client, &client_key(&req)) {
+                    return Ok(d.refusal(&call.request_id));
+                }
+                state.serving.look_up(&sent).await.map_err(|e| Problem::from_store(&e))?
+            }
+        };
         let Some(token) = token else {
-            if let Some(d) = client_rate(&state, &req).filter(|d| !d.allowed) {
-                return Ok(d.refusal(&call.request_id));
+            if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
+                return Ok(refused);
             }
             return Err(Problem::new(
                 ErrorCode::Unauthorized,
@@ -103,10 +100,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
         let mut response = ep.call(req).await?.into_response();
         // Paid data answered to one partner is not for shared caches.
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
-        return Ok(match decision {
-            Some(d) => d.stamp(response),
-            None => response,
-        });
+        return Ok(rate::stamped(decision, response));
     }
     let sent = [Generation::V2, Generation::V1]
         .into_iter()
@@ -117,8 +111,8 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
             payment::pay(ep, req, &state, &call, generation, &header).await
         }
         None => {
-            if let Some(d) = client_rate(&state, &req).filter(|d| !d.allowed) {
-                return Ok(d.refusal(&call.request_id));
+            if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
+                return Ok(refused);
             }
             Ok(challenge(
                 &state,
@@ -146,8 +140,13 @@ pub fn client_key(req: &Request) -> String {
 }
 
 /// Counts `req` against its client address.
-pub fn client_rate(state: &AppState, req: &Request) -> Option<Decision> {
+fn client_rate(state: &AppState, req: &Request) -> Option<Decision> {
     state.rates.check(RatePolicy::Client, &client_key(req), None)
+}
+
+/// Counts `req` against its client address: the 429 when that is over its limit.
+pub fn client_refusal(state: &AppState, req: &Request, request_id: &str) -> Option<Response> {
+    client_rate(state, req).filter(|d| !d.allowed).map(|d| d.refusal(request_id))
 }
 
 fn request_id(req: &Request) -> String {

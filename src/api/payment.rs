@@ -12,7 +12,8 @@ use poem::{
 
 use super::{
     AppState,
-    gate::{PaidCall, challenge, client_rate, resource_info},
+    gate::{PaidCall, challenge, client_refusal, resource_info},
+    rate,
 };
 use crate::contract::{
     access::RatePolicy,
@@ -38,15 +39,15 @@ pub async fn pay<E: Endpoint>(
         Err(refusal) => {
             outcome("invalid");
             // A payment that does not check out counts against the client, like a challenge.
-            if let Some(d) = client_rate(state, &req).filter(|d| !d.allowed) {
-                return Ok(d.refusal(&call.request_id));
+            if let Some(refused) = client_refusal(state, &req, &call.request_id) {
+                return Ok(refused);
             }
             return Ok(challenge(state, call, refusal.reason, refusal.detail));
         }
     };
     // Refused for rate before anything is reserved, verified or settled: never charged.
-    let rate = state.rates.check(RatePolicy::Payer, &candidate.payer.to_ascii_lowercase(), None);
-    if let Some(d) = rate.filter(|d| !d.allowed) {
+    let decision = state.rates.check(RatePolicy::Payer, &candidate.payer.to_ascii_lowercase(), None);
+    if let Some(d) = decision.filter(|d| !d.allowed) {
         return Ok(d.refusal(&call.request_id));
     }
     let (Some(facilitator), Some(pay_to)) = (terms.facilitator.as_ref(), terms.pay_to) else {
@@ -181,10 +182,7 @@ pub async fn pay<E: Endpoint>(
     }
     // A paid response carries a one-off receipt: no cache may keep or replay it.
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(match rate {
-        Some(d) => d.stamp(response),
-        None => response,
-    })
+    Ok(rate::stamped(decision, response))
 }
 
 fn upstream(what: &str) -> Problem {

@@ -39,16 +39,6 @@ pub struct RateSettings {
     pub payer: Option<Rate>,
 }
 
-impl Default for RateSettings {
-    fn default() -> Self {
-        Self {
-            client: Some(RatePolicy::Client.default_rate()),
-            partner: Some(RatePolicy::Partner.default_rate()),
-            payer: Some(RatePolicy::Payer.default_rate()),
-        }
-    }
-}
-
 impl RateSettings {
     pub fn of(&self, policy: RatePolicy) -> Option<Rate> {
         match policy {
@@ -126,12 +116,6 @@ impl Decision {
         }
     }
 
-    /// An admitted request's response, with the limit's state.
-    pub fn stamp(&self, mut response: Response) -> Response {
-        self.headers(&mut response);
-        response
-    }
-
     /// The 429 for a refused request.
     pub fn refusal(&self, request_id: &str) -> Response {
         crate::metrics::METRICS.rate_limited.with_label_values(&[self.policy.name()]).inc();
@@ -159,6 +143,14 @@ impl Decision {
     }
 }
 
+/// `response` with the state of the limit that admitted it, if one applied.
+pub fn stamped(decision: Option<Decision>, mut response: Response) -> Response {
+    if let Some(d) = decision {
+        d.headers(&mut response);
+    }
+    response
+}
+
 /// The counters of this process.
 pub struct RateLimiter {
     settings: RateSettings,
@@ -171,10 +163,6 @@ impl RateLimiter {
         let limiter = Arc::new(Self { settings, counters: Mutex::default() });
         tokio::spawn(exchange_loop(Arc::downgrade(&limiter), db));
         limiter
-    }
-
-    pub fn settings(&self) -> &RateSettings {
-        &self.settings
     }
 
     /// Counts a request for `key` under `policy` (with `rate`, or the policy's configured one),

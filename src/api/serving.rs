@@ -145,31 +145,25 @@ impl ServingWatch {
         Ok(())
     }
 
-    /// Whether `sent` is a live token of a recent snapshot (answered without the store).
-    pub fn remembers(&self, sent: &str) -> bool {
+    /// The live partner token `sent` if a recent snapshot holds it (no store access), recording
+    /// its use. A token not remembered is for [`ServingWatch::look_up`]: one created since the
+    /// snapshot works at once, and an unknown one is refused only by the store.
+    pub fn remembered(self: &Arc<Self>, sent: &str) -> Option<LiveToken> {
         let hash = tokens::hash(sent);
-        let snapshot = self.tokens.read().expect("never poisoned");
-        snapshot.as_ref().is_some_and(|s| s.loaded.elapsed() < TOKEN_SNAPSHOT_MAX_AGE && s.by_hash.contains_key(&hash))
-    }
-
-    /// The live partner token `sent` (its scopes, as stored), if any, recording its use.
-    ///
-    /// A token of a recent snapshot is answered from memory. Anything else is asked of the store:
-    /// a token created since the snapshot works at once, and an unknown one is refused only by
-    /// the store.
-    pub async fn partner_token(self: &Arc<Self>, sent: &str) -> Result<Option<LiveToken>, DbErr> {
-        let hash = tokens::hash(sent);
-        let remembered = {
+        let token = {
             let snapshot = self.tokens.read().expect("never poisoned");
             snapshot
                 .as_ref()
                 .filter(|s| s.loaded.elapsed() < TOKEN_SNAPSHOT_MAX_AGE)
                 .and_then(|s| s.by_hash.get(&hash).cloned())
-        };
-        let token = match remembered {
-            Some(token) => Some(token),
-            None => tokens::find_live(&self.db, sent).await?.map(LiveToken::from),
-        };
+        }?;
+        self.record_use(token.id);
+        Some(token)
+    }
+
+    /// The live partner token `sent` as the store holds it, if any, recording its use.
+    pub async fn look_up(self: &Arc<Self>, sent: &str) -> Result<Option<LiveToken>, DbErr> {
+        let token = tokens::find_live(&self.db, sent).await?.map(LiveToken::from);
         if let Some(t) = &token {
             self.record_use(t.id);
         }

@@ -2,7 +2,7 @@
 //! requests it admitted per key and window, and reads every process's total back, in one
 //! statement per batch.
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
-use sea_orm::{ConnectionTrait, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbErr};
 
 /// Requests one process admitted for a key in a window since it last reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,10 +55,9 @@ pub async fn exchange(db: &impl ConnectionTrait, reports: &[Report]) -> Result<V
 
 /// Deletes windows that no longer weigh on any limit.
 pub async fn sweep(db: &impl ConnectionTrait, now_ms: i64) -> Result<u64, DbErr> {
-    let backend = db.get_database_backend();
-    let sql = match backend {
-        sea_orm::DbBackend::Postgres => "DELETE FROM rate_counts WHERE expires_ms < $1",
-        _ => "DELETE FROM rate_counts WHERE expires_ms < ?",
-    };
-    Ok(db.execute_raw(Statement::from_sql_and_values(backend, sql, [now_ms.into()])).await?.rows_affected())
+    let delete = Query::delete()
+        .from_table(Alias::new("rate_counts"))
+        .and_where(Expr::col(Alias::new("expires_ms")).lt(now_ms))
+        .to_owned();
+    Ok(db.execute_raw(db.get_database_backend().build(&delete)).await?.rows_affected())
 }

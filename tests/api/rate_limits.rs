@@ -2,7 +2,7 @@
 //! (`contract::access::RatePolicy`), answered 429 `RATE_LIMITED` with `Retry-After` and the
 //! `RateLimit-Policy`/`RateLimit` headers. (Payers: `payments.rs`; several processes:
 //! `processes.rs`.)
-use govdata::contract::access::Rate;
+use govdata::contract::access::{Rate, RatePolicy};
 use serde_json::Value;
 
 use crate::helpers::{Backend, fresh_database, spawn_app_with};
@@ -71,7 +71,13 @@ async fn partner_limit(backend: Backend) {
     // Another partner is not held up; it has the server's partner rate.
     let r = get(other).await;
     assert_eq!(r.status(), 200);
-    assert_eq!(header(&r, "ratelimit-policy"), "\"partner\";q=6000;w=60");
+    let Rate { quota, window_s } = RatePolicy::Partner.default_rate();
+    assert_eq!(header(&r, "ratelimit-policy"), format!("\"partner\";q={quota};w={window_s}"));
+    // The counts reached the store; windows past their use are swept from it.
+    crate::helpers::eventually("the counts are shared", || async {
+        govdata::store::rates::sweep(&db, i64::MAX).await.unwrap() > 0
+    })
+    .await;
 }
 
 #[tokio::test]
