@@ -28,26 +28,33 @@ impl QuerySlots {
     /// Runs `work` (a handler) in a slot, within the request deadline.
     pub async fn run<T>(&self, work: impl Future<Output = poem::Result<T>>) -> poem::Result<T> {
         let deadline = Instant::now() + self.timeout;
-        let Ok(Ok(_slot)) = tokio::time::timeout_at(deadline, self.slots.acquire()).await else {
-            return Err(Problem::new(
-                ErrorCode::Unavailable,
-                format!(
-                    "The server is at its limit of {} requests reading the store at once; retry shortly.",
-                    self.max
-                ),
-            )
-            .into());
+        let _slot = match tokio::time::timeout_at(deadline, self.slots.acquire()).await {
+            Ok(Ok(slot)) => slot,
+            // The deadline passed with slots free: the request was late, not the server full.
+            _ if self.slots.available_permits() > 0 => return Err(self.late()),
+            _ => {
+                return Err(Problem::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "The server is at its limit of {} requests reading the store at once; retry shortly.",
+                        self.max
+                    ),
+                )
+                .into());
+            }
         };
         match tokio::time::timeout_at(deadline, work).await {
             Ok(result) => result,
-            Err(_) => {
-                tracing::warn!(timeout = ?self.timeout, "request timed out");
-                Err(Problem::new(
-                    ErrorCode::Unavailable,
-                    format!("The request took longer than {} s; retry later.", self.timeout.as_secs_f32()),
-                )
-                .into())
-            }
+            Err(_) => Err(self.late()),
         }
+    }
+
+    fn late(&self) -> poem::Error {
+        tracing::warn!(timeout = ?self.timeout, "request timed out");
+        Problem::new(
+            ErrorCode::Unavailable,
+            format!("The request took longer than {} s; retry later.", self.timeout.as_secs_f32()),
+        )
+        .into()
     }
 }

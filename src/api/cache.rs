@@ -15,7 +15,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use poem::http::{HeaderMap, StatusCode, header};
+use poem::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 use serde_json::Value;
 
@@ -30,10 +30,6 @@ use crate::metrics::METRICS;
 /// state moves without a new revision, and prices are not data. Never cached.
 const UNCACHED: [OperationDecl; 2] = [FreshnessGetV1::DECL, PricingGetV1::DECL];
 
-/// What an entry costs beyond its key and body bytes (the map and queue slots, the header map,
-/// the allocations' own overhead), so that the budget bounds the memory really held.
-const ENTRY_OVERHEAD: usize = 512;
-
 /// Responses of the current revision, oldest first out.
 pub struct ResponseCache {
     max_bytes: usize,
@@ -43,22 +39,70 @@ pub struct ResponseCache {
 #[derive(Default)]
 struct Entries {
     revision: i64,
-    map: HashMap<String, Arc<Cached>>,
-    order: VecDeque<String>,
+    /// The key is held once, by the map and the queue together.
+    map: HashMap<Arc<str>, Arc<Cached>>,
+    order: VecDeque<Arc<str>>,
+    /// What the entries cost (`Cached::cost`), and the tables' first allocations once there are any.
     bytes: usize,
+    tables_counted: bool,
 }
+
+/// The map's and the queue's first allocations (4 slots each, with the map's control bytes),
+/// which the per-entry slot costs do not cover at a handful of entries.
+const TABLES: usize = 256;
 
 /// An answer as first served: its headers and body bytes, and where in the body the values a
 /// replay changes are.
 struct Cached {
-    headers: HeaderMap,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    /// An allocation of exactly the body's length (`Cached::new`), so that its length is its cost.
     body: Bytes,
     stamps: Option<Stamps>,
 }
 
+/// What the allocator really holds for a request of `bytes`: glibc's malloc hands out chunks
+/// of 16-byte granules with an 8-byte header, 32 bytes at least.
+const fn heap(bytes: usize) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        let chunk = (bytes + 8 + 15) & !15;
+        if chunk < 32 { 32 } else { chunk }
+    }
+}
+
+/// The `Arc` header: strong and weak counts.
+const ARC: usize = 2 * std::mem::size_of::<usize>();
+
 impl Cached {
+    fn new(headers: &HeaderMap, body: &Bytes, stamps: Option<Stamps>) -> Self {
+        let mut kept: Vec<(HeaderName, HeaderValue)> = headers
+            .iter()
+            .filter(|(n, _)| **n != header::CONTENT_LENGTH)
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        kept.shrink_to_fit();
+        Self { headers: kept, body: Bytes::copy_from_slice(body), stamps }
+    }
+
+    /// Every byte the entry holds on the heap, allocator overhead included, with its key: the
+    /// body; the `Arc` around the entry and the `Bytes` control block a clone of the body makes;
+    /// the header list, each value, and each name (standard names are static: counted anyway);
+    /// the key; the map slot at hashbrown's lowest load just after growing (7/16), and the
+    /// queue slot at `VecDeque`'s (1/2). A unit test holds this to what the allocator sees.
     fn cost(&self, key: &str) -> usize {
-        self.body.len() + key.len() + ENTRY_OVERHEAD
+        use std::mem::size_of;
+        let headers: usize = self.headers.iter().map(|(n, v)| heap(n.as_str().len()) + heap(v.len())).sum();
+        let map_slot = (size_of::<(Arc<str>, Arc<Cached>)>() + 1) * 16 / 7 + 1;
+        let queue_slot = size_of::<Arc<str>>() * 2;
+        heap(self.body.len())
+            + heap(ARC + size_of::<Cached>())
+            + heap(3 * size_of::<usize>())
+            + heap(self.headers.capacity() * size_of::<(HeaderName, HeaderValue)>())
+            + headers
+            + heap(ARC + key.len())
+            + map_slot
+            + queue_slot
     }
 }
 
@@ -83,14 +127,14 @@ impl ResponseCache {
         hit
     }
 
-    fn put(&self, revision: i64, key: String, cached: Cached) {
-        let size = cached.cost(&key);
-        if size > self.max_bytes {
+    fn put(&self, revision: i64, key: &str, cached: Cached) {
+        let size = cached.cost(key);
+        if size + TABLES > self.max_bytes {
             return;
         }
         let mut e = self.inner.lock().expect("the cache lock is never poisoned");
         e.reset_if_stale(revision);
-        if e.revision != revision || e.map.contains_key(&key) {
+        if e.revision != revision || e.map.contains_key(key) {
             return;
         }
         while e.bytes + size > self.max_bytes {
@@ -101,6 +145,11 @@ impl ResponseCache {
             }
         }
         e.bytes += size;
+        if !e.tables_counted {
+            e.bytes += TABLES;
+            e.tables_counted = true;
+        }
+        let key: Arc<str> = Arc::from(key);
         e.order.push_back(key.clone());
         e.map.insert(key, Arc::new(cached));
         METRICS.cache_bytes.set(i64::try_from(e.bytes).unwrap_or(i64::MAX));
@@ -285,15 +334,15 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
     }
     let (parts, body) = response.into_parts();
     let body = body.into_bytes().await?;
-    let cached = Cached { stamps: Stamps::find(&body, v1, &request_id), headers: parts.headers, body };
+    let cached = Cached::new(&parts.headers, &body, Stamps::find(&body, v1, &request_id));
     let answer = match live {
         Some(status) => {
             replay(&cached, v1, &Restamp { status, data_as_of_ms: serving.data_as_of_ms, request_id: &request_id })
         }
-        None => respond_bytes(&cached.headers, cached.body.clone()),
+        None => respond_bytes(&cached.headers, body),
     };
     if let Some(revision) = revision {
-        state.cache.put(revision, key, cached);
+        state.cache.put(revision, &key, cached);
     }
     Ok(served(answer, "miss"))
 }
@@ -317,7 +366,7 @@ fn replay(cached: &Cached, v1: bool, now: &Restamp<'_>) -> Response {
 
 /// `body` with how it was served this time, by parsing it; a body that is not JSON goes out as
 /// it is. Only for bodies whose stamps could not be located.
-fn restamped(headers: &HeaderMap, body: &Bytes, v1: bool, now: &Restamp<'_>) -> Response {
+fn restamped(headers: &[(HeaderName, HeaderValue)], body: &Bytes, v1: bool, now: &Restamp<'_>) -> Response {
     match serde_json::from_slice::<Value>(body) {
         Ok(mut value) => {
             stamp(&mut value, v1, now);
@@ -349,12 +398,10 @@ fn stamp(body: &mut Value, v1: bool, now: &Restamp<'_>) {
     }
 }
 
-fn respond_bytes(headers: &HeaderMap, body: Bytes) -> Response {
+fn respond_bytes(headers: &[(HeaderName, HeaderValue)], body: Bytes) -> Response {
     let mut response = Response::builder().status(StatusCode::OK).body(body);
     for (name, value) in headers {
-        if name != header::CONTENT_LENGTH {
-            response.headers_mut().insert(name.clone(), value.clone());
-        }
+        response.headers_mut().insert(name.clone(), value.clone());
     }
     response
 }
@@ -364,29 +411,87 @@ mod tests {
     use super::*;
 
     fn entry(n: usize) -> Cached {
-        Cached { headers: HeaderMap::new(), body: vec![b'x'; n].into(), stamps: None }
+        Cached::new(&HeaderMap::new(), &vec![b'x'; n].into(), None)
     }
 
     #[test]
     fn the_cache_keeps_one_revision_within_its_budget_oldest_out_first() {
-        let each = 98 + 2 + ENTRY_OVERHEAD;
-        let cache = ResponseCache::new(3 * each + 10);
-        cache.put(1, "/a".into(), entry(98));
-        cache.put(1, "/b".into(), entry(98));
-        cache.put(1, "/c".into(), entry(98));
+        let each = entry(98).cost("/a");
+        let cache = ResponseCache::new(TABLES + 3 * each + 10);
+        cache.put(1, "/a", entry(98));
+        cache.put(1, "/b", entry(98));
+        cache.put(1, "/c", entry(98));
         assert!(cache.get(1, "/a").is_some() && cache.get(1, "/c").is_some());
-        cache.put(1, "/d".into(), entry(98));
+        cache.put(1, "/d", entry(98));
         assert!(cache.get(1, "/a").is_none(), "the oldest made room");
         assert!(cache.get(1, "/b").is_some() && cache.get(1, "/d").is_some());
-        cache.put(1, "/huge".into(), entry(4 * each));
+        cache.put(1, "/huge", entry(4 * each));
         assert!(cache.get(1, "/huge").is_none(), "larger than the whole budget: not kept");
         // A newer revision empties it; an older one never fills it again.
         assert!(cache.get(2, "/b").is_none());
-        cache.put(1, "/old".into(), entry(10));
+        cache.put(1, "/old", entry(10));
         assert!(cache.get(2, "/old").is_none() && cache.get(1, "/old").is_none());
         let disabled = ResponseCache::new(0);
-        disabled.put(1, "/a".into(), entry(1));
+        disabled.put(1, "/a", entry(1));
         assert!(disabled.get(1, "/a").is_none());
+    }
+
+    /// Counts, per thread, what the allocator holds: the chunk `heap` says glibc gives each
+    /// request. The test below runs on one thread and reads only that thread's count.
+    struct Counting;
+
+    thread_local! {
+        static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn held() -> isize {
+        HELD.with(std::cell::Cell::get)
+    }
+
+    unsafe impl std::alloc::GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            let _ = HELD.try_with(|h| h.set(h.get() + heap(layout.size()) as isize));
+            unsafe { std::alloc::System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            let _ = HELD.try_with(|h| h.set(h.get() - heap(layout.size()) as isize));
+            unsafe { std::alloc::System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: Counting = Counting;
+
+    /// The budget counts what entries really hold: filled with small answers as served (JSON
+    /// headers, a body with a spare capacity like serde's), the cache holds no more than it
+    /// counts, and counts at most a quarter more than it holds (beyond the tables' first
+    /// allocations), at every fill level (the map and the queue grow by doubling).
+    #[test]
+    fn an_entry_costs_what_it_holds() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(120));
+        // Once-only allocations (lazy statics, the thread's hasher keys) out of the way first.
+        for (round, n) in [1usize, 1, 7, 8, 100, 897, 1000, 1793, 3000].into_iter().enumerate() {
+            let cache = ResponseCache::new(usize::MAX);
+            let before = held();
+            for i in 0..n {
+                let mut served = Vec::with_capacity(256);
+                served.extend(std::iter::repeat_n(b'x', 120 + i % 50));
+                let body = Bytes::from(served);
+                let key = format!("/v2/proposals/p_{i:x}/votes?limit=1");
+                let cached = Cached::new(&headers, &body, None);
+                drop(respond_bytes(&cached.headers, cached.body.clone()));
+                cache.put(1, &key, cached);
+            }
+            let holds = (held() - before) as usize;
+            let counts = cache.inner.lock().unwrap().bytes;
+            if round == 0 {
+                continue;
+            }
+            assert!(holds <= counts, "{n} entries hold {holds} bytes, counted {counts}");
+            assert!(counts <= holds * 5 / 4 + TABLES, "{n} entries hold {holds} bytes, counted {counts}");
+        }
     }
 
     fn now(status: CacheStatus, rid: &str) -> Restamp<'_> {

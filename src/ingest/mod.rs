@@ -31,8 +31,6 @@ pub use registry::{DaoEntry, Registry, SourceKind};
 const JOB_CONCURRENCY: usize = 4;
 /// Records buffered before a staging write.
 const SINK_BATCH: usize = 500;
-/// A run still marked `running` after this long belongs to a process that died.
-const STALE_RUN: Duration = Duration::from_secs(6 * 3600);
 
 /// What one connector needs to know about the store to resume.
 #[derive(Debug, Clone, Default)]
@@ -150,7 +148,8 @@ pub fn load_registry(path: Option<&PathBuf>) -> anyhow::Result<Registry> {
 pub async fn run_once(db: &DatabaseConnection, registry: &Registry, options: &RunOptions) -> anyhow::Result<RunReport> {
     let jobs = select(registry, options)?;
     let run = start_run(db, options).await?;
-    let reclaimed = staging::reclaim(db, run.id, run.started_ms - STALE_RUN.as_millis() as i64).await?;
+    let _alive = Heartbeat::start(db.clone(), run.id, staging::HEARTBEAT);
+    let reclaimed = staging::reclaim(db, run.id, staging::stale_before(run.started_ms)).await?;
     if reclaimed > 0 {
         tracing::info!(reclaimed, "dropped staged records of runs that did not finish");
     }
@@ -298,12 +297,44 @@ fn registry_row(d: &DaoEntry) -> apply::RegistryDao {
     }
 }
 
+/// Says, every `every`, that a run is alive, until dropped or until the run is no longer
+/// running; other processes reclaim a run whose beats stopped (`staging::reclaim`).
+pub struct Heartbeat(tokio::task::JoinHandle<()>);
+
+impl Heartbeat {
+    pub fn start(db: DatabaseConnection, run_id: i64, every: Duration) -> Self {
+        Self(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks.tick().await; // the first tick is now: `start_run` stamped the run already
+            loop {
+                ticks.tick().await;
+                match staging::beat(&db, run_id, crate::store::publish::now_ms()).await {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    // Behind another process's publication on SQLite, or the store is away
+                    // for a moment: the next beat tries again.
+                    Err(e) => tracing::warn!(run = run_id, "ingestion heartbeat failed: {e}"),
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Result<ingestion_run::Model> {
+    let now = crate::store::publish::now_ms();
     Ok(ingestion_run::ActiveModel {
         trigger: Set(options.trigger.to_owned()),
         dao_filter: Set(options.dao.clone()),
         source_filter: Set(options.source.map(|k| k.as_str().to_owned())),
-        started_ms: Set(crate::store::publish::now_ms()),
+        started_ms: Set(now),
+        heartbeat_ms: Set(Some(now)),
         status: Set("running".to_owned()),
         rows_written: Set(0),
         rows_skipped: Set(0),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
-    Statement, TransactionTrait,
+    QuerySelect, Statement, TransactionTrait,
 };
 
 use super::address::AccountBytes;
@@ -220,7 +220,21 @@ async fn take_the_writers_turn(txn: &DatabaseTransaction, run_id: i64) -> Result
         _ => ("UPDATE ingestion_runs SET status = status WHERE id = $1", run_id),
     };
     txn.execute_raw(Statement::from_sql_and_values(backend, sql, [value.into()])).await?;
-    Ok(())
+    // A run whose beats stopped for long (a suspended process) may have been reclaimed by
+    // another one meanwhile, its staged records dropped: it publishes nothing.
+    let status = ingestion_run::Entity::find_by_id(run_id)
+        .select_only()
+        .column(ingestion_run::Column::Status)
+        .into_tuple::<String>()
+        .one(txn)
+        .await?;
+    match status.as_deref() {
+        Some("running") => Ok(()),
+        other => Err(DbErr::Custom(format!(
+            "ingestion run {run_id} is {} and can no longer publish",
+            other.unwrap_or("gone")
+        ))),
+    }
 }
 
 /// `succeeded` when every source completed, `partial` when some failed, `failed` when all did.

@@ -5,6 +5,8 @@
 //! (`store::apply`) reads one run's records stage by stage and applies them in one transaction.
 //! Numbers stay text end to end: voting power as the upstream wrote it, amounts as decimal
 //! integers in the token's smallest unit.
+use std::time::Duration;
+
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
     sea_query::Expr,
@@ -252,16 +254,46 @@ pub async fn discard(db: &impl ConnectionTrait, run_id: i64, dao_id: &str, sourc
     Ok(done.rows_affected)
 }
 
-/// Drops every staged record of runs other than `keep_run` that are no longer running: what a
-/// killed or failed run left behind. A run still marked `running` by a process that died is
-/// reclaimed once it is older than `stale_before_ms`.
+/// How often a process running an ingestion run says it is alive (`beat`).
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
+/// A run still marked `running` whose last beat is older than this belongs to a process that
+/// died: four beats missed. A beat can wait up to the busy timeout behind another process's
+/// publication on SQLite, and a missed beat or two is no death.
+pub const STALE_AFTER: Duration = Duration::from_secs(4 * HEARTBEAT.as_secs());
+
+/// Runs that last beat before this time, seen at `now_ms`, are abandoned.
+pub fn stale_before(now_ms: i64) -> i64 {
+    now_ms - STALE_AFTER.as_millis() as i64
+}
+
+/// Records that run `run_id` is alive at `now_ms`; `false` once it is no longer running (it
+/// finished, or another process reclaimed it as abandoned).
+pub async fn beat(db: &impl ConnectionTrait, run_id: i64, now_ms: i64) -> Result<bool, DbErr> {
+    use super::entities::ingestion_run::{Column as R, Entity as Runs};
+    let done = Runs::update_many()
+        .col_expr(R::HeartbeatMs, Expr::value(now_ms))
+        .filter(R::Id.eq(run_id))
+        .filter(R::Status.eq("running"))
+        .exec(db)
+        .await?;
+    Ok(done.rows_affected > 0)
+}
+
+/// Marks `abandoned` every run other than `keep_run` still `running` whose process stopped
+/// beating before `stale_before_ms`, then drops the staged records of every run other than
+/// `keep_run` that is no longer running: what a killed or failed run left behind.
 pub async fn reclaim(db: &impl ConnectionTrait, keep_run: i64, stale_before_ms: i64) -> Result<u64, DbErr> {
     use super::entities::ingestion_run::{Column as R, Entity as Runs};
+    use sea_orm::Condition;
+    // Runs recorded before heartbeats count from their start.
+    let silent = Condition::any()
+        .add(R::HeartbeatMs.lt(stale_before_ms))
+        .add(Condition::all().add(R::HeartbeatMs.is_null()).add(R::StartedMs.lt(stale_before_ms)));
     Runs::update_many()
         .col_expr(R::Status, Expr::value("abandoned"))
         .col_expr(R::Error, Expr::value("the process running it stopped before it finished"))
         .filter(R::Status.eq("running"))
-        .filter(R::StartedMs.lt(stale_before_ms))
+        .filter(silent)
         .filter(R::Id.ne(keep_run))
         .exec(db)
         .await?;

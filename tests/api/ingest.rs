@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use govdata::ingest::{Registry, RetryPolicy, RunOptions, SourceKind, run_once};
-use govdata::store::entities::{forum_post, forum_topic, ingestion_run, proposal, vote};
+use govdata::store::entities::{forum_post, forum_topic, ingestion_run, proposal, staged_record, vote};
+use govdata::store::staging::{self, STALE_AFTER};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::Value;
 
-use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
+use crate::helpers::{Backend, TestApp, eventually, fresh_database, spawn_app_with};
 use crate::upstreams::{Fake, Fault, ForumData, ForumTopic, HubData, HubProposal, HubVote, discourse, snapshot_hub};
 
 pub const SPACE: &str = "testgov.eth";
@@ -525,10 +526,31 @@ async fn killed_mid_publication(backend: Backend) {
     let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
     assert_eq!(runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["succeeded", "running"]);
     assert_eq!(runs[1].revision_id, None);
+    let killed = runs[1].id;
+    let staged = || staged_record::Entity::find().filter(staged_record::Column::RunId.eq(killed)).count(&w.db);
+    assert!(staged().await.unwrap() > 0, "the killed run left its staged records");
 
-    // The next run completes and publishes what the killed one had fetched.
+    // Its process beats no more. Rather than waiting for the beats to go stale, move its last
+    // beat back past the limit: readers see it abandoned at once, before any run records it.
+    let (_, fresh) = w.app.get_json("/v1/system/freshness").await;
+    assert_eq!(fresh["data"]["lastRun"]["status"], "running", "{fresh}");
+    let silent_since = runs[1].heartbeat_ms.expect("a run beats from its start") - STALE_AFTER.as_millis() as i64 - 1;
+    ingestion_run::Entity::update_many()
+        .col_expr(ingestion_run::Column::HeartbeatMs, sea_orm::sea_query::Expr::value(silent_since))
+        .filter(ingestion_run::Column::Id.eq(killed))
+        .exec(&w.db)
+        .await
+        .unwrap();
+    let (_, fresh) = w.app.get_json("/v1/system/freshness").await;
+    assert_eq!(fresh["data"]["lastRun"]["status"], "abandoned", "{fresh}");
+
+    // The next run records it abandoned, drops what it staged, and publishes what it fetched
+    // itself.
     let out = ingest().output().await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
+    assert_eq!(runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["succeeded", "abandoned", "succeeded"]);
+    assert_eq!(staged().await.unwrap(), 0, "the abandoned run's staged records are dropped");
     let after = served(&w.app).await;
     assert_ne!(after, before);
     let renamed = proposal::Entity::find()
@@ -554,6 +576,48 @@ async fn a_killed_publication_leaves_the_served_revision_intact_on_sqlite() {
 #[tokio::test]
 async fn a_killed_publication_leaves_the_served_revision_intact_on_postgres() {
     killed_mid_publication(Backend::Postgres).await;
+}
+
+/// A running run's process beats; the beats stop when the run is no longer running, and a run
+/// that another process reclaimed cannot publish.
+async fn heartbeats(backend: Backend) {
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+    let db = govdata::store::connect(&fresh_database(backend).await).await.unwrap();
+    let run = ingestion_run::ActiveModel {
+        trigger: Set("manual".to_owned()),
+        started_ms: Set(1),
+        heartbeat_ms: Set(Some(1)),
+        status: Set("running".to_owned()),
+        rows_written: Set(0),
+        rows_skipped: Set(0),
+        ..Default::default()
+    }
+    .insert(&db)
+    .await
+    .unwrap();
+    let beat = |db: DatabaseConnection| async move {
+        ingestion_run::Entity::find_by_id(run.id).one(&db).await.unwrap().unwrap().heartbeat_ms.unwrap()
+    };
+    let _alive = govdata::ingest::Heartbeat::start(db.clone(), run.id, Duration::from_millis(20));
+    eventually("the run beats", || async { beat(db.clone()).await > 1 }).await;
+
+    // Another process saw it silent and reclaimed it: no more beats, and no publication.
+    staging::reclaim(&db, 0, i64::MAX).await.unwrap();
+    let stored = ingestion_run::Entity::find_by_id(run.id).one(&db).await.unwrap().unwrap();
+    assert_eq!(stored.status, "abandoned");
+    assert!(!staging::beat(&db, run.id, 2).await.unwrap(), "an abandoned run beats no more");
+    let refused = govdata::store::apply::publish_run(&db, run.id, &[], None).await.unwrap_err();
+    assert!(refused.to_string().contains("is abandoned and can no longer publish"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_run_beats_while_it_runs_on_sqlite() {
+    heartbeats(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_run_beats_while_it_runs_on_postgres() {
+    heartbeats(Backend::Postgres).await;
 }
 
 // ---------------------------------------------------------------------------------------------

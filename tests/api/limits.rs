@@ -93,11 +93,37 @@ async fn refusals(app: &TestApp) {
     let r = app.client.get(app.url("/v1/daos")).header("x-padding", "p".repeat(40_000)).send().await.unwrap();
     assert_eq!(r.status(), 400);
     assert_eq!(r.headers()["content-type"], "application/problem+json");
+    // Below the app: a head beyond hyper's buffer, and bytes HTTP does not allow (a raw NUL in
+    // the target, a control byte in a header) are refused with problem documents too.
+    let huge = format!("GET /v1/daos HTTP/1.1\r\nhost: x\r\nx-padding: {}\r\n\r\n", "p".repeat(70_000));
+    for (what, request) in [
+        ("a 70 kB head", huge.into_bytes()),
+        ("a raw NUL in the target", b"GET /v1/daos?x=a\0b HTTP/1.1\r\nhost: x\r\n\r\n".to_vec()),
+        ("a control byte in a header", b"GET /v1/daos HTTP/1.1\r\nhost: x\r\nx-a: a\x01b\r\n\r\n".to_vec()),
+    ] {
+        let (head, body) = raw_exchange(app, &request).await;
+        assert!(head.starts_with("HTTP/1.1 400 "), "{what}: {head}");
+        assert!(head.contains("content-type: application/problem+json"), "{what}: {head}");
+        let body: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{what}: {e}: {body}"));
+        assert_eq!(body["code"], "VALIDATION_ERROR", "{what}");
+        let id = head.lines().find_map(|l| l.strip_prefix("x-request-id: ")).expect("a request id");
+        assert_eq!(body["requestId"], id, "{what}");
+    }
     // A repeated parameter: the first value is applied, and echoed.
     let (status, body) = app.get_json("/v1/daos?limit=2&limit=5").await;
     assert_eq!(status, 200);
     assert_eq!(body["request"]["params"]["limit"], "2");
     assert_eq!(body["data"]["items"].as_array().unwrap().len(), 2);
+}
+
+/// Sends `request` as raw bytes and reads the answer until the server closes: (head, body).
+async fn raw_exchange(app: &TestApp, request: &[u8]) -> (String, String) {
+    let mut stream = TcpStream::connect(app.addr).await.unwrap();
+    // The server may answer and close before it has read everything sent.
+    let _ = stream.write_all(request).await;
+    let answer = read_to_close(&mut stream, Duration::from_secs(10)).await.expect("the server answers and closes");
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (head.to_owned(), body.to_owned())
 }
 
 on_both_backends!(bad_requests_are_refused_with_problem_documents, |app: TestApp| async move {

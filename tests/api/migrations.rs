@@ -119,9 +119,10 @@ async fn voters_as_text_are_converted_postgres() {
     voters_as_text_are_converted(Backend::Postgres).await;
 }
 
-/// Migrations 8 and 9: a store from before them (no row counts on its revisions, the ranking
-/// read through `ix_voter_stats_rank`) gets its serving revision counted and the covering index,
-/// and answers the freshness and ranking calls exactly as before.
+/// Migrations 8 to 11: a store from before them (no row counts on its revisions, the ranking
+/// read through `ix_voter_stats_rank`, no rate counts, runs without heartbeats) gets its serving
+/// revision counted, the covering index, the rate tables and run heartbeats, and answers the
+/// freshness and ranking calls exactly as before.
 async fn revision_counts_and_ranking_index_are_added(backend: Backend) {
     let url = fresh_database(backend).await;
     let db = store::connect(&url).await.unwrap();
@@ -130,7 +131,7 @@ async fn revision_counts_and_ranking_index_are_added(backend: Backend) {
         let app = spawn_app_on(url).await;
         let (_, fresh) = app.get_json("/v1/system/freshness").await;
         let (_, ranking) = app.get_json("/v2/daos/uniswap/voters?limit=50").await;
-        (fresh["data"]["counts"].clone(), ranking["data"].clone())
+        (fresh["data"]["counts"].clone(), fresh["data"]["lastRun"].clone(), ranking["data"].clone())
     };
     let before = answers(url.clone()).await;
     assert_ne!(before.0["voters"], "0", "{:?}", before.0);
@@ -143,7 +144,12 @@ async fn revision_counts_and_ranking_index_are_added(backend: Backend) {
         "ALTER TABLE data_revisions DROP COLUMN signals",
         r#"DROP INDEX "ix_voter_stats_rank_covering""#,
         r#"CREATE INDEX "ix_voter_stats_rank" ON voter_dao_stats (dao_id, vp_sort DESC, voter)"#,
-        "DELETE FROM seaql_migrations WHERE version IN ('m0008_revision_counts', 'm0009_ranking_covers')",
+        "DROP TABLE rate_counts",
+        "ALTER TABLE partner_tokens DROP COLUMN rate_quota",
+        "ALTER TABLE partner_tokens DROP COLUMN rate_window_s",
+        "ALTER TABLE ingestion_runs DROP COLUMN heartbeat_ms",
+        "DELETE FROM seaql_migrations WHERE version IN \
+         ('m0008_revision_counts', 'm0009_ranking_covers', 'm0010_rate_limits', 'm0011_run_heartbeat')",
     ];
     db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
     db.close().await.unwrap();
@@ -162,6 +168,8 @@ async fn revision_counts_and_ranking_index_are_added(backend: Backend) {
         .collect();
     assert!(names.iter().any(|n| n == "ix_voter_stats_rank_covering"), "{names:?}");
     assert!(!names.iter().any(|n| n == "ix_voter_stats_rank"), "the covering index replaces it: {names:?}");
+    // The run columns are back: a new run beats.
+    assert!(govdata::store::staging::beat(&db, 1, 5).await.is_ok());
     db.close().await.unwrap();
     assert_eq!(answers(url).await, before, "the migrated store answers as before");
 }

@@ -164,7 +164,7 @@ impl Api {
                 data_as_of: rfc3339_ms(r.data_as_of_ms),
                 summary: r.summary.clone(),
             }),
-            last_run: s.last_run.map(run),
+            last_run: s.last_run.map(|r| run(r, now)),
             sources: s
                 .watermarks
                 .into_iter()
@@ -195,11 +195,11 @@ impl Api {
     }
 }
 
-fn run(r: ingestion_run::Model) -> Run {
+fn run(r: ingestion_run::Model, now_ms: i64) -> Run {
     Run {
         id: r.id.to_string(),
+        status: r.status_at(now_ms).to_owned(),
         trigger: r.trigger,
-        status: r.status,
         started_at: rfc3339_ms(r.started_ms),
         finished_at: r.finished_ms.map(rfc3339_ms),
         rows_written: r.rows_written.to_string(),

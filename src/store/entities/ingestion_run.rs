@@ -12,6 +12,9 @@ pub struct Model {
     pub source_filter: Option<String>,
     pub started_ms: i64,
     pub finished_ms: Option<i64>,
+    /// When the process running it last said it was alive (`store::staging::beat`); `None` on
+    /// runs recorded before heartbeats.
+    pub heartbeat_ms: Option<i64>,
     /// running | succeeded | failed
     pub status: String,
     pub rows_written: i64,
@@ -24,3 +27,17 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    /// The status as it stands at `now_ms`: a run still marked `running` whose process stopped
+    /// beating is `abandoned`, whether or not a later run has recorded it so yet.
+    pub fn status_at(&self, now_ms: i64) -> &str {
+        if self.status == "running"
+            && self.heartbeat_ms.unwrap_or(self.started_ms) < crate::store::staging::stale_before(now_ms)
+        {
+            "abandoned"
+        } else {
+            &self.status
+        }
+    }
+}

@@ -16,6 +16,7 @@ mod m0007_voter_bytes;
 mod m0008_revision_counts;
 mod m0009_ranking_covers;
 mod m0010_rate_limits;
+mod m0011_run_heartbeat;
 
 pub struct Migrator;
 
@@ -33,6 +34,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0008_revision_counts::Migration),
             Box::new(m0009_ranking_covers::Migration),
             Box::new(m0010_rate_limits::Migration),
+            Box::new(m0011_run_heartbeat::Migration),
         ]
     }
 }

@@ -1,0 +1,509 @@
+//! Soak and outage benchmark against a real `govdata serve` process, as an operator runs it.
+//!
+//! `soak load`: starts `govdata serve` (the binary beside this one) over `DATABASE_URL` (a new
+//! SQLite file with the bundled sample when unset), creates a partner token with a rate far
+//! above the load, and sends `--connections` keep-alive connections of paid requests for
+//! `--duration`: DAO, proposal, vote, voter, topic, signal and activity lists, details,
+//! evidence, brief, lookup and freshness, with page sizes that vary so that answers come from
+//! the store as well as from the response cache. Every `--every` it prints requests, non-2xx,
+//! p50 and p99 latency, and the server's RSS; at the end the totals, and it exits 1 when any
+//! request failed or RSS grew by more than `--max-rss-growth-mb` after the first interval.
+//!
+//! `soak outage` (PostgreSQL): the server reaches PostgreSQL through a TCP relay that this
+//! program owns. After a warm-up the relay cuts every open connection and refuses new ones for
+//! `--outage`, then forwards again. Pollers request answers that need the store (never the
+//! freshness, which is never cached). Prints the time from the cut to the first 503,
+//! whether every 503 carried `Retry-After`, and the time from recovery to the first 200.
+//!
+//! ```sh
+//! cargo build --release --bin govdata --bin soak
+//! target/release/soak load                           # 10 minutes, 64 connections, SQLite
+//! DATABASE_URL=postgres://postgres@127.0.0.1:5432/soak target/release/soak outage
+//! ```
+//! The figures belong in the README's Benchmarks section, never in timed tests.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+
+#[derive(Debug, Parser)]
+#[command(name = "soak", about = "Soak and database-outage runs against a govdata serve process")]
+struct Args {
+    /// The store; a new SQLite file in a temporary folder when unset.
+    #[arg(long, env = "DATABASE_URL", global = true)]
+    database_url: Option<String>,
+    /// The govdata binary; the one beside this program when unset.
+    #[arg(long, global = true)]
+    govdata: Option<PathBuf>,
+    #[command(subcommand)]
+    run: Run,
+}
+
+#[derive(Debug, Subcommand)]
+enum Run {
+    /// Sustained paid load with a partner token.
+    Load {
+        #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+        duration: Duration,
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// Reporting interval.
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        every: Duration,
+        /// RSS may grow by at most this much between the first and the last interval.
+        #[arg(long, default_value_t = 32)]
+        max_rss_growth_mb: u64,
+    },
+    /// PostgreSQL refuses connections for a while, under polling; needs a PostgreSQL `DATABASE_URL`.
+    Outage {
+        #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+        outage: Duration,
+        /// Concurrent pollers.
+        #[arg(long, default_value_t = 4)]
+        pollers: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let govdata = match args.govdata.clone() {
+        Some(path) => path,
+        None => std::env::current_exe()?.with_file_name("govdata"),
+    };
+    let scratch = std::env::temp_dir().join(format!("govdata-soak-{}", std::process::id()));
+    let url = args.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", scratch.join("soak.db").display()));
+    let result = run(args, &govdata, &url).await;
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+async fn run(args: Args, govdata: &PathBuf, url: &str) -> anyhow::Result<()> {
+    match args.run {
+        Run::Load { duration, connections, every, max_rss_growth_mb } => {
+            let server = Server::start(govdata, url).await?;
+            load(&server, duration, connections, every, max_rss_growth_mb).await
+        }
+        Run::Outage { outage: cut, pollers } => outage(govdata, url, cut, pollers).await,
+    }
+}
+
+/// A `govdata serve` child process with a partner token.
+struct Server {
+    child: Child,
+    base: String,
+    token: String,
+}
+
+impl Server {
+    async fn start(govdata: &PathBuf, url: &str) -> anyhow::Result<Self> {
+        // The sample is imported on the first start; the token needs the migrated store.
+        let migrate = Command::new(govdata).arg("migrate").env("DATABASE_URL", url).output().await?;
+        if !migrate.status.success() {
+            bail!("govdata migrate failed: {}", String::from_utf8_lossy(&migrate.stderr));
+        }
+        let created = Command::new(govdata)
+            .args(["tokens", "create", "--name", "soak", "--scopes", "v1:paid:*,v2:paid:*", "--rate", "1000000000/1s"])
+            .env("DATABASE_URL", url)
+            .output()
+            .await?;
+        if !created.status.success() {
+            bail!("govdata tokens create failed: {}", String::from_utf8_lossy(&created.stderr));
+        }
+        let token = String::from_utf8(created.stdout)?.trim().to_owned();
+        let mut child = Command::new(govdata)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .env("DATABASE_URL", url)
+            .env("RUST_LOG", "warn,govdata=info")
+            .env("NO_COLOR", "1")
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("start govdata serve")?;
+        let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+        let base = tokio::time::timeout(Duration::from_secs(300), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    return Ok(rest.split_whitespace().next().context("an address")?.to_owned());
+                }
+            }
+            bail!("govdata serve ended before listening")
+        })
+        .await
+        .context("govdata serve listens within 5 minutes")??;
+        // The server's warnings and errors go on to this program's stderr.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if !line.contains(" INFO ") {
+                    eprintln!("server: {line}");
+                }
+            }
+        });
+        Ok(Self { child, base, token })
+    }
+
+    fn client(&self) -> reqwest::Client {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("x-service-api-token", self.token.parse().expect("a token is a header value"));
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .pool_max_idle_per_host(1)
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("a client")
+    }
+
+    /// Resident set size of the server process, in MiB.
+    fn rss_mib(&self) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
+        let kib: f64 = status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib / 1024.0)
+    }
+}
+
+/// The paths the load walks: paid operations of both surfaces over the store's own ids.
+async fn paths(server: &Server) -> anyhow::Result<Vec<String>> {
+    let client = server.client();
+    let get = |path: String| {
+        let client = client.clone();
+        let url = format!("{}{path}", server.base);
+        async move {
+            let r = client.get(&url).send().await?;
+            let status = r.status();
+            let body: Value = r.json().await?;
+            if !status.is_success() {
+                bail!("{url}: {status} {body}");
+            }
+            anyhow::Ok(body)
+        }
+    };
+    let daos = get("/v2/daos?limit=100".to_owned()).await?;
+    let dao_ids: Vec<String> =
+        daos["data"].as_array().context("daos")?.iter().filter_map(|d| d["id"].as_str().map(str::to_owned)).collect();
+    let mut paths = vec![
+        "/v2/daos?limit=100".to_owned(),
+        "/v1/system/freshness".to_owned(),
+        "/v1/activity?limit=50".to_owned(),
+        "/v2/activity?limit=50".to_owned(),
+        "/v2/signals?limit=50".to_owned(),
+        "/v2/events?limit=50".to_owned(),
+        "/v1/governance-signals?limit=50".to_owned(),
+    ];
+    for dao in &dao_ids {
+        paths.push(format!("/v2/daos/{dao}"));
+        paths.push(format!("/v1/daos/{dao}/brief"));
+        paths.push(format!("/v2/daos/{dao}/voters?limit=100"));
+        paths.push(format!("/v2/topics?daoId={dao}&limit=20"));
+        let proposals = get(format!("/v2/proposals?daoId={dao}&limit=20")).await?;
+        paths.push(format!("/v2/proposals?daoId={dao}&limit=20"));
+        for p in proposals["data"].as_array().into_iter().flatten().take(10) {
+            let Some(key) = p["proposalKey"].as_str() else { continue };
+            paths.push(format!("/v2/proposals/{key}"));
+            // Page sizes 1..=100 over a rotating offset: most of these miss the cache at first.
+            for limit in [1, 7, 25, 50, 100] {
+                paths.push(format!("/v2/proposals/{key}/votes?limit={limit}"));
+            }
+            if let (Some(source), Some(external)) = (p["source"].as_str(), p["externalId"].as_str()) {
+                paths.push(format!("/v1/daos/{dao}/proposals/{source}/{external}/evidence"));
+            }
+            if let Some(title) = p["title"].as_str() {
+                let words: Vec<&str> = title.split_whitespace().take(4).collect();
+                let query: String = url_encode(&words.join(" "));
+                paths.push(format!("/v1/proposals/lookup?title={query}&daoId={dao}"));
+            }
+        }
+        let voters = get(format!("/v2/daos/{dao}/voters?limit=5")).await?;
+        for v in voters["data"].as_array().into_iter().flatten() {
+            if let Some(id) = v["voterIdentity"].as_str().or(v["address"].as_str()) {
+                paths.push(format!("/v2/voters/{id}"));
+                paths.push(format!("/v2/voters/{id}/votes?limit=50"));
+            }
+        }
+    }
+    Ok(paths)
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// What one reporting interval saw.
+#[derive(Default)]
+struct Interval {
+    requests: u64,
+    failed: u64,
+    statuses: BTreeMap<String, u64>,
+    micros: Vec<u32>,
+}
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    f64::from(sorted[rank.clamp(1, sorted.len()) - 1]) / 1000.0
+}
+
+async fn load(
+    server: &Server,
+    duration: Duration,
+    connections: usize,
+    every: Duration,
+    max_rss_growth_mb: u64,
+) -> anyhow::Result<()> {
+    let paths = Arc::new(paths(server).await?);
+    println!("soak: {} paths over {connections} connections for {}", paths.len(), humantime::format_duration(duration));
+    let interval = Arc::new(Mutex::new(Interval::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for worker in 0..connections {
+        let (client, paths, interval, stop) = (server.client(), paths.clone(), interval.clone(), stop.clone());
+        let base = server.base.clone();
+        workers.push(tokio::spawn(async move {
+            // Each connection starts at its own place in the mix.
+            let mut i = worker * paths.len() / connections.max(1);
+            while !stop.load(Ordering::Relaxed) {
+                let path = &paths[i % paths.len()];
+                i += 1;
+                let started = Instant::now();
+                let outcome = match client.get(format!("{base}{path}")).send().await {
+                    Ok(r) => {
+                        let status = r.status();
+                        match r.bytes().await {
+                            Ok(_) => status.as_u16().to_string(),
+                            Err(e) => format!("body error: {e}"),
+                        }
+                    }
+                    Err(e) => format!("request error: {e}"),
+                };
+                let micros = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+                let mut seen = interval.lock().expect("not poisoned");
+                seen.requests += 1;
+                seen.micros.push(micros);
+                if !outcome.starts_with('2') {
+                    seen.failed += 1;
+                    *seen.statuses.entry(format!("{outcome} {path}")).or_default() += 1;
+                }
+            }
+        }));
+    }
+    println!(
+        "{:>6}  {:>10}  {:>8}  {:>9}  {:>9}  {:>8}",
+        "t (s)", "requests", "non-2xx", "p50 (ms)", "p99 (ms)", "RSS MiB"
+    );
+    let started = Instant::now();
+    let (mut total, mut failed, mut rss) = (0u64, 0u64, Vec::new());
+    let mut all = Vec::new();
+    let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    while started.elapsed() < duration {
+        ticks.tick().await;
+        let mut seen = std::mem::take(&mut *interval.lock().expect("not poisoned"));
+        seen.micros.sort_unstable();
+        let mem = server.rss_mib().context("the server is running")?;
+        println!(
+            "{:>6}  {:>10}  {:>8}  {:>9.2}  {:>9.2}  {:>8.1}",
+            started.elapsed().as_secs(),
+            seen.requests,
+            seen.failed,
+            percentile(&seen.micros, 50.0),
+            percentile(&seen.micros, 99.0),
+            mem
+        );
+        total += seen.requests;
+        failed += seen.failed;
+        rss.push(mem);
+        for (k, v) in seen.statuses {
+            *statuses.entry(k).or_default() += v;
+        }
+        // Per-interval percentiles are exact; the overall ones sample every 16th request.
+        all.extend(seen.micros.iter().step_by(16));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await?;
+    }
+    all.sort_unstable();
+    let secs = started.elapsed().as_secs_f64();
+    let (first, last, peak) = (rss[0], *rss.last().unwrap_or(&rss[0]), rss.iter().copied().fold(0.0, f64::max));
+    println!(
+        "total: {total} requests ({:.0}/s), {failed} non-2xx, p50 {:.2} ms, p99 {:.2} ms, RSS first {first:.1} MiB, last {last:.1} MiB, peak {peak:.1} MiB",
+        total as f64 / secs,
+        percentile(&all, 50.0),
+        percentile(&all, 99.0),
+    );
+    for (what, n) in &statuses {
+        println!("  {n} × {what}");
+    }
+    if failed > 0 {
+        bail!("{failed} requests failed");
+    }
+    if last - first > max_rss_growth_mb as f64 {
+        bail!("RSS grew by {:.1} MiB (at most {max_rss_growth_mb})", last - first);
+    }
+    Ok(())
+}
+
+/// A TCP relay in front of PostgreSQL that can cut every connection and refuse new ones.
+struct Relay {
+    addr: std::net::SocketAddr,
+    up: Arc<AtomicBool>,
+    generation: Arc<AtomicU64>,
+}
+
+impl Relay {
+    async fn start(upstream: String) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let up = Arc::new(AtomicBool::new(true));
+        let generation = Arc::new(AtomicU64::new(0));
+        let relay = Self { addr, up: up.clone(), generation: generation.clone() };
+        tokio::spawn(async move {
+            let mut listener = Some(listener);
+            loop {
+                // While the relay is down its port is closed: connecting is refused, as with a
+                // stopped database.
+                if !up.load(Ordering::SeqCst) {
+                    listener = None;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+                let l = match &listener {
+                    Some(l) => l,
+                    None => match TcpListener::bind(addr).await {
+                        Ok(l) => listener.insert(l),
+                        Err(_) => {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    },
+                };
+                let accepted = tokio::select! {
+                    a = l.accept() => a,
+                    () = tokio::time::sleep(Duration::from_millis(10)) => continue,
+                };
+                let Ok((mut client, _)) = accepted else { continue };
+                let (upstream, generation) = (upstream.clone(), generation.clone());
+                let born = generation.load(Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let Ok(mut server) = TcpStream::connect(&upstream).await else { return };
+                    let cut = async {
+                        while generation.load(Ordering::SeqCst) == born {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        () = cut => {}
+                    }
+                });
+            }
+        });
+        Ok(relay)
+    }
+
+    fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn outage(govdata: &PathBuf, url: &str, cut_for: Duration, pollers: usize) -> anyhow::Result<()> {
+    let Some(rest) = url.strip_prefix("postgres://").or_else(|| url.strip_prefix("postgresql://")) else {
+        bail!("the outage run needs a PostgreSQL DATABASE_URL");
+    };
+    // postgres://user@host:port/db → the relay stands at host:port.
+    let (auth, after) = rest.rsplit_once('@').map_or(("", rest), |(a, h)| (a, h));
+    let (hostport, db) = after.split_once('/').context("a database name in DATABASE_URL")?;
+    let hostport = if hostport.contains(':') { hostport.to_owned() } else { format!("{hostport}:5432") };
+    let relay = Relay::start(hostport).await?;
+    let at = if auth.is_empty() { String::new() } else { format!("{auth}@") };
+    let relayed = format!("postgres://{at}{}/{db}", relay.addr);
+    let server = Server::start(govdata, &relayed).await?;
+    // Freshness is never cached: every poll needs the store.
+    let events: Arc<Mutex<Vec<(Instant, u16, bool)>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for _ in 0..pollers {
+        let (client, base) = (server.client(), server.base.clone());
+        let (events, stop) = (events.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let (status, retry_after) = match client.get(format!("{base}/v1/system/freshness")).send().await {
+                    Ok(r) => (r.status().as_u16(), r.headers().contains_key("retry-after")),
+                    Err(_) => (0, false),
+                };
+                events.lock().expect("not poisoned").push((Instant::now(), status, retry_after));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let cut_at = Instant::now();
+    relay.cut();
+    println!("outage: PostgreSQL refuses connections for {}", humantime::format_duration(cut_for));
+    tokio::time::sleep(cut_for).await;
+    let restored_at = Instant::now();
+    relay.restore();
+    println!("outage: PostgreSQL accepts connections again");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await?;
+    }
+    let events = events.lock().expect("not poisoned").clone();
+    let mut by_status: BTreeMap<u16, u64> = BTreeMap::new();
+    for (_, s, _) in &events {
+        *by_status.entry(*s).or_default() += 1;
+    }
+    let before: Vec<_> = events.iter().filter(|e| e.0 < cut_at).collect();
+    let during: Vec<_> = events.iter().filter(|e| e.0 >= cut_at && e.0 < restored_at).collect();
+    let first_503 = during.iter().find(|e| e.1 == 503).map(|e| e.0 - cut_at);
+    let first_200 = events.iter().filter(|e| e.0 >= restored_at).find(|e| e.1 == 200).map(|e| e.0 - restored_at);
+    let without_retry_after = events.iter().filter(|e| e.1 == 503 && !e.2).count();
+    let other = events.iter().filter(|e| ![200, 503].contains(&e.1)).count();
+    println!("statuses: {by_status:?}");
+    println!("before the outage: {} polls, {} × 200", before.len(), before.iter().filter(|e| e.1 == 200).count());
+    println!(
+        "first 503 after the cut: {}",
+        first_503.map_or("none".to_owned(), |d| format!("{:.3} s", d.as_secs_f64()))
+    );
+    println!("503 without Retry-After: {without_retry_after}");
+    println!(
+        "first 200 after recovery: {}",
+        first_200.map_or("none".to_owned(), |d| format!("{:.3} s", d.as_secs_f64()))
+    );
+    println!("answers other than 200 and 503: {other}");
+    let mut missed = Vec::new();
+    if first_503.is_none_or(|d| d > Duration::from_secs(1)) {
+        missed.push("503 within 1 s of the outage");
+    }
+    if first_200.is_none_or(|d| d > Duration::from_secs(5)) {
+        missed.push("200 within 5 s of recovery");
+    }
+    if without_retry_after > 0 || other > 0 {
+        missed.push("every refusal a 503 with Retry-After");
+    }
+    if !missed.is_empty() {
+        bail!("goals missed: {}", missed.join(", "));
+    }
+    Ok(())
+}
