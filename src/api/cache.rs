@@ -328,6 +328,9 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
         };
         return Ok(served(replay(&hit, v1, &now), "hit"));
     }
+    if let Some(away) = state.serving.store_away() {
+        return Err(away.into());
+    }
     let response = state.queries.run(ep.call(req)).await?.into_response();
     if response.status() != StatusCode::OK || !is_json(response.headers()) || (revision.is_none() && live.is_none()) {
         return Ok(served(response, "miss"));

@@ -76,6 +76,9 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
                 if let Some(d) = state.rates.exhausted(RatePolicy::Client, &client_key(&req)) {
                     return Ok(d.refusal(&call.request_id));
                 }
+                if let Some(away) = state.serving.store_away() {
+                    return Err(away.into());
+                }
                 state.serving.look_up(&sent).await.map_err(|e| Problem::from_store(&e))?
             }
         };

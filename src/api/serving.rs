@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 
+use crate::contract::errors::{ErrorCode, Problem};
+
 use crate::store::{
     freshness::{self, ServingHead},
     tokens::{self, LiveToken},
@@ -27,6 +29,11 @@ use crate::store::{
 /// How often the store is asked whether something was published or a token changed: the bound
 /// within which another process's publication reaches this process's cache and cursors.
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+/// When the watch's small read has not succeeded for this long (twelve ticks), the store is
+/// taken to be away: requests that need it are answered 503 at once instead of each waiting out
+/// the pool's connect timeout; cached answers are still served. The first read that succeeds
+/// ends it.
+pub const STORE_SILENT: Duration = Duration::from_secs(3);
 /// The oldest token snapshot the gate trusts; an older one (the store was unreachable) sends the
 /// gate to the store for every partner request until the watch catches up.
 pub const TOKEN_SNAPSHOT_MAX_AGE: Duration = Duration::from_secs(1);
@@ -73,6 +80,8 @@ pub struct ServingWatch {
     /// Wakes the poller before its next tick (shared with it: the poller holds no strong
     /// reference to the watch, so it stops when the watch is dropped).
     poked: Arc<tokio::sync::Notify>,
+    /// When a read of the store last succeeded.
+    answered: Mutex<Instant>,
 }
 
 impl ServingWatch {
@@ -85,6 +94,7 @@ impl ServingWatch {
             uses_written: Mutex::default(),
             refreshing: tokio::sync::Mutex::new(()),
             poked: Arc::default(),
+            answered: Mutex::new(Instant::now()),
         });
         watch.refresh().await?;
         tokio::spawn(poll(Arc::downgrade(&watch), watch.poked.clone()));
@@ -121,7 +131,21 @@ impl ServingWatch {
             let ServingHead { revision, data_as_of_ms } = head;
             self.serving.send_replace(Arc::new(Serving { id: revision, data_as_of_ms, dao_revisions }));
         }
-        self.refresh_tokens().await
+        self.refresh_tokens().await?;
+        *self.answered.lock().expect("never poisoned") = Instant::now();
+        Ok(())
+    }
+
+    /// A 503 for a request that needs the store, when the store has not answered for longer
+    /// than `STORE_SILENT`.
+    pub fn store_away(&self) -> Option<Problem> {
+        let silent = self.answered.lock().expect("never poisoned").elapsed();
+        (silent > STORE_SILENT).then(|| {
+            Problem::new(
+                ErrorCode::Unavailable,
+                format!("The store has not answered for {} s; retry shortly.", silent.as_secs()),
+            )
+        })
     }
 
     async fn refresh_tokens(&self) -> Result<(), DbErr> {

@@ -4,8 +4,8 @@
 //! SQLite file with the bundled sample when unset), creates a partner token with a rate far
 //! above the load, and sends `--connections` keep-alive connections of paid requests for
 //! `--duration`: DAO, proposal, vote, voter, topic, signal and activity lists, details,
-//! evidence, brief, lookup and freshness, with page sizes that vary so that answers come from
-//! the store as well as from the response cache. Every `--every` it prints requests, non-2xx,
+//! evidence, brief, lookup and freshness; one request in four asks for a vote page at a size
+//! not asked for lately, so the store answers it and the response cache keeps evicting. Every `--every` it prints requests, non-2xx,
 //! p50 and p99 latency, and the server's RSS; at the end the totals, and it exits 1 when any
 //! request failed or RSS grew by more than `--max-rss-growth-mb` after the first interval.
 //!
@@ -170,8 +170,9 @@ impl Server {
     }
 }
 
-/// The paths the load walks: paid operations of both surfaces over the store's own ids.
-async fn paths(server: &Server) -> anyhow::Result<Vec<String>> {
+/// The paths the load walks: paid operations of both surfaces over the store's own ids; and the
+/// proposals whose vote pages are asked for with ever-changing sizes (`churn`).
+async fn paths(server: &Server) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let client = server.client();
     let get = |path: String| {
         let client = client.clone();
@@ -187,8 +188,12 @@ async fn paths(server: &Server) -> anyhow::Result<Vec<String>> {
         }
     };
     let daos = get("/v2/daos?limit=100".to_owned()).await?;
-    let dao_ids: Vec<String> =
-        daos["data"].as_array().context("daos")?.iter().filter_map(|d| d["id"].as_str().map(str::to_owned)).collect();
+    let items = |body: &Value| body["data"]["items"].as_array().cloned().unwrap_or_default();
+    let dao_ids: Vec<String> = items(&daos).iter().filter_map(|d| d["daoId"].as_str().map(str::to_owned)).collect();
+    if dao_ids.is_empty() {
+        bail!("the store has no DAOs: {daos}");
+    }
+    let mut churn = Vec::new();
     let mut paths = vec![
         "/v2/daos?limit=100".to_owned(),
         "/v1/system/freshness".to_owned(),
@@ -205,9 +210,10 @@ async fn paths(server: &Server) -> anyhow::Result<Vec<String>> {
         paths.push(format!("/v2/topics?daoId={dao}&limit=20"));
         let proposals = get(format!("/v2/proposals?daoId={dao}&limit=20")).await?;
         paths.push(format!("/v2/proposals?daoId={dao}&limit=20"));
-        for p in proposals["data"].as_array().into_iter().flatten().take(10) {
+        for p in items(&proposals).iter().take(10) {
             let Some(key) = p["proposalKey"].as_str() else { continue };
             paths.push(format!("/v2/proposals/{key}"));
+            churn.push(format!("/v2/proposals/{key}/votes"));
             // Page sizes 1..=100 over a rotating offset: most of these miss the cache at first.
             for limit in [1, 7, 25, 50, 100] {
                 paths.push(format!("/v2/proposals/{key}/votes?limit={limit}"));
@@ -222,14 +228,14 @@ async fn paths(server: &Server) -> anyhow::Result<Vec<String>> {
             }
         }
         let voters = get(format!("/v2/daos/{dao}/voters?limit=5")).await?;
-        for v in voters["data"].as_array().into_iter().flatten() {
-            if let Some(id) = v["voterIdentity"].as_str().or(v["address"].as_str()) {
+        for v in items(&voters) {
+            if let Some(id) = v["voterIdentity"].as_str() {
                 paths.push(format!("/v2/voters/{id}"));
                 paths.push(format!("/v2/voters/{id}/votes?limit=50"));
             }
         }
     }
-    Ok(paths)
+    Ok((paths, churn))
 }
 
 fn url_encode(s: &str) -> String {
@@ -265,19 +271,33 @@ async fn load(
     every: Duration,
     max_rss_growth_mb: u64,
 ) -> anyhow::Result<()> {
-    let paths = Arc::new(paths(server).await?);
-    println!("soak: {} paths over {connections} connections for {}", paths.len(), humantime::format_duration(duration));
+    let (paths, churn) = paths(server).await?;
+    println!(
+        "soak: {} paths, and vote pages of {} proposals at changing sizes, over {connections} connections for {}",
+        paths.len(),
+        churn.len(),
+        humantime::format_duration(duration)
+    );
+    let (paths, churn) = (Arc::new(paths), Arc::new(churn));
     let interval = Arc::new(Mutex::new(Interval::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for worker in 0..connections {
         let (client, paths, interval, stop) = (server.client(), paths.clone(), interval.clone(), stop.clone());
+        let churn = churn.clone();
         let base = server.base.clone();
         workers.push(tokio::spawn(async move {
             // Each connection starts at its own place in the mix.
             let mut i = worker * paths.len() / connections.max(1);
             while !stop.load(Ordering::Relaxed) {
-                let path = &paths[i % paths.len()];
+                // One request in four asks for a page size no one asked for lately: the store
+                // answers and the response cache keeps evicting, as under real traffic.
+                let path = if i % 4 == 3 && !churn.is_empty() {
+                    format!("{}?limit={}", churn[(i / 4) % churn.len()], 1 + (i * 7919) % 500)
+                } else {
+                    paths[i % paths.len()].clone()
+                };
+                let path = &path;
                 i += 1;
                 let started = Instant::now();
                 let outcome = match client.get(format!("{base}{path}")).send().await {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::{Backend, TestApp, fresh_database, spawn_app, spawn_app_with};
+use crate::helpers::{Backend, TestApp, fresh_database, spawn_app, spawn_app_on, spawn_app_with};
 use crate::on_both_backends;
 
 /// Reads what the server sends until it closes the connection (or `within` passes).
@@ -159,4 +159,48 @@ async fn a_terminated_store_connection_is_unavailable_or_recovered_never_an_erro
         app.client.get(app.url("/v2/proposals?limit=5")).send().await.is_ok_and(|r| r.status() == 200)
     })
     .await;
+}
+
+/// PostgreSQL refusing connections (a restart, a failover): answers that need the store are 503
+/// with `Retry-After`, at once after the store has been silent for `STORE_SILENT` (not after each
+/// request's connect timeout); cached answers are still served; answers resume by themselves.
+#[tokio::test]
+async fn a_store_that_refuses_connections_answers_503_at_once_and_keeps_cached_answers() {
+    use sea_orm::ConnectionTrait;
+    // A database of its own: the shared one serves the other tests meanwhile.
+    let url = fresh_database(Backend::Postgres).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    db.close().await.unwrap();
+    let app = spawn_app_on(url).await;
+    let name = app.database_url.rsplit('/').next().unwrap().to_owned();
+    let admin = sea_orm::Database::connect(format!("{}/postgres", crate::helpers::pg_base_url())).await.unwrap();
+    let allow = |yes: bool| format!(r#"ALTER DATABASE "{name}" ALLOW_CONNECTIONS {yes}"#);
+    assert_eq!(app.get("/v2/daos?limit=5").await.status(), 200, "answered, and cached");
+    admin.execute_unprepared(&allow(false)).await.unwrap();
+    admin
+        .execute_unprepared(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ))
+        .await
+        .unwrap();
+    let mut n = 0;
+    crate::helpers::eventually("the store is known to be away", || {
+        n += 1;
+        let path = format!("/v2/proposals?limit={n}");
+        let app = &app;
+        async move {
+            let r = app.get(&path).await;
+            assert_eq!(r.status(), 503, "{path}");
+            assert_eq!(r.headers()["retry-after"], "1", "{path}");
+            let body: Value = r.json().await.unwrap();
+            body["detail"].as_str().unwrap().contains("has not answered")
+        }
+    })
+    .await;
+    let r = app.get("/v2/daos?limit=5").await;
+    assert_eq!(r.status(), 200, "a cached answer is served while the store is away");
+    admin.execute_unprepared(&allow(true)).await.unwrap();
+    crate::helpers::eventually("answers resume", || async { app.get("/v2/proposals?limit=99").await.status() == 200 })
+        .await;
 }
