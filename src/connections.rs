@@ -21,9 +21,13 @@ use tokio::sync::{Semaphore, watch};
 use crate::contract::errors::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
 use crate::metrics::METRICS;
 
-/// The most bytes hyper buffers for one request head; the app refuses smaller oversized heads
-/// with a problem document (`server::MAX_URI_BYTES`, `server::MAX_HEAD_BYTES`); a head larger
-/// than this is refused by hyper, and `Refusals` gives that refusal its problem document.
+/// The longest request target (path and query) the app reads; a longer one is refused with a
+/// problem document before any parsing (`server::edge`).
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// The most bytes of request headers (names and values) the app reads.
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
+/// The most bytes hyper buffers for one request head; a head larger than this is refused by
+/// hyper, and `Refusals` gives that refusal its problem document.
 pub const HYPER_MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Descriptors kept free for the store's connections, files and the process itself when the
 /// connection cap is fitted under the descriptor limit.
@@ -259,8 +263,7 @@ fn replacement(written: &[u8]) -> Option<Vec<u8>> {
         b"431" | b"414" => format!(
             "The request head is larger than {HYPER_MAX_HEAD_BYTES} bytes; at most {} bytes of target and {} bytes of \
              headers are accepted.",
-            crate::server::MAX_URI_BYTES,
-            crate::server::MAX_HEAD_BYTES
+            MAX_URI_BYTES, MAX_HEAD_BYTES
         ),
         b"400" => "The request is not valid HTTP/1.1: its request line or a header holds a byte HTTP does not \
                    allow (a raw NUL, a control character, a space in the target) or is malformed. Percent-encode \

@@ -61,12 +61,6 @@ fn plain_counter(r: &Registry, name: &str, help: &str) -> IntCounter {
 /// The process's metrics.
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let r = Registry::new_custom(Some("govdata".to_owned()), None).expect("a valid prefix");
-    let pool = IntGaugeVec::new(
-        Opts::new("db_pool_connections", "Store connections by state (idle, in_use, max)."),
-        &["state"],
-    )
-    .expect("a valid metric");
-    r.register(Box::new(pool.clone())).expect("registered once");
     Metrics {
         requests: counter(
             &r,
@@ -126,7 +120,14 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             &["outcome"],
             RUN_BUCKETS,
         ),
-        pool_connections: pool,
+        pool_connections: registered(
+            &r,
+            IntGaugeVec::new(
+                Opts::new("db_pool_connections", "Store connections by state (idle, in_use, max)."),
+                &["state"],
+            )
+            .expect("a valid metric"),
+        ),
         registry: r,
     }
 });

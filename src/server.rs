@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::api::{self, AppState, Documents};
 use crate::config::Settings;
-use crate::connections::{self, Shutdown};
+use crate::connections::{self, MAX_HEAD_BYTES, MAX_URI_BYTES, Shutdown};
 use crate::contract::{
     access::Version,
     cursor::CursorCodec,
@@ -275,11 +275,6 @@ fn metrics(req: &Request, state: Data<&AppState>) -> poem::Result<Response> {
 }
 
 const REQUEST_ID: &str = "x-request-id";
-/// The longest request target (path and query) the app reads; a longer one is refused with a
-/// problem document before any parsing.
-pub const MAX_URI_BYTES: usize = 8 * 1024;
-/// The most bytes of request headers (names and values) the app reads.
-pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 
 /// A client's request id is echoed when it is short and printable; otherwise we make one.
 fn request_id(req: &Request) -> String {
@@ -455,8 +450,8 @@ impl Access<'_> {
     }
 }
 
-/// A request target or head beyond what the app reads: refused with a problem document (hyper
-/// refuses only heads beyond `connections::HYPER_MAX_HEAD_BYTES`, with a bare status).
+/// A request target or head beyond what the app reads: refused with a problem document (a head
+/// beyond `connections::HYPER_MAX_HEAD_BYTES` never reaches the app: see `connections::Refusals`).
 fn oversized(req: &Request) -> Option<Problem> {
     let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if target > MAX_URI_BYTES {

@@ -20,7 +20,6 @@ use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 
 use crate::contract::errors::{ErrorCode, Problem};
-
 use crate::store::{
     freshness::{self, ServingHead},
     tokens::{self, LiveToken},
@@ -80,8 +79,6 @@ pub struct ServingWatch {
     /// Wakes the poller before its next tick (shared with it: the poller holds no strong
     /// reference to the watch, so it stops when the watch is dropped).
     poked: Arc<tokio::sync::Notify>,
-    /// When a read of the store last succeeded.
-    answered: Mutex<Instant>,
 }
 
 impl ServingWatch {
@@ -94,7 +91,6 @@ impl ServingWatch {
             uses_written: Mutex::default(),
             refreshing: tokio::sync::Mutex::new(()),
             poked: Arc::default(),
-            answered: Mutex::new(Instant::now()),
         });
         watch.refresh().await?;
         tokio::spawn(poll(Arc::downgrade(&watch), watch.poked.clone()));
@@ -131,15 +127,15 @@ impl ServingWatch {
             let ServingHead { revision, data_as_of_ms } = head;
             self.serving.send_replace(Arc::new(Serving { id: revision, data_as_of_ms, dao_revisions }));
         }
-        self.refresh_tokens().await?;
-        *self.answered.lock().expect("never poisoned") = Instant::now();
-        Ok(())
+        self.refresh_tokens().await
     }
 
     /// A 503 for a request that needs the store, when the store has not answered for longer
-    /// than `STORE_SILENT`.
+    /// than `STORE_SILENT`: the token snapshot is stamped by every refresh that succeeds (the
+    /// last step of one), so its age is how long the store has been silent.
     pub fn store_away(&self) -> Option<Problem> {
-        let silent = self.answered.lock().expect("never poisoned").elapsed();
+        let snapshot = self.tokens.read().expect("never poisoned");
+        let silent = snapshot.as_ref().map(|s| s.loaded.elapsed())?;
         (silent > STORE_SILENT).then(|| {
             Problem::new(
                 ErrorCode::Unavailable,

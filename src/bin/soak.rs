@@ -223,7 +223,8 @@ async fn paths(server: &Server) -> anyhow::Result<(Vec<String>, Vec<String>)> {
             }
             if let Some(title) = p["title"].as_str() {
                 let words: Vec<&str> = title.split_whitespace().take(4).collect();
-                let query: String = url_encode(&words.join(" "));
+                let query = percent_encoding::utf8_percent_encode(&words.join(" "), percent_encoding::NON_ALPHANUMERIC)
+                    .to_string();
                 paths.push(format!("/v1/proposals/lookup?title={query}&daoId={dao}"));
             }
         }
@@ -236,15 +237,6 @@ async fn paths(server: &Server) -> anyhow::Result<(Vec<String>, Vec<String>)> {
         }
     }
     Ok((paths, churn))
-}
-
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// What one reporting interval saw.
