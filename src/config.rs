@@ -7,7 +7,9 @@ use crate::contract::access::{
     DEFAULT_PRICE_PLUS, DEFAULT_PRICE_STANDARD, DEFAULT_X402_ASSET, DEFAULT_X402_ASSET_NAME,
     DEFAULT_X402_ASSET_VERSION, DEFAULT_X402_NETWORK, Prices, Rate, RatePolicy,
 };
-use crate::store::DEFAULT_DATABASE_URL;
+
+/// The default store: an SQLite file next to the working directory.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://./data/govdata.db";
 
 #[derive(Debug, Parser)]
 #[command(name = "govdata", version, about = "Read-only HTTP API serving DAO governance data to software agents")]
@@ -221,11 +223,25 @@ pub struct RateArgs {
 }
 
 impl RateArgs {
-    pub fn settings(&self) -> crate::api::rate::RateSettings {
-        crate::api::rate::RateSettings {
-            client: self.rate_client.0,
-            partner: self.rate_partner.0,
-            payer: self.rate_payer.0,
+    pub fn settings(&self) -> RateSettings {
+        RateSettings { client: self.rate_client.0, partner: self.rate_partner.0, payer: self.rate_payer.0 }
+    }
+}
+
+/// The limits this process enforces (`None`: the policy is off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateSettings {
+    pub client: Option<Rate>,
+    pub partner: Option<Rate>,
+    pub payer: Option<Rate>,
+}
+
+impl RateSettings {
+    pub fn of(&self, policy: RatePolicy) -> Option<Rate> {
+        match policy {
+            RatePolicy::Client => self.client,
+            RatePolicy::Partner => self.partner,
+            RatePolicy::Payer => self.payer,
         }
     }
 }
@@ -344,7 +360,7 @@ pub struct Settings {
     /// The DAO registry file (the bundled one when `None`), for live refresh and the schedule.
     pub registry: Option<std::path::PathBuf>,
     pub limits: LimitArgs,
-    pub rates: crate::api::rate::RateSettings,
+    pub rates: RateSettings,
 }
 
 /// When live refresh happens and how long requests wait for it.

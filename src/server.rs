@@ -63,7 +63,7 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
 /// Browsers may call the API from any origin and must be able to read the x402 headers.
 fn cors() -> Cors {
     use crate::contract::access::PARTNER_TOKEN_HEADER;
-    use crate::x402::{Generation, PAYMENT_REQUIRED_HEADER};
+    use crate::contract::x402::{Generation, PAYMENT_REQUIRED_HEADER};
     let payment_request = [Generation::V1, Generation::V2].map(Generation::request_header);
     let payment_response = [Generation::V1, Generation::V2].map(Generation::response_header);
     Cors::new()

@@ -23,12 +23,13 @@ use super::{
     rate::{self, Decision},
     route::{AccessNote, Route},
 };
+use crate::contract::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, RatePolicy, Scope, Tier, Version},
     envelope::RequestId,
     errors::{ErrorCode, Problem},
 };
-use crate::x402::{Generation, PAYMENT_REQUIRED_HEADER, wire};
+use crate::x402::wire;
 
 /// A request for a paid operation.
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@ pub mod payment;
 pub mod rate;
 pub mod route;
 pub mod serving;
+pub mod store_errors;
 pub mod v1;
 pub mod v2;
 

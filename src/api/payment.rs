@@ -15,13 +15,14 @@ use super::{
     gate::{PaidCall, challenge, client_refusal, resource_info},
     rate,
 };
+use crate::contract::x402::Generation;
 use crate::contract::{
     access::RatePolicy,
     errors::{ErrorCode, Problem},
     time::now_ms,
 };
 use crate::store::payments::{self, NewPayment, Reservation};
-use crate::x402::{Generation, wire};
+use crate::x402::wire;
 
 pub async fn pay<E: Endpoint>(
     ep: Arc<E>,

@@ -21,6 +21,7 @@ use poem::Response;
 use poem::http::HeaderValue;
 use sea_orm::DatabaseConnection;
 
+use crate::config::RateSettings;
 use crate::contract::access::{RATE_LIMIT_HEADER, RATE_LIMIT_POLICY_HEADER, Rate, RatePolicy};
 use crate::contract::errors::{ErrorCode, Problem};
 use crate::contract::time::now_ms;
@@ -30,24 +31,6 @@ use crate::store::rates::{self, Report};
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(250);
 /// How often windows no process needs any more are deleted from the store.
 const SWEEP_EVERY: u32 = 240;
-
-/// The limits this process enforces (`None`: the policy is off).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateSettings {
-    pub client: Option<Rate>,
-    pub partner: Option<Rate>,
-    pub payer: Option<Rate>,
-}
-
-impl RateSettings {
-    pub fn of(&self, policy: RatePolicy) -> Option<Rate> {
-        match policy {
-            RatePolicy::Client => self.client,
-            RatePolicy::Partner => self.partner,
-            RatePolicy::Payer => self.payer,
-        }
-    }
-}
 
 /// One key's counts, all processes' as last exchanged plus this process's since.
 #[derive(Debug, Default)]

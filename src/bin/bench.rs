@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use govdata::config::{ServeArgs, Settings};
+use govdata::config::{DEFAULT_DATABASE_URL, ServeArgs, Settings};
 use govdata::store::{
-    self, DEFAULT_DATABASE_URL,
+    self,
     entities::{proposal, voter_dao_stat},
 };
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};

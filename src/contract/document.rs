@@ -5,11 +5,11 @@
 //! description. codegen writes the result to `openapi/`; the server serves the same bytes.
 use serde_json::{Map, Value, json};
 
+use super::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 use super::{
     access::{Access, INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Prices, Scope, Version},
     operations,
 };
-use crate::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 
 /// Name of the partner-token security scheme in the documents.
 pub const PARTNER_TOKEN_SCHEME: &str = "partnerToken";
@@ -175,8 +175,8 @@ fn path_entries(doc: &Value) -> Vec<PathEntry> {
 fn placeholders() -> Vec<(&'static str, String)> {
     use super::limits::{self, lookup};
     let percent = |share: &str| {
-        crate::store::decimal::parse(share)
-            .map(|d| crate::store::decimal::plain(&(d * bigdecimal::BigDecimal::from(100))))
+        crate::contract::decimal::parse(share)
+            .map(|d| crate::contract::decimal::plain(&(d * bigdecimal::BigDecimal::from(100))))
             .unwrap_or_else(|_| share.to_owned())
     };
     vec![

@@ -15,7 +15,7 @@ use poem_openapi::{
 use serde::Serialize;
 
 use super::operations::Operation;
-use crate::x402::wire::RequirementV1;
+use super::x402::RequirementV1;
 
 /// The media type of every error body.
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
@@ -241,20 +241,6 @@ impl Problem {
         Self::new(ErrorCode::NotFound, what)
     }
 
-    /// A store failure: unreachable means 503 (retry later); anything else is our defect.
-    pub fn from_store(err: &sea_orm::DbErr) -> Self {
-        match store_unreachable(err) {
-            true => {
-                tracing::warn!(error = %err, "store unavailable");
-                Self::new(ErrorCode::Unavailable, "The data store is unreachable; retry shortly.")
-            }
-            false => {
-                tracing::error!(error = %err, "store error");
-                Self::new(ErrorCode::InternalError, "The request failed on our side.")
-            }
-        }
-    }
-
     fn example_value() -> Self {
         Self {
             request_id: "01J9Z7Q4T8ZK3M2N5P6R7S8T9V".to_owned(),
@@ -292,31 +278,6 @@ impl Problem {
 /// `Retry-After` of a 503: the store or the server is expected back within about this long.
 pub const UNAVAILABLE_RETRY_AFTER_S: u64 = 1;
 
-/// Whether a store error means "cannot be reached now" (503, retry) rather than a defect (500):
-/// no connection to be had, a connection that broke or was terminated by the server
-/// (PostgreSQL classes 08 and 57P, too many connections), or SQLite busy beyond its timeout.
-fn store_unreachable(err: &sea_orm::DbErr) -> bool {
-    use sea_orm::{DbErr, RuntimeErr, sqlx::Error};
-    match err {
-        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
-        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => match &**e {
-            Error::Io(_)
-            | Error::Tls(_)
-            | Error::Protocol(_)
-            | Error::PoolTimedOut
-            | Error::PoolClosed
-            | Error::WorkerCrashed => true,
-            Error::Database(db) => db.code().is_some_and(|code| {
-                // SQLite reports (extended) result codes as numbers: BUSY is 5, LOCKED 6.
-                let sqlite_busy = code.parse::<u32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
-                code.starts_with("08") || code.starts_with("57P") || code == "53300" || sqlite_busy
-            }),
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.code.as_str(), self.detail)
@@ -350,12 +311,6 @@ impl<Op> ApiError<Op> {
 impl<Op> From<Problem> for ApiError<Op> {
     fn from(problem: Problem) -> Self {
         Self::new(problem)
-    }
-}
-
-impl<Op> From<sea_orm::DbErr> for ApiError<Op> {
-    fn from(err: sea_orm::DbErr) -> Self {
-        Self::new(Problem::from_store(&err))
     }
 }
 

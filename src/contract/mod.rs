@@ -3,6 +3,8 @@
 //! Routing, validation, the documents, `/v1/meta/pricing` and the access gate all read from here.
 pub mod access;
 pub mod cursor;
+pub mod dataset;
+pub mod decimal;
 pub mod document;
 pub mod envelope;
 pub mod errors;
@@ -14,4 +16,5 @@ pub mod params;
 pub mod signals;
 pub mod time;
 pub mod urls;
+pub mod x402;
 pub mod yaml;

@@ -361,7 +361,7 @@ impl SnapshotConnector {
 /// accepted the same way. Anything else is refused rather than guessed.
 fn number_text(raw: &str) -> anyhow::Result<String> {
     let text = raw.trim().trim_matches('"');
-    crate::store::decimal::parse(text).with_context(|| format!("`{raw}` is not a number"))?;
+    crate::contract::decimal::parse(text).with_context(|| format!("`{raw}` is not a number"))?;
     Ok(text.to_owned())
 }
 

@@ -14,13 +14,15 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, Transactio
 
 use crate::store::entities::ingestion_run;
 use crate::store::publish::{self, now_ms};
+use crate::store::upsert::TableCounts;
+
+use crate::contract::dataset::{DELEGATES_FILE, PROPOSALS_FILE, VOTES_FILE};
 
 mod parse;
 pub mod registry;
 pub mod synth;
 mod write;
 
-pub use parse::{DELEGATES_FILE, PROPOSALS_FILE, VOTES_FILE};
 pub use registry::{DEFAULT_REGISTRY, RegistryDao};
 
 /// The three sample CSVs, as text.
@@ -65,19 +67,6 @@ pub struct RowProblem {
 impl fmt::Display for RowProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}: {}", self.file, self.line, self.reason)
-    }
-}
-
-/// Rows one import wrote to one table.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TableCounts {
-    pub inserted: u64,
-    pub updated: u64,
-}
-
-impl TableCounts {
-    pub fn written(&self) -> u64 {
-        self.inserted + self.updated
     }
 }
 

@@ -9,11 +9,9 @@ use csv::StringRecord;
 
 use super::RowProblem;
 use super::registry::{self, RegistryDao};
-use crate::store::{address, decimal};
-
-pub const PROPOSALS_FILE: &str = "snapshot_proposals.csv";
-pub const VOTES_FILE: &str = "snapshot_votes.csv";
-pub const DELEGATES_FILE: &str = "tally_delegates.csv";
+use crate::contract::dataset::{DELEGATES_FILE, PROPOSALS_FILE, VOTES_FILE};
+use crate::contract::decimal;
+use crate::store::{address, sort_keys};
 
 const PROPOSAL_COLUMNS: &[&str] = &[
     "symbol",
@@ -210,7 +208,7 @@ fn vote(fields: &[&str], proposals: &HashMap<&str, &ProposalRow>) -> Result<Vote
         .get(proposal_id)
         .ok_or_else(|| format!("unknown proposal `{proposal_id}` (not a valid row of {PROPOSALS_FILE})"))?;
     check_symbol(symbol, proposal.dao)?;
-    let (_, vp_sort) = decimal::parse_amount(voting_power).map_err(|e| format!("voting_power: {e}"))?;
+    let (_, vp_sort) = sort_keys::parse_amount(voting_power).map_err(|e| format!("voting_power: {e}"))?;
     if choice.is_empty() {
         return Err("choice is empty".into());
     }
@@ -246,7 +244,7 @@ fn delegate(fields: &[&str]) -> Result<DelegateRow, String> {
     let dao = registry::by_tally_symbol(symbol).ok_or_else(|| format!("unknown Tally symbol `{symbol}`"))?;
     let scaled = decimal::scale_down(votes_count, TALLY_DECIMALS)
         .map_err(|_| format!("votes_count `{votes_count}` is not a non-negative integer"))?;
-    let vp_sort = decimal::sort_key(&scaled).map_err(|e| format!("votes_count: {e}"))?;
+    let vp_sort = sort_keys::sort_key(&scaled).map_err(|e| format!("votes_count: {e}"))?;
     Ok(DelegateRow {
         dao_id: dao.id,
         address: account("address", address)?,

@@ -18,7 +18,7 @@ use sha3::{Digest, Keccak256};
 use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, ingestion_run, proposal, source_watermark, vote, voter};
 use crate::store::publish::{self, now_ms};
-use crate::store::{address, decimal, keys};
+use crate::store::{address, keys, sort_keys};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -218,7 +218,7 @@ async fn generate_and_publish(
     for (plan, &proposal_id) in plans.iter().zip(&ids) {
         let rows = plan.iter().map(|v| {
             let text = micro_text(u128::from(v.micro));
-            let (_, vp_sort) = decimal::parse_amount(&text).expect("generated power is a decimal");
+            let (_, vp_sort) = sort_keys::parse_amount(&text).expect("generated power is a decimal");
             vote::ActiveModel {
                 proposal_id: Set(proposal_id),
                 dao_id: Set(spec.dao_id.clone()),

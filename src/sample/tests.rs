@@ -6,8 +6,9 @@ use std::time::Instant;
 use sea_orm::{ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, QueryFilter, Statement};
 
 use super::*;
+use crate::contract::decimal;
 use crate::store::entities::{dao_summary, delegate, vote, voter, voter_dao_stat};
-use crate::store::{self, decimal};
+use crate::store::{self, sort_keys};
 
 async fn sqlite() -> (tempfile::TempDir, DatabaseConnection) {
     let dir = tempfile::tempdir().unwrap();
@@ -78,7 +79,7 @@ async fn check_exact_values(db: &DatabaseConnection) {
     let tiny = vote::Entity::find().filter(vote::Column::VotingPower.eq("2.11e-16")).all(db).await.unwrap();
     assert_eq!(tiny.len(), 1);
     assert_eq!(tiny[0].voter.lower(), "0x772f61bb54dbd1c9cde9f8ba11b02268235a2c25");
-    assert_eq!(tiny[0].vp_sort, decimal::sort_key(&decimal::parse("2.11e-16").unwrap()).unwrap());
+    assert_eq!(tiny[0].vp_sort, sort_keys::sort_key(&decimal::parse("2.11e-16").unwrap()).unwrap());
     assert!(tiny[0].vp_from_float);
 
     let whale = delegate::Entity::find()
@@ -106,7 +107,7 @@ async fn check_voter(db: &DatabaseConnection) {
         .unwrap();
     assert_eq!(s.votes_cast, 3);
     assert_eq!(s.voting_power, "26.890954924112947");
-    assert_eq!(s.vp_sort, decimal::sort_key(&decimal::parse("26.890954924112947").unwrap()).unwrap());
+    assert_eq!(s.vp_sort, sort_keys::sort_key(&decimal::parse("26.890954924112947").unwrap()).unwrap());
     assert_eq!((s.first_vote_ms, s.last_vote_ms), (MAR_29_2025, MAY_02_2025));
 
     // A delegate who also votes: EIP-55 display form and the Tally names.

@@ -9,12 +9,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
 
-use super::TableCounts;
 use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
 use super::registry::DEFAULT_REGISTRY;
-use crate::kept;
 use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
+use crate::store::upsert::TableCounts;
+use crate::store::upsert::kept;
 use crate::store::upsert::{Changes, by_key, stored, upsert};
 use crate::store::{address, keys};
 
@@ -64,8 +64,9 @@ impl Writer<'_> {
             Some((d.id, "snapshot", space.to_owned(), Some(crate::contract::urls::snapshot_space_url(space))))
         });
         let tally_daos: BTreeSet<&str> = parsed.delegates.iter().map(|d| d.dao_id).collect();
-        let tally =
-            tally_daos.into_iter().map(|dao_id| (dao_id, "tally", super::parse::DELEGATES_FILE.to_owned(), None));
+        let tally = tally_daos
+            .into_iter()
+            .map(|dao_id| (dao_id, "tally", crate::contract::dataset::DELEGATES_FILE.to_owned(), None));
 
         let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind.clone()));
         let mut changes = Changes::default();

@@ -24,8 +24,9 @@ use super::staging::{
     self, DelegateRecord, DelegationRecord, PostRecord, ProposalRecord, ProposalUpdate, Record, TopicRecord, VoteRecord,
 };
 use super::upsert::{Changes, TableCounts, by_key, stored, upsert};
-use super::{address, decimal, keys, publish};
-use crate::kept;
+use super::{address, keys, publish, sort_keys};
+use crate::contract::decimal;
+use crate::store::upsert::kept;
 
 /// Staged records read per round trip while applying.
 const PAGE: u64 = 1000;
@@ -544,7 +545,7 @@ impl Applier<'_> {
                 skipped.push(format!("vote of {} on {}: the proposal is not stored", r.voter, r.proposal.external_id));
                 continue;
             };
-            let vp_sort = match decimal::parse_amount(&r.voting_power) {
+            let vp_sort = match sort_keys::parse_amount(&r.voting_power) {
                 Ok((_, sort)) => sort,
                 Err(e) => {
                     skipped.push(format!("vote of {} on {}: {e}", r.voter, r.proposal.external_id));
@@ -781,7 +782,7 @@ impl Applier<'_> {
         let mut changes = Changes::default();
         for r in rows {
             let scaled = match decimal::scale_down(&r.voting_power_raw, r.decimals)
-                .and_then(|v| Ok((decimal::sort_key(&v)?, v)))
+                .and_then(|v| Ok((sort_keys::sort_key(&v)?, v)))
             {
                 Ok((sort, value)) => (sort, decimal::plain(&value)),
                 Err(e) => {

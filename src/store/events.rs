@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use bigdecimal::BigDecimal;
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
 
-use super::decimal;
+use super::sort_keys;
+use crate::contract::decimal;
 use crate::contract::events::{CLOSED_STATES, EventKind, NOTABLE_VOTE_MIN_SHARE, STATE_EVENTS};
 
 const INSERT_COLUMNS: &str = "INSERT INTO governance_events
@@ -188,7 +189,7 @@ async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]
         .filter_map(|t| {
             // A total that is not a decimal (or is zero) makes no vote notable.
             let total = decimal::parse(&t.scores_total).ok().filter(|v| *v > zero)?;
-            Some((t.id, decimal::sort_key(&(total * &share)).ok()?))
+            Some((t.id, sort_keys::sort_key(&(total * &share)).ok()?))
         })
         .collect();
     let kind = EventKind::VoteCast.as_str();

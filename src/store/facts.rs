@@ -23,7 +23,8 @@ use super::entities::{proposal, proposal_fact, vote};
 use super::publish::TallyDelta;
 use super::signals::{VoteFacts, VoteRow, leading_pair};
 use super::tally::Tally;
-use super::{decimal, tally};
+use super::{sort_keys, tally};
+use crate::contract::decimal;
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;
@@ -291,7 +292,7 @@ async fn weightiest<C: ConnectionTrait + StreamTrait>(
     let mut best: Option<(BigDecimal, VoteRow)> = None;
     while let Some(v) = stream.try_next().await? {
         let Ok(power) = decimal::parse(&v.voting_power) else { continue };
-        let ceiling = decimal::key_floor(&power) + &key_slack;
+        let ceiling = sort_keys::key_floor(&power) + &key_slack;
         let largest_settled = largest.as_ref().is_some_and(|(p, _)| ceiling <= *p);
         let effect_settled = match (&race, &best) {
             (None, _) => true,

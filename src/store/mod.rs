@@ -5,7 +5,6 @@ pub mod address;
 pub mod apply;
 pub mod brief;
 pub mod daos;
-pub mod decimal;
 pub mod entities;
 pub mod events;
 pub mod evidence;
@@ -21,6 +20,7 @@ pub mod rates;
 pub mod search;
 pub mod settings;
 pub mod signals;
+pub mod sort_keys;
 pub mod staging;
 pub mod tally;
 pub mod tokens;
@@ -34,9 +34,6 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend};
 use sea_orm_migration::MigratorTrait;
 
 pub use sea_orm::DbErr;
-
-/// The default store: an SQLite file next to the working directory.
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://./data/govdata.db";
 
 /// Opens the store named by `url`, creating the SQLite file (and its folder) when missing,
 /// and applies pending migrations.

@@ -9,8 +9,8 @@
 use bigdecimal::{BigDecimal, RoundingMode, Zero};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, EntityTrait, Statement, Value};
 
-use super::decimal;
 use super::entities::{forum_topic, proposal};
+use crate::contract::decimal;
 use crate::contract::limits::lookup::{
     CONFIDENCE_DECIMALS, CONFIDENCE_QUERY_WEIGHT, CONFIDENCE_TITLE_WEIGHT, TITLE_MAX_WORDS,
 };

@@ -25,11 +25,11 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use super::{
-    decimal,
     entities::{forum_post, forum_topic, proposal, signal},
     facts,
     tally::{self, Tally},
 };
+use crate::contract::decimal;
 use crate::contract::{
     signals::{self as rules, SignalKind},
     time::rfc3339_ms,

@@ -11,7 +11,18 @@ use sea_orm::{
     QueryFilter, Value,
 };
 
-pub use crate::sample::TableCounts;
+/// Rows one import wrote to one table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableCounts {
+    pub inserted: u64,
+    pub updated: u64,
+}
+
+impl TableCounts {
+    pub fn written(&self) -> u64 {
+        self.inserted + self.updated
+    }
+}
 
 /// `name +inserted ~updated` for each table a write changed, for a revision's summary line.
 pub(crate) fn describe(tables: &[(&str, TableCounts)]) -> Vec<String> {
@@ -27,12 +38,12 @@ pub(crate) fn describe(tables: &[(&str, TableCounts)]) -> Vec<String> {
 pub(crate) const BATCH: usize = 500;
 
 /// A column the writer does not carry keeps its stored value (`None` for a new row).
-#[macro_export]
 macro_rules! kept {
     ($stored:expr, $field:ident) => {
         $stored.and_then(|s| s.$field.clone())
     };
 }
+pub(crate) use kept;
 
 /// The rows to write and how many of them are new or changed.
 pub(crate) struct Changes<M> {

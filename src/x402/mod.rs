@@ -13,9 +13,10 @@ use alloy_primitives::{Address, U256};
 
 use crate::config::PaymentArgs;
 use crate::contract::access::{Prices, Tier, X402_MAX_TIMEOUT_SECONDS, X402_SCHEME, v1_network_name};
+use crate::contract::x402::{AssetDomain, Generation, RequirementV1};
 use eip3009::{ParsedAuthorization, SignatureCheck, TokenDomain};
 use facilitator::Facilitator;
-use wire::{AssetDomain, ChallengeV2, PaymentPayload, RequirementV1, RequirementV2, ResourceInfo};
+use wire::{ChallengeV2, PaymentPayload, RequirementV2, ResourceInfo};
 
 /// Chains whose tokens carry no value. A facilitator on loopback is a test rig; pairing one with
 /// any other chain (a mainnet) is refused at start-up, so a test setup cannot take real money.
@@ -28,41 +29,6 @@ pub const TEST_CHAIN_IDS: &[u64] = &[
     31337,    // anvil / hardhat default
     1337,     // geth dev
 ];
-
-/// The payment generation a request used, by its header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Generation {
-    /// `X-PAYMENT`, answered with `X-PAYMENT-RESPONSE`.
-    V1,
-    /// `PAYMENT-SIGNATURE`, answered with `PAYMENT-RESPONSE`.
-    V2,
-}
-
-impl Generation {
-    pub const fn number(self) -> u8 {
-        match self {
-            Self::V1 => 1,
-            Self::V2 => 2,
-        }
-    }
-
-    pub const fn request_header(self) -> &'static str {
-        match self {
-            Self::V1 => "X-PAYMENT",
-            Self::V2 => "PAYMENT-SIGNATURE",
-        }
-    }
-
-    pub const fn response_header(self) -> &'static str {
-        match self {
-            Self::V1 => "X-PAYMENT-RESPONSE",
-            Self::V2 => "PAYMENT-RESPONSE",
-        }
-    }
-}
-
-/// The v2 challenge header of a 402.
-pub const PAYMENT_REQUIRED_HEADER: &str = "PAYMENT-REQUIRED";
 
 /// What this server sells and how it is paid, checked once at start-up.
 #[derive(Debug, Clone)]

@@ -4,6 +4,8 @@
 use base64::Engine;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
+use crate::contract::x402::AssetDomain;
+
 /// Standard base64 with padding: the v2 decoder of the reference clients rejects URL-safe base64.
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -19,43 +21,6 @@ pub fn decode_header<T: DeserializeOwned>(text: &str) -> Result<T, String> {
         .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(text))
         .map_err(|e| format!("the payment header is not base64: {e}"))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("the payment header is not a valid x402 payment payload: {e}"))
-}
-
-/// The token's EIP-712 domain name and version, which clients need to sign.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, poem_openapi::Object)]
-#[oai(rename = "X402AssetDomain")]
-pub struct AssetDomain {
-    /// EIP-712 domain name of the token (`USDC`).
-    pub name: String,
-    /// EIP-712 domain version of the token (`2`).
-    pub version: String,
-}
-
-/// A v1 payment requirement (an entry of the 402 body's `accepts`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, poem_openapi::Object)]
-#[serde(rename_all = "camelCase")]
-#[oai(rename = "X402PaymentRequirement", rename_all = "camelCase")]
-pub struct RequirementV1 {
-    /// The payment scheme (`exact`: an EIP-3009 transfer authorization).
-    pub scheme: String,
-    /// The x402 v1 network name (`base-sepolia`, `base`).
-    pub network: String,
-    /// The price in atomic units of `asset`, as a decimal string.
-    pub max_amount_required: String,
-    /// Absolute URL of the resource being paid for.
-    pub resource: String,
-    /// What the payment buys.
-    pub description: String,
-    /// Media type of the paid response.
-    pub mime_type: String,
-    /// The address that receives the payment.
-    pub pay_to: String,
-    /// Seconds the authorization must stay valid for settlement.
-    pub max_timeout_seconds: u64,
-    /// The token contract address.
-    pub asset: String,
-    /// The token's EIP-712 domain, needed to sign the authorization.
-    pub extra: AssetDomain,
 }
 
 /// A v2 payment requirement.

@@ -120,7 +120,7 @@ async fn build_synthetic(backend: Backend) -> String {
         ),
         ("0x3333333333333333333333333333333333333333", "1", "100.5", None, 21_000_200),
     ] {
-        let (_, vp_sort) = govdata::store::decimal::parse_amount(power).expect("amount");
+        let (_, vp_sort) = govdata::store::sort_keys::parse_amount(power).expect("amount");
         vote::ActiveModel {
             proposal_id: Set(uni77.id),
             dao_id: Set("uniswap".to_owned()),

@@ -9,7 +9,7 @@ use crate::{
     helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
     on_both_backends,
 };
-use govdata::store::{decimal, entities, keys};
+use govdata::store::{entities, keys, sort_keys};
 
 const DAY_MS: i64 = 86_400_000;
 /// The sample's `dataAsOf`: 2026-03-26T00:00:00Z.
@@ -345,7 +345,7 @@ async fn insert_close_call(db: &DatabaseConnection) {
         ("0x00000000000000000000000000000000000000a1", "1", "510"),
         ("0x00000000000000000000000000000000000000b2", "2", "490"),
     ] {
-        let (_, vp_sort) = decimal::parse_amount(power).unwrap();
+        let (_, vp_sort) = sort_keys::parse_amount(power).unwrap();
         entities::vote::ActiveModel {
             proposal_id: Set(p.id),
             dao_id: Set("uniswap".to_owned()),

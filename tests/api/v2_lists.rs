@@ -285,7 +285,7 @@ on_both_backends!(the_same_proposal_reads_the_same_through_v1_and_v2, |app: Test
         let counted = &evidence["data"];
         let counted_text = serde_json::to_string(counted).unwrap();
         assert!(
-            counted_text.contains(&govdata::store::decimal::plain(&sum)) || votes.is_empty(),
+            counted_text.contains(&govdata::contract::decimal::plain(&sum)) || votes.is_empty(),
             "{external}: evidence carries the ingested power total {sum}"
         );
     }

@@ -9,6 +9,7 @@ use crate::api::{
     AppState,
     model::{Dao, ItemKind, ItemRef},
 };
+use crate::contract::decimal;
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
@@ -19,7 +20,6 @@ use crate::contract::{
 use crate::store::{
     self,
     brief::{BriefData, SignalRow, TalliedProposal},
-    decimal,
     entities::{delegate, voter_dao_stat},
     tally::{self, Tally},
 };

@@ -13,7 +13,9 @@ use crate::api::{
     AppState,
     model::{Citation, ItemRef},
 };
+use crate::contract::decimal;
 use crate::contract::{
+    dataset,
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
     limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
@@ -21,7 +23,7 @@ use crate::contract::{
     time::rfc3339_ms,
 };
 use crate::store::{
-    self, address, decimal,
+    self, address,
     entities::{governance_event, proposal, vote},
     evidence::SAMPLE_PROPOSAL_ORIGIN,
     tally::{self, Tally},
@@ -255,11 +257,6 @@ fn citation(source: &str, supports: Vec<String>) -> Citation {
     }
 }
 
-/// The bundled dataset file a sample row came from.
-fn sample_file(name: &str) -> String {
-    format!("data/sample/{name}")
-}
-
 /// Citations of a proposal's upstream fields (`supports`): the Snapshot proposal (URL, id, IPFS)
 /// or the on-chain transaction and block; for rows imported from the bundled sample, also the
 /// dataset file they were read from.
@@ -283,7 +280,7 @@ pub fn proposal_citations(p: &proposal::Model, supports: Vec<String>) -> Vec<Cit
     if p.origin == SAMPLE_PROPOSAL_ORIGIN {
         out.push(Citation {
             snapshot_id: Some(p.external_id.clone()),
-            dataset: Some(sample_file(crate::sample::PROPOSALS_FILE)),
+            dataset: Some(dataset::cited_path(dataset::PROPOSALS_FILE)),
             ..citation("snapshot", supports)
         });
     }
@@ -497,7 +494,7 @@ impl Api {
             if p.origin == SAMPLE_PROPOSAL_ORIGIN {
                 citations.push(Citation {
                     snapshot_id: Some(p.external_id.clone()),
-                    dataset: Some(sample_file(crate::sample::VOTES_FILE)),
+                    dataset: Some(dataset::cited_path(dataset::VOTES_FILE)),
                     ..citation("snapshot", from_votes)
                 });
             } else if p.source == "onchain" {

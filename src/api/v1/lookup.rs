@@ -359,7 +359,7 @@ async fn by_title(
     let mut scored: HashMap<i64, (bigdecimal::BigDecimal, String, Option<proposal::Model>)> = HashMap::new();
     let mut offer = |id: i64, title: &str, model: Option<proposal::Model>| {
         let text = search::confidence(words, title);
-        let value = store::decimal::parse(&text).unwrap_or_default();
+        let value = crate::contract::decimal::parse(&text).unwrap_or_default();
         let entry = scored.entry(id).or_insert_with(|| (value.clone(), text.clone(), None));
         if value > entry.0 {
             (entry.0, entry.1) = (value, text);

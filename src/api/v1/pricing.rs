@@ -5,6 +5,7 @@ use poem_openapi::{Object, OpenApi, payload::Json};
 
 use super::V1Tag;
 use crate::api::AppState;
+use crate::contract::decimal;
 use crate::contract::{
     access::{
         DEFAULT_ASSET_DECIMALS, PARTNER_TOKEN_HEADER, Scope, Tier, Version, X402_SCHEME, X402_VERSIONS, v1_network_name,
@@ -13,7 +14,6 @@ use crate::contract::{
     errors::ApiError,
     operations::{self, PricingGetV1 as Op},
 };
-use crate::store::decimal;
 
 /// How to pay with x402.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]

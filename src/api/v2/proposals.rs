@@ -400,7 +400,7 @@ impl Api {
                 Some(match sort {
                     VoteSort::Power => match pos.as_slice() {
                         [vp, voter] => VoteAfter::Power {
-                            vp_sort: store::decimal::parse_amount(vp).map_err(|_| unreadable_position(c))?.1,
+                            vp_sort: store::sort_keys::parse_amount(vp).map_err(|_| unreadable_position(c))?.1,
                             voter: AccountBytes::parse(voter).map_err(|_| unreadable_position(c))?,
                         },
                         _ => return Err(unreadable_position(c).into()),
@@ -440,7 +440,9 @@ impl Api {
             |v| match order {
                 // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
                 VoteOrder::Power => vec![
-                    store::decimal::plain(&store::decimal::parse(&v.voting_power).unwrap_or_default()),
+                    crate::contract::decimal::plain(
+                        &crate::contract::decimal::parse(&v.voting_power).unwrap_or_default(),
+                    ),
                     v.voter.lower(),
                 ],
                 VoteOrder::Time => vec![v.created_ms.to_string(), v.id.to_string()],

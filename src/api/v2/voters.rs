@@ -192,7 +192,7 @@ impl Api {
         let (after, rank0) = match cursor.0.as_deref() {
             Some(c) => match state.cursors.decode(c, &shape, serving.id)?.as_slice() {
                 [vp, voter, rank] => {
-                    let key = store::decimal::parse_amount(vp).map_err(|_| unreadable_position(c))?.1;
+                    let key = store::sort_keys::parse_amount(vp).map_err(|_| unreadable_position(c))?.1;
                     (Some((key, voter.clone())), rank.parse::<u64>().map_err(|_| unreadable_position(c))?)
                 }
                 _ => return Err(unreadable_position(c).into()),
@@ -216,7 +216,9 @@ impl Api {
             ranked,
             |(rank, (s, _))| {
                 vec![
-                    store::decimal::plain(&store::decimal::parse(&s.voting_power).unwrap_or_default()),
+                    crate::contract::decimal::plain(
+                        &crate::contract::decimal::parse(&s.voting_power).unwrap_or_default(),
+                    ),
                     s.voter.clone(),
                     rank.to_string(),
                 ]

@@ -1,5 +1,5 @@
 //! One vote. `voting_power` is the exact text received; `vp_sort` is a short key that sorts like
-//! the number (`store::decimal::sort_key`); the voter is kept as its bytes (migration 7).
+//! the number (`store::sort_keys::sort_key`); the voter is kept as its bytes (migration 7).
 use sea_orm::entity::prelude::*;
 
 use crate::store::address::AccountBytes;

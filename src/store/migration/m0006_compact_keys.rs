@@ -1,7 +1,7 @@
 //! A compact store: short sort keys and no unused vote index.
 //!
 //! - Sort keys (`votes.vp_sort`, `voter_dao_stats.vp_sort`, `delegates.vp_sort`) become the short
-//!   form of `store::decimal::sort_key` (exponent, then significant digits: 10 to 25 bytes for
+//!   form of `store::sort_keys::sort_key` (exponent, then significant digits: 10 to 25 bytes for
 //!   typical powers instead of 109). The old fixed-width keys (78 integer digits, a point, 30
 //!   fraction digits) are rewritten in place by one set-based statement per table; a key already
 //!   in the short form (it has no point) is left alone. The exact voting power text is untouched.
@@ -27,7 +27,7 @@ use sea_orm_migration::prelude::*;
 pub struct Migration;
 
 /// The short key of an old fixed-width key `k`, in the SQL both backends share. Written out as
-/// `store::decimal::sort_key` computes it (a unit test there pins examples).
+/// `store::sort_keys::sort_key` computes it (a unit test there pins examples).
 fn short_key(k: &str) -> String {
     let int = format!("LTRIM(SUBSTR({k}, 1, 78), '0')");
     let frac = format!("SUBSTR({k}, 80, 30)");
@@ -58,7 +58,7 @@ impl MigrationTrait for Migration {
 mod tests {
     use sea_orm::{ConnectionTrait, Database, DbBackend, Statement};
 
-    use crate::store::decimal::{parse, sort_key};
+    use crate::{contract::decimal::parse, store::sort_keys::sort_key};
 
     /// The fixed-width key of migration 1.
     fn old_key(value: &str) -> String {

@@ -1,12 +1,10 @@
-//! Exact decimals. Voting power and amounts arrive as text (Snapshot floats, wei integers) and
-//! stay text end to end; arithmetic uses `BigDecimal`, never `f64`.
-//!
-//! Both backends must sort by these numbers, and neither SQLite nor a portable column type holds
-//! a 78-digit integer with 30 decimals exactly. So each value is stored twice: the exact text as
-//! received, and a short text key that sorts as the number does (`vp_sort`, [`sort_key`]).
-use std::str::FromStr;
+//! Sort keys for exact decimals. Both backends must sort by voting power and amounts, and
+//! neither SQLite nor a portable column type holds a 78-digit integer with 30 decimals exactly.
+//! So each value is stored twice: the exact text as received (`contract::decimal`), and a short
+//! text key that sorts as the number does (`vp_sort`, [`sort_key`]).
+use bigdecimal::{BigDecimal, Signed};
 
-use bigdecimal::{BigDecimal, Signed, Zero};
+use crate::contract::decimal::{DecimalError, parse};
 
 /// Integer digits in a sort key: enough for any uint256 (78 digits).
 const SORT_INT_DIGITS: usize = 78;
@@ -14,43 +12,11 @@ const SORT_INT_DIGITS: usize = 78;
 /// order only, never the stored value.
 const SORT_FRAC_DIGITS: usize = 30;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecimalError {
-    #[error("`{0}` is not a decimal number")]
-    NotANumber(String),
-    #[error("`{0}` is negative")]
-    Negative(String),
-    #[error("`{0}` is too large")]
-    TooLarge(String),
-}
-
-/// Parses plain or scientific decimal text exactly (`2.11e-16`, `345043375299837213698988`).
-pub fn parse(text: &str) -> Result<BigDecimal, DecimalError> {
-    let t = text.trim();
-    let ok_chars = !t.is_empty()
-        && t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
-        && t.chars().any(|c| c.is_ascii_digit());
-    if !ok_chars || t != text {
-        return Err(DecimalError::NotANumber(text.to_owned()));
-    }
-    BigDecimal::from_str(t).map_err(|_| DecimalError::NotANumber(text.to_owned()))
-}
-
 /// Parses a non-negative amount and returns it with its sort key.
 pub fn parse_amount(text: &str) -> Result<(BigDecimal, String), DecimalError> {
     let value = parse(text)?;
     let key = sort_key(&value)?;
     Ok((value, key))
-}
-
-/// The plain decimal form without exponent or trailing fractional zeros: `2.11e-16` →
-/// `0.000000000000000211`, `2.0` → `2`.
-pub fn plain(value: &BigDecimal) -> String {
-    if value.is_zero() {
-        return "0".to_owned();
-    }
-    let s = value.normalized().to_plain_string();
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_owned() } else { s }
 }
 
 /// Offset of a key's exponent: keeps it three digits wide for every exponent a key can carry
@@ -93,42 +59,9 @@ pub fn key_floor(value: &BigDecimal) -> BigDecimal {
     value.with_scale_round(SORT_FRAC_DIGITS as i64, bigdecimal::RoundingMode::Down)
 }
 
-/// `raw / 10^decimals`, exact: a wei integer as a token amount.
-pub fn scale_down(raw: &str, decimals: u32) -> Result<BigDecimal, DecimalError> {
-    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(DecimalError::NotANumber(raw.to_owned()));
-    }
-    let int = bigdecimal::num_bigint::BigInt::from_str(raw).map_err(|_| DecimalError::NotANumber(raw.to_owned()))?;
-    Ok(BigDecimal::new(int, i64::from(decimals)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scientific_notation_is_exact() {
-        assert_eq!(plain(&parse("2.11e-16").unwrap()), "0.000000000000000211");
-        assert_eq!(plain(&parse("5.71815875e-05").unwrap()), "0.0000571815875");
-        assert_eq!(plain(&parse("2.0").unwrap()), "2");
-        assert_eq!(plain(&parse("2755022.0714428956").unwrap()), "2755022.0714428956");
-    }
-
-    #[test]
-    fn wei_integers_survive() {
-        let v = parse("345043375299837213698988").unwrap();
-        assert_eq!(plain(&v), "345043375299837213698988");
-        assert_eq!(plain(&scale_down("345043375299837213698988", 18).unwrap()), "345043.375299837213698988");
-        assert!(scale_down("12a", 18).is_err());
-    }
-
-    #[test]
-    fn rejects_garbage() {
-        for bad in ["", "abc", "1,5", "NaN", "inf", " 1", "0x10"] {
-            assert!(parse(bad).is_err(), "{bad:?} should be rejected");
-        }
-        assert!(parse_amount("-1").is_err());
-    }
 
     #[test]
     fn sort_keys_sort_like_numbers() {

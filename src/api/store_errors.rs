@@ -1,0 +1,53 @@
+//! How a store failure is answered. The contract declares the codes (`UNAVAILABLE`, `INTERNAL_ERROR`);
+//! which sea-orm errors mean "the store cannot be reached now" is a fact about the database
+//! drivers, so it lives here, on the API side, and `contract` stays free of the database.
+use sea_orm::DbErr;
+
+use crate::contract::errors::{ApiError, ErrorCode, Problem};
+
+impl Problem {
+    /// A store failure: unreachable means 503 (retry later); anything else is our defect.
+    pub fn from_store(err: &DbErr) -> Self {
+        match store_unreachable(err) {
+            true => {
+                tracing::warn!(error = %err, "store unavailable");
+                Self::new(ErrorCode::Unavailable, "The data store is unreachable; retry shortly.")
+            }
+            false => {
+                tracing::error!(error = %err, "store error");
+                Self::new(ErrorCode::InternalError, "The request failed on our side.")
+            }
+        }
+    }
+}
+
+impl<Op> From<DbErr> for ApiError<Op> {
+    fn from(err: DbErr) -> Self {
+        Self::new(Problem::from_store(&err))
+    }
+}
+
+/// Whether a store error means "cannot be reached now" (503, retry) rather than a defect (500):
+/// no connection to be had, a connection that broke or was terminated by the server
+/// (PostgreSQL classes 08 and 57P, too many connections), or SQLite busy beyond its timeout.
+fn store_unreachable(err: &DbErr) -> bool {
+    use sea_orm::{RuntimeErr, sqlx::Error};
+    match err {
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => match &**e {
+            Error::Io(_)
+            | Error::Tls(_)
+            | Error::Protocol(_)
+            | Error::PoolTimedOut
+            | Error::PoolClosed
+            | Error::WorkerCrashed => true,
+            Error::Database(db) => db.code().is_some_and(|code| {
+                // SQLite reports (extended) result codes as numbers: BUSY is 5, LOCKED 6.
+                let sqlite_busy = code.parse::<u32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
+                code.starts_with("08") || code.starts_with("57P") || code == "53300" || sqlite_busy
+            }),
+            _ => false,
+        },
+        _ => false,
+    }
+}

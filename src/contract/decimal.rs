@@ -1,0 +1,74 @@
+//! Exact decimals, as the API writes them. Voting power and amounts arrive as text (Snapshot
+//! floats, wei integers) and stay text end to end; arithmetic uses `BigDecimal`, never `f64`.
+use std::str::FromStr;
+
+use bigdecimal::{BigDecimal, Zero};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecimalError {
+    #[error("`{0}` is not a decimal number")]
+    NotANumber(String),
+    #[error("`{0}` is negative")]
+    Negative(String),
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
+/// Parses plain or scientific decimal text exactly (`2.11e-16`, `345043375299837213698988`).
+pub fn parse(text: &str) -> Result<BigDecimal, DecimalError> {
+    let t = text.trim();
+    let ok_chars = !t.is_empty()
+        && t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
+        && t.chars().any(|c| c.is_ascii_digit());
+    if !ok_chars || t != text {
+        return Err(DecimalError::NotANumber(text.to_owned()));
+    }
+    BigDecimal::from_str(t).map_err(|_| DecimalError::NotANumber(text.to_owned()))
+}
+
+/// The plain decimal form without exponent or trailing fractional zeros: `2.11e-16` →
+/// `0.000000000000000211`, `2.0` → `2`.
+pub fn plain(value: &BigDecimal) -> String {
+    if value.is_zero() {
+        return "0".to_owned();
+    }
+    let s = value.normalized().to_plain_string();
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_owned() } else { s }
+}
+
+/// `raw / 10^decimals`, exact: a wei integer as a token amount.
+pub fn scale_down(raw: &str, decimals: u32) -> Result<BigDecimal, DecimalError> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(DecimalError::NotANumber(raw.to_owned()));
+    }
+    let int = bigdecimal::num_bigint::BigInt::from_str(raw).map_err(|_| DecimalError::NotANumber(raw.to_owned()))?;
+    Ok(BigDecimal::new(int, i64::from(decimals)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scientific_notation_is_exact() {
+        assert_eq!(plain(&parse("2.11e-16").unwrap()), "0.000000000000000211");
+        assert_eq!(plain(&parse("5.71815875e-05").unwrap()), "0.0000571815875");
+        assert_eq!(plain(&parse("2.0").unwrap()), "2");
+        assert_eq!(plain(&parse("2755022.0714428956").unwrap()), "2755022.0714428956");
+    }
+
+    #[test]
+    fn wei_integers_survive() {
+        let v = parse("345043375299837213698988").unwrap();
+        assert_eq!(plain(&v), "345043375299837213698988");
+        assert_eq!(plain(&scale_down("345043375299837213698988", 18).unwrap()), "345043.375299837213698988");
+        assert!(scale_down("12a", 18).is_err());
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for bad in ["", "abc", "1,5", "NaN", "inf", " 1", "0x10"] {
+            assert!(parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+}
