@@ -5,7 +5,6 @@ pub mod bounds;
 pub mod cache;
 pub mod gate;
 pub mod live;
-pub mod model;
 pub mod payment;
 pub mod rate;
 pub mod route;
@@ -13,6 +12,7 @@ pub mod serving;
 pub mod store_errors;
 pub mod v1;
 pub mod v2;
+pub mod views;
 
 use std::sync::Arc;
 

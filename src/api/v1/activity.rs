@@ -1,141 +1,21 @@
 //! `GET /v1/activity`: recent cross-DAO activity (events and signals), newest first.
-use std::collections::BTreeMap;
-
 use poem::web::Data;
-use poem_openapi::{Object, OpenApi, param::Query, payload::Json};
+use poem_openapi::{OpenApi, param::Query, payload::Json};
 
 use super::V1Tag;
-use super::events::{event_citation, event_summary, item_ref};
 use crate::api::{
     AppState,
-    model::{Citation, ItemKind, ItemRef},
+    views::activity::{ActivityEntry, entry_from_row},
 };
 use crate::contract::{
     envelope::{V1Envelope, V1Page, V1Request},
     errors::ApiError,
-    events::{ActivityKind, EventKind},
+    events::ActivityKind,
     limits::MostLists,
     operations::ActivityListV1 as Op,
     params::{V1EpochMs, V1Limit, V1Offset},
-    signals::{Severity, SignalKind},
-    time::rfc3339_ms,
 };
-use crate::store::{
-    self,
-    activity::{ActivityFilter, ActivityRow, ENTRY_EVENT},
-    events::parse_details,
-};
-
-/// One entry of the activity feed: a governance event or a curated signal.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
-pub struct ActivityEntry {
-    /// `event:<id>` (the id of `/v1/governance-events`) or `signal:<id>` (of `/v1/governance-signals`).
-    pub id: String,
-    pub kind: ActivityKind,
-    pub dao_id: String,
-    /// When it happened (events) or was detected (signals); RFC 3339 UTC, milliseconds.
-    pub occurred_at: String,
-    /// The item the entry is about.
-    pub subject: ItemRef,
-    /// One line for a reader.
-    pub summary: String,
-    /// Who acted (events only).
-    pub actor: Option<String>,
-    /// The rule that fired (signals only); `/v1/governance-signals` has its evidence.
-    pub signal_kind: Option<SignalKind>,
-    /// How much attention the signal deserves (signals only).
-    pub severity: Option<Severity>,
-    /// Where the event is recorded upstream (events only).
-    pub citation: Option<Citation>,
-    /// Event-specific exact values as strings (events only; see `/v1/governance-events`).
-    pub details: Option<BTreeMap<String, String>>,
-}
-
-impl poem_openapi::types::Example for ActivityEntry {
-    fn example() -> Self {
-        let id = "0xf78c223115031090b918ea09fa585d340718a426a21eb1556d81d19892e10b39";
-        Self {
-            id: "signal:17".to_owned(),
-            kind: ActivityKind::Signal,
-            dao_id: "arbitrum".to_owned(),
-            occurred_at: "2026-04-02T00:00:00.000Z".to_owned(),
-            subject: ItemRef {
-                kind: ItemKind::Proposal,
-                dao_id: "arbitrum".to_owned(),
-                source: "snapshot".to_owned(),
-                external_id: id.to_owned(),
-                key: Some("p_Qm1x2y3z4a5b6c7d8e9f0g".to_owned()),
-                title: Some("Updating the Code of Conduct & DAO Procedures to Become Living Documents".to_owned()),
-                url: Some(format!("https://snapshot.box/#/s:arbitrumfoundation.eth/proposal/{id}")),
-            },
-            summary: "Proposal passed with 0.999 of the counted voting power".to_owned(),
-            actor: None,
-            signal_kind: Some(SignalKind::ProposalPassed),
-            severity: Some(Severity::Info),
-            citation: None,
-            details: None,
-        }
-    }
-}
-
-pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
-    let subject = item_ref(
-        &r.subject_kind,
-        &r.dao_id,
-        &r.subject_source,
-        &r.subject_external_id,
-        r.subject_key,
-        r.subject_title,
-        r.subject_url,
-    );
-    let Some(subject) = subject else {
-        tracing::warn!(id = r.id, entry = %r.entry, subject = %r.subject_kind, "activity about an unaddressable subject skipped");
-        return None;
-    };
-    if r.entry == ENTRY_EVENT {
-        let Some(kind) = EventKind::parse(&r.kind) else {
-            tracing::warn!(id = r.id, kind = %r.kind, "governance event of an undeclared kind skipped");
-            return None;
-        };
-        let details = parse_details(r.details.as_deref());
-        Some(ActivityEntry {
-            id: format!("event:{}", r.id),
-            kind: ActivityKind::from_event(kind),
-            summary: event_summary(kind, subject.title.as_deref(), r.actor.as_deref(), &details),
-            dao_id: r.dao_id,
-            occurred_at: rfc3339_ms(r.occurred_ms),
-            citation: Some(event_citation(
-                &r.subject_source,
-                r.url,
-                r.snapshot_id,
-                r.tx_hash,
-                r.block_number,
-                r.actor.is_some(),
-                !details.is_empty(),
-            )),
-            subject,
-            actor: r.actor,
-            signal_kind: None,
-            severity: None,
-            details: Some(details),
-        })
-    } else {
-        Some(ActivityEntry {
-            id: format!("signal:{}", r.id),
-            kind: ActivityKind::Signal,
-            dao_id: r.dao_id,
-            occurred_at: rfc3339_ms(r.occurred_ms),
-            subject,
-            summary: r.summary.unwrap_or_default(),
-            actor: None,
-            signal_kind: SignalKind::parse(&r.kind),
-            severity: r.severity.as_deref().and_then(Severity::parse),
-            citation: None,
-            details: None,
-        })
-    }
-}
+use crate::store::{self, activity::ActivityFilter};
 
 pub struct Api;
 
@@ -185,6 +65,6 @@ impl Api {
         let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: since_ms.0.map(|s| s.0), after: None };
         let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let data = V1Page { items: rows.into_iter().filter_map(entry_from_row).collect(), total, limit, offset };
-        Ok(Json(req.respond(super::fresh(&state), data)))
+        super::answer(&state, req, data)
     }
 }

@@ -4,13 +4,16 @@ use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
 
 use super::V1Tag;
-use super::events::{GovernanceEvent, event_from_row, item_ref};
 use crate::api::{
     AppState,
-    model::{Dao, ItemKind, ItemRef},
+    views::{
+        dao::Dao,
+        event::{GovernanceEvent, event_from_row},
+        item::{ItemKind, ItemRef, item_ref},
+    },
 };
-use crate::contract::decimal;
 use crate::contract::{
+    decimal,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
     operations::BriefGetV1 as Op,

@@ -3,7 +3,7 @@ use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
 use super::V1Tag;
-use crate::api::{AppState, model::Dao};
+use crate::api::{AppState, views::dao::Dao};
 use crate::contract::{
     envelope::{V1Envelope, V1Page, V1Request},
     errors::ApiError,
@@ -38,6 +38,6 @@ impl Api {
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
         let (rows, total) = store::daos::list(&state.db, u64::from(limit), offset).await?;
         let data = V1Page { items: rows.into_iter().map(Dao::from_record).collect(), total, limit, offset };
-        Ok(Json(req.respond(super::fresh(&state), data)))
+        super::answer(&state, req, data)
     }
 }

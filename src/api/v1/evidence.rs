@@ -4,18 +4,17 @@ use bigdecimal::{BigDecimal, Zero};
 use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
 
-use super::{
-    V1Tag,
-    items::{json_strings, topic_ref},
-    lookup::ProposalSummary,
-};
+use super::V1Tag;
 use crate::api::{
     AppState,
-    model::{Citation, ItemRef},
+    views::{
+        citation::{Citation, citation, proposal_citations},
+        item::{ItemRef, topic_ref},
+        proposal::{ProposalSummary, json_strings},
+    },
 };
-use crate::contract::decimal;
 use crate::contract::{
-    dataset,
+    dataset, decimal,
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
     limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
@@ -242,49 +241,6 @@ impl poem_openapi::types::Example for ProposalEvidence {
             ],
         }
     }
-}
-
-fn citation(source: &str, supports: Vec<String>) -> Citation {
-    Citation {
-        supports,
-        source: source.to_owned(),
-        url: None,
-        snapshot_id: None,
-        ipfs: None,
-        tx_hash: None,
-        block_number: None,
-        dataset: None,
-    }
-}
-
-/// Citations of a proposal's upstream fields (`supports`): the Snapshot proposal (URL, id, IPFS)
-/// or the on-chain transaction and block; for rows imported from the bundled sample, also the
-/// dataset file they were read from.
-pub fn proposal_citations(p: &proposal::Model, supports: Vec<String>) -> Vec<Citation> {
-    let mut out = Vec::new();
-    if p.source == "onchain" {
-        out.push(Citation {
-            url: p.url.clone(),
-            tx_hash: p.tx_hash.clone(),
-            block_number: p.block_number.map(|b| b.to_string()),
-            ..citation("onchain", supports.clone())
-        });
-    } else {
-        out.push(Citation {
-            url: p.url.clone(),
-            snapshot_id: Some(p.external_id.clone()),
-            ipfs: p.ipfs.clone(),
-            ..citation("snapshot", supports.clone())
-        });
-    }
-    if p.origin == SAMPLE_PROPOSAL_ORIGIN {
-        out.push(Citation {
-            snapshot_id: Some(p.external_id.clone()),
-            dataset: Some(dataset::cited_path(dataset::PROPOSALS_FILE)),
-            ..citation("snapshot", supports)
-        });
-    }
-    out
 }
 
 /// Per-choice scores: the upstream's when stored, else the exact tally of ingested votes.
@@ -566,6 +522,6 @@ impl Api {
             linked_topics: topics.iter().map(topic_ref).collect(),
             citations,
         };
-        Ok(Json(req.respond(super::fresh(&state), data)))
+        super::answer(&state, req, data)
     }
 }

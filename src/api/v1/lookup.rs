@@ -5,87 +5,17 @@ use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
 
 use super::V1Tag;
-use crate::api::AppState;
+use crate::api::{AppState, views::proposal::ProposalSummary};
+pub use crate::contract::urls::ProposalUrl;
+pub use crate::contract::urls::parse_url;
+pub use crate::contract::urls::split_host;
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, ErrorCode, FieldError, ParamLocation, Problem},
     limits::lookup::{ALTERNATIVES, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS},
     operations::ProposalsLookupV1 as Op,
-    time::rfc3339_ms,
 };
 use crate::store::{self, entities::proposal, search, tally};
-
-/// A proposal, without its text: enough to recognise it and fetch more.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
-pub struct ProposalSummary {
-    pub dao_id: String,
-    /// `snapshot` or `onchain`.
-    pub source: String,
-    /// The upstream id (Snapshot proposal id, on-chain proposal id as a decimal string).
-    pub external_id: String,
-    /// The opaque v2 key.
-    pub proposal_key: String,
-    pub title: String,
-    /// pending | active | closed | queued | executed | canceled | defeated | succeeded | expired
-    pub state: String,
-    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`) or `governor`.
-    pub voting_type: Option<String>,
-    /// Lowercase 0x address of the author.
-    pub author: String,
-    pub created_at: String,
-    pub start_at: Option<String>,
-    pub end_at: Option<String>,
-    /// Where a person or agent can open the proposal upstream.
-    pub url: Option<String>,
-    /// Votes cast according to the upstream (Snapshot `votes`). May exceed `ingestedVotes`.
-    pub upstream_votes: Option<String>,
-    /// Votes held in this store for the proposal.
-    pub ingested_votes: String,
-}
-
-impl ProposalSummary {
-    pub fn from_model(p: &proposal::Model) -> Self {
-        Self {
-            dao_id: p.dao_id.clone(),
-            source: p.source.clone(),
-            external_id: p.external_id.clone(),
-            proposal_key: p.proposal_key.clone(),
-            title: p.title.clone(),
-            state: p.state.clone(),
-            voting_type: p.voting_type.clone(),
-            author: p.author.clone(),
-            created_at: rfc3339_ms(p.created_ms),
-            start_at: p.start_ms.map(rfc3339_ms),
-            end_at: p.end_ms.map(rfc3339_ms),
-            url: p.url.clone(),
-            upstream_votes: p.upstream_vote_count.map(|c| c.to_string()),
-            ingested_votes: p.ingested_vote_count.to_string(),
-        }
-    }
-}
-
-impl poem_openapi::types::Example for ProposalSummary {
-    fn example() -> Self {
-        Self {
-            dao_id: "uniswap".to_owned(),
-            source: "snapshot".to_owned(),
-            external_id: "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned(),
-            proposal_key: "p_8Gx1cQmV3sYtR2kZ0aW9nB".to_owned(),
-            title: "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks"
-                .to_owned(),
-            state: "closed".to_owned(),
-            voting_type: Some("single-choice".to_owned()),
-            author: "0x3fb19771947072629c8eee7995a2ef23b72d4c8a".to_owned(),
-            created_at: "2026-03-03T00:00:00.000Z".to_owned(),
-            start_at: Some("2026-03-03T00:00:00.000Z".to_owned()),
-            end_at: Some("2026-03-08T00:00:00.000Z".to_owned()),
-            url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned()),
-            upstream_votes: Some("133".to_owned()),
-            ingested_votes: "0".to_owned(),
-        }
-    }
-}
 
 /// Which input the match was made on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -138,7 +68,6 @@ impl poem_openapi::types::Example for LookupResult {
         }
     }
 }
-pub use crate::contract::urls::{ProposalUrl, parse_url, split_host};
 
 const URL_FORMS: &str = "https://snapshot.org/#/<space>/proposal/<id>, https://snapshot.box/#/s:<space>/proposal/<id>, \
      https://www.tally.xyz/gov/<org>/proposal/<id>, or a Discourse topic https://<forum>/t/<slug>/<topicId>";
@@ -281,7 +210,7 @@ impl Api {
             proposal: ProposalSummary::from_model(&best),
             alternatives,
         };
-        Ok(Json(req.respond(super::fresh(&state), data)))
+        super::answer(&state, req, data)
     }
 }
 

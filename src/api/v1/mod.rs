@@ -10,15 +10,32 @@ pub mod lookup;
 pub mod pricing;
 pub mod signals;
 
-use poem_openapi::Tags;
+use poem_openapi::{
+    Tags,
+    payload::Json,
+    types::{ParseFromJSON, ToJSON, Type},
+};
 
 use crate::api::AppState;
-use crate::contract::envelope::{CacheStatus, Freshness};
+use crate::contract::{
+    envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
+    errors::ApiError,
+};
 
 /// The freshness of an answer read from the store now, from the watched serving state: its
 /// `dataAsOf` is the newest ingestion watermark.
 pub fn fresh(state: &AppState) -> Freshness {
     Freshness::new(state.serving.current().data_as_of_ms, CacheStatus::Fresh)
+}
+
+/// The answer of the v1 operation `Op` read from the store now: the request's echo, the
+/// watched freshness and the data, in the operation's result type.
+pub fn answer<Op, T: ParseFromJSON + ToJSON + Type>(
+    state: &AppState,
+    req: V1Request,
+    data: T,
+) -> Result<Json<V1Envelope<T>>, ApiError<Op>> {
+    Ok(Json(req.respond(fresh(state), data)))
 }
 
 /// One tag per resource.

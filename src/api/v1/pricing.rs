@@ -5,11 +5,11 @@ use poem_openapi::{Object, OpenApi, payload::Json};
 
 use super::V1Tag;
 use crate::api::AppState;
-use crate::contract::decimal;
 use crate::contract::{
     access::{
         DEFAULT_ASSET_DECIMALS, PARTNER_TOKEN_HEADER, Scope, Tier, Version, X402_SCHEME, X402_VERSIONS, v1_network_name,
     },
+    decimal,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::ApiError,
     operations::{self, PricingGetV1 as Op},

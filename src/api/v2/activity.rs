@@ -2,13 +2,12 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, bound, page_filter_map};
+use super::{Listing, V2Tag};
 use crate::api::{
     AppState,
-    v1::activity::{ActivityEntry, entry_from_row},
+    views::activity::{ActivityEntry, entry_from_row},
 };
 use crate::contract::{
-    cursor::{QueryShape, unreadable_position},
     envelope::V2List,
     errors::ApiError,
     events::ActivityKind,
@@ -46,37 +45,28 @@ impl Api {
     ) -> Result<Json<V2List<ActivityEntry>>, ApiError<ActivityListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let serving = bound(&state, dao_id.as_deref());
-        let shape = QueryShape {
-            endpoint: "activity_list",
-            filters: vec![
-                ("daoId", dao_id.clone().unwrap_or_default()),
-                ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-                ("since", since.0.map(|s| s.0.to_string()).unwrap_or_default()),
-            ],
-            limit,
-        };
-        let after = match cursor.0.as_deref() {
-            Some(c) => match state.cursors.decode(c, &shape, serving.id)?.as_slice() {
+        let list = Listing::<ActivityListV2>::new(&state, dao_id.as_deref(), limit).filtered(vec![
+            ("daoId", dao_id.clone().unwrap_or_default()),
+            ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
+            ("since", since.0.map(|s| s.0.to_string()).unwrap_or_default()),
+        ]);
+        let after = match list.after(cursor.0.as_deref())? {
+            Some(pos) => match pos.values.as_slice() {
                 [t, entry, id] => Some((
-                    t.parse().map_err(|_| unreadable_position(c))?,
+                    t.parse().map_err(|_| pos.unreadable())?,
                     entry.clone(),
-                    id.parse().map_err(|_| unreadable_position(c))?,
+                    id.parse().map_err(|_| pos.unreadable())?,
                 )),
-                _ => return Err(unreadable_position(c).into()),
+                _ => return Err(pos.unreadable().into()),
             },
             None => None,
         };
         let filter = ActivityFilter { dao_id, kind: kind.0, since_ms: since.0.map(|s| s.0), after };
-        let (rows, _) = store::activity::list(&state.db, &filter, u64::from(limit) + 1, 0, false).await?;
-        Ok(Json(page_filter_map(
-            &state,
-            &shape,
-            &serving,
-            limit,
+        let (rows, _) = store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
+        Ok(list.page_filter_map(
             rows,
             |r| vec![r.occurred_ms.to_string(), r.entry.clone(), r.id.to_string()],
             entry_from_row,
-        )))
+        ))
     }
 }

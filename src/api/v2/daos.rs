@@ -6,10 +6,9 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{V2Tag, bound, page};
-use crate::api::{AppState, model::Dao};
+use super::{Listing, V2Tag};
+use crate::api::{AppState, views::dao::Dao};
 use crate::contract::{
-    cursor::QueryShape,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},
     limits::MostLists,
@@ -39,14 +38,10 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<Dao>>, ApiError<DaosListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let shape = QueryShape { endpoint: "daos_list", filters: vec![], limit };
-        let serving = bound(&state, None);
-        let after = match cursor.0.as_deref() {
-            Some(c) => state.cursors.decode(c, &shape, serving.id)?.into_iter().next(),
-            None => None,
-        };
-        let rows = store::daos::list_after(&state.db, after.as_deref(), u64::from(limit) + 1).await?;
-        Ok(Json(page(&state, &shape, &serving, limit, rows, |r| vec![r.dao.id.clone()], Dao::from_record)))
+        let list = Listing::<DaosListV2>::new(&state, None, limit);
+        let after = list.after(cursor.0.as_deref())?.and_then(|pos| pos.values.into_iter().next());
+        let rows = store::daos::list_after(&state.db, after.as_deref(), list.rows_to_read()).await?;
+        Ok(list.page(rows, |r| vec![r.dao.id.clone()], Dao::from_record))
     }
 
     /// Get one DAO

@@ -2,18 +2,17 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, bound, page_filter_map, proposals::position_pair, window_or_latest};
+use super::{Listing, V2Tag};
 use crate::api::{
     AppState,
-    v1::events::{GovernanceEvent, event_from_row},
+    views::event::{GovernanceEvent, event_from_row},
 };
 use crate::contract::{
-    cursor::QueryShape,
     envelope::V2List,
     errors::ApiError,
     events::EventKind,
     limits::Events,
-    operations::{EventsListV2, Operation},
+    operations::EventsListV2,
     params::{V2Limit, V2Timestamp},
 };
 use crate::store::{self, events::EventFilter};
@@ -52,32 +51,21 @@ impl Api {
     ) -> Result<Json<V2List<GovernanceEvent>>, ApiError<EventsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let serving = bound(&state, dao_id.as_deref());
-        let (from_ms, to_ms) = window_or_latest(from.0, to.0, &serving, <EventsListV2 as Operation>::WINDOW)?;
-        let shape = QueryShape {
-            endpoint: "events_list",
-            filters: vec![
-                ("daoId", dao_id.clone().unwrap_or_default()),
-                ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-                ("window", format!("{from_ms}..{to_ms}")),
-            ],
-            limit,
-        };
-        let after = match cursor.0.as_deref() {
-            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
-            None => None,
-        };
+        let list = Listing::<EventsListV2>::new(&state, dao_id.as_deref(), limit);
+        let (from_ms, to_ms) = list.window_or_latest(from.0, to.0)?;
+        let list = list.filtered(vec![
+            ("daoId", dao_id.clone().unwrap_or_default()),
+            ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
+            ("window", format!("{from_ms}..{to_ms}")),
+        ]);
+        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
         let filter = EventFilter { dao_id, kind: kind.0, from_ms: Some(from_ms), to_ms: Some(to_ms), after };
-        let (rows, _) = store::events::list(&state.db, &filter, u64::from(limit) + 1, 0, false).await?;
-        Ok(Json(page_filter_map(
-            &state,
-            &shape,
-            &serving,
-            limit,
+        let (rows, _) = store::events::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
+        Ok(list.page_filter_map(
             rows,
             |r| vec![r.occurred_ms.to_string(), r.id.to_string()],
             // A row whose subject cannot be shown is skipped (and logged) exactly as v1 does.
             event_from_row,
-        )))
+        ))
     }
 }

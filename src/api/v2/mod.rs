@@ -7,8 +7,11 @@ pub mod signals;
 pub mod topics;
 pub mod voters;
 
+use std::marker::PhantomData;
+
 use poem_openapi::{
     Tags,
+    payload::Json,
     types::{ParseFromJSON, ToJSON, Type},
 };
 
@@ -16,12 +19,15 @@ use crate::api::AppState;
 #[cfg(doc)]
 use crate::api::serving::Serving;
 use crate::contract::{
-    cursor::QueryShape,
+    cursor::{QueryShape, unreadable_position},
     envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
-    errors::Problem,
+    errors::{ParamLocation, Problem},
+    ids::{VoterIdentity, parse_voter_identity},
     limits::Window,
+    operations::Operation,
     params::{V2Timestamp, resolve_v2_window},
 };
+use crate::store;
 
 /// One tag per resource.
 #[derive(Tags)]
@@ -70,40 +76,119 @@ pub fn window_or_latest(
     Ok(resolve_v2_window(from, to, window)?.unwrap_or((end - window.max_ms(), end)))
 }
 
-/// A keyset page from `limit + 1` rows: the extra row only says whether more follow; the
-/// cursor carries the position of the last row served.
-pub fn page<R, T: ParseFromJSON + ToJSON + Type>(
-    state: &AppState,
-    shape: &QueryShape<'_>,
-    serving: &Bound,
-    limit: u32,
-    rows: Vec<R>,
-    position: impl Fn(&R) -> Vec<String>,
-    mut item: impl FnMut(R) -> T,
-) -> V2List<T> {
-    page_filter_map(state, shape, serving, limit, rows, position, |r| Some(item(r)))
+/// One v2 list request on its way to a page, for the operation `Op`: the revision its cursors
+/// are bound to, its query shape and its page size. The shape is named by the operation's
+/// declared id, so a cursor of one list is refused by every other; a cursor carries the
+/// filters too, so it is refused after they change.
+pub struct Listing<'s, Op> {
+    state: &'s AppState,
+    /// What the answer is served from.
+    pub revision: Bound,
+    shape: QueryShape<'static>,
+    op: PhantomData<fn() -> Op>,
 }
 
-/// [`page`] for rows some of which cannot be shown (logged by `item`): the page and its cursor
-/// still follow the rows read, so a skipped row never stops the walk.
-pub fn page_filter_map<R, T: ParseFromJSON + ToJSON + Type>(
+impl<'s, Op: Operation> Listing<'s, Op> {
+    /// A list about `dao` (or every DAO), `limit` rows a page.
+    pub fn new(state: &'s AppState, dao: Option<&str>, limit: u32) -> Self {
+        let shape = QueryShape { endpoint: Op::DECL.id, filters: Vec::new(), limit };
+        Self { state, revision: bound(state, dao), shape, op: PhantomData }
+    }
+
+    /// The filters and sort that shape the list, in a fixed order, absent ones as empty strings.
+    pub fn filtered(mut self, filters: Vec<(&'static str, String)>) -> Self {
+        self.shape.filters = filters;
+        self
+    }
+
+    /// The list's window: the caller's bounds, or the operation's longest window ending at the
+    /// revision's `dataAsOf` ([`window_or_latest`]).
+    pub fn window_or_latest(&self, from: Option<V2Timestamp>, to: Option<V2Timestamp>) -> Result<(i64, i64), Problem> {
+        window_or_latest(from, to, &self.revision, Op::WINDOW)
+    }
+
+    /// The position `cursor` carries, checked against this list's shape and revision.
+    pub fn after<'c>(&self, cursor: Option<&'c str>) -> Result<Option<Position<'c>>, Problem> {
+        cursor
+            .map(|c| Ok(Position { values: self.state.cursors.decode(c, &self.shape, self.revision.id)?, cursor: c }))
+            .transpose()
+    }
+
+    /// Rows to read: one more than a page, to know whether more follow.
+    pub fn rows_to_read(&self) -> u64 {
+        u64::from(self.shape.limit) + 1
+    }
+
+    /// The page of `rows` (read with [`Self::rows_to_read`]); `position` gives the keyset
+    /// position of a row, which the next cursor carries.
+    pub fn page<R, T: ParseFromJSON + ToJSON + Type>(
+        self,
+        rows: Vec<R>,
+        position: impl Fn(&R) -> Vec<String>,
+        mut item: impl FnMut(R) -> T,
+    ) -> Json<V2List<T>> {
+        self.page_filter_map(rows, position, |r| Some(item(r)))
+    }
+
+    /// [`Self::page`] for rows some of which cannot be shown (logged by `item`): the page and its
+    /// cursor still follow the rows read, so a skipped row never stops the walk.
+    pub fn page_filter_map<R, T: ParseFromJSON + ToJSON + Type>(
+        self,
+        mut rows: Vec<R>,
+        position: impl Fn(&R) -> Vec<String>,
+        item: impl FnMut(R) -> Option<T>,
+    ) -> Json<V2List<T>> {
+        let limit = self.shape.limit;
+        let has_more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next_cursor = if has_more {
+            rows.last().map(|r| self.state.cursors.encode(&self.shape, self.revision.id, position(r)))
+        } else {
+            None
+        };
+        Json(V2List {
+            data: V2Items { items: rows.into_iter().filter_map(item).collect() },
+            meta: V2ListMeta {
+                page: PageMeta { limit, has_more, next_cursor },
+                freshness: Freshness::new(self.revision.data_as_of_ms, CacheStatus::Fresh),
+            },
+        })
+    }
+}
+
+/// The keyset position a cursor carried.
+pub struct Position<'c> {
+    pub values: Vec<String>,
+    cursor: &'c str,
+}
+
+impl Position<'_> {
+    /// A `(time, id)` position, the form most lists use.
+    pub fn pair(&self) -> Result<(i64, i64), Problem> {
+        match self.values.as_slice() {
+            [a, b] => Ok((a.parse().map_err(|_| self.unreadable())?, b.parse().map_err(|_| self.unreadable())?)),
+            _ => Err(self.unreadable()),
+        }
+    }
+
+    /// The problem for a position this list cannot read.
+    pub fn unreadable(&self) -> Problem {
+        unreadable_position(self.cursor)
+    }
+}
+
+/// The canonical address a voter parameter names (ENS names resolved from the store).
+pub async fn resolve_voter(
     state: &AppState,
-    shape: &QueryShape<'_>,
-    serving: &Bound,
-    limit: u32,
-    mut rows: Vec<R>,
-    position: impl Fn(&R) -> Vec<String>,
-    item: impl FnMut(R) -> Option<T>,
-) -> V2List<T> {
-    let has_more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next_cursor =
-        if has_more { rows.last().map(|r| state.cursors.encode(shape, serving.id, position(r))) } else { None };
-    V2List {
-        data: V2Items { items: rows.into_iter().filter_map(item).collect() },
-        meta: V2ListMeta {
-            page: PageMeta { limit, has_more, next_cursor },
-            freshness: Freshness::new(serving.data_as_of_ms, CacheStatus::Fresh),
-        },
+    text: &str,
+    param: &str,
+    location: ParamLocation,
+) -> Result<String, Problem> {
+    match parse_voter_identity(text, param, location)? {
+        VoterIdentity::Address(a) => Ok(a),
+        VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.db, &name)
+            .await
+            .map_err(|e| Problem::from_store(&e))?
+            .ok_or_else(|| Problem::not_found(format!("No voter with the ENS name `{name}` is known."))),
     }
 }

@@ -6,13 +6,12 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{V2Tag, bound, page};
+use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::AppState;
 use crate::contract::{
-    cursor::{QueryShape, unreadable_position},
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
-    ids::{VoterIdentity, check_key, parse_voter_identity},
+    ids::check_key,
     limits::{MostLists, ProposalVotes},
     operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
@@ -280,22 +279,14 @@ impl Api {
         let sort = sort.0.unwrap_or(ProposalSort::Newest);
         let source = source.0.map(|s| enum_text(&s));
         let proposal_state = proposal_state.0.map(|s| enum_text(&s));
-        let shape = QueryShape {
-            endpoint: "proposals_list",
-            filters: vec![
-                ("daoId", dao_id.0.clone().unwrap_or_default()),
-                ("source", source.clone().unwrap_or_default()),
-                ("state", proposal_state.clone().unwrap_or_default()),
-                ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-                ("sort", enum_text(&sort)),
-            ],
-            limit,
-        };
-        let revision = bound(&state, dao_id.0.as_deref());
-        let after = match cursor.0.as_deref() {
-            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, revision.id)?, c)?),
-            None => None,
-        };
+        let list = Listing::<ProposalsListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
+            ("daoId", dao_id.0.clone().unwrap_or_default()),
+            ("source", source.clone().unwrap_or_default()),
+            ("state", proposal_state.clone().unwrap_or_default()),
+            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
+            ("sort", enum_text(&sort)),
+        ]);
+        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
         let filter = ProposalFilter {
             dao_id: dao_id.0.as_deref(),
             source: source.as_deref(),
@@ -306,12 +297,8 @@ impl Api {
             ProposalSort::Newest => ProposalOrder::Newest,
             ProposalSort::EndTime => ProposalOrder::EndTime,
         };
-        let rows = store::proposals::list(&state.db, &filter, order, after, u64::from(limit) + 1).await?;
-        Ok(Json(page(
-            &state,
-            &shape,
-            &revision,
-            limit,
+        let rows = store::proposals::list(&state.db, &filter, order, after, list.rows_to_read()).await?;
+        Ok(list.page(
             rows,
             |p| {
                 let t = match order {
@@ -321,7 +308,7 @@ impl Api {
                 vec![t.to_string(), p.id.to_string()]
             },
             |p| ProposalSummary::from_model(&p),
-        )))
+        ))
     }
 
     /// Get one proposal
@@ -383,34 +370,26 @@ impl Api {
             None => None,
         };
         let p = proposal_by_key(&state, &proposal_key.0).await?;
-        let shape = QueryShape {
-            endpoint: "proposal_votes_list",
-            filters: vec![
-                ("proposalKey", p.proposal_key.clone()),
-                ("voter", voter.clone().unwrap_or_default()),
-                ("choice", choice.0.clone().unwrap_or_default()),
-                ("sort", enum_text(&sort)),
-            ],
-            limit,
-        };
-        let revision = bound(&state, Some(&p.dao_id));
-        let after = match cursor.0.as_deref() {
-            Some(c) => {
-                let pos = state.cursors.decode(c, &shape, revision.id)?;
-                Some(match sort {
-                    VoteSort::Power => match pos.as_slice() {
-                        [vp, voter] => VoteAfter::Power {
-                            vp_sort: store::sort_keys::parse_amount(vp).map_err(|_| unreadable_position(c))?.1,
-                            voter: AccountBytes::parse(voter).map_err(|_| unreadable_position(c))?,
-                        },
-                        _ => return Err(unreadable_position(c).into()),
+        let list = Listing::<ProposalVotesListV2>::new(&state, Some(&p.dao_id), limit).filtered(vec![
+            ("proposalKey", p.proposal_key.clone()),
+            ("voter", voter.clone().unwrap_or_default()),
+            ("choice", choice.0.clone().unwrap_or_default()),
+            ("sort", enum_text(&sort)),
+        ]);
+        let after = match list.after(cursor.0.as_deref())? {
+            Some(pos) => Some(match sort {
+                VoteSort::Power => match pos.values.as_slice() {
+                    [vp, voter] => VoteAfter::Power {
+                        vp_sort: store::sort_keys::parse_amount(vp).map_err(|_| pos.unreadable())?.1,
+                        voter: AccountBytes::parse(voter).map_err(|_| pos.unreadable())?,
                     },
-                    VoteSort::Time => {
-                        let (created_ms, id) = position_pair(&pos, c)?;
-                        VoteAfter::Time { created_ms, id }
-                    }
-                })
-            }
+                    _ => return Err(pos.unreadable().into()),
+                },
+                VoteSort::Time => {
+                    let (created_ms, id) = pos.pair()?;
+                    VoteAfter::Time { created_ms, id }
+                }
+            }),
             None => None,
         };
         let order = match sort {
@@ -428,14 +407,10 @@ impl Api {
             choice.0.as_deref(),
             order,
             after,
-            u64::from(limit) + 1,
+            list.rows_to_read(),
         )
         .await?;
-        Ok(Json(page(
-            &state,
-            &shape,
-            &revision,
-            limit,
+        Ok(list.page(
             rows,
             |v| match order {
                 // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
@@ -448,33 +423,6 @@ impl Api {
                 VoteOrder::Time => vec![v.created_ms.to_string(), v.id.to_string()],
             },
             vote_row,
-        )))
-    }
-}
-
-/// The canonical address a voter parameter names (ENS names resolved from the store).
-pub async fn resolve_voter(
-    state: &AppState,
-    text: &str,
-    param: &str,
-    location: ParamLocation,
-) -> Result<String, Problem> {
-    match parse_voter_identity(text, param, location)? {
-        VoterIdentity::Address(a) => Ok(a),
-        VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.db, &name)
-            .await
-            .map_err(|e| Problem::from_store(&e))?
-            .ok_or_else(|| Problem::not_found(format!("No voter with the ENS name `{name}` is known."))),
-    }
-}
-
-/// A `(time, id)` keyset position.
-pub fn position_pair(pos: &[String], cursor: &str) -> Result<(i64, i64), Problem> {
-    match pos {
-        [a, b] => Ok((
-            a.parse().map_err(|_| unreadable_position(cursor))?,
-            b.parse().map_err(|_| unreadable_position(cursor))?,
-        )),
-        _ => Err(unreadable_position(cursor)),
+        ))
     }
 }

@@ -2,17 +2,16 @@
 use poem::web::Data;
 use poem_openapi::{OpenApi, param::Query, payload::Json};
 
-use super::{V2Tag, bound, page, proposals::position_pair, window_or_latest};
+use super::{Listing, V2Tag};
 use crate::api::{
     AppState,
-    v1::signals::{KindFilter, Signal},
+    views::signal::{KindFilter, Signal},
 };
 use crate::contract::{
-    cursor::QueryShape,
     envelope::V2List,
     errors::ApiError,
     limits::MostLists,
-    operations::{Operation, SignalsListV2},
+    operations::SignalsListV2,
     params::{V2Limit, V2Timestamp},
     signals::Severity,
 };
@@ -53,24 +52,17 @@ impl Api {
     ) -> Result<Json<V2List<Signal>>, ApiError<SignalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let serving = bound(&state, dao_id.as_deref());
-        let (start_ms, end_ms) = window_or_latest(from.0, to.0, &serving, <SignalsListV2 as Operation>::WINDOW)?;
+        let list = Listing::<SignalsListV2>::new(&state, dao_id.as_deref(), limit);
+        let (start_ms, end_ms) = list.window_or_latest(from.0, to.0)?;
         let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
-        let shape = QueryShape {
-            endpoint: "signals_list",
-            filters: vec![
-                ("daoId", filter.dao_id.clone().unwrap_or_default()),
-                ("kind", filter.kind.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-                ("severity", filter.severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
-                ("window", format!("{start_ms}..{end_ms}")),
-            ],
-            limit,
-        };
-        let after = match cursor.0.as_deref() {
-            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
-            None => None,
-        };
-        let rows = store::signals::list_after(&state.db, &filter, after, u64::from(limit) + 1).await?;
+        let list = list.filtered(vec![
+            ("daoId", filter.dao_id.clone().unwrap_or_default()),
+            ("kind", filter.kind.map(|k| k.as_str().to_owned()).unwrap_or_default()),
+            ("severity", filter.severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
+            ("window", format!("{start_ms}..{end_ms}")),
+        ]);
+        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
+        let rows = store::signals::list_after(&state.db, &filter, after, list.rows_to_read()).await?;
         let items = rows
             .into_iter()
             .map(|r| {
@@ -78,6 +70,6 @@ impl Api {
                 Signal::from_record(r).map(|s| (position, s))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Json(page(&state, &shape, &serving, limit, items, |(p, _)| p.clone(), |(_, s)| s)))
+        Ok(list.page(items, |(p, _)| p.clone(), |(_, s)| s))
     }
 }

@@ -6,10 +6,9 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{V2Tag, bound, page, proposals::position_pair};
-use crate::api::{AppState, v1::items::ForumTopicItem};
+use super::{Listing, V2Tag, bound};
+use crate::api::{AppState, views::topic::ForumTopicItem};
 use crate::contract::{
-    cursor::QueryShape,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},
     ids::check_key,
@@ -46,29 +45,17 @@ impl Api {
     ) -> Result<Json<V2List<ForumTopicItem>>, ApiError<TopicsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let window = resolve_v2_window(from.0, to.0, <TopicsListV2 as Operation>::WINDOW)?;
-        let shape = QueryShape {
-            endpoint: "topics_list",
-            filters: vec![
-                ("daoId", dao_id.0.clone().unwrap_or_default()),
-                ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-            ],
-            limit,
-        };
-        let serving = bound(&state, dao_id.0.as_deref());
-        let after = match cursor.0.as_deref() {
-            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
-            None => None,
-        };
-        let rows = store::topics::list(&state.db, dao_id.0.as_deref(), window, after, u64::from(limit) + 1).await?;
-        Ok(Json(page(
-            &state,
-            &shape,
-            &serving,
-            limit,
+        let list = Listing::<TopicsListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
+            ("daoId", dao_id.0.clone().unwrap_or_default()),
+            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
+        ]);
+        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
+        let rows = store::topics::list(&state.db, dao_id.0.as_deref(), window, after, list.rows_to_read()).await?;
+        Ok(list.page(
             rows,
             |(t, _, _)| vec![t.created_ms.to_string(), t.id.to_string()],
             |(t, post, linked)| ForumTopicItem::build(&t, post.as_ref(), linked.as_ref()),
-        )))
+        ))
     }
 
     /// Get one forum topic

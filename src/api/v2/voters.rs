@@ -7,16 +7,12 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{
-    V2Tag, bound, page,
-    proposals::{position_pair, resolve_voter},
-};
+use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::{
     AppState,
-    model::{ItemKind, ItemRef},
+    views::item::{ItemKind, ItemRef},
 };
 use crate::contract::{
-    cursor::{QueryShape, unreadable_position},
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
     limits::MostLists,
@@ -187,19 +183,19 @@ impl Api {
             .await?
             .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`.", dao_id.0)))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
-        let shape = QueryShape { endpoint: "voters_list", filters: vec![("daoId", dao.dao.id.clone())], limit };
-        let serving = bound(&state, Some(&dao.dao.id));
-        let (after, rank0) = match cursor.0.as_deref() {
-            Some(c) => match state.cursors.decode(c, &shape, serving.id)?.as_slice() {
+        let list = Listing::<VotersListV2>::new(&state, Some(&dao.dao.id), limit)
+            .filtered(vec![("daoId", dao.dao.id.clone())]);
+        let (after, rank0) = match list.after(cursor.0.as_deref())? {
+            Some(pos) => match pos.values.as_slice() {
                 [vp, voter, rank] => {
-                    let key = store::sort_keys::parse_amount(vp).map_err(|_| unreadable_position(c))?.1;
-                    (Some((key, voter.clone())), rank.parse::<u64>().map_err(|_| unreadable_position(c))?)
+                    let key = store::sort_keys::parse_amount(vp).map_err(|_| pos.unreadable())?.1;
+                    (Some((key, voter.clone())), rank.parse::<u64>().map_err(|_| pos.unreadable())?)
                 }
-                _ => return Err(unreadable_position(c).into()),
+                _ => return Err(pos.unreadable().into()),
             },
             None => (None, 0),
         };
-        let rows = store::voters::ranking(&state.db, &dao.dao.id, after, u64::from(limit) + 1).await?;
+        let rows = store::voters::ranking(&state.db, &dao.dao.id, after, list.rows_to_read()).await?;
         let mut rank = rank0;
         let ranked: Vec<(u64, _)> = rows
             .into_iter()
@@ -208,11 +204,7 @@ impl Api {
                 (rank, r)
             })
             .collect();
-        Ok(Json(page(
-            &state,
-            &shape,
-            &serving,
-            limit,
+        Ok(list.page(
             ranked,
             |(rank, (s, _))| {
                 vec![
@@ -234,7 +226,7 @@ impl Api {
                 first_vote_at: rfc3339_ms(s.first_vote_ms),
                 last_vote_at: rfc3339_ms(s.last_vote_ms),
             },
-        )))
+        ))
     }
 
     /// Get a voter's cross-DAO profile
@@ -325,27 +317,15 @@ impl Api {
         let window = resolve_v2_window(from.0, to.0, <VoterVotesListV2 as Operation>::WINDOW)?;
         let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
         store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
-        let shape = QueryShape {
-            endpoint: "voter_votes_list",
-            filters: vec![
-                ("voter", addr.clone()),
-                ("daoId", dao_id.0.clone().unwrap_or_default()),
-                ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-            ],
-            limit,
-        };
-        let serving = bound(&state, dao_id.0.as_deref());
-        let after = match cursor.0.as_deref() {
-            Some(c) => Some(position_pair(&state.cursors.decode(c, &shape, serving.id)?, c)?),
-            None => None,
-        };
+        let list = Listing::<VoterVotesListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
+            ("voter", addr.clone()),
+            ("daoId", dao_id.0.clone().unwrap_or_default()),
+            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
+        ]);
+        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
         let rows =
-            store::voters::history(&state.db, &addr, dao_id.0.as_deref(), window, after, u64::from(limit) + 1).await?;
-        Ok(Json(page(
-            &state,
-            &shape,
-            &serving,
-            limit,
+            store::voters::history(&state.db, &addr, dao_id.0.as_deref(), window, after, list.rows_to_read()).await?;
+        Ok(list.page(
             rows,
             |(v, _)| vec![v.created_ms.to_string(), v.id.to_string()],
             |(v, p)| VoterVote {
@@ -362,6 +342,6 @@ impl Api {
                 voting_power: v.voting_power,
                 created_at: rfc3339_ms(v.created_ms),
             },
-        )))
+        ))
     }
 }

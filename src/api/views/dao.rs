@@ -1,4 +1,4 @@
-//! Response types shared by both surfaces, and their construction from store records.
+//! DAOs as both surfaces serve them: sources, counts and freshness.
 use poem_openapi::{Enum, Object};
 
 use crate::contract::time::rfc3339_ms;
@@ -28,50 +28,6 @@ impl SourceKind {
             _ => None,
         }
     }
-}
-
-/// The kind of a normalized item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum ItemKind {
-    Proposal,
-    ForumTopic,
-}
-
-/// The item an event, signal or activity entry is about.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct ItemRef {
-    pub kind: ItemKind,
-    pub dao_id: String,
-    /// `snapshot` or `onchain` for proposals, `discourse` for forum topics.
-    pub source: String,
-    /// The upstream id (v1 addresses items by kind + externalId).
-    pub external_id: String,
-    /// The opaque v2 key (`proposalKey` or `topicKey`).
-    pub key: Option<String>,
-    pub title: Option<String>,
-    /// Where a person or agent can open the item upstream.
-    pub url: Option<String>,
-}
-
-/// Where a fact comes from, so it can be quoted and checked.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct Citation {
-    /// The fields of the response this citation supports (`scores`, `votes[0].votingPower`, ...).
-    pub supports: Vec<String>,
-    /// `snapshot`, `ipfs`, `onchain`, `discourse` or `tally`.
-    pub source: String,
-    pub url: Option<String>,
-    /// Snapshot proposal or vote id.
-    pub snapshot_id: Option<String>,
-    pub ipfs: Option<String>,
-    pub tx_hash: Option<String>,
-    /// Block number, as a decimal string.
-    pub block_number: Option<String>,
-    /// A dataset file and line, for records from a bundled export.
-    pub dataset: Option<String>,
 }
 
 /// Whether anything has been ingested for a DAO.

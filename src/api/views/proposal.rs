@@ -1,0 +1,213 @@
+//! Proposals as v1 serves them: the full item and the summary lookup and evidence return.
+use poem_openapi::Object;
+
+use crate::api::views::citation::{Citation, proposal_citations};
+use crate::contract::time::rfc3339_ms;
+pub use crate::contract::urls::ProposalUrl;
+pub use crate::contract::urls::parse_url;
+pub use crate::contract::urls::split_host;
+use crate::store::{entities::proposal, evidence::SAMPLE_PROPOSAL_ORIGIN};
+
+/// A proposal with everything stored about it.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct ProposalItem {
+    pub dao_id: String,
+    /// `snapshot` or `onchain`.
+    pub source: String,
+    pub external_id: String,
+    /// The opaque v2 key.
+    pub proposal_key: String,
+    pub title: String,
+    /// The full text, when known (the bundled sample carries none).
+    pub body: Option<String>,
+    /// Lowercase 0x address of the author.
+    pub author: String,
+    /// Snapshot voting type or `governor`.
+    pub voting_type: Option<String>,
+    /// pending | active | closed | queued | executed | canceled | defeated | succeeded | expired
+    pub state: String,
+    /// Choice labels in upstream order (choice 1 first), when known.
+    pub choices: Option<Vec<String>>,
+    /// Upstream per-choice scores as exact decimal strings, when known.
+    pub scores: Option<Vec<String>>,
+    /// Upstream `scores_total`, as the exact text received (Snapshot serves a float).
+    pub scores_total: Option<String>,
+    /// Snapshot `scores_state` (`final`, `pending`): whether the scores are final.
+    pub scores_state: Option<String>,
+    /// Upstream quorum, as the exact text received.
+    pub quorum: Option<String>,
+    /// Share of the leading choice in percent, as the upstream reported it.
+    pub top_choice_pct: Option<String>,
+    pub created_at: String,
+    pub start_at: Option<String>,
+    pub end_at: Option<String>,
+    /// Votes cast according to the upstream. May exceed `ingestedVotes`.
+    pub upstream_votes: Option<String>,
+    /// Votes held in this store for the proposal.
+    pub ingested_votes: String,
+    pub url: Option<String>,
+    /// The discussion link the proposal gives.
+    pub discussion_url: Option<String>,
+    pub ipfs: Option<String>,
+    /// The block the voting power was taken at.
+    pub snapshot_block: Option<String>,
+    /// On-chain proposals: the creating transaction and its block.
+    pub tx_hash: Option<String>,
+    pub block_number: Option<String>,
+    /// Where the record came from (`snapshot-sample-csv`: the bundled dataset; `snapshot-hub`; `governor-logs`).
+    pub origin: String,
+    /// Where each field comes from; `supports` names fields of this object.
+    pub citations: Vec<Citation>,
+}
+
+/// Reads a JSON array column of labels or decimals as strings.
+pub fn json_strings(text: Option<&str>) -> Option<Vec<String>> {
+    let values: Vec<serde_json::Value> = serde_json::from_str(text?).ok()?;
+    Some(
+        values
+            .into_iter()
+            .map(|v| match v {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            })
+            .collect(),
+    )
+}
+
+impl ProposalItem {
+    pub fn from_model(p: &proposal::Model) -> Self {
+        let choices = json_strings(p.choices.as_deref());
+        let scores = json_strings(p.scores.as_deref());
+        let mut item = Self {
+            dao_id: p.dao_id.clone(),
+            source: p.source.clone(),
+            external_id: p.external_id.clone(),
+            proposal_key: p.proposal_key.clone(),
+            title: p.title.clone(),
+            body: p.body.clone(),
+            author: p.author.clone(),
+            voting_type: p.voting_type.clone(),
+            state: p.state.clone(),
+            choices,
+            scores,
+            scores_total: p.scores_total.clone(),
+            scores_state: p.scores_state.clone(),
+            quorum: p.quorum.clone(),
+            top_choice_pct: p.top_choice_pct.clone(),
+            created_at: rfc3339_ms(p.created_ms),
+            start_at: p.start_ms.map(rfc3339_ms),
+            end_at: p.end_ms.map(rfc3339_ms),
+            upstream_votes: p.upstream_vote_count.map(|c| c.to_string()),
+            ingested_votes: p.ingested_vote_count.to_string(),
+            url: p.url.clone(),
+            discussion_url: p.discussion_url.clone(),
+            ipfs: p.ipfs.clone(),
+            snapshot_block: p.snapshot_block.clone(),
+            tx_hash: p.tx_hash.clone(),
+            block_number: p.block_number.map(|b| b.to_string()),
+            origin: p.origin.clone(),
+            citations: Vec::new(),
+        };
+        let mut fields: Vec<String> = item.present_fields().into_iter().map(str::to_owned).collect();
+        if p.origin != SAMPLE_PROPOSAL_ORIGIN {
+            // The sample has no creation time: its `createdAt` is the start, derived here.
+            fields.push("createdAt".to_owned());
+        }
+        item.citations = proposal_citations(p, fields);
+        item
+    }
+
+    /// The upstream facts present in this item, by field name.
+    fn present_fields(&self) -> Vec<&'static str> {
+        let optional = [
+            ("body", self.body.is_some()),
+            ("votingType", self.voting_type.is_some()),
+            ("choices", self.choices.is_some()),
+            ("scores", self.scores.is_some()),
+            ("scoresTotal", self.scores_total.is_some()),
+            ("scoresState", self.scores_state.is_some()),
+            ("quorum", self.quorum.is_some()),
+            ("topChoicePct", self.top_choice_pct.is_some()),
+            ("startAt", self.start_at.is_some()),
+            ("endAt", self.end_at.is_some()),
+            ("upstreamVotes", self.upstream_votes.is_some()),
+            ("snapshotBlock", self.snapshot_block.is_some()),
+        ];
+        let mut fields = vec!["title", "author", "state"];
+        fields.extend(optional.iter().filter(|(_, present)| *present).map(|(name, _)| *name));
+        fields
+    }
+}
+
+/// A proposal, without its text: enough to recognise it and fetch more.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct ProposalSummary {
+    pub dao_id: String,
+    /// `snapshot` or `onchain`.
+    pub source: String,
+    /// The upstream id (Snapshot proposal id, on-chain proposal id as a decimal string).
+    pub external_id: String,
+    /// The opaque v2 key.
+    pub proposal_key: String,
+    pub title: String,
+    /// pending | active | closed | queued | executed | canceled | defeated | succeeded | expired
+    pub state: String,
+    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`) or `governor`.
+    pub voting_type: Option<String>,
+    /// Lowercase 0x address of the author.
+    pub author: String,
+    pub created_at: String,
+    pub start_at: Option<String>,
+    pub end_at: Option<String>,
+    /// Where a person or agent can open the proposal upstream.
+    pub url: Option<String>,
+    /// Votes cast according to the upstream (Snapshot `votes`). May exceed `ingestedVotes`.
+    pub upstream_votes: Option<String>,
+    /// Votes held in this store for the proposal.
+    pub ingested_votes: String,
+}
+
+impl ProposalSummary {
+    pub fn from_model(p: &proposal::Model) -> Self {
+        Self {
+            dao_id: p.dao_id.clone(),
+            source: p.source.clone(),
+            external_id: p.external_id.clone(),
+            proposal_key: p.proposal_key.clone(),
+            title: p.title.clone(),
+            state: p.state.clone(),
+            voting_type: p.voting_type.clone(),
+            author: p.author.clone(),
+            created_at: rfc3339_ms(p.created_ms),
+            start_at: p.start_ms.map(rfc3339_ms),
+            end_at: p.end_ms.map(rfc3339_ms),
+            url: p.url.clone(),
+            upstream_votes: p.upstream_vote_count.map(|c| c.to_string()),
+            ingested_votes: p.ingested_vote_count.to_string(),
+        }
+    }
+}
+
+impl poem_openapi::types::Example for ProposalSummary {
+    fn example() -> Self {
+        Self {
+            dao_id: "uniswap".to_owned(),
+            source: "snapshot".to_owned(),
+            external_id: "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned(),
+            proposal_key: "p_8Gx1cQmV3sYtR2kZ0aW9nB".to_owned(),
+            title: "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks"
+                .to_owned(),
+            state: "closed".to_owned(),
+            voting_type: Some("single-choice".to_owned()),
+            author: "0x3fb19771947072629c8eee7995a2ef23b72d4c8a".to_owned(),
+            created_at: "2026-03-03T00:00:00.000Z".to_owned(),
+            start_at: Some("2026-03-03T00:00:00.000Z".to_owned()),
+            end_at: Some("2026-03-08T00:00:00.000Z".to_owned()),
+            url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned()),
+            upstream_votes: Some("133".to_owned()),
+            ingested_votes: "0".to_owned(),
+        }
+    }
+}
