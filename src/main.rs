@@ -2,6 +2,8 @@
 use anyhow::Context;
 use clap::Parser;
 use govdata::config::{Cli, Command, IngestArgs, LogFormat, ServeArgs, Settings, TokensCommand};
+use govdata::contract::vocabulary::RunTrigger;
+use govdata::contract::vocabulary::SourceKind;
 use govdata::contract::{access::Scope, time::now_ms};
 use govdata::{ingest, sample, server, store};
 
@@ -20,7 +22,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Import { path } => {
             let db = store::connect(&url).await?;
             let files = sample::SampleFiles::from_dir(&path)?;
-            let report = sample::import(&db, &files, "manual").await?;
+            let report = sample::import(&db, &files, RunTrigger::Manual).await?;
             println!("{report}");
             Ok(())
         }
@@ -97,8 +99,8 @@ async fn ingest(url: &str, args: IngestArgs) -> anyhow::Result<()> {
     let db = store::connect(url).await.with_context(|| format!("opening the store at {}", redact(url)))?;
     let options = ingest::RunOptions {
         dao: args.dao,
-        source: args.source.as_deref().and_then(ingest::SourceKind::parse),
-        trigger: "manual",
+        source: args.source.as_deref().and_then(|s| SourceKind::parse(s).ok()),
+        trigger: RunTrigger::Manual,
         policy: ingest::RetryPolicy { timeout: args.upstream_timeout, ..Default::default() },
     };
     let report = ingest::run_once(&db, &registry, &options).await?;

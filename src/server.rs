@@ -1,6 +1,7 @@
 //! The route tree: `/v1` and `/v2` (poem-openapi services), their documents, `/docs`, health.
 //! One middleware at the edge gives every response an `x-request-id` and turns every error,
 //! whoever raised it, into a problem body.
+use crate::contract::vocabulary::RunTrigger;
 use std::{net::SocketAddr, sync::Arc};
 
 use poem::{
@@ -180,7 +181,7 @@ impl api::live::Refresh for Ingestion {
     ) -> futures_util::future::BoxFuture<'static, anyhow::Result<bool>> {
         let options = RunOptions {
             dao: Some(dao.to_owned()),
-            trigger: "live",
+            trigger: RunTrigger::Live,
             policy: RetryPolicy { attempts: 2, timeout: deadline, ..RetryPolicy::default() },
             ..RunOptions::default()
         };

@@ -1,9 +1,10 @@
-//! How a store failure is answered. The contract declares the codes (`UNAVAILABLE`, `INTERNAL_ERROR`);
+//! How a store failure, or a stored value the code does not know, is answered. The contract declares the codes (`UNAVAILABLE`, `INTERNAL_ERROR`);
 //! which sea-orm errors mean "the store cannot be reached now" is a fact about the database
 //! drivers, so it lives here, on the API side, and `contract` stays free of the database.
 use sea_orm::DbErr;
 
 use crate::contract::errors::{ApiError, ErrorCode, Problem};
+use crate::contract::vocabulary::UnknownValue;
 
 impl Problem {
     /// A store failure: unreachable means 503 (retry later); anything else is our defect.
@@ -18,6 +19,22 @@ impl Problem {
                 Self::new(ErrorCode::InternalError, "The request failed on our side.")
             }
         }
+    }
+}
+
+/// A stored value this build does not know (a source, a kind, a state): the store holds
+/// something the code cannot serve faithfully. That is our defect (500, logged), never a reason
+/// to serve another value.
+impl From<UnknownValue> for Problem {
+    fn from(err: UnknownValue) -> Self {
+        tracing::error!(error = %err, "unknown stored value");
+        Self::new(ErrorCode::InternalError, "The request failed on our side.")
+    }
+}
+
+impl<Op> From<UnknownValue> for ApiError<Op> {
+    fn from(err: UnknownValue) -> Self {
+        Self::new(err.into())
     }
 }
 

@@ -21,6 +21,7 @@
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release -- synth
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench
 //! ```
+use govdata::contract::vocabulary::{RunStatus, RunTrigger};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -221,10 +222,10 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
     };
     let new_run = || async {
         govdata::store::entities::ingestion_run::ActiveModel {
-            trigger: Set("manual".to_owned()),
+            trigger: Set(RunTrigger::Manual.as_str().to_owned()),
             dao_filter: Set(Some(busiest.dao_id.clone())),
             started_ms: Set(govdata::contract::time::now_ms()),
-            status: Set("running".to_owned()),
+            status: Set(RunStatus::Running.as_str().to_owned()),
             rows_written: Set(0),
             rows_skipped: Set(0),
             ..Default::default()

@@ -3,6 +3,7 @@
 //! (poem issue #908): the access declaration of `operations.rs` (tier, price, scopes) as
 //! `x-govdata-access`, the partner-token security scheme, and a sentence on access in each
 //! description. codegen writes the result to `openapi/`; the server serves the same bytes.
+use super::vocabulary::KeyKind;
 use serde_json::{Map, Value, json};
 
 use super::x402::{Generation, PAYMENT_REQUIRED_HEADER};
@@ -324,8 +325,8 @@ fn constrain_v2_parameters(doc: &mut Value) {
             cursor::CURSOR_PARAM,
             json!({ "minLength": 1, "maxLength": cursor::MAX_CURSOR_BYTES, "pattern": cursor::CURSOR_PATTERN }),
         ),
-        ("proposalKey", json!({ "pattern": ids::key_pattern("p_") })),
-        ("topicKey", json!({ "pattern": ids::key_pattern("t_") })),
+        ("proposalKey", json!({ "pattern": ids::key_pattern(KeyKind::Proposal) })),
+        ("topicKey", json!({ "pattern": ids::key_pattern(KeyKind::Topic) })),
         ("voterIdentity", voter()),
         ("voter", voter()),
     ];

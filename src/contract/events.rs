@@ -4,6 +4,7 @@
 //!
 //! `store::events` derives events from these declarations at every publication;
 //! `/v1/governance-events`, `/v1/activity` and `/v1/daos/{daoId}/brief` serve them.
+use super::vocabulary::ProposalState;
 use poem_openapi::Enum;
 
 /// What happened. Every governance event has exactly one kind.
@@ -130,20 +131,13 @@ impl ActivityKind {
 /// proposal without an upstream total (or a zero one) yields no vote events.
 pub const NOTABLE_VOTE_MIN_SHARE: &str = "0.01";
 
-/// Proposal states meaning voting has ended: each yields a `proposal_closed` event at `end_ms`.
-/// (`canceled` is not among them: a canceled proposal may never have closed its vote.)
-pub const CLOSED_STATES: &[&str] = &["closed", "defeated", "succeeded", "queued", "executed", "expired"];
-
 /// Proposal states that are themselves events, derived from the state when no connector wrote
 /// the exact on-chain event (with its transaction) first.
-pub const STATE_EVENTS: &[(&str, EventKind)] = &[
-    ("queued", EventKind::ProposalQueued),
-    ("executed", EventKind::ProposalExecuted),
-    ("canceled", EventKind::ProposalCanceled),
+pub const STATE_EVENTS: &[(ProposalState, EventKind)] = &[
+    (ProposalState::Queued, EventKind::ProposalQueued),
+    (ProposalState::Executed, EventKind::ProposalExecuted),
+    (ProposalState::Canceled, EventKind::ProposalCanceled),
 ];
-
-/// The proposal state whose voting is open.
-pub const ACTIVE_STATE: &str = "active";
 
 /// `governance_events.natural_key` of an event about a proposal:
 /// `<daoId>:<source>:<externalId>:<kind>`, e.g. `arbitrum:snapshot:0x04d6…:proposal_created`.

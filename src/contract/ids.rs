@@ -1,5 +1,6 @@
 //! Public identifiers: how callers may write them and their canonical forms.
 use super::errors::{FieldError, ParamLocation, Problem};
+use super::vocabulary::KeyKind;
 
 /// A voter as a caller may name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,8 +51,9 @@ pub fn parse_voter_identity(text: &str, param: &str, location: ParamLocation) ->
 pub const VOTER_IDENTITY_PATTERN: &str =
     r"^\s*(?:[^:]+:[^:]+:)?0[xX](?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\s*$|^\s*[A-Za-z0-9._-]+\.[Ee][Tt][Hh]\s*$";
 
-/// What [`check_key`] accepts for `prefix`, as a published pattern.
-pub fn key_pattern(prefix: &str) -> String {
+/// What [`check_key`] accepts for keys of `kind`, as a published pattern.
+pub fn key_pattern(kind: KeyKind) -> String {
+    let prefix = kind.as_str();
     format!("^{prefix}[A-Za-z0-9_-]{{{KEY_CHARS}}}$")
 }
 
@@ -59,7 +61,8 @@ pub fn key_pattern(prefix: &str) -> String {
 const KEY_CHARS: usize = 22;
 
 /// `proposalKey` / `topicKey` as issued: a prefix and 22 URL-safe characters.
-pub fn check_key(text: &str, prefix: &str, param: &str) -> Result<(), Problem> {
+pub fn check_key(text: &str, kind: KeyKind) -> Result<(), Problem> {
+    let (prefix, param) = (kind.as_str(), kind.param());
     let ok = text.strip_prefix(prefix).is_some_and(|k| {
         k.len() == KEY_CHARS && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     });
@@ -103,14 +106,14 @@ mod tests {
             let accepted = parse_voter_identity(sample, "v", ParamLocation::Path).is_ok();
             assert_eq!(voter.is_match(sample), accepted, "{sample:?}");
         }
-        let key = regex::Regex::new(&key_pattern("p_")).unwrap();
+        let key = regex::Regex::new(&key_pattern(KeyKind::Proposal)).unwrap();
         for sample in [
             "p_Qm1x2y3z4a5b6c7d8e9f0g",
             "p_Qm1x2y3z4a5b6c7d8e9f0",
             "t_Qm1x2y3z4a5b6c7d8e9f0g",
             "p_Qm1x2y3z4a5b6c7d8e9f0!",
         ] {
-            assert_eq!(key.is_match(sample), check_key(sample, "p_", "k").is_ok(), "{sample:?}");
+            assert_eq!(key.is_match(sample), check_key(sample, KeyKind::Proposal).is_ok(), "{sample:?}");
         }
     }
 

@@ -16,5 +16,6 @@ pub mod params;
 pub mod signals;
 pub mod time;
 pub mod urls;
+pub mod vocabulary;
 pub mod x402;
 pub mod yaml;

@@ -5,6 +5,7 @@
 //! page holds nothing bumped since the last run. `/t/{id}.json` inlines only the first 20 posts;
 //! the rest are fetched by id from `post_stream.stream` (`/t/{id}/posts.json?post_ids[]=…`). A
 //! topic is linked to the proposals its posts cite (Snapshot and Tally URLs).
+use crate::contract::vocabulary::SourceKind;
 use std::collections::{BTreeMap, HashSet};
 
 use anyhow::Context;
@@ -16,7 +17,7 @@ use crate::contract::time::parse_rfc3339_ms;
 use crate::contract::urls::{ProposalUrl, parse_url};
 use crate::store::apply::Watermark;
 use crate::store::publish::now_ms;
-use crate::store::staging::{ONCHAIN, PostRecord, ProposalRef, Record, SNAPSHOT, TopicRecord};
+use crate::store::staging::{PostRecord, ProposalRef, Record, TopicRecord};
 
 /// Topic-list pages read per category and run at most.
 pub const MAX_LIST_PAGES: u32 = 20;
@@ -187,9 +188,11 @@ impl DiscourseConnector {
             for href in hrefs(&p.cooked) {
                 let link = match parse_url(&href) {
                     Some(ProposalUrl::Snapshot { id, .. }) => {
-                        ProposalRef { source: SNAPSHOT.to_owned(), external_id: id }
+                        ProposalRef { source: SourceKind::Snapshot.as_str().to_owned(), external_id: id }
                     }
-                    Some(ProposalUrl::Tally { id, .. }) => ProposalRef { source: ONCHAIN.to_owned(), external_id: id },
+                    Some(ProposalUrl::Tally { id, .. }) => {
+                        ProposalRef { source: SourceKind::Onchain.as_str().to_owned(), external_id: id }
+                    }
                     _ => continue,
                 };
                 if !links.contains(&link) {

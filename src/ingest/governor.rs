@@ -9,6 +9,8 @@
 //! The proposal state, the tallies and the quorum come from the governor itself (`state`,
 //! `proposalVotes`, `quorum`), read for every proposal the run saw and every stored one that can
 //! still change.
+use crate::contract::vocabulary::ProposalState;
+use crate::contract::vocabulary::SourceKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -22,7 +24,7 @@ use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
 use crate::store::apply::Watermark;
 use crate::store::staging::{
-    DelegateRecord, DelegationRecord, ONCHAIN, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord,
+    DelegateRecord, DelegationRecord, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord,
 };
 
 sol! {
@@ -47,7 +49,16 @@ pub const ORIGIN: &str = "governor-logs";
 /// indexes these labels from 1 as Snapshot choices do.
 pub const CHOICES: [&str; 3] = ["Against", "For", "Abstain"];
 /// `IGovernor.ProposalState`, in enum order (GovernorBravo's is the same).
-const STATES: [&str; 8] = ["pending", "active", "canceled", "defeated", "succeeded", "queued", "expired", "executed"];
+const STATES: [ProposalState; 8] = [
+    ProposalState::Pending,
+    ProposalState::Active,
+    ProposalState::Canceled,
+    ProposalState::Defeated,
+    ProposalState::Succeeded,
+    ProposalState::Queued,
+    ProposalState::Expired,
+    ProposalState::Executed,
+];
 
 pub struct GovernorConnector {
     pub upstream: Upstream,
@@ -183,7 +194,7 @@ impl Connector for GovernorConnector {
             let view = self.view(*id, head, &mut times).await?;
             sink.push(Record::ProposalUpdate(ProposalUpdate {
                 dao_id: self.dao_id.clone(),
-                proposal: ProposalRef { source: ONCHAIN.to_owned(), external_id: id.to_string() },
+                proposal: ProposalRef { source: SourceKind::Onchain.as_str().to_owned(), external_id: id.to_string() },
                 state: view.state.clone(),
                 scores: view.scores.clone(),
                 scores_total: view.total.clone(),
@@ -278,7 +289,7 @@ impl GovernorConnector {
     async fn view(&self, id: U256, head: u64, times: &mut BlockTimes) -> anyhow::Result<View> {
         let mut view = View::default();
         let state = self.call(stateCall { proposalId: id }).await.context("governor.state")?;
-        view.state = STATES.get(state as usize).map(|s| (*s).to_owned());
+        view.state = STATES.get(state as usize).map(|s| s.as_str().to_owned());
         if let Ok(votes) = self.call(proposalVotesCall { proposalId: id }).await {
             let scores = [votes.againstVotes, votes.forVotes, votes.abstainVotes];
             view.total = Some(scores.iter().fold(U256::ZERO, |a, b| a.saturating_add(*b)).to_string());
@@ -306,7 +317,7 @@ impl GovernorConnector {
         let description = e.description;
         ProposalRecord {
             dao_id: self.dao_id.clone(),
-            source: ONCHAIN.to_owned(),
+            source: SourceKind::Onchain.as_str().to_owned(),
             external_id: e.proposalId.to_string(),
             title: title(&description),
             body: Some(description),
@@ -335,7 +346,10 @@ impl GovernorConnector {
     fn vote(&self, cast: Cast, created_ms: i64, block: u64, tx: B256) -> VoteRecord {
         VoteRecord {
             dao_id: self.dao_id.clone(),
-            proposal: ProposalRef { source: ONCHAIN.to_owned(), external_id: cast.proposal.to_string() },
+            proposal: ProposalRef {
+                source: SourceKind::Onchain.as_str().to_owned(),
+                external_id: cast.proposal.to_string(),
+            },
             voter: lower(cast.voter),
             choice: (u32::from(cast.support) + 1).to_string(),
             voting_power: cast.weight.to_string(),

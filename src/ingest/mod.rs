@@ -6,6 +6,7 @@
 //! the records of the jobs that completed, move their watermarks, record the failures, publish.
 //! A failing source is recorded on its watermark and in the run's error and never blocks the
 //! others; a partial fetch is discarded, never published.
+use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -25,7 +26,9 @@ pub mod schedule;
 pub mod snapshot;
 
 pub use http::{RetryPolicy, Upstream, UpstreamError};
-pub use registry::{DaoEntry, Registry, SourceKind};
+pub use registry::{CONNECTED, DaoEntry, Registry};
+
+use crate::contract::vocabulary::SourceKind;
 
 /// (DAO, source) jobs run at once.
 const JOB_CONCURRENCY: usize = 4;
@@ -102,13 +105,13 @@ pub struct RunOptions {
     pub dao: Option<String>,
     pub source: Option<SourceKind>,
     /// `manual`, `schedule` or `live`.
-    pub trigger: &'static str,
+    pub trigger: RunTrigger,
     pub policy: RetryPolicy,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { dao: None, source: None, trigger: "manual", policy: RetryPolicy::default() }
+        Self { dao: None, source: None, trigger: RunTrigger::Manual, policy: RetryPolicy::default() }
     }
 }
 
@@ -163,7 +166,7 @@ pub async fn run_once(db: &DatabaseConnection, registry: &Registry, options: &Ru
     let _turn = PUBLISHING.lock().await;
     let metrics = &crate::metrics::METRICS;
     let publishing = std::time::Instant::now();
-    let trigger = options.trigger;
+    let trigger = options.trigger.as_str();
     match apply::publish_run(db, run.id, &outcomes, Some(&sync)).await {
         Ok(published) => {
             let outcome = if published.revision_id.is_some() { "published" } else { "unchanged" };
@@ -191,7 +194,7 @@ fn select<'r>(registry: &'r Registry, options: &RunOptions) -> anyhow::Result<Ve
         })?],
         None => registry.daos.iter().collect(),
     };
-    let kinds: Vec<SourceKind> = options.source.map_or_else(|| SourceKind::ALL.to_vec(), |k| vec![k]);
+    let kinds: Vec<SourceKind> = options.source.map_or_else(|| CONNECTED.to_vec(), |k| vec![k]);
     let jobs: Vec<_> = daos.iter().flat_map(|d| kinds.iter().filter(|k| d.has(**k)).map(move |k| (*d, *k))).collect();
     if jobs.is_empty()
         && let (Some(dao), Some(kind)) = (&options.dao, options.source)
@@ -262,6 +265,7 @@ async fn fetch(
                 .fetch(&resume, &mut sink)
                 .await?
         }
+        SourceKind::Tally => anyhow::bail!("no connector ingests {kind}: its delegates come from the bundled export"),
     };
     sink.flush().await?;
     crate::metrics::METRICS.ingest_source_rows.with_label_values(&[kind.as_str()]).inc_by(sink.staged);
@@ -330,12 +334,12 @@ impl Drop for Heartbeat {
 async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Result<ingestion_run::Model> {
     let now = crate::store::publish::now_ms();
     Ok(ingestion_run::ActiveModel {
-        trigger: Set(options.trigger.to_owned()),
+        trigger: Set(options.trigger.as_str().to_owned()),
         dao_filter: Set(options.dao.clone()),
         source_filter: Set(options.source.map(|k| k.as_str().to_owned())),
         started_ms: Set(now),
         heartbeat_ms: Set(Some(now)),
-        status: Set("running".to_owned()),
+        status: Set(RunStatus::Running.as_str().to_owned()),
         rows_written: Set(0),
         rows_skipped: Set(0),
         ..Default::default()
@@ -347,7 +351,7 @@ async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Res
 async fn fail_run(db: &DatabaseConnection, run: ingestion_run::Model, error: &anyhow::Error) {
     let mut run: ingestion_run::ActiveModel = run.into();
     run.finished_ms = Set(Some(crate::store::publish::now_ms()));
-    run.status = Set("failed".to_owned());
+    run.status = Set(RunStatus::Failed.as_str().to_owned());
     run.error = Set(Some(format!("{error:#}")));
     if let Err(e) = run.update(db).await {
         tracing::error!("could not mark the failed ingestion run: {e}");

@@ -1,7 +1,7 @@
 //! The DAO registry: which DAOs are covered and where each one's sources live (TOML, the shape
 //! CONTRACT.md gives). The bundled default (`data/registry.toml`) covers the sample's DAOs.
+use crate::contract::vocabulary::SourceKind;
 use std::collections::BTreeSet;
-use std::fmt;
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -83,35 +83,8 @@ fn default_decimals() -> u32 {
     18
 }
 
-/// The sources a DAO can have; the names `--source` and the freshness report use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SourceKind {
-    Snapshot,
-    Discourse,
-    Onchain,
-}
-
-impl SourceKind {
-    pub const ALL: [SourceKind; 3] = [SourceKind::Snapshot, SourceKind::Discourse, SourceKind::Onchain];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceKind::Snapshot => crate::store::staging::SNAPSHOT,
-            SourceKind::Discourse => crate::store::staging::DISCOURSE,
-            SourceKind::Onchain => crate::store::staging::ONCHAIN,
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text)
-    }
-}
-
-impl fmt::Display for SourceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The sources a connector ingests (`--source`); Tally delegates come from the bundled export only.
+pub const CONNECTED: [SourceKind; 3] = [SourceKind::Snapshot, SourceKind::Discourse, SourceKind::Onchain];
 
 impl DaoEntry {
     pub fn has(&self, kind: SourceKind) -> bool {
@@ -119,6 +92,7 @@ impl DaoEntry {
             SourceKind::Snapshot => self.snapshot.is_some(),
             SourceKind::Discourse => self.discourse.is_some(),
             SourceKind::Onchain => self.onchain.is_some(),
+            SourceKind::Tally => false,
         }
     }
 }

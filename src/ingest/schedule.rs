@@ -1,6 +1,7 @@
 //! `govdata serve --ingest-every DURATION`: ingestion on a schedule inside the server process.
 //! Runs never overlap: the next one starts a full period after the previous one ended. When the
 //! server drains, no new run starts and the task ends after the run in progress.
+use crate::contract::vocabulary::RunTrigger;
 use std::time::Duration;
 
 use sea_orm::DatabaseConnection;
@@ -20,7 +21,7 @@ pub fn spawn(
     after_run: impl Fn() + Send + 'static,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let options = RunOptions { trigger: "schedule", ..options };
+        let options = RunOptions { trigger: RunTrigger::Schedule, ..options };
         while !shutdown.draining() {
             match run_once(&db, &registry, &options).await {
                 Ok(report) => tracing::info!("scheduled {report}"),

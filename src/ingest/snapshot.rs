@@ -6,6 +6,7 @@
 //! stored proposal that can still change (open, or scores not final); votes are fetched for each
 //! of those. Floats (`vp`, `scores`, `scores_total`, `quorum`) are kept as the text received:
 //! they are read as raw JSON, never as f64.
+use crate::contract::vocabulary::SourceKind;
 use std::collections::HashSet;
 
 use anyhow::{Context, bail};
@@ -18,7 +19,7 @@ use tokio::sync::mpsc;
 use super::registry::SnapshotSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
 use crate::store::apply::Watermark;
-use crate::store::staging::{ProposalRecord, ProposalRef, Record, SNAPSHOT, VoteRecord};
+use crate::store::staging::{ProposalRecord, ProposalRef, Record, VoteRecord};
 use crate::store::{address, publish::now_ms};
 
 /// Items per request: the hub's maximum `first`.
@@ -313,7 +314,7 @@ impl SnapshotConnector {
         let number = |raw: &Option<Box<RawValue>>| raw.as_ref().map(|r| number_text(r.get())).transpose();
         Ok(ProposalRecord {
             dao_id: self.dao_id.clone(),
-            source: SNAPSHOT.to_owned(),
+            source: SourceKind::Snapshot.as_str().to_owned(),
             url: Some(crate::contract::urls::snapshot_proposal_url(&self.source.space, &p.id)),
             title: p.title,
             body: p.body.filter(|b| !b.is_empty()),
@@ -343,7 +344,10 @@ impl SnapshotConnector {
         let voter = address::normalize(&v.voter).with_context(|| format!("vote {}: voter", v.id))?;
         Ok(VoteRecord {
             dao_id: self.dao_id.clone(),
-            proposal: ProposalRef { source: SNAPSHOT.to_owned(), external_id: proposal.to_owned() },
+            proposal: ProposalRef {
+                source: SourceKind::Snapshot.as_str().to_owned(),
+                external_id: proposal.to_owned(),
+            },
             voter,
             choice: v.choice.get().to_owned(),
             voting_power: number_text(v.vp.get()).with_context(|| format!("vote {}: vp", v.id))?,

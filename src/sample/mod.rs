@@ -5,6 +5,7 @@
 //! An import records an ingestion run, validates every row (malformed rows are reported and
 //! skipped, never repaired), writes what is new or changed in one transaction, and publishes a
 //! revision only when something changed.
+use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
@@ -130,7 +131,7 @@ impl fmt::Display for ImportReport {
 
 /// Imports `files`, recording an ingestion run with trigger `trigger`. On failure nothing from
 /// the files is kept and the run is marked failed.
-pub async fn import(db: &DatabaseConnection, files: &SampleFiles, trigger: &str) -> anyhow::Result<ImportReport> {
+pub async fn import(db: &DatabaseConnection, files: &SampleFiles, trigger: RunTrigger) -> anyhow::Result<ImportReport> {
     let run = start_run(db, trigger).await?;
     match write_and_publish(db, files, run.id).await {
         Ok(report) => Ok(report),
@@ -148,7 +149,7 @@ pub async fn import_if_empty(db: &DatabaseConnection) -> anyhow::Result<Option<I
     if publish::current_revision(db).await?.is_some() {
         return Ok(None);
     }
-    let report = import(db, &SampleFiles::bundled(), "import").await?;
+    let report = import(db, &SampleFiles::bundled(), RunTrigger::Import).await?;
     tracing::info!("{report}");
     Ok(Some(report))
 }
@@ -188,13 +189,13 @@ async fn write_and_publish(db: &DatabaseConnection, files: &SampleFiles, run_id:
     Ok(report)
 }
 
-async fn start_run(db: &DatabaseConnection, trigger: &str) -> anyhow::Result<ingestion_run::Model> {
+async fn start_run(db: &DatabaseConnection, trigger: RunTrigger) -> anyhow::Result<ingestion_run::Model> {
     let run = ingestion_run::ActiveModel {
-        trigger: Set(trigger.to_owned()),
+        trigger: Set(trigger.as_str().to_owned()),
         dao_filter: Set(None),
         source_filter: Set(None),
         started_ms: Set(now_ms()),
-        status: Set("running".to_owned()),
+        status: Set(RunStatus::Running.as_str().to_owned()),
         rows_written: Set(0),
         rows_skipped: Set(0),
         ..Default::default()
@@ -208,7 +209,7 @@ async fn finish_run(txn: &sea_orm::DatabaseTransaction, run_id: i64, report: &Im
     let run = ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),
         finished_ms: Set(Some(now_ms())),
-        status: Set("succeeded".to_owned()),
+        status: Set(RunStatus::Succeeded.as_str().to_owned()),
         rows_written: Set(i64::try_from(report.rows_written())?),
         rows_skipped: Set(i64::try_from(report.skipped.len())?),
         ..Default::default()
@@ -220,7 +221,7 @@ async fn finish_run(txn: &sea_orm::DatabaseTransaction, run_id: i64, report: &Im
 async fn fail_run(db: &DatabaseConnection, run: ingestion_run::Model, error: &anyhow::Error) -> anyhow::Result<()> {
     let mut run: ingestion_run::ActiveModel = run.into();
     run.finished_ms = Set(Some(now_ms()));
-    run.status = Set("failed".to_owned());
+    run.status = Set(RunStatus::Failed.as_str().to_owned());
     run.error = Set(Some(format!("{error:#}")));
     run.update(db).await?;
     Ok(())

@@ -4,6 +4,7 @@
 //! The data is made up but shaped like Snapshot's: proposal sizes follow a Zipf-like curve (the
 //! busiest proposal gets as many votes as there are voters), voting power is heavy-tailed exact
 //! decimal text with its sort key, and every vote lies inside its proposal's voting window.
+use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -111,11 +112,11 @@ pub async fn synth(db: &DatabaseConnection, spec: &SynthSpec) -> anyhow::Result<
         );
     }
     let run = ingestion_run::ActiveModel {
-        trigger: Set("manual".to_owned()),
+        trigger: Set(RunTrigger::Manual.as_str().to_owned()),
         dao_filter: Set(Some(spec.dao_id.clone())),
         source_filter: Set(Some("snapshot".to_owned())),
         started_ms: Set(now_ms()),
-        status: Set("running".to_owned()),
+        status: Set(RunStatus::Running.as_str().to_owned()),
         rows_written: Set(0),
         rows_skipped: Set(0),
         ..Default::default()
@@ -127,7 +128,7 @@ pub async fn synth(db: &DatabaseConnection, spec: &SynthSpec) -> anyhow::Result<
         Err(error) => {
             let mut failed: ingestion_run::ActiveModel = run.into();
             failed.finished_ms = Set(Some(now_ms()));
-            failed.status = Set("failed".to_owned());
+            failed.status = Set(RunStatus::Failed.as_str().to_owned());
             failed.error = Set(Some(format!("{error:#}")));
             if let Err(mark) = failed.update(db).await {
                 tracing::error!(%mark, "could not mark the failed synth run");
@@ -254,7 +255,7 @@ async fn generate_and_publish(
     ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),
         finished_ms: Set(Some(now_ms())),
-        status: Set("succeeded".to_owned()),
+        status: Set(RunStatus::Succeeded.as_str().to_owned()),
         rows_written: Set(i64::try_from(rows_written)?),
         rows_skipped: Set(0),
         ..Default::default()
@@ -328,7 +329,7 @@ async fn write_dao(txn: &DatabaseTransaction, dao_id: &str, now: i64, as_of: i64
         data_as_of_ms: Set(Some(as_of)),
         position: Set(None),
         last_run_id: Set(Some(run_id)),
-        last_status: Set(Some("succeeded".to_owned())),
+        last_status: Set(Some(RunStatus::Succeeded.as_str().to_owned())),
         last_error: Set(None),
         updated_ms: Set(now),
         ..Default::default()

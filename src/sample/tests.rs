@@ -1,6 +1,7 @@
 //! Import tests on a fresh SQLite file and on PostgreSQL (`GOVDATA_TEST_PG_URL`, default the local server)
 //! (a base URL such as `postgres://postgres@127.0.0.1:5432`, optionally with a query part such
 //! as `?host=/var/run/postgresql`). The PostgreSQL test creates and drops its own database.
+use crate::contract::vocabulary::RunTrigger;
 use std::time::Instant;
 
 use sea_orm::{ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, QueryFilter, Statement};
@@ -31,7 +32,7 @@ const SAMPLE_AS_OF: i64 = 1_774_483_200_000;
 /// import took.
 async fn import_and_check_bundled(db: &DatabaseConnection) -> std::time::Duration {
     let started = Instant::now();
-    let report = import(db, &SampleFiles::bundled(), "import").await.unwrap();
+    let report = import(db, &SampleFiles::bundled(), RunTrigger::Import).await.unwrap();
     let elapsed = started.elapsed();
 
     assert!(report.skipped.is_empty(), "{report}");
@@ -118,7 +119,7 @@ async fn check_voter(db: &DatabaseConnection) {
 }
 
 async fn check_second_import_is_a_no_op(db: &DatabaseConnection) {
-    let again = import(db, &SampleFiles::bundled(), "manual").await.unwrap();
+    let again = import(db, &SampleFiles::bundled(), RunTrigger::Manual).await.unwrap();
     assert!(!again.changed, "{again}");
     assert_eq!(again.revision_id, None);
     assert_eq!(again.rows_written(), 0);
@@ -195,7 +196,7 @@ async fn malformed_rows_are_reported_and_skipped() {
         "symbol,address,ens,name,votes_count,delegators_count\nAAVE,0x4da27a545c0c5B758a6BA100e3a049001de870f5,,,12.5,1\n",
     );
     let (_db_dir, db) = sqlite().await;
-    let report = import(&db, &SampleFiles::from_dir(dir.path()).unwrap(), "manual").await.unwrap();
+    let report = import(&db, &SampleFiles::from_dir(dir.path()).unwrap(), RunTrigger::Manual).await.unwrap();
 
     let lines: Vec<String> = report.skipped.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -233,7 +234,7 @@ async fn malformed_rows_are_reported_and_skipped() {
 async fn a_foreign_header_fails_the_import_and_the_run() {
     let dir = write_dir(&format!("{PROPOSALS_HEADER}{ONE_PROPOSAL}"), "a,b\n1,2\n", "");
     let (_db_dir, db) = sqlite().await;
-    let error = import(&db, &SampleFiles::from_dir(dir.path()).unwrap(), "manual").await.unwrap_err();
+    let error = import(&db, &SampleFiles::from_dir(dir.path()).unwrap(), RunTrigger::Manual).await.unwrap_err();
     assert!(error.to_string().contains("snapshot_votes.csv: header is `a,b`"), "{error:#}");
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM ingestion_runs WHERE status = 'failed'").await, 1);
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM proposals").await, 0);

@@ -5,6 +5,8 @@
 //! from a live connector), and write only rows that are new or different, in batched upserts.
 //! Comparing before writing is what gives exact insert/update counts and makes a repeated import
 //! a true no-op.
+use crate::contract::vocabulary::RunStatus;
+use crate::contract::vocabulary::SourceKind;
 use std::collections::{BTreeSet, HashMap};
 
 use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
@@ -19,7 +21,6 @@ use crate::store::upsert::{Changes, by_key, stored, upsert};
 use crate::store::{address, keys};
 
 /// The proposals' `source`.
-const SNAPSHOT: &str = "snapshot";
 /// Proposal `origin` of rows from the sample.
 const PROPOSAL_ORIGIN: &str = crate::store::entities::proposal::SAMPLE_ORIGIN;
 /// Delegate `origin` of rows from the sample.
@@ -112,7 +113,7 @@ impl Writer<'_> {
         external_ids: impl Iterator<Item = String>,
     ) -> Result<Vec<proposal::Model>, DbErr> {
         let found = stored::<proposal::Entity, _>(self.txn, proposal::Column::ExternalId, external_ids).await?;
-        Ok(found.into_iter().filter(|m| m.source == SNAPSHOT).collect())
+        Ok(found.into_iter().filter(|m| m.source == SourceKind::Snapshot.as_str()).collect())
     }
 
     pub async fn votes(
@@ -204,7 +205,7 @@ impl Writer<'_> {
                 data_as_of_ms: Some(as_of),
                 position: kept!(old, position),
                 last_run_id: old.and_then(|s| s.last_run_id),
-                last_status: Some("succeeded".to_owned()),
+                last_status: Some(RunStatus::Succeeded.as_str().to_owned()),
                 last_error: None,
                 updated_ms: old.map_or(self.now_ms, |s| s.updated_ms),
             };
@@ -227,9 +228,9 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal:
     proposal::Model {
         id: old.map_or(0, |s| s.id),
         dao_id: r.dao.id.to_owned(),
-        source: SNAPSHOT.to_owned(),
+        source: SourceKind::Snapshot.as_str().to_owned(),
         external_id: r.external_id.clone(),
-        proposal_key: keys::proposal_key(r.dao.id, SNAPSHOT, &r.external_id),
+        proposal_key: keys::proposal_key(r.dao.id, SourceKind::Snapshot.as_str(), &r.external_id),
         title: r.title.clone(),
         body: kept!(old, body),
         author: r.author.clone(),

@@ -5,6 +5,7 @@
 //! mix; a crash or kill at any point before the commit leaves everything served as it was (the
 //! database rolls the transaction back). Every write is a compare-then-upsert on the natural key,
 //! so applying the same records again changes nothing and publishes nothing.
+use crate::contract::vocabulary::RunStatus;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::time::Duration;
@@ -229,22 +230,22 @@ async fn take_the_writers_turn(txn: &DatabaseTransaction, run_id: i64) -> Result
         .into_tuple::<String>()
         .one(txn)
         .await?;
-    match status.as_deref() {
-        Some("running") => Ok(()),
-        other => Err(DbErr::Custom(format!(
+    match status.as_deref().map(RunStatus::parse) {
+        Some(Ok(RunStatus::Running)) => Ok(()),
+        _ => Err(DbErr::Custom(format!(
             "ingestion run {run_id} is {} and can no longer publish",
-            other.unwrap_or("gone")
+            status.as_deref().unwrap_or("gone")
         ))),
     }
 }
 
 /// `succeeded` when every source completed, `partial` when some failed, `failed` when all did.
-fn run_status(outcomes: &[SourceOutcome]) -> &'static str {
+fn run_status(outcomes: &[SourceOutcome]) -> RunStatus {
     let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
     match failed {
-        0 => "succeeded",
-        n if n == outcomes.len() => "failed",
-        _ => "partial",
+        0 => RunStatus::Succeeded,
+        n if n == outcomes.len() => RunStatus::Failed,
+        _ => RunStatus::Partial,
     }
 }
 
@@ -261,7 +262,7 @@ async fn finish_run(
     ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),
         finished_ms: Set(Some(publish::now_ms())),
-        status: Set(run_status(outcomes).to_owned()),
+        status: Set(run_status(outcomes).as_str().to_owned()),
         rows_written: Set(report.rows_written() as i64),
         rows_skipped: Set(report.skipped.len() as i64),
         error: Set((!errors.is_empty()).then(|| errors.join("; "))),
@@ -831,9 +832,9 @@ impl Applier<'_> {
                     if !had_time.contains(o.dao_id.as_str()) {
                         first.insert(o.dao_id.clone());
                     }
-                    (Some(as_of), w.position.clone().or_else(|| kept!(old, position)), "succeeded", None)
+                    (Some(as_of), w.position.clone().or_else(|| kept!(old, position)), RunStatus::Succeeded, None)
                 }
-                Err(e) => (old.and_then(|s| s.data_as_of_ms), kept!(old, position), "failed", Some(e.clone())),
+                Err(e) => (old.and_then(|s| s.data_as_of_ms), kept!(old, position), RunStatus::Failed, Some(e.clone())),
             };
             rows.push(source_watermark::Model {
                 id: old.map_or(0, |s| s.id),
@@ -842,7 +843,7 @@ impl Applier<'_> {
                 data_as_of_ms,
                 position,
                 last_run_id: Some(run_id),
-                last_status: Some(status.to_owned()),
+                last_status: Some(status.as_str().to_owned()),
                 last_error: error,
                 updated_ms: self.now_ms,
             });

@@ -16,7 +16,8 @@ use super::daos::{self, DaoRecord};
 use super::entities::{delegate, proposal, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
 use super::tally::Tally;
-use crate::contract::events::{ACTIVE_STATE, BRIEF, CLOSED_STATES};
+use crate::contract::events::BRIEF;
+use crate::contract::vocabulary::ProposalState;
 
 /// A proposal with the tally of its ingested votes.
 #[derive(Debug, Clone)]
@@ -68,7 +69,7 @@ pub async fn get<C: ConnectionTrait + StreamTrait>(
     // Soonest deadline first: what is about to be decided.
     let active = proposal::Entity::find()
         .filter(proposal::Column::DaoId.eq(dao_id))
-        .filter(proposal::Column::State.eq(ACTIVE_STATE))
+        .filter(proposal::Column::State.eq(ProposalState::Active.as_str()))
         .order_by_asc(proposal::Column::EndMs)
         .order_by_asc(proposal::Column::Id)
         .limit(BRIEF.active_proposals)
@@ -76,7 +77,7 @@ pub async fn get<C: ConnectionTrait + StreamTrait>(
         .await?;
     let closed = proposal::Entity::find()
         .filter(proposal::Column::DaoId.eq(dao_id))
-        .filter(proposal::Column::State.is_in(CLOSED_STATES.iter().copied()))
+        .filter(proposal::Column::State.is_in(ProposalState::CLOSED.iter().map(|s| s.as_str())))
         .order_by_desc(proposal::Column::EndMs)
         .order_by_desc(proposal::Column::Id)
         .limit(BRIEF.recently_closed)

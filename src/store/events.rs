@@ -16,7 +16,8 @@ use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
 
 use super::sort_keys;
 use crate::contract::decimal;
-use crate::contract::events::{CLOSED_STATES, EventKind, NOTABLE_VOTE_MIN_SHARE, STATE_EVENTS};
+use crate::contract::events::{EventKind, NOTABLE_VOTE_MIN_SHARE, STATE_EVENTS};
+use crate::contract::vocabulary::ProposalState;
 
 const INSERT_COLUMNS: &str = "INSERT INTO governance_events
     (natural_key, dao_id, kind, occurred_ms, subject_kind, subject_external_id, subject_source, proposal_id, topic_id,
@@ -94,7 +95,7 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
 
     // proposal_closed: at the end of voting, with the final upstream numbers.
     let kind = EventKind::ProposalClosed.as_str();
-    let states = placeholders(1, CLOSED_STATES.len());
+    let states = placeholders(1, ProposalState::CLOSED.len());
     let sql = format!(
         "{INSERT_COLUMNS}
          SELECT {key}, p.dao_id, '{kind}', p.end_ms, {PROPOSAL_SUBJECT},
@@ -111,7 +112,9 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
             ("topChoicePct", "p.top_choice_pct"),
         ]),
     );
-    written += scoped(db, &sql, CLOSED_STATES.iter().map(|s| Value::from(*s)).collect(), "p.id", proposals).await?;
+    written +=
+        scoped(db, &sql, ProposalState::CLOSED.iter().map(|s| Value::from(s.as_str())).collect(), "p.id", proposals)
+            .await?;
 
     // queued / executed / canceled from the state, when no connector wrote the exact event. The
     // proposals table keeps no time for these transitions: the time is when the state was last
@@ -128,7 +131,7 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
              {UPSERT_KEEP}",
             key = key(kind),
         );
-        written += scoped(db, &sql, vec![(*state).into()], "p.id", proposals).await?;
+        written += scoped(db, &sql, vec![state.as_str().into()], "p.id", proposals).await?;
     }
 
     written += derive_vote_events(db, proposals).await?;

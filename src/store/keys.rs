@@ -2,26 +2,27 @@
 //!
 //! A key is derived from the natural key alone, so every store (SQLite or PostgreSQL, fresh or
 //! re-imported) gives a record the same key, and clients cannot read structure into it.
+use crate::contract::vocabulary::{KeyKind, SourceKind};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
 /// The public key of a proposal: `p_` + 22 URL-safe characters.
 pub fn proposal_key(dao_id: &str, source: &str, external_id: &str) -> String {
-    derive("p_", &[dao_id, source, external_id])
+    derive(KeyKind::Proposal, &[dao_id, source, external_id])
 }
 
 /// The public key of a forum topic: `t_` + 22 URL-safe characters.
 pub fn topic_key(dao_id: &str, external_id: &str) -> String {
-    derive("t_", &[dao_id, "discourse", external_id])
+    derive(KeyKind::Topic, &[dao_id, SourceKind::Discourse.as_str(), external_id])
 }
 
 /// `prefix` + base64url (no padding) of the first 16 bytes of SHA-256 over the parts.
 /// Parts are joined with the ASCII unit separator, which none of them contains, so
 /// ("a", "bc") and ("ab", "c") cannot collide.
-fn derive(prefix: &str, parts: &[&str]) -> String {
+fn derive(kind: KeyKind, parts: &[&str]) -> String {
     let digest = Sha256::digest(parts.join("\u{1f}").as_bytes());
-    format!("{prefix}{}", URL_SAFE_NO_PAD.encode(&digest[..16]))
+    format!("{}{}", kind.as_str(), URL_SAFE_NO_PAD.encode(&digest[..16]))
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! (`store::apply`) reads one run's records stage by stage and applies them in one transaction.
 //! Numbers stay text end to end: voting power as the upstream wrote it, amounts as decimal
 //! integers in the token's smallest unit.
+use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{ProposalState, RunStatus};
 use std::time::Duration;
 
 use sea_orm::{
@@ -14,13 +16,6 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use super::entities::staged_record;
-
-/// Proposal source: Snapshot (off-chain).
-pub const SNAPSHOT: &str = "snapshot";
-/// Proposal source: an on-chain governor.
-pub const ONCHAIN: &str = "onchain";
-/// Forum source (watermarks only: topics have no `source` column).
-pub const DISCOURSE: &str = "discourse";
 
 /// Which stored proposal a record refers to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -273,7 +268,7 @@ pub async fn beat(db: &impl ConnectionTrait, run_id: i64, now_ms: i64) -> Result
     let done = Runs::update_many()
         .col_expr(R::HeartbeatMs, Expr::value(now_ms))
         .filter(R::Id.eq(run_id))
-        .filter(R::Status.eq("running"))
+        .filter(R::Status.eq(RunStatus::Running.as_str()))
         .exec(db)
         .await?;
     Ok(done.rows_affected > 0)
@@ -290,14 +285,14 @@ pub async fn reclaim(db: &impl ConnectionTrait, keep_run: i64, stale_before_ms: 
         .add(R::HeartbeatMs.lt(stale_before_ms))
         .add(Condition::all().add(R::HeartbeatMs.is_null()).add(R::StartedMs.lt(stale_before_ms)));
     Runs::update_many()
-        .col_expr(R::Status, Expr::value("abandoned"))
+        .col_expr(R::Status, Expr::value(RunStatus::Abandoned.as_str()))
         .col_expr(R::Error, Expr::value("the process running it stopped before it finished"))
-        .filter(R::Status.eq("running"))
+        .filter(R::Status.eq(RunStatus::Running.as_str()))
         .filter(silent)
         .filter(R::Id.ne(keep_run))
         .exec(db)
         .await?;
-    let live = Runs::find().select_only().column(R::Id).filter(R::Status.eq("running")).into_query();
+    let live = Runs::find().select_only().column(R::Id).filter(R::Status.eq(RunStatus::Running.as_str())).into_query();
     let done = staged_record::Entity::delete_many()
         .filter(staged_record::Column::RunId.ne(keep_run))
         .filter(staged_record::Column::RunId.not_in_subquery(live))
@@ -331,11 +326,18 @@ pub async fn resume(
         .one(db)
         .await?
         .and_then(|w| w.position);
-    let open = Condition::any().add(P::State.is_in(["pending", "active", "succeeded", "queued"])).add(
-        Condition::all()
-            .add(P::Source.eq(SNAPSHOT))
-            .add(Condition::any().add(P::ScoresState.is_null()).add(P::ScoresState.ne("final"))),
-    );
+    let open = Condition::any()
+        .add(
+            P::State.is_in(
+                [ProposalState::Pending, ProposalState::Active, ProposalState::Succeeded, ProposalState::Queued]
+                    .map(ProposalState::as_str),
+            ),
+        )
+        .add(
+            Condition::all()
+                .add(P::Source.eq(SourceKind::Snapshot.as_str()))
+                .add(Condition::any().add(P::ScoresState.is_null()).add(P::ScoresState.ne("final"))),
+        );
     let ids = Proposals::find()
         .select_only()
         .column(P::ExternalId)

@@ -11,7 +11,13 @@ async fn import_twice(backend: Backend) {
     assert!(first.changed);
     assert!(first.skipped.is_empty(), "the bundled sample has no malformed rows: {first}");
     assert!(govdata::sample::import_if_empty(&db).await.unwrap().is_none(), "a loaded store is left alone");
-    let second = govdata::sample::import(&db, &govdata::sample::SampleFiles::bundled(), "manual").await.unwrap();
+    let second = govdata::sample::import(
+        &db,
+        &govdata::sample::SampleFiles::bundled(),
+        govdata::contract::vocabulary::RunTrigger::Manual,
+    )
+    .await
+    .unwrap();
     assert!(!second.changed, "importing twice changes nothing");
     assert_eq!(data_revision::Entity::find().count(&db).await.unwrap(), 1);
     assert_eq!(vote::Entity::find().count(&db).await.unwrap(), 19_970);

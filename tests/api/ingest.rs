@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use govdata::ingest::{Registry, RetryPolicy, RunOptions, SourceKind, run_once};
+use govdata::contract::vocabulary::SourceKind;
+use govdata::ingest::{Registry, RetryPolicy, RunOptions, run_once};
 use govdata::store::entities::{forum_post, forum_topic, ingestion_run, proposal, staged_record, vote};
 use govdata::store::staging::{self, STALE_AFTER};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};

@@ -1,4 +1,5 @@
 //! `GET /v1/daos/{daoId}/brief`: a compact summary of one DAO, read in one call.
+use crate::contract::vocabulary::ItemKind;
 use bigdecimal::Zero;
 use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
@@ -9,7 +10,7 @@ use crate::api::{
     views::{
         dao::Dao,
         event::{GovernanceEvent, event_from_row},
-        item::{ItemKind, ItemRef, item_ref},
+        item::{ItemRef, item_ref},
     },
 };
 use crate::contract::{
@@ -394,7 +395,7 @@ impl Api {
             .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`; GET /v1/daos lists them.", dao_id.0)))?;
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
         let status = if data.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
-        let dao = Dao::from_record(record);
+        let dao = Dao::from_record(record)?;
         let brief = match data {
             None => DaoBrief {
                 dao,

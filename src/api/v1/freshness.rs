@@ -1,4 +1,5 @@
 //! `GET /v1/system/freshness`: dataset state and ingestion freshness.
+use crate::contract::vocabulary::{RunStatus, RunTrigger, UnknownValue};
 use poem::web::Data;
 use poem_openapi::{Object, OpenApi, payload::Json};
 
@@ -101,8 +102,8 @@ impl poem_openapi::types::Example for SystemFreshness {
             }),
             last_run: Some(Run {
                 id: "1".to_owned(),
-                trigger: "import".to_owned(),
-                status: "succeeded".to_owned(),
+                trigger: RunTrigger::Import.as_str().to_owned(),
+                status: RunStatus::Succeeded.as_str().to_owned(),
                 started_at: "2026-11-22T09:59:58.000Z".to_owned(),
                 finished_at: Some("2026-11-22T10:00:00.000Z".to_owned()),
                 rows_written: "27119".to_owned(),
@@ -114,7 +115,7 @@ impl poem_openapi::types::Example for SystemFreshness {
                 source: "snapshot".to_owned(),
                 data_as_of: Some(at),
                 lag_seconds: Some("20995200".to_owned()),
-                last_status: Some("succeeded".to_owned()),
+                last_status: Some(RunStatus::Succeeded.as_str().to_owned()),
                 last_error: None,
                 updated_at: "2026-11-22T10:00:00.000Z".to_owned(),
             }],
@@ -164,7 +165,7 @@ impl Api {
                 data_as_of: rfc3339_ms(r.data_as_of_ms),
                 summary: r.summary.clone(),
             }),
-            last_run: s.last_run.map(|r| run(r, now)),
+            last_run: s.last_run.map(|r| run(r, now)).transpose()?,
             sources: s
                 .watermarks
                 .into_iter()
@@ -195,17 +196,17 @@ impl Api {
     }
 }
 
-fn run(r: ingestion_run::Model, now_ms: i64) -> Run {
-    Run {
+fn run(r: ingestion_run::Model, now_ms: i64) -> Result<Run, UnknownValue> {
+    Ok(Run {
         id: r.id.to_string(),
-        status: r.status_at(now_ms).to_owned(),
-        trigger: r.trigger,
+        status: r.status_at(now_ms)?.as_str().to_owned(),
+        trigger: RunTrigger::parse(&r.trigger)?.as_str().to_owned(),
         started_at: rfc3339_ms(r.started_ms),
         finished_at: r.finished_ms.map(rfc3339_ms),
         rows_written: r.rows_written.to_string(),
         rows_skipped: r.rows_skipped.to_string(),
         error: r.error,
-    }
+    })
 }
 
 /// Whole milliseconds as exact seconds: `1500` → `1.5`.

@@ -1,4 +1,5 @@
 //! `GET /v1/items/{kind}/{externalId}`: one normalized item, a proposal or a forum topic.
+use crate::contract::vocabulary::ItemKind;
 use poem::web::Data;
 use poem_openapi::{
     Object, OpenApi,
@@ -9,7 +10,7 @@ use poem_openapi::{
 use super::V1Tag;
 use crate::api::{
     AppState,
-    views::{citation::Citation, item::ItemKind, proposal::ProposalItem, topic::ForumTopicItem},
+    views::{citation::Citation, proposal::ProposalItem, topic::ForumTopicItem},
 };
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
@@ -132,10 +133,10 @@ impl Api {
         dao_id: Query<Option<String>>,
     ) -> Result<Json<V1Envelope<Item>>, ApiError<Op>> {
         let mut req = req;
-        let kind = match kind.0.as_str() {
-            "proposal" => ItemKind::Proposal,
-            "forum_topic" => ItemKind::ForumTopic,
-            other => {
+        let kind = match ItemKind::parse(&kind.0) {
+            Ok(kind) => kind,
+            Err(_) => {
+                let other = kind.0.as_str();
                 return Err(Problem::validation(FieldError {
                     location: ParamLocation::Path,
                     name: "kind".to_owned(),

@@ -41,7 +41,8 @@ impl Api {
         let list = Listing::<DaosListV2>::new(&state, None, limit);
         let after = list.after(cursor.0.as_deref())?.and_then(|pos| pos.values.into_iter().next());
         let rows = store::daos::list_after(&state.db, after.as_deref(), list.rows_to_read()).await?;
-        Ok(list.page(rows, |r| vec![r.dao.id.clone()], Dao::from_record))
+        let daos = rows.into_iter().map(Dao::from_record).collect::<Result<Vec<_>, _>>()?;
+        Ok(list.page(daos, |d| vec![d.dao_id.clone()], |d| d))
     }
 
     /// Get one DAO
@@ -62,6 +63,6 @@ impl Api {
             .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`; GET /v1/daos lists them.", dao_id.0)))?;
         let status = if record.summary.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
-        Ok(Json(V2Single::new(Dao::from_record(record), Freshness::new(as_of, status))))
+        Ok(Json(V2Single::new(Dao::from_record(record)?, Freshness::new(as_of, status))))
     }
 }

@@ -1,4 +1,5 @@
 //! `GET /v2/proposals`, `GET /v2/proposals/{proposalKey}`, `GET /v2/proposals/{proposalKey}/votes`.
+use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
 use poem::web::Data;
 use poem_openapi::{
     Enum, Object, OpenApi,
@@ -204,35 +205,12 @@ pub enum VoteSort {
     Time,
 }
 
-/// Proposal states a filter may name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum ProposalState {
-    Pending,
-    Active,
-    Closed,
-    Queued,
-    Executed,
-    Canceled,
-    Defeated,
-    Succeeded,
-    Expired,
-}
-
-/// A proposal source a filter may name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum ProposalSource {
-    Snapshot,
-    Onchain,
-}
-
 fn enum_text<T: poem_openapi::types::ToJSON>(v: &T) -> String {
     v.to_json().and_then(|j| j.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 async fn proposal_by_key(state: &AppState, key: &str) -> Result<proposal::Model, Problem> {
-    check_key(key, "p_", "proposalKey")?;
+    check_key(key, KeyKind::Proposal)?;
     store::proposals::by_key(&state.db, key)
         .await
         .map_err(|e| Problem::from_store(&e))?
@@ -277,8 +255,8 @@ impl Api {
         let limit = V2Limit::resolve(limit.0);
         let window = resolve_v2_window(from.0, to.0, <ProposalsListV2 as Operation>::WINDOW)?;
         let sort = sort.0.unwrap_or(ProposalSort::Newest);
-        let source = source.0.map(|s| enum_text(&s));
-        let proposal_state = proposal_state.0.map(|s| enum_text(&s));
+        let source = source.0.map(|s| s.as_str().to_owned());
+        let proposal_state = proposal_state.0.map(|s| s.as_str().to_owned());
         let list = Listing::<ProposalsListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
             ("daoId", dao_id.0.clone().unwrap_or_default()),
             ("source", source.clone().unwrap_or_default()),

@@ -1,4 +1,5 @@
 //! `GET /v2/topics` and `GET /v2/topics/{topicKey}`: forum topics.
+use crate::contract::vocabulary::KeyKind;
 use poem::web::Data;
 use poem_openapi::{
     OpenApi,
@@ -70,7 +71,7 @@ impl Api {
         #[oai(name = "topicKey")]
         topic_key: Path<String>,
     ) -> Result<Json<V2Single<ForumTopicItem>>, ApiError<TopicsGetV2>> {
-        check_key(&topic_key.0, "t_", "topicKey")?;
+        check_key(&topic_key.0, KeyKind::Topic)?;
         let (t, post, linked) = store::topics::by_key(&state.db, &topic_key.0)
             .await?
             .ok_or_else(|| Problem::not_found(format!("No forum topic has the key `{}`.", topic_key.0)))?;

@@ -1,5 +1,6 @@
 //! `GET /v2/daos/{daoId}/voters`, `GET /v2/voters/{voterIdentity}`,
 //! `GET /v2/voters/{voterIdentity}/votes`.
+use crate::contract::vocabulary::ItemKind;
 use poem::web::Data;
 use poem_openapi::{
     Object, OpenApi,
@@ -8,10 +9,7 @@ use poem_openapi::{
 };
 
 use super::{Listing, V2Tag, bound, resolve_voter};
-use crate::api::{
-    AppState,
-    views::item::{ItemKind, ItemRef},
-};
+use crate::api::{AppState, views::item::ItemRef};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},

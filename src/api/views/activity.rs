@@ -1,4 +1,5 @@
 //! Activity entries (an event or a signal in one feed) as both surfaces serve them.
+use crate::contract::vocabulary::ItemKind;
 use std::collections::BTreeMap;
 
 use poem_openapi::Object;
@@ -6,7 +7,7 @@ use poem_openapi::Object;
 use crate::api::views::{
     citation::{Citation, event_citation},
     event::event_summary,
-    item::{ItemKind, ItemRef, item_ref},
+    item::{ItemRef, item_ref},
 };
 use crate::contract::{
     events::{ActivityKind, EventKind},

@@ -1,34 +1,10 @@
 //! DAOs as both surfaces serve them: sources, counts and freshness.
+use crate::contract::vocabulary::RunStatus;
+use crate::contract::vocabulary::{SourceKind, UnknownValue};
 use poem_openapi::{Enum, Object};
 
 use crate::contract::time::rfc3339_ms;
 use crate::store::daos::DaoRecord;
-
-/// Where a DAO's data comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "lowercase")]
-pub enum SourceKind {
-    /// Snapshot off-chain voting (proposals and votes).
-    Snapshot,
-    /// A Discourse forum (topics and posts).
-    Discourse,
-    /// An on-chain governor contract (proposals, votes, delegation).
-    Onchain,
-    /// A Tally delegate export (delegated voting power).
-    Tally,
-}
-
-impl SourceKind {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "snapshot" => Some(Self::Snapshot),
-            "discourse" => Some(Self::Discourse),
-            "onchain" => Some(Self::Onchain),
-            "tally" => Some(Self::Tally),
-            _ => None,
-        }
-    }
-}
 
 /// Whether anything has been ingested for a DAO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -96,13 +72,14 @@ pub struct Dao {
 }
 
 impl Dao {
-    pub fn from_record(r: DaoRecord) -> Self {
+    /// The DAO as served; a stored source kind this build does not know is an error.
+    pub fn from_record(r: DaoRecord) -> Result<Self, UnknownValue> {
         let sources = r
             .sources
             .iter()
-            .filter_map(|s| {
+            .map(|s| {
                 let watermark = r.watermarks.iter().find(|w| w.source == s.kind);
-                Some(DaoSource {
+                Ok(DaoSource {
                     source: SourceKind::parse(&s.kind)?,
                     locator: s.locator.clone(),
                     url: s.url.clone(),
@@ -110,7 +87,7 @@ impl Dao {
                     last_status: watermark.and_then(|w| w.last_status.clone()),
                 })
             })
-            .collect();
+            .collect::<Result<_, UnknownValue>>()?;
         let counts = r.summary.as_ref().map(|s| DaoCounts {
             proposals: s.proposals.to_string(),
             active_proposals: s.active_proposals.to_string(),
@@ -120,7 +97,7 @@ impl Dao {
             delegates: s.delegates.to_string(),
             forum_topics: s.forum_topics.to_string(),
         });
-        Self {
+        Ok(Self {
             dao_id: r.dao.id,
             name: r.dao.name,
             symbol: r.dao.symbol,
@@ -128,7 +105,7 @@ impl Dao {
             data_as_of: r.summary.as_ref().and_then(|s| s.data_as_of_ms).map(rfc3339_ms),
             sources,
             counts,
-        }
+        })
     }
 
     fn example_value() -> Self {
@@ -143,7 +120,7 @@ impl Dao {
                 locator: "arbitrumfoundation.eth".to_owned(),
                 url: Some("https://snapshot.box/#/s:arbitrumfoundation.eth".to_owned()),
                 data_as_of: Some("2026-04-02T00:00:00.000Z".to_owned()),
-                last_status: Some("succeeded".to_owned()),
+                last_status: Some(RunStatus::Succeeded.as_str().to_owned()),
             }],
             counts: Some(DaoCounts {
                 proposals: "43".to_owned(),

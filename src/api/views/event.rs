@@ -1,11 +1,12 @@
 //! Governance events as both surfaces serve them, built from stored event rows.
+use crate::contract::vocabulary::ItemKind;
 use std::collections::BTreeMap;
 
 use poem_openapi::Object;
 
 use crate::api::views::{
     citation::{Citation, event_citation},
-    item::{ItemKind, ItemRef, item_ref},
+    item::{ItemRef, item_ref},
 };
 use crate::contract::{events::EventKind, time::rfc3339_ms};
 use crate::store::events::EventRow;

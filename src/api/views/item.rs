@@ -1,15 +1,8 @@
 //! References to items (proposals and forum topics) that events, signals and other items name.
-use poem_openapi::{Enum, Object};
+use crate::contract::vocabulary::ItemKind;
+use poem_openapi::Object;
 
 use crate::store::entities::{forum_topic, proposal};
-
-/// The kind of a normalized item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum ItemKind {
-    Proposal,
-    ForumTopic,
-}
 
 /// The item an event, signal or activity entry is about.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -38,11 +31,7 @@ pub(crate) fn item_ref(
     title: Option<String>,
     url: Option<String>,
 ) -> Option<ItemRef> {
-    let kind = match subject_kind {
-        "proposal" => ItemKind::Proposal,
-        "forum_topic" => ItemKind::ForumTopic,
-        _ => return None,
-    };
+    let kind = ItemKind::parse(subject_kind).ok()?;
     Some(ItemRef {
         kind,
         dao_id: dao_id.to_owned(),

@@ -1,5 +1,7 @@
 //! Curated signals as both surfaces serve them, with their rule, evidence and citations, and the
 //! `kind` filter both surfaces take.
+use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::UnknownValue;
 use std::{borrow::Cow, sync::OnceLock};
 
 use poem_openapi::{
@@ -8,10 +10,7 @@ use poem_openapi::{
     types::{ParseError, ParseFromParameter, ParseResult, Type},
 };
 
-use crate::api::views::{
-    citation::Citation,
-    item::{ItemKind, ItemRef},
-};
+use crate::api::views::{citation::Citation, item::ItemRef};
 use crate::contract::{
     errors::Problem,
     signals::{Severity, SignalKind, rules_text},
@@ -269,9 +268,10 @@ impl Signal {
             Problem::new(crate::contract::errors::ErrorCode::InternalError, "The request failed on our side.")
         })?;
         let s = r.signal;
-        let kind = SignalKind::parse(&s.kind).unwrap_or(SignalKind::ProposalPassed);
-        let severity = Severity::parse(&s.severity).unwrap_or(kind.severity());
-        let item_kind = if s.subject_kind == "forum_topic" { ItemKind::ForumTopic } else { ItemKind::Proposal };
+        let unknown = |vocabulary, text: &str| UnknownValue { vocabulary, text: text.to_owned() };
+        let kind = SignalKind::parse(&s.kind).ok_or_else(|| unknown("signal kind", &s.kind))?;
+        let severity = Severity::parse(&s.severity).ok_or_else(|| unknown("severity", &s.severity))?;
+        let item_kind = ItemKind::parse(&s.subject_kind)?;
         Ok(Self {
             id: s.id.to_string(),
             key: s.natural_key,

@@ -1,4 +1,5 @@
 //! One run of an importer or connector; the audit trail behind freshness.
+use crate::contract::vocabulary::{RunStatus, UnknownValue};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -31,13 +32,9 @@ impl ActiveModelBehavior for ActiveModel {}
 impl Model {
     /// The status as it stands at `now_ms`: a run still marked `running` whose process stopped
     /// beating is `abandoned`, whether or not a later run has recorded it so yet.
-    pub fn status_at(&self, now_ms: i64) -> &str {
-        if self.status == "running"
-            && self.heartbeat_ms.unwrap_or(self.started_ms) < crate::store::staging::stale_before(now_ms)
-        {
-            "abandoned"
-        } else {
-            &self.status
-        }
+    pub fn status_at(&self, now_ms: i64) -> Result<RunStatus, UnknownValue> {
+        let status = RunStatus::parse(&self.status)?;
+        let stale = self.heartbeat_ms.unwrap_or(self.started_ms) < crate::store::staging::stale_before(now_ms);
+        Ok(if status == RunStatus::Running && stale { RunStatus::Abandoned } else { status })
     }
 }

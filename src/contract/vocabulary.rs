@@ -1,0 +1,258 @@
+//! The closed sets of values the data is made of, declared once: where a record comes from,
+//! what an item is, the states a proposal passes through, how an ingestion run stands and what
+//! started it, the prefixes of the opaque keys, and what a DAO id may look like.
+//!
+//! Each value is stored and served as its text ([`SourceKind::as_str`] and the like) and read
+//! back with `parse`, which refuses text it does not know: a stored value the code does not
+//! know is an error, never silently another value. The enums the documents show derive
+//! poem-openapi's `Enum` as well; a test holds their document text equal to `as_str`.
+use std::fmt;
+
+use poem_openapi::Enum;
+
+/// Stored text that is not one of a vocabulary's values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a known {vocabulary}")]
+pub struct UnknownValue {
+    pub vocabulary: &'static str,
+    pub text: String,
+}
+
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The text the value is stored and served as.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),+
+                }
+            }
+
+            /// The value `text` names; unknown text is an error.
+            pub fn parse(text: &str) -> Result<Self, UnknownValue> {
+                match text {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(UnknownValue { vocabulary: $what, text: text.to_owned() }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// Where a DAO's data comes from.
+    #[derive(Enum)]
+    #[oai(rename_all = "lowercase")]
+    SourceKind ("source") {
+        /// Snapshot off-chain voting (proposals and votes).
+        Snapshot = "snapshot",
+        /// A Discourse forum (topics and posts).
+        Discourse = "discourse",
+        /// An on-chain governor contract (proposals, votes, delegation).
+        Onchain = "onchain",
+        /// A Tally delegate export (delegated voting power).
+        Tally = "tally",
+    }
+}
+
+vocabulary! {
+    /// A proposal source a filter may name.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    ProposalSource ("proposal source") {
+        Snapshot = "snapshot",
+        Onchain = "onchain",
+    }
+}
+
+impl ProposalSource {
+    pub const fn source(self) -> SourceKind {
+        match self {
+            Self::Snapshot => SourceKind::Snapshot,
+            Self::Onchain => SourceKind::Onchain,
+        }
+    }
+}
+
+vocabulary! {
+    /// The kind of a normalized item; also what a signal is about (its subject).
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    ItemKind ("item kind") {
+        Proposal = "proposal",
+        ForumTopic = "forum_topic",
+    }
+}
+
+vocabulary! {
+    /// Proposal states a filter may name.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    ProposalState ("proposal state") {
+        Pending = "pending",
+        Active = "active",
+        Closed = "closed",
+        Queued = "queued",
+        Executed = "executed",
+        Canceled = "canceled",
+        Defeated = "defeated",
+        Succeeded = "succeeded",
+        Expired = "expired",
+    }
+}
+
+impl ProposalState {
+    /// The states meaning voting has ended with an outcome to report: each yields a
+    /// `proposal_closed` event at the proposal's end, and the outcome signals read them.
+    /// (`canceled` is not among them: a canceled proposal may never have closed its vote.)
+    pub const CLOSED: &'static [Self] =
+        &[Self::Closed, Self::Defeated, Self::Succeeded, Self::Queued, Self::Executed, Self::Expired];
+
+    pub fn is_closed(self) -> bool {
+        Self::CLOSED.contains(&self)
+    }
+}
+
+vocabulary! {
+    /// How an ingestion run stands.
+    RunStatus ("run status") {
+        /// Still writing (or its process stopped: see `abandoned`).
+        Running = "running",
+        /// Every source it ran completed.
+        Succeeded = "succeeded",
+        /// Some sources failed; what the others fetched was published.
+        Partial = "partial",
+        /// Every source failed, or the run itself did.
+        Failed = "failed",
+        /// Its process stopped beating before it finished; its staged records were dropped.
+        Abandoned = "abandoned",
+    }
+}
+
+vocabulary! {
+    /// What started an ingestion run.
+    RunTrigger ("run trigger") {
+        /// `govdata import` or the bundled sample loaded at start-up.
+        Import = "import",
+        /// The server's own schedule (`--ingest-every`).
+        Schedule = "schedule",
+        /// An operator (`govdata ingest`, `govdata synth`).
+        Manual = "manual",
+        /// A request for stale data (`--live-refresh`).
+        Live = "live",
+    }
+}
+
+vocabulary! {
+    /// The opaque v2 keys: a prefix naming what the key addresses, then 22 URL-safe characters.
+    KeyKind ("key kind") {
+        Proposal = "p_",
+        Topic = "t_",
+    }
+}
+
+impl KeyKind {
+    /// The parameter that carries keys of this kind.
+    pub const fn param(self) -> &'static str {
+        match self {
+            Self::Proposal => "proposalKey",
+            Self::Topic => "topicKey",
+        }
+    }
+}
+
+/// A DAO's identifier everywhere in the API: a lowercase slug of at most
+/// [`DaoId::MAX_LEN`] letters, digits, `-` and `_`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DaoId(String);
+
+impl DaoId {
+    pub const MAX_LEN: usize = 64;
+
+    /// `text` as a DAO id, when it is one.
+    pub fn parse(text: &str) -> Option<Self> {
+        let valid = !text.is_empty()
+            && text.len() <= Self::MAX_LEN
+            && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        valid.then(|| Self(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DaoId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use poem_openapi::types::ToJSON;
+
+    use super::*;
+
+    fn served<T: ToJSON>(v: &T) -> String {
+        v.to_json().and_then(|j| j.as_str().map(str::to_owned)).expect("an enum serves as a string")
+    }
+
+    #[test]
+    fn the_documents_show_the_stored_text() {
+        for v in SourceKind::ALL {
+            assert_eq!(served(v), v.as_str());
+        }
+        for v in ProposalSource::ALL {
+            assert_eq!(served(v), v.as_str());
+            assert_eq!(v.source().as_str(), v.as_str());
+        }
+        for v in ItemKind::ALL {
+            assert_eq!(served(v), v.as_str());
+        }
+        for v in ProposalState::ALL {
+            assert_eq!(served(v), v.as_str());
+        }
+    }
+
+    #[test]
+    fn unknown_text_is_refused_never_another_value() {
+        assert_eq!(SourceKind::parse("onchain"), Ok(SourceKind::Onchain));
+        assert!(SourceKind::parse("Onchain").is_err());
+        assert!(ProposalState::parse("cancelled").is_err());
+        let e = RunStatus::parse("done").unwrap_err();
+        assert_eq!(e.to_string(), "`done` is not a known run status");
+        for v in RunTrigger::ALL {
+            assert_eq!(RunTrigger::parse(v.as_str()), Ok(*v));
+        }
+    }
+
+    #[test]
+    fn closed_states_exclude_canceled_and_open_ones() {
+        let closed: Vec<_> = ProposalState::ALL.iter().filter(|s| s.is_closed()).map(|s| s.as_str()).collect();
+        assert_eq!(closed, ["closed", "queued", "executed", "defeated", "succeeded", "expired"]);
+    }
+
+    #[test]
+    fn dao_ids_are_lowercase_slugs() {
+        assert!(DaoId::parse("arbitrum").is_some() && DaoId::parse("op-collective_2").is_some());
+        for bad in ["", "Arbitrum", "a b", "a/b", &"a".repeat(65)] {
+            assert!(DaoId::parse(bad).is_none(), "{bad:?}");
+        }
+    }
+}
