@@ -15,8 +15,8 @@ use sea_orm::{
 use super::daos::{self, DaoRecord};
 use super::entities::{delegate, proposal, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
-use super::tally::Tally;
 use crate::contract::events::{ACTIVE_STATE, BRIEF, CLOSED_STATES};
+use crate::rules::tally::Tally;
 
 /// A proposal with the tally of its ingested votes.
 #[derive(Debug, Clone)]

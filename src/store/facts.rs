@@ -19,11 +19,11 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::decimal;
 use super::entities::{proposal, proposal_fact, vote};
 use super::publish::TallyDelta;
 use super::signals::{VoteFacts, VoteRow, leading_pair};
-use super::tally::Tally;
-use super::{decimal, tally};
+use crate::rules::tally::{self, Tally};
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;

@@ -28,12 +28,12 @@ use super::{
     decimal,
     entities::{forum_post, forum_topic, proposal, signal},
     facts,
-    tally::{self, Tally},
 };
 use crate::contract::{
     signals::{self as rules, SignalKind},
     time::rfc3339_ms,
 };
+use crate::rules::tally::{self, Tally};
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;

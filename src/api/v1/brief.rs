@@ -16,12 +16,12 @@ use crate::contract::{
     signals::{Severity, SignalKind},
     time::rfc3339_ms,
 };
+use crate::rules::tally::{self, Tally};
 use crate::store::{
     self,
     brief::{BriefData, SignalRow, TalliedProposal},
     decimal,
     entities::{delegate, voter_dao_stat},
-    tally::{self, Tally},
 };
 
 /// Whether a proposal's upstream score total reached its quorum.

@@ -13,7 +13,8 @@ use crate::contract::{
     operations::ProposalsLookupV1 as Op,
     time::rfc3339_ms,
 };
-use crate::store::{self, entities::proposal, search, tally};
+use crate::rules::tally;
+use crate::store::{self, entities::proposal, search};
 
 /// A proposal, without its text: enough to recognise it and fetch more.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]

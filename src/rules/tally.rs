@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bigdecimal::{BigDecimal, RoundingMode, Zero};
 
-use super::decimal;
+use crate::store::decimal;
 
 /// Digits after the point in a share (a ratio is rarely a finite decimal): rounded half-even.
 pub const SHARE_DECIMALS: i64 = 10;
