@@ -24,9 +24,10 @@ use crate::contract::{
     signals::{Severity, SignalKind, rules_text},
     time::{now_ms, rfc3339_ms},
 };
+use crate::rules::signals::{CitationRecord, Evidence};
 use crate::store::{
     self,
-    signals::{CitationRecord, Evidence, SignalFilter, SignalRecord},
+    signals::{SignalFilter, SignalRecord},
 };
 
 /// The `kind` filter: one of the rule names. Its schema lists every rule with its thresholds,
