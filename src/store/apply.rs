@@ -879,5 +879,5 @@ fn top_choice_pct(scores: Option<&[String]>, total: Option<&str>) -> Option<Stri
     if bigdecimal::Zero::is_zero(&total) {
         return None;
     }
-    Some(super::tally::share(&(top * bigdecimal::BigDecimal::from(100)), &total))
+    Some(crate::rules::tally::share(&(top * bigdecimal::BigDecimal::from(100)), &total))
 }

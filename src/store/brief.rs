@@ -15,9 +15,9 @@ use sea_orm::{
 use super::daos::{self, DaoRecord};
 use super::entities::{delegate, proposal, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
-use super::tally::Tally;
 use crate::contract::events::BRIEF;
 use crate::contract::vocabulary::ProposalState;
+use crate::rules::tally::Tally;
 
 /// A proposal with the tally of its ingested votes.
 #[derive(Debug, Clone)]

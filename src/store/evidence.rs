@@ -5,7 +5,7 @@
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entities::{dao, governance_event, proposal, vote};
-use super::tally::Tally;
+use crate::rules::tally::Tally;
 
 pub use super::entities::proposal::SAMPLE_ORIGIN as SAMPLE_PROPOSAL_ORIGIN;
 

@@ -21,10 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use super::entities::{proposal, proposal_fact, vote};
 use super::publish::TallyDelta;
-use super::signals::{VoteFacts, VoteRow, leading_pair};
-use super::tally::Tally;
-use super::{sort_keys, tally};
+use super::sort_keys;
 use crate::contract::decimal;
+use crate::rules::signals::{VoteFacts, VoteRow, leading_pair};
+use crate::rules::tally::{self, Tally};
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;
@@ -106,6 +106,22 @@ impl Computed {
             None => None,
         };
         Ok(Self { tally, votes: row.votes as u64, largest, most_effective })
+    }
+}
+
+// `rules` knows no entities: a vote row becomes the rules' vote here, where votes are read.
+impl From<vote::Model> for VoteRow {
+    fn from(v: vote::Model) -> Self {
+        Self {
+            proposal_id: v.proposal_id,
+            voter: v.voter.lower(),
+            choice: v.choice,
+            voting_power: v.voting_power,
+            created_ms: v.created_ms,
+            ipfs: v.ipfs,
+            tx_hash: v.tx_hash,
+            block_number: v.block_number,
+        }
     }
 }
 

@@ -22,7 +22,6 @@ pub mod settings;
 pub mod signals;
 pub mod sort_keys;
 pub mod staging;
-pub mod tally;
 pub mod tokens;
 pub mod topics;
 pub mod upsert;

@@ -27,7 +27,7 @@ use sea_orm::{
 
 use super::address;
 use super::entities::data_revision;
-use super::tally::Tally;
+use crate::rules::tally::Tally;
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;

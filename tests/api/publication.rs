@@ -2,8 +2,8 @@
 //! publishes nothing (cursors and caches stay valid), and after any sequence of runs a full
 //! recomputation changes nothing: the incremental result is the full one.
 use govdata::ingest::run_once;
+use govdata::rules::signals::{ProposalRow, VoteRow, analyse_votes};
 use govdata::store::entities::{dao_summary, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat};
-use govdata::store::signals::{ProposalRow, VoteRow, analyse_votes};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
 
 use crate::helpers::Backend;
@@ -38,7 +38,7 @@ async fn derived(db: &DatabaseConnection) -> String {
 }
 
 /// The rules' reference analysis of a proposal, from all its votes in memory.
-async fn reference_facts(db: &DatabaseConnection, p: &proposal::Model) -> govdata::store::signals::VoteFacts {
+async fn reference_facts(db: &DatabaseConnection, p: &proposal::Model) -> govdata::rules::signals::VoteFacts {
     let votes: Vec<VoteRow> = vote::Entity::find()
         .filter(vote::Column::ProposalId.eq(p.id))
         .order_by_asc(vote::Column::CreatedMs)
@@ -57,7 +57,7 @@ async fn reference_facts(db: &DatabaseConnection, p: &proposal::Model) -> govdat
         title: p.title.clone(),
         author: p.author.clone(),
         voting_type: p.voting_type.clone(),
-        state: p.state.clone(),
+        state: govdata::contract::vocabulary::ProposalState::parse(&p.state).expect("a known state"),
         choices: p.choices.clone(),
         scores_total: p.scores_total.clone(),
         quorum: p.quorum.clone(),

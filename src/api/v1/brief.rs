@@ -21,11 +21,11 @@ use crate::contract::{
     signals::{Severity, SignalKind},
     time::rfc3339_ms,
 };
+use crate::rules::tally::{self, Tally};
 use crate::store::{
     self,
     brief::{BriefData, SignalRow, TalliedProposal},
     entities::{delegate, voter_dao_stat},
-    tally::{self, Tally},
 };
 
 /// Whether a proposal's upstream score total reached its quorum.

@@ -21,11 +21,11 @@ use crate::contract::{
     operations::EvidenceGetV1 as Op,
     time::rfc3339_ms,
 };
+use crate::rules::tally::{self, Tally};
 use crate::store::{
     self, address,
     entities::{governance_event, proposal, vote},
     evidence::SAMPLE_PROPOSAL_ORIGIN,
-    tally::{self, Tally},
 };
 
 /// Where per-choice scores come from.

@@ -15,7 +15,8 @@ use crate::contract::{
     limits::lookup::{ALTERNATIVES, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS},
     operations::ProposalsLookupV1 as Op,
 };
-use crate::store::{self, entities::proposal, search, tally};
+use crate::rules::tally;
+use crate::store::{self, entities::proposal, search};
 
 /// Which input the match was made on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]

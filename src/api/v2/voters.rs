@@ -18,7 +18,8 @@ use crate::contract::{
     params::{V2Limit, V2Timestamp, resolve_v2_window},
     time::rfc3339_ms,
 };
-use crate::store::{self, address, tally::share};
+use crate::rules::tally::share;
+use crate::store::{self, address};
 
 /// A voter's place in one DAO's ranking.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]

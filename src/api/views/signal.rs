@@ -16,7 +16,8 @@ use crate::contract::{
     signals::{Severity, SignalKind, rules_text},
     time::rfc3339_ms,
 };
-use crate::store::signals::{CitationRecord, Evidence, SignalRecord};
+use crate::rules::signals::{CitationRecord, Evidence};
+use crate::store::signals::SignalRecord;
 
 /// The `kind` filter: one of the rule names. Its schema lists every rule with its thresholds,
 /// built from `contract::signals`, so the document states each rule exactly once.
