@@ -1,10 +1,22 @@
 //! govdata: a read-only HTTP API serving DAO governance data to software agents.
 //!
-//! Layers go one way: `api` (HTTP, thin handlers) → `store` (domain queries) → database.
-//! `rules` holds the domain rules as pure functions; `store` runs them over the facts it loads.
-//! `contract` declares everything public once; `sample` and `ingest` are the only writers.
-//! `x402` is the payment protocol the access gate (`api::gate`) speaks. `server` builds the app
-//! and `connections` serves it (caps, timeouts, graceful drain).
+//! Where things live:
+//! - `contract`: every public fact, declared once and importing nothing of the crate: the
+//!   operation table (ids, tiers, errors), limits, error codes and problem bodies, envelopes,
+//!   parameter types, the vocabulary (sources, states, kinds, key prefixes), exact decimals,
+//!   the published documents.
+//! - `rules`: domain rules as pure functions over facts (signals, one file per rule; tallies).
+//! - `store`: the database: entities, migrations, domain queries; it runs the rules over the
+//!   facts it loads and publishes revisions atomically.
+//! - `sample` and `ingest`: the only writers (the bundled sample; Snapshot, Discourse and
+//!   on-chain connectors), writing through `store`.
+//! - `api`: HTTP, reading only: one controller per resource in `api/v1` and `api/v2`, shared
+//!   response types in `api::views`, the access gate, cache, limits.
+//! - `x402`: the payment protocol the gate speaks; `config`: plain settings from flags;
+//!   `connections` serves the app (caps, timeouts, drain); `server` wires everything, including
+//!   live refresh (`api::live::Refresh`, implemented over `ingest`).
+//!
+//! `layers` holds which module may import which, and a test keeps the code to it.
 
 // `Problem` (the RFC 9457 body) is the error of every handler; it is built only on the error
 // path and turned into a response at once, so boxing it would buy nothing.
@@ -14,6 +26,7 @@ pub mod config;
 pub mod connections;
 pub mod contract;
 pub mod ingest;
+pub mod layers;
 pub mod metrics;
 pub mod rules;
 pub mod sample;

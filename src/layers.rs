@@ -1,0 +1,211 @@
+//! Which module may use which: the one-way flow of data, as a table a test holds the code to.
+//!
+//! Served data flows `sample`/`ingest` (writers) → `store` (database) → `api` (HTTP readers).
+//! `contract` declares the public facts and depends on nothing of the crate; `rules` are pure
+//! domain rules over facts (signals, lookup ranking, evidence assembly) that `store` and `api`
+//! apply; `config` is plain data read from flags; `server` wires everything (live refresh
+//! reaches `ingest` only through the `api::live::Refresh` trait it implements there).
+//!
+//! Inside `api`, a controller (`api/v1/<resource>.rs`, `api/v2/<resource>.rs`) never imports
+//! another controller: what two of them share (response types, request plumbing) lives in
+//! `api::views` or in the surface's `mod.rs`.
+
+/// Each top-level module and the top-level modules it may import (`crate::<module>`).
+pub const ALLOWED: &[(&str, &[&str])] = &[
+    ("contract", &[]),
+    ("metrics", &[]),
+    ("config", &["contract"]),
+    ("rules", &["contract"]),
+    ("store", &["contract", "rules"]),
+    ("x402", &["contract", "config"]),
+    ("connections", &["contract", "metrics"]),
+    ("sample", &["contract", "rules", "store"]),
+    ("ingest", &["contract", "rules", "store", "sample", "metrics", "connections", "config"]),
+    ("api", &["contract", "rules", "store", "x402", "config", "metrics", "connections"]),
+    ("server", &["contract", "store", "x402", "config", "metrics", "connections", "api", "ingest", "sample"]),
+];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+
+    use super::ALLOWED;
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("readable source tree") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The code of a file without its comments (doc comments name modules freely).
+    fn code(text: &str) -> String {
+        text.lines().map(|l| l.split_once("//").map_or(l, |(code, _)| code)).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Every path a file names below `prefix` (`crate::`, `super::`), each as its segments up to
+    /// the first non-module segment: `use crate::{store::{self, keys}, contract::time}` gives
+    /// `store`, `store::keys`, `contract::time`.
+    fn paths_after(code: &str, prefix: &str) -> Vec<String> {
+        fn group(text: &str, base: &str, out: &mut Vec<String>) {
+            // `text` starts after the `{`; split its top-level items.
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in text.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        item.push(c);
+                    }
+                    '}' if depth == 0 => break,
+                    '}' => {
+                        depth -= 1;
+                        item.push(c);
+                    }
+                    ',' if depth == 0 => {
+                        one(item.trim(), base, out);
+                        item.clear();
+                    }
+                    _ => item.push(c),
+                }
+            }
+            one(item.trim(), base, out);
+        }
+        fn one(item: &str, base: &str, out: &mut Vec<String>) {
+            if item.is_empty() || item == "self" {
+                return;
+            }
+            let mut path = base.to_owned();
+            let mut rest = item;
+            loop {
+                if let Some(inner) = rest.strip_prefix('{') {
+                    group(inner, &path, out);
+                    return;
+                }
+                let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                let segment = &rest[..end];
+                if segment.is_empty() {
+                    break;
+                }
+                if !path.is_empty() {
+                    path.push_str("::");
+                }
+                path.push_str(segment);
+                match rest[end..].strip_prefix("::") {
+                    Some(next) => rest = next,
+                    None => break,
+                }
+            }
+            if !path.is_empty() {
+                out.push(path);
+            }
+        }
+        let mut out = Vec::new();
+        for (i, _) in code.match_indices(prefix) {
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            one(&code[i + prefix.len()..], "", &mut out);
+        }
+        out
+    }
+
+    fn sources() -> Vec<(String, String)> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        files
+            .into_iter()
+            .map(|f| {
+                let rel = f.strip_prefix(&src).expect("under src").to_string_lossy().replace('\\', "/");
+                (rel, code(&std::fs::read_to_string(&f).expect("readable source")))
+            })
+            .collect()
+    }
+
+    /// The top-level module a file belongs to (`None` for the crate root and the binaries).
+    fn top_module(rel: &str) -> Option<&str> {
+        let first = rel.split('/').next()?;
+        let name = first.strip_suffix(".rs").unwrap_or(first);
+        (!matches!(name, "lib" | "main" | "bin")).then_some(name)
+    }
+
+    #[test]
+    fn modules_import_only_what_their_layer_allows() {
+        let mut violations = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        for (rel, code) in sources() {
+            // The checker itself quotes paths in its tests.
+            let Some(module) = top_module(&rel).filter(|m| *m != "layers") else { continue };
+            let allowed = ALLOWED
+                .iter()
+                .find(|(m, _)| *m == module)
+                .unwrap_or_else(|| panic!("src/{rel}: the module `{module}` is missing from layers::ALLOWED"))
+                .1;
+            seen.insert(module.to_owned());
+            for path in paths_after(&code, "crate::") {
+                let target = path.split("::").next().unwrap_or_default();
+                if target != module && !allowed.contains(&target) {
+                    violations.insert(format!("src/{rel} imports crate::{path}"));
+                }
+            }
+        }
+        assert!(violations.is_empty(), "imports against the layers (see src/layers.rs):\n{violations:#?}");
+        // Every declared module exists, so the table cannot silently describe a tree that is gone.
+        for (module, _) in ALLOWED {
+            assert!(seen.contains(*module), "layers::ALLOWED names `{module}`, which has no source");
+        }
+    }
+
+    #[test]
+    fn controllers_never_import_each_other() {
+        let all = sources();
+        let controllers: Vec<(String, String)> = all
+            .iter()
+            .filter_map(|(rel, _)| {
+                let rest = rel.strip_prefix("api/")?;
+                let (surface, file) = rest.split_once('/')?;
+                let name = file.strip_suffix(".rs")?;
+                (matches!(surface, "v1" | "v2") && name != "mod").then(|| (surface.to_owned(), name.to_owned()))
+            })
+            .collect();
+        assert!(controllers.len() > 10, "the controllers were not found");
+        let mut violations = Vec::new();
+        for (rel, code) in &all {
+            let Some((surface, name)) = controllers.iter().find(|(s, n)| *rel == format!("api/{s}/{n}.rs")) else {
+                continue;
+            };
+            let named = paths_after(code, "crate::")
+                .into_iter()
+                .filter_map(|p| p.strip_prefix("api::").map(str::to_owned))
+                .chain(paths_after(code, "super::").into_iter().map(|p| format!("{surface}::{p}")));
+            for path in named {
+                let mut segments = path.split("::");
+                let (Some(s), Some(m)) = (segments.next(), segments.next()) else { continue };
+                let other = controllers.iter().any(|(cs, cn)| cs == s && cn == m);
+                if other && !(s == surface && m == name) {
+                    violations.push(format!("src/{rel} imports the controller api::{s}::{m}"));
+                }
+            }
+        }
+        assert!(
+            violations.is_empty(),
+            "controllers importing controllers (share through api::views):\n{violations:#?}"
+        );
+    }
+
+    #[test]
+    fn the_path_reader_reads_nested_groups() {
+        let code = "use crate::{store::{self, keys::{a, b}}, contract::time};\nlet x = crate::api::v1::fresh(s);";
+        assert_eq!(
+            paths_after(code, "crate::"),
+            ["store::keys::a", "store::keys::b", "contract::time", "api::v1::fresh"]
+        );
+    }
+}
