@@ -3,7 +3,8 @@ use serde_json::{Value, json};
 
 use crate::{
     daos::assert_no_floats,
-    events::{ACTIVE_ARB, SAMPLE_END_MS, expected_events, fixture_database, rfc},
+    fixtures::sample::{ACTIVE_ARB, SAMPLE_END_MS, expected_events, rfc},
+    fixtures::stores::topic_and_signal_database,
     helpers::{Backend, TestApp, sample_database, snapshot_settings, spawn_app, spawn_app_on},
     on_both_backends,
 };
@@ -134,7 +135,7 @@ on_both_backends!(v1_activity_list_snapshot, |app: TestApp| async move {
 });
 
 async fn fixture_shows_topic_and_signal(backend: Backend) {
-    let app = spawn_app_on(fixture_database(backend).await).await;
+    let app = spawn_app_on(topic_and_signal_database(backend).await).await;
     let (status, body) = app.get_json("/v1/activity?kind=forum_topic_created").await;
     assert_eq!(status, 200);
     assert_eq!(body["data"]["total"], 1);

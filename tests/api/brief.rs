@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::{
     daos::assert_no_floats,
-    events::{SAMPLE_END_MS, dao_of_symbol, date_ms, dec, rfc, sample_proposals, sample_votes},
+    fixtures::sample::{SAMPLE_END_MS, dao_of_symbol, date_ms, dec, rfc, sample_proposals, sample_votes},
     helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
     on_both_backends,
 };

@@ -8,8 +8,8 @@ use bigdecimal::BigDecimal;
 use serde_json::{Value, json};
 
 use crate::daos::assert_no_floats;
+use crate::fixtures::sample::RFC_ID;
 use crate::helpers::{TestApp, snapshot_settings};
-use crate::items::RFC_ID;
 use crate::{on_both_backends, on_both_synthetic};
 
 /// "Trial run a Technical Advisory Board (TAB)": basic voting, all 333 upstream votes in the sample.

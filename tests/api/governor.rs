@@ -7,9 +7,9 @@ use govdata::store::entities::source_watermark;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-use crate::chain::{install_toolkit, script, start_chain};
+use crate::fixtures::chain::{install_toolkit, script, start_chain};
+use crate::fixtures::testgov::quick;
 use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
-use crate::ingest::quick;
 
 const DAO: &str = "govtest";
 /// The same governor, read with a confirmation depth deeper than the chain.
@@ -163,7 +163,7 @@ async fn governor_proposals_votes_and_voting_power_are_ingested_exactly() {
 /// public nodes do, and answers one malformed body first.
 #[tokio::test]
 async fn log_ranges_are_halved_when_a_node_refuses_them_and_stop_short_of_the_confirmation_depth() {
-    use crate::upstreams::{Fake, Fault, Seen};
+    use crate::fixtures::upstreams::{Fake, Fault, Seen};
     use std::sync::Arc;
     let node = Fake::start(Arc::new(|req: &Seen| {
         let hex = |n: u64| format!("{n:#x}");

@@ -4,206 +4,18 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use govdata::ingest::{Registry, RetryPolicy, RunOptions, SourceKind, run_once};
+use govdata::ingest::{Registry, RunOptions, SourceKind, run_once};
 use govdata::store::entities::{forum_post, forum_topic, ingestion_run, proposal, staged_record, vote};
 use govdata::store::staging::{self, STALE_AFTER};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::Value;
 
+use crate::fixtures::testgov::{
+    BASE, BIG_VOTES, DAO, HUGE_VP, LINKED_TOPIC, PROPOSALS, SPACE, TOPIC_POSTS, UNREADABLE_CREATED, big, forum_data,
+    hub_data, options, proposal_id, registry_file, world,
+};
+use crate::fixtures::upstreams::{Fake, Fault, discourse, snapshot_hub};
 use crate::helpers::{Backend, TestApp, eventually, fresh_database, spawn_app_with};
-use crate::upstreams::{Fake, Fault, ForumData, ForumTopic, HubData, HubProposal, HubVote, discourse, snapshot_hub};
-
-pub const SPACE: &str = "testgov.eth";
-pub const DAO: &str = "testgov";
-/// 2023-11-14T22:13:20Z
-pub const BASE: i64 = 1_700_000_000;
-/// Proposals in the space: more than one page (1000), with a tie of five at the page boundary.
-pub const PROPOSALS: usize = 1003;
-/// Votes on the big proposal: 2200 cast in the same second (deeper than one page at one
-/// second), then 300 more.
-pub const BIG_VOTES: usize = 2500;
-const SAME_SECOND: usize = 2200;
-/// A vote power no f64 holds: 21 significant digits.
-pub const HUGE_VP: &str = "12345678901234567890.5";
-
-pub fn proposal_id(i: usize) -> String {
-    format!("0x{:064x}", i + 1)
-}
-
-/// The proposal with the votes.
-pub fn big() -> String {
-    proposal_id(0)
-}
-
-pub fn hub_data() -> HubData {
-    let tie = BASE + 998 * 60;
-    let proposals = (0..PROPOSALS)
-        .map(|i| {
-            let created = if i >= 998 { tie } else { BASE + i as i64 * 60 };
-            if i == 0 {
-                HubProposal {
-                    id: proposal_id(i),
-                    created,
-                    state: "active",
-                    scores: vec!["345043.3752998372", "2.11e-16", "0"],
-                    scores_total: "345043.3752998372",
-                    scores_state: "pending",
-                    title: "Fund the grants program".to_owned(),
-                    votes: BIG_VOTES as i64,
-                }
-            } else {
-                HubProposal {
-                    id: proposal_id(i),
-                    created,
-                    state: "closed",
-                    scores: vec!["10", "0", "0"],
-                    scores_total: "10",
-                    scores_state: "final",
-                    title: format!("Proposal number {i}"),
-                    votes: 0,
-                }
-            }
-        })
-        .collect();
-    let mut proposals: Vec<HubProposal> = proposals;
-    // One proposal the connector cannot read (its author is not an address): reported and
-    // skipped, and the space goes on.
-    proposals.push(HubProposal {
-        id: proposal_id(PROPOSALS),
-        created: UNREADABLE_CREATED,
-        state: "closed",
-        scores: vec!["1"],
-        scores_total: "1",
-        scores_state: "final",
-        title: "Unreadable author".to_owned(),
-        votes: 0,
-    });
-    let mut votes: Vec<HubVote> = (0..BIG_VOTES)
-        .map(|i| HubVote {
-            id: format!("0x{:064x}", 1_000_000 + i),
-            proposal: big(),
-            voter: format!("0x{:040x}", 0xabc000 + i),
-            created: if i < SAME_SECOND { BASE + 120 } else { BASE + 120 + (i - SAME_SECOND) as i64 + 1 },
-            choice: ["1", "2", "3"][i % 3].to_owned(),
-            vp: match i {
-                0 => HUGE_VP.to_owned(),
-                1 => "2.11e-16".to_owned(),
-                2 => "1e-7".to_owned(),
-                _ => format!("{}.{}", i, i % 7),
-            },
-        })
-        .collect();
-    // And one vote whose power is not a number.
-    votes.push(HubVote {
-        id: format!("0x{:064x}", 7_777_777),
-        proposal: big(),
-        voter: format!("0x{:040x}", 0xbad),
-        created: BASE + 100_000,
-        choice: "1".to_owned(),
-        vp: "\"ten\"".to_owned(),
-    });
-    HubData { space: SPACE.to_owned(), proposals, votes }
-}
-
-/// When the unreadable proposal was created: after every other one.
-const UNREADABLE_CREATED: i64 = BASE + 1000 * 60;
-
-pub const LINKED_TOPIC: i64 = 7;
-pub const TOPIC_POSTS: usize = 45;
-
-fn forum_time(minutes: i64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp(BASE + minutes * 60).unwrap();
-    t.format(&time::format_description::well_known::Rfc3339).unwrap().replace('Z', ".000Z")
-}
-
-pub fn forum_data() -> ForumData {
-    let topics = (1..=35)
-        .map(|id| {
-            let posts_count = if id == LINKED_TOPIC { TOPIC_POSTS } else { 2 };
-            let posts = (1..=posts_count as i64)
-                .map(|n| {
-                    let cooked = if id == LINKED_TOPIC && n == 3 {
-                        format!(
-                            "<p>Vote here: <a href=\"https://snapshot.box/#/s:{SPACE}/proposal/{}\">snapshot</a></p>",
-                            big()
-                        )
-                    } else {
-                        format!("<p>Post {n} of topic {id}: thoughts &amp; details.</p>")
-                    };
-                    (id * 1000 + n, n, format!("user{}", n % 4), cooked, forum_time(id * 10 + n))
-                })
-                .collect();
-            ForumTopic {
-                id,
-                title: format!("Discussion thread {id}"),
-                slug: format!("discussion-thread-{id}"),
-                bumped_at: forum_time(id * 10 + posts_count as i64),
-                created_at: forum_time(id * 10),
-                category_id: 5,
-                posts,
-            }
-        })
-        .collect();
-    ForumData { topics, per_page: 30 }
-}
-
-/// The test DAO, with the hub and the forum stand-ins as its sources.
-fn registry_text(hub: &Fake, forum: &Fake) -> String {
-    format!(
-        "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\nsymbol = \"TGOV\"\n\
-         [dao.snapshot]\nspace = \"{SPACE}\"\nhub = \"{}/graphql\"\n\
-         [dao.discourse]\nurl = \"{}\"\n",
-        hub.url, forum.url
-    )
-}
-
-pub fn registry(hub: &Fake, forum: &Fake) -> Registry {
-    Registry::parse(&registry_text(hub, forum), "test registry").expect("valid registry")
-}
-
-/// The same registry as a file, for the `govdata` command and `--registry`.
-pub(crate) fn registry_file(dir: &tempfile::TempDir, hub: &Fake, forum: &Fake) -> std::path::PathBuf {
-    let file = dir.path().join("registry.toml");
-    std::fs::write(&file, registry_text(hub, forum)).unwrap();
-    file
-}
-
-/// Quick retries: the faults are local, the waits need not be long.
-pub fn quick() -> RetryPolicy {
-    RetryPolicy {
-        attempts: 3,
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(50),
-        max_retry_after: Duration::from_secs(5),
-        timeout: Duration::from_millis(1500),
-        concurrency: 4,
-    }
-}
-
-pub fn options() -> RunOptions {
-    RunOptions { policy: quick(), ..RunOptions::default() }
-}
-
-pub struct World {
-    pub app: TestApp,
-    pub db: DatabaseConnection,
-    pub hub: Fake,
-    pub hub_data: Arc<Mutex<HubData>>,
-    pub forum: Fake,
-    pub registry: Registry,
-}
-
-/// An empty store with a server in front, and the two upstream stand-ins.
-pub async fn world(backend: Backend) -> World {
-    let url = fresh_database(backend).await;
-    let app = spawn_app_with(url.clone(), |_| {}).await;
-    let db = govdata::store::connect(&url).await.expect("connect");
-    let hub_data = Arc::new(Mutex::new(hub_data()));
-    let hub = snapshot_hub(hub_data.clone()).await;
-    let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
-    let registry = registry(&hub, &forum);
-    World { app, db, hub, hub_data, forum, registry }
-}
 
 fn key(source: &str, external_id: &str) -> String {
     govdata::store::keys::proposal_key(DAO, source, external_id)
@@ -713,7 +525,7 @@ async fn a_stale_dao_is_refreshed_live_then_served_as_cached_live() {
 #[tokio::test]
 async fn a_registered_dao_with_nothing_ingested_is_served_registry_only() {
     let w = world(Backend::Sqlite).await;
-    let down = Fake::start(Arc::new(|_: &crate::upstreams::Seen| (500, "{}".to_owned()))).await;
+    let down = Fake::start(Arc::new(|_: &crate::fixtures::upstreams::Seen| (500, "{}".to_owned()))).await;
     let text = format!(
         "[[dao]]\nid = \"{DAO}\"\nname = \"Test Governance\"\n[dao.snapshot]\nspace = \"{SPACE}\"\nhub = \"{}/graphql\"\n\
          [[dao]]\nid = \"quietdao\"\nname = \"Quiet DAO\"\n[dao.snapshot]\nspace = \"quiet.eth\"\nhub = \"{}/graphql\"\n",

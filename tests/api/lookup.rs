@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use crate::daos::assert_no_floats;
+use crate::fixtures::sample::{RFC_ID, RFC_TITLE};
 use crate::helpers::{TestApp, snapshot_settings};
-use crate::items::{RFC_ID, RFC_TITLE};
 use crate::{on_both_backends, on_both_synthetic};
 
 fn encode(s: &str) -> String {

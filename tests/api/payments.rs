@@ -6,7 +6,7 @@
 //! Payment rows are written into the shared sample database: no read endpoint exposes them, and
 //! every test looks its rows up by its own random nonce.
 use std::{
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -16,12 +16,9 @@ use govdata::{
     x402::eip3009::{ParsedAuthorization, TokenDomain},
     x402::wire::Authorization,
 };
-use poem::{
-    EndpointExt, Request, Response, Server,
-    listener::{Acceptor, Listener, TcpListener},
-};
 use serde_json::{Value, json};
 
+use crate::fixtures::facilitator::{Facilitator, Verdict};
 use crate::helpers::{Backend, TestApp, sample_database, spawn_app_with};
 
 /// anvil's account #1: the payer.
@@ -35,84 +32,6 @@ const OTHER_TOKEN: &str = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
 const STANDARD: &str = "/v2/daos/uniswap";
 const PLUS: &str = "/v2/daos/uniswap/voters?limit=3";
-
-// ---------------------------------------------------------------------------------------------
-// The stand-in facilitator
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// Verifies and settles.
-    Approve,
-    /// `/verify` says `isValid: false`.
-    RefuseVerify,
-    /// `/settle` says `success: false`.
-    RefuseSettle,
-    /// Answers HTML.
-    Garble,
-}
-
-struct Facilitator {
-    url: String,
-    verdict: Arc<Mutex<Verdict>>,
-    /// `(action, request body)` in arrival order.
-    calls: Arc<Mutex<Vec<(String, Value)>>>,
-}
-
-impl Facilitator {
-    async fn start(verdict: Verdict, delay: Duration) -> Self {
-        let verdict = Arc::new(Mutex::new(verdict));
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let (v, c) = (verdict.clone(), calls.clone());
-        let endpoint = poem::endpoint::make(move |req: Request| {
-            let (verdict, calls) = (*v.lock().unwrap(), c.clone());
-            async move {
-                let action = req.uri().path().trim_start_matches('/').to_owned();
-                let body: Value = req.into_body().into_json().await.unwrap_or(Value::Null);
-                calls.lock().unwrap().push((action.clone(), body.clone()));
-                tokio::time::sleep(delay).await;
-                let payer = body["paymentPayload"]["payload"]["authorization"]["from"].clone();
-                let network = body["paymentRequirements"]["network"].clone();
-                let answer = match (verdict, action.as_str()) {
-                    (Verdict::Garble, _) => return Response::builder().body("<html>502 Bad Gateway</html>"),
-                    (Verdict::RefuseVerify, "verify") => {
-                        json!({"isValid": false, "invalidReason": "insufficient_funds", "payer": payer})
-                    }
-                    (_, "verify") => json!({"isValid": true, "payer": payer}),
-                    (Verdict::RefuseSettle, "settle") => json!({
-                        "success": false, "errorReason": "invalid_transaction_state",
-                        "transaction": "", "network": network, "payer": payer
-                    }),
-                    (_, "settle") => json!({
-                        "success": true, "transaction": format!("0x{}", "ab".repeat(32)),
-                        "network": network, "payer": payer
-                    }),
-                    _ => return Response::builder().status(poem::http::StatusCode::NOT_FOUND).finish(),
-                };
-                Response::builder().content_type("application/json").body(answer.to_string())
-            }
-        });
-        let acceptor = TcpListener::bind("127.0.0.1:0").into_acceptor().await.expect("bind");
-        let addr = acceptor.local_addr()[0].as_socket_addr().copied().expect("socket address");
-        tokio::spawn(Server::new_with_acceptor(acceptor).run(endpoint.map_to_response()));
-        Self { url: format!("http://{addr}/"), verdict, calls }
-    }
-
-    fn set(&self, verdict: Verdict) {
-        *self.verdict.lock().unwrap() = verdict;
-    }
-
-    fn actions(&self) -> Vec<String> {
-        self.calls.lock().unwrap().iter().map(|(action, _)| action.clone()).collect()
-    }
-
-    fn last_body(&self) -> Value {
-        self.calls.lock().unwrap().last().map(|(_, body)| body.clone()).expect("a call")
-    }
-
-    fn forget(&self) {
-        self.calls.lock().unwrap().clear();
-    }
-}
 
 /// A govdata server taking payments through `facilitator_url` on Base Sepolia's USDC.
 async fn paying_app(backend: Backend, facilitator_url: &str) -> TestApp {

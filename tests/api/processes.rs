@@ -8,8 +8,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::fixtures::testgov::{DAO, big, registry_file, world};
 use crate::helpers::{Backend, INTERNAL_TOKEN};
-use crate::ingest::{DAO, big, registry_file, world};
 
 /// A `govdata serve` process and the address it listens on.
 struct Server {

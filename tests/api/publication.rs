@@ -6,9 +6,9 @@ use govdata::store::entities::{dao_summary, governance_event, proposal, proposal
 use govdata::store::signals::{ProposalRow, VoteRow, analyse_votes};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
 
+use crate::fixtures::testgov::{BASE, DAO, big, options, world};
+use crate::fixtures::upstreams::HubVote;
 use crate::helpers::Backend;
-use crate::ingest::{BASE, DAO, big, options, world};
-use crate::upstreams::HubVote;
 
 /// Everything publication derives, in a comparable form (voter stats are rewritten with new ids,
 /// so they are compared by content).
