@@ -138,7 +138,7 @@ fn document_snapshots() {
     });
 }
 
-on_both_backends!(served_documents_equal_the_committed_ones, |app: crate::helpers::TestApp| async move {
+on_both_backends!(served_documents_equal_the_committed_ones, |app: TestApp| async move {
     for (path, file, content_type) in [
         ("/v1/openapi.json", "v1.json", "application/json"),
         ("/v1/openapi.yaml", "v1.yaml", "application/yaml"),

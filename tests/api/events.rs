@@ -5,7 +5,7 @@ use crate::{
     daos::assert_no_floats,
     fixtures::sample::{ACTIVE_ARB, Expected, SAMPLE_END_MS, date_ms, dec, expected_events, rfc, sample_votes},
     fixtures::stores::topic_and_signal_database,
-    helpers::{Backend, TestApp, snapshot_settings, spawn_app_on},
+    helpers::{TestApp, snapshot_settings, spawn_app_on},
     on_both_backends,
 };
 
@@ -154,7 +154,7 @@ on_both_backends!(v1_events_list_snapshot, |app: TestApp| async move {
     snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_events_list_arbitrum", body));
 });
 
-async fn forum_topic_becomes_an_event(backend: Backend) {
+on_both_backends!(forum_topic_becomes_an_event, |backend: Backend| async move {
     let url = topic_and_signal_database(backend).await;
     let app = spawn_app_on(url.clone()).await;
     let (from, to) = (SAMPLE_END_MS - 90 * DAY_MS, SAMPLE_END_MS);
@@ -215,14 +215,4 @@ async fn forum_topic_becomes_an_event(backend: Backend) {
             v["actor"].as_str().unwrap()
         )
     );
-}
-
-#[tokio::test]
-async fn forum_topic_becomes_an_event_sqlite() {
-    forum_topic_becomes_an_event(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn forum_topic_becomes_an_event_postgres() {
-    forum_topic_becomes_an_event(Backend::Postgres).await;
-}
+});

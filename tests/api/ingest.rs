@@ -16,12 +16,13 @@ use crate::fixtures::testgov::{
 };
 use crate::fixtures::upstreams::{Fake, Fault, discourse, snapshot_hub};
 use crate::helpers::{Backend, TestApp, eventually, fresh_database, spawn_app_with};
+use crate::on_both_backends;
 
 fn key(source: &str, external_id: &str) -> String {
     govdata::store::keys::proposal_key(DAO, source, external_id)
 }
 
-async fn ingest_publish_and_serve(backend: Backend) {
+on_both_backends!(snapshot_and_discourse_are_ingested_and_served, |backend: Backend| async move {
     let w = world(backend).await;
     let report = run_once(&w.db, &w.registry, &options()).await.expect("the run completes");
     for o in &report.outcomes {
@@ -143,17 +144,7 @@ async fn ingest_publish_and_serve(backend: Backend) {
         proposal::Entity::find().filter(proposal::Column::DaoId.eq(DAO)).count(&w.db).await.unwrap(),
         PROPOSALS as u64
     );
-}
-
-#[tokio::test]
-async fn snapshot_and_discourse_are_ingested_and_served_on_sqlite() {
-    ingest_publish_and_serve(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn snapshot_and_discourse_are_ingested_and_served_on_postgres() {
-    ingest_publish_and_serve(Backend::Postgres).await;
-}
+});
 
 fn snapshot_only() -> RunOptions {
     RunOptions { source: Some(SourceKind::Snapshot), ..options() }
@@ -302,7 +293,7 @@ async fn held_at_publication(mut command: tokio::process::Command, hold_ms: u64)
     child
 }
 
-async fn killed_mid_publication(backend: Backend) {
+on_both_backends!(a_killed_publication_leaves_the_served_revision_intact, |backend: Backend| async move {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.unwrap();
     let before = served(&w.app).await;
@@ -378,21 +369,11 @@ async fn killed_mid_publication(backend: Backend) {
     assert_eq!(fresh["data"]["lastRun"]["status"], "succeeded");
     let revision = |v: &Value| v["id"].as_str().unwrap().parse::<i64>().unwrap();
     assert!(revision(&fresh["data"]["revision"]) > revision(before.last().unwrap()), "{fresh}");
-}
+});
 
-#[tokio::test]
-async fn a_killed_publication_leaves_the_served_revision_intact_on_sqlite() {
-    killed_mid_publication(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_killed_publication_leaves_the_served_revision_intact_on_postgres() {
-    killed_mid_publication(Backend::Postgres).await;
-}
-
-/// A running run's process beats; the beats stop when the run is no longer running, and a run
-/// that another process reclaimed cannot publish.
-async fn heartbeats(backend: Backend) {
+// A running run's process beats; the beats stop when the run is no longer running, and a run
+// that another process reclaimed cannot publish.
+on_both_backends!(a_run_beats_while_it_runs, |backend: Backend| async move {
     use sea_orm::{ActiveModelTrait, ActiveValue::Set};
     let db = govdata::store::connect(&fresh_database(backend).await).await.unwrap();
     let run = ingestion_run::ActiveModel {
@@ -420,17 +401,7 @@ async fn heartbeats(backend: Backend) {
     assert!(!staging::beat(&db, run.id, 2).await.unwrap(), "an abandoned run beats no more");
     let refused = govdata::store::apply::publish_run(&db, run.id, &[], None).await.unwrap_err();
     assert!(refused.to_string().contains("is abandoned and can no longer publish"), "{refused}");
-}
-
-#[tokio::test]
-async fn a_run_beats_while_it_runs_on_sqlite() {
-    heartbeats(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_run_beats_while_it_runs_on_postgres() {
-    heartbeats(Backend::Postgres).await;
-}
+});
 
 // ---------------------------------------------------------------------------------------------
 // How answers are served: memory cache, live refresh, registry only
@@ -647,10 +618,10 @@ async fn a_slow_live_refresh_serves_the_stored_data_and_finishes_in_the_backgrou
     assert!(runs.iter().all(|r| r.status == "succeeded"), "{runs:?}");
 }
 
-/// Two `govdata ingest` processes on one store: the second reaches its publication while the
-/// first holds its own open, waits its turn, and both complete. (Without the turn, PostgreSQL
-/// let the second rebuild the aggregates over rows it could not see: a unique violation.)
-async fn two_processes_publish_in_turn(backend: Backend) {
+// Two `govdata ingest` processes on one store: the second reaches its publication while the
+// first holds its own open, waits its turn, and both complete. (Without the turn, PostgreSQL
+// let the second rebuild the aggregates over rows it could not see: a unique violation.)
+on_both_backends!(two_processes_publish_in_turn, |backend: Backend| async move {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.unwrap();
     {
@@ -689,14 +660,4 @@ async fn two_processes_publish_in_turn(backend: Backend) {
         .unwrap()
         .unwrap();
     assert_eq!(renamed.title, "Renamed for the second process");
-}
-
-#[tokio::test]
-async fn two_processes_publish_in_turn_on_sqlite() {
-    two_processes_publish_in_turn(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn two_processes_publish_in_turn_on_postgres() {
-    two_processes_publish_in_turn(Backend::Postgres).await;
-}
+});

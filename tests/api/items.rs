@@ -5,8 +5,9 @@ use serde_json::{Value, json};
 
 use crate::daos::assert_no_floats;
 use crate::fixtures::sample::{RFC_ID, RFC_TITLE};
-use crate::helpers::{TestApp, snapshot_settings};
-use crate::{on_both_backends, on_both_synthetic};
+use crate::fixtures::stores::synthetic_database;
+use crate::helpers::{snapshot_settings, spawn_app_on};
+use crate::on_both_backends;
 
 fn assert_problem(body: &Value, code: &str, status: u16) {
     assert_eq!(body["code"], code, "{body}");
@@ -69,7 +70,8 @@ on_both_backends!(items_unknown_and_invalid, |app: TestApp| async move {
     assert_eq!(body["errors"][0]["received"], "vote");
 });
 
-on_both_synthetic!(items_forum_topic_synthetic, |app: TestApp| async move {
+on_both_backends!(items_forum_topic_synthetic, |backend: Backend| async move {
+    let app = spawn_app_on(synthetic_database(backend)).await;
     let (status, body) = app.get_json("/v1/items/forum_topic/4242?daoId=uniswap").await;
     assert_eq!(status, 200, "{body}");
     assert_no_floats(&body, "$");
@@ -112,7 +114,8 @@ on_both_synthetic!(items_forum_topic_synthetic, |app: TestApp| async move {
     assert!(body["data"]["forumTopic"].get("excerpt").is_none());
 });
 
-on_both_synthetic!(items_ambiguous_identifiers, |app: TestApp| async move {
+on_both_backends!(items_ambiguous_identifiers, |backend: Backend| async move {
+    let app = spawn_app_on(synthetic_database(backend)).await;
     let (status, body) = app.get_json("/v1/items/forum_topic/4242").await;
     assert_eq!(status, 409, "{body}");
     assert_problem(&body, "AMBIGUOUS_IDENTIFIER", 409);

@@ -1,6 +1,6 @@
 use crate::{helpers::snapshot_settings, on_both_backends};
 
-on_both_backends!(pricing_lists_every_paid_endpoint_from_the_declarations, |app: crate::helpers::TestApp| async move {
+on_both_backends!(pricing_lists_every_paid_endpoint_from_the_declarations, |app: TestApp| async move {
     let (status, body) = app.get_json("/v1/meta/pricing").await;
     assert_eq!(status, 200);
     crate::daos::assert_no_floats(&body, "$");

@@ -289,7 +289,7 @@ async fn fixture_app(backend: Backend) -> (TestApp, DatabaseConnection) {
     (spawn_app_on(url).await, db)
 }
 
-async fn fixtures(backend: Backend) {
+on_both_backends!(v1_signals_fixtures, |backend: Backend| async move {
     let (app, _db) = fixture_app(backend).await;
     let (status, body) = app.get_json("/v1/governance-signals?kind=forum_discussion_spike").await;
     assert_eq!(status, 200, "{body:#}");
@@ -338,14 +338,4 @@ async fn fixtures(backend: Backend) {
     assert_eq!(decisive["evidence"]["decidingVote"]["effect"], "510");
     let (_, body) = app.get_json("/v1/governance-signals?severity=critical").await;
     assert_eq!(body["data"]["total"], 1);
-}
-
-#[tokio::test]
-async fn v1_signals_fixtures_sqlite() {
-    fixtures(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn v1_signals_fixtures_postgres() {
-    fixtures(Backend::Postgres).await;
-}
+});
