@@ -7,7 +7,7 @@ use govdata::store::entities::source_watermark;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-use crate::fixtures::chain::{install_toolkit, script, start_chain};
+use crate::fixtures::chain::{require_toolkit, script, start_chain};
 use crate::fixtures::testgov::quick;
 use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
 use crate::on_both_backends;
@@ -137,7 +137,9 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
 
 // One chain per backend: the test moves its chain on.
 on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly, |backend: Backend| async move {
-    install_toolkit().await;
+    if !require_toolkit().await {
+        return;
+    }
     let (_anvil, rpc_url) = start_chain().await;
     let scenario = script("governance.mjs", &["--rpc", &rpc_url]).await;
     governor_on(backend, &rpc_url, &scenario).await;
