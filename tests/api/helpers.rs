@@ -347,15 +347,25 @@ pub fn snapshot_settings() -> insta::Settings {
 }
 
 /// Polls `check` until it holds, failing with `what` after 10 s: for effects that land in the
-/// background (a token use written, another process's publication seen).
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
+/// background (a token use written, another process's publication seen). A test whose point is a
+/// time bound says it with `tokio::time::timeout(bound, ...)` instead.
+pub async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    eventually_within(std::time::Duration::from_secs(10), what, check).await;
+}
+
+/// `eventually`, with a deadline of `within` (for work that takes longer, such as a run).
+pub async fn eventually_within<F, Fut>(within: std::time::Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
     while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "not within 10 s: {what}");
+        assert!(tokio::time::Instant::now() < deadline, "not within {within:?}: {what}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

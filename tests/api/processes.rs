@@ -102,18 +102,23 @@ on_both_backends!(two_servers_and_an_ingester, |backend: Backend| async move {
     run(ingest()).await;
     let published = Instant::now();
     let bound = WATCH_INTERVAL + Duration::from_secs(1);
+    let deadline = tokio::time::Instant::from_std(published) + bound;
     for (i, s) in servers.iter().enumerate() {
-        loop {
-            let (_, body) = s.get(&path).await;
-            if body["data"]["title"] == "Fund the grants program, amended" {
-                assert_eq!(body["meta"]["freshness"]["cacheStatus"], "fresh", "the old answer was dropped");
-                eprintln!("server {i} served the publication {:?} after the ingester exited", published.elapsed());
-                break;
+        let serves_the_publication = async {
+            loop {
+                let (_, body) = s.get(&path).await;
+                if body["data"]["title"] == "Fund the grants program, amended" {
+                    assert_eq!(body["meta"]["freshness"]["cacheStatus"], "fresh", "the old answer was dropped");
+                    return;
+                }
+                assert_eq!(body["meta"]["freshness"]["cacheStatus"], "memory_cache", "until then, the cached answer");
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            assert_eq!(body["meta"]["freshness"]["cacheStatus"], "memory_cache", "until then, the cached answer");
-            assert!(published.elapsed() < bound, "server {i} still serves the old revision after {bound:?}");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        };
+        tokio::time::timeout_at(deadline, serves_the_publication).await.unwrap_or_else(|_| {
+            panic!("server {i} still serves the old revision {bound:?} after the ingester exited (the watch's bound)")
+        });
+        eprintln!("server {i} served the publication {:?} after the ingester exited", published.elapsed());
     }
 
     // A partner token, seen by both servers (they hold it in memory), revoked by the command:
@@ -221,9 +226,10 @@ on_both_backends!(sigterm_drains_in_flight_requests_and_exits_0, |backend: Backe
     tokio::time::sleep(Duration::from_millis(800)).await;
     let pid = child.id().expect("running").to_string();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let signalled = Instant::now();
-    tokio::time::timeout(Duration::from_secs(5), balancer).await.expect("readiness fails at once").unwrap();
-    assert!(signalled.elapsed() < Duration::from_secs(1), "not ready within {:?}", signalled.elapsed());
+    tokio::time::timeout(Duration::from_secs(1), balancer)
+        .await
+        .expect("readiness fails at once: /readyz is 503 within 1 s of SIGTERM")
+        .unwrap();
     let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("exits").unwrap();
     assert!(status.success(), "exit status {status:?}");
     let mut answered = Vec::new();
