@@ -54,7 +54,7 @@ on_both_backends!(v1_lists_the_sample_daos_with_real_counts, |app: TestApp| asyn
 
 on_both_backends!(v1_daos_snapshot, |app: TestApp| async move {
     let (_, body) = app.get_json("/v1/daos?limit=3&offset=1").await;
-    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_daos_limit3_offset1", body));
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_daos_list_limit3_offset1", body));
 });
 
 on_both_backends!(v1_clamps_limit_and_offset, |app: TestApp| async move {

@@ -133,8 +133,8 @@ fn has_example(doc: &Value, schema: &Value, depth: u8) -> bool {
 fn document_snapshots() {
     let documents = Documents::build(Prices::default());
     snapshot_settings().bind(|| {
-        insta::assert_json_snapshot!("openapi_v1", documents.v1.json);
-        insta::assert_json_snapshot!("openapi_v2", documents.v2.json);
+        insta::assert_json_snapshot!("documents_v1_json", documents.v1.json);
+        insta::assert_json_snapshot!("documents_v2_json", documents.v2.json);
     });
 }
 

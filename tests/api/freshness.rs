@@ -21,7 +21,7 @@ on_both_backends!(system_freshness_reports_the_dataset, |app: TestApp| async mov
         assert!(lag.chars().all(|c| c.is_ascii_digit() || c == '.'), "{lag}");
     }
     snapshot_settings().bind(|| {
-        insta::assert_json_snapshot!("v1_system_freshness", body, {
+        insta::assert_json_snapshot!("v1_freshness_get_sample", body, {
             ".data.revision.publishedAt" => "[publishedAt]",
             ".data.lastRun.startedAt" => "[startedAt]",
             ".data.lastRun.finishedAt" => "[finishedAt]",

@@ -335,7 +335,10 @@ fn report_skipped() {
     }
 }
 
-/// insta settings: snapshots in the top-level `snapshots/`, volatile values redacted.
+/// insta settings: snapshots in the top-level `snapshots/`, volatile values redacted. A response
+/// snapshot is named `<surface>_<operationId>_<case>` (`v1_items_get_proposal_rfc`), a published
+/// document `documents_<surface>_<format>` (`documents_v2_json`); `v2_snapshots` checks the names
+/// and that every v2 operation has one.
 pub fn snapshot_settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_snapshot_path("../../snapshots");

@@ -30,4 +30,5 @@ mod rate_limits;
 mod signals;
 mod v2_daos;
 mod v2_lists;
+mod v2_snapshots;
 mod v2_topics;

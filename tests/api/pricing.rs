@@ -42,5 +42,5 @@ on_both_backends!(pricing_lists_every_paid_endpoint_from_the_declarations, |app:
         data["partnerToken"]["scopes"][1],
         serde_json::json!({"scope": "v1:paid:plus", "version": "v1", "tiers": ["standard", "plus"]})
     );
-    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_pricing", body));
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_pricing_get_default_prices", body));
 });
