@@ -200,8 +200,9 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
 }
 
 /// Runs a test on both backends, as two tests `<name>::sqlite` and `<name>::postgres` (so
-/// `cargo test --test api postgres` runs every PostgreSQL test). The body is an async block, and
-/// the type written after its parameter says what it gets:
+/// `cargo test --test api postgres` runs the PostgreSQL half of each). The body is an async block,
+/// and the type written after its parameter (`TestApp` or `Backend`, as written, with no import
+/// needed) says what it gets:
 ///
 /// ```ignore
 /// // A server over the backend's shared database, loaded with the sample (read-only tests).
