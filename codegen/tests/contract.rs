@@ -19,6 +19,8 @@ fn doc(value: &Value) -> openapiv3::OpenAPI {
     parse(&value.to_string(), "test").expect("an OpenAPI document").0
 }
 
+/// `codegen check` as a test: the one place that asserts the committed `openapi/` (documents and
+/// operation table) equals what the code generates.
 #[test]
 fn the_committed_files_are_current_lint_clean_and_v1_keeps_its_promises() {
     let problems = codegen::check(&openapi_dir()).expect("check runs");

@@ -74,3 +74,31 @@ pub fn parse_url(url: &str) -> Option<ProposalUrl> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_snapshot_urls_written_are_read_back() {
+        let id = "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde";
+        let url = snapshot_proposal_url("uniswapgovernance.eth", id);
+        assert_eq!(
+            parse_url(&url),
+            Some(ProposalUrl::Snapshot { space: "uniswapgovernance.eth".into(), id: id.into() })
+        );
+        assert_eq!(parse_url(&snapshot_space_url("uniswapgovernance.eth")), None, "a space is not a proposal");
+        assert_eq!(
+            split_host(&snapshot_space_url("lido-snapshot.eth")),
+            ("snapshot.box".into(), "/#/s:lido-snapshot.eth")
+        );
+    }
+
+    #[test]
+    fn split_host_lowercases_and_drops_the_scheme_www_and_port() {
+        assert_eq!(split_host("HTTPS://WWW.Forum.Example:8443/t/1?x#y"), ("forum.example".into(), "/t/1?x#y"));
+        assert_eq!(split_host("  forum.example#frag "), ("forum.example".into(), "#frag"));
+        assert_eq!(split_host("http://host"), ("host".into(), ""));
+        assert_eq!(split_host(""), (String::new(), ""));
+    }
+}

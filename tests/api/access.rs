@@ -12,7 +12,7 @@ use govdata::{
 };
 use serde_json::Value;
 
-use crate::helpers::{Backend, TestApp, eventually, sample_database, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, eventually, sample_database, spawn_app, spawn_app_with};
 use crate::on_both_backends;
 
 const TAB_ID: &str = "0x5915e661808f896203ff5759e737e04861bf8fa09525972d481cbccf7776f485";
@@ -164,9 +164,8 @@ on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp|
     assert_eq!(status, 200);
 });
 
-#[tokio::test]
-async fn the_internal_token_opens_everything_and_a_wrong_one_is_ignored() {
-    let app = spawn_app(Backend::Sqlite).await;
+on_both_backends!(the_internal_token_opens_everything_and_a_wrong_one_is_ignored, |backend: Backend| async move {
+    let app = spawn_app(backend).await;
     for path in ["/v1/daos/uniswap/brief", "/v2/daos/uniswap/voters", &format!("/v1/items/proposal/{TAB_ID}")] {
         let (status, body) = get_with(&app, path, ("x-internal-token", crate::helpers::INTERNAL_TOKEN)).await;
         assert_eq!(status, 200, "{path}: {body}");
@@ -175,19 +174,18 @@ async fn the_internal_token_opens_everything_and_a_wrong_one_is_ignored() {
         assert!(!body.to_string().contains("internal"), "the internal token is never mentioned");
     }
     // A server configured without one opens nothing to the header.
-    let closed = spawn_app_with(sample_database(Backend::Sqlite), |a| a.payments.internal_token = None).await;
+    let closed = spawn_app_with(sample_database(backend), |a| a.payments.internal_token = None).await;
     let (status, _) = get_with(&closed, "/v1/activity", ("x-internal-token", "")).await;
     assert_eq!(status, 402);
-}
+});
 
 fn decode(header: &str) -> Value {
     let bytes = base64::engine::general_purpose::STANDARD.decode(header).expect("standard base64 with padding");
     serde_json::from_slice(&bytes).expect("JSON")
 }
 
-#[tokio::test]
-async fn a_402_carries_both_x402_challenges() {
-    let app = spawn_app_with(sample_database(Backend::Sqlite), |a| {
+on_both_backends!(a_402_carries_both_x402_challenges, |backend: Backend| async move {
+    let app = spawn_app_with(sample_database(backend), |a| {
         a.public_url = Some("https://api.govdata.test/".to_owned());
         a.payments.pay_to = Some(PAY_TO.to_owned());
     })
@@ -239,7 +237,7 @@ async fn a_402_carries_both_x402_challenges() {
     );
 
     // Without a receiving address there is nothing to pay: the challenge says so and lists none.
-    let unpaid = spawn_app(Backend::Sqlite).await;
+    let unpaid = spawn_app(backend).await;
     let response = unpaid.anonymous.get(unpaid.url("/v1/activity")).send().await.unwrap();
     assert_eq!(response.status(), 402);
     let v2 = decode(response.headers()["payment-required"].to_str().unwrap());
@@ -247,11 +245,10 @@ async fn a_402_carries_both_x402_challenges() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["accepts"], serde_json::json!([]));
     assert_eq!(body["status"], 402);
-}
+});
 
-#[tokio::test]
-async fn browsers_can_read_the_payment_headers() {
-    let app = spawn_app(Backend::Sqlite).await;
+on_both_backends!(browsers_can_read_the_payment_headers, |backend: Backend| async move {
+    let app = spawn_app(backend).await;
     let response =
         app.anonymous.get(app.url("/v1/activity")).header("origin", "https://agent.example").send().await.unwrap();
     assert_eq!(response.status(), 402);
@@ -279,4 +276,4 @@ async fn browsers_can_read_the_payment_headers() {
     assert!(preflight.status().is_success(), "{}", preflight.status());
     let allowed = preflight.headers()["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase();
     assert!(allowed.contains("payment-signature") && allowed.contains("x-service-api-token"), "{allowed}");
-}
+});

@@ -3,8 +3,9 @@ use serde_json::{Value, json};
 
 use crate::{
     daos::assert_no_floats,
-    events::{ACTIVE_ARB, SAMPLE_END_MS, expected_events, fixture_database, rfc},
-    helpers::{Backend, TestApp, sample_database, snapshot_settings, spawn_app, spawn_app_on},
+    fixtures::sample::{ACTIVE_ARB, SAMPLE_END_MS, expected_events, rfc},
+    fixtures::stores::topic_and_signal_database,
+    helpers::{sample_database, snapshot_settings, spawn_app, spawn_app_on},
     on_both_backends,
 };
 
@@ -31,26 +32,7 @@ async fn signal_count(url: &str, dao: Option<&str>, since: Option<i64>) -> u64 {
     n
 }
 
-/// Like `on_both_backends!`, handing the body the backend (to count rows in its store).
-macro_rules! with_backends {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-
-            #[tokio::test]
-            async fn sqlite() {
-                ($body)(Backend::Sqlite).await;
-            }
-
-            #[tokio::test]
-            async fn postgres() {
-                ($body)(Backend::Postgres).await;
-            }
-        }
-    };
-}
-
-with_backends!(v1_activity_merges_events_and_signals, |backend: Backend| async move {
+on_both_backends!(v1_activity_merges_events_and_signals, |backend: Backend| async move {
     let app = spawn_app(backend).await;
     let url = sample_database(backend);
     let expected = expected_events();
@@ -133,8 +115,8 @@ on_both_backends!(v1_activity_list_snapshot, |app: TestApp| async move {
     snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_activity_list_weatherxm", body));
 });
 
-async fn fixture_shows_topic_and_signal(backend: Backend) {
-    let app = spawn_app_on(fixture_database(backend).await).await;
+on_both_backends!(v1_activity_fixture, |backend: Backend| async move {
+    let app = spawn_app_on(topic_and_signal_database(backend).await).await;
     let (status, body) = app.get_json("/v1/activity?kind=forum_topic_created").await;
     assert_eq!(status, 200);
     assert_eq!(body["data"]["total"], 1);
@@ -156,14 +138,4 @@ async fn fixture_shows_topic_and_signal(backend: Backend) {
     assert!(signal.get("citation").is_none() && signal.get("actor").is_none());
     let pos = |id: &Value| page.iter().position(|e| e["id"] == *id).unwrap();
     assert!(pos(&signal["id"]) < pos(&topic["id"]), "the later entry comes first");
-}
-
-#[tokio::test]
-async fn v1_activity_fixture_sqlite() {
-    fixture_shows_topic_and_signal(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn v1_activity_fixture_postgres() {
-    fixture_shows_topic_and_signal(Backend::Postgres).await;
-}
+});

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::{
     daos::assert_no_floats,
-    events::{SAMPLE_END_MS, dao_of_symbol, date_ms, dec, rfc, sample_proposals, sample_votes},
-    helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
+    fixtures::sample::{SAMPLE_END_MS, dao_of_symbol, date_ms, dec, rfc, sample_proposals, sample_votes},
+    helpers::{fresh_database, snapshot_settings, spawn_app_on},
     on_both_backends,
 };
 
@@ -195,7 +195,7 @@ on_both_backends!(v1_brief_get_snapshot, |app: TestApp| async move {
     snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_brief_get_weatherxm", body));
 });
 
-async fn registry_only(backend: Backend) {
+on_both_backends!(v1_brief_registry_only, |backend: Backend| async move {
     use govdata::store::entities::dao;
     use sea_orm::{ActiveModelTrait, ActiveValue::Set};
     let url = fresh_database(backend).await;
@@ -225,14 +225,4 @@ async fn registry_only(backend: Backend) {
     assert_eq!(data["dao"]["status"], "registry_only");
     assert_eq!(data["dao"]["name"], "New DAO");
     assert!(data["dao"].get("counts").is_none());
-}
-
-#[tokio::test]
-async fn v1_brief_registry_only_sqlite() {
-    registry_only(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn v1_brief_registry_only_postgres() {
-    registry_only(Backend::Postgres).await;
-}
+});

@@ -18,7 +18,7 @@ pub fn assert_no_floats(v: &Value, at: &str) {
     }
 }
 
-on_both_backends!(v1_lists_the_sample_daos_with_real_counts, |app: crate::helpers::TestApp| async move {
+on_both_backends!(v1_lists_the_sample_daos_with_real_counts, |app: TestApp| async move {
     let (status, body) = app.get_json("/v1/daos").await;
     assert_eq!(status, 200);
     assert_no_floats(&body, "$");
@@ -52,12 +52,12 @@ on_both_backends!(v1_lists_the_sample_daos_with_real_counts, |app: crate::helper
     assert!(body["freshness"]["dataAsOf"].as_str().unwrap().ends_with(".000Z"));
 });
 
-on_both_backends!(v1_daos_snapshot, |app: crate::helpers::TestApp| async move {
+on_both_backends!(v1_daos_snapshot, |app: TestApp| async move {
     let (_, body) = app.get_json("/v1/daos?limit=3&offset=1").await;
-    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_daos_limit3_offset1", body));
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_daos_list_limit3_offset1", body));
 });
 
-on_both_backends!(v1_clamps_limit_and_offset, |app: crate::helpers::TestApp| async move {
+on_both_backends!(v1_clamps_limit_and_offset, |app: TestApp| async move {
     let (status, body) = app.get_json("/v1/daos?limit=5000&offset=-7").await;
     assert_eq!(status, 200);
     assert_eq!(body["data"]["limit"], 100);
@@ -88,7 +88,7 @@ on_both_backends!(v1_clamps_limit_and_offset, |app: crate::helpers::TestApp| asy
     assert_eq!(body["request"]["adjustments"], serde_json::json!([]));
 });
 
-on_both_backends!(v1_pages_with_offset, |app: crate::helpers::TestApp| async move {
+on_both_backends!(v1_pages_with_offset, |app: TestApp| async move {
     let (_, page) = app.get_json("/v1/daos?limit=3&offset=6").await;
     let ids: Vec<&str> =
         page["data"]["items"].as_array().unwrap().iter().map(|d| d["daoId"].as_str().unwrap()).collect();
@@ -99,7 +99,7 @@ on_both_backends!(v1_pages_with_offset, |app: crate::helpers::TestApp| async mov
     assert_eq!(past["data"]["total"], 8);
 });
 
-on_both_backends!(v2_gets_one_dao, |app: crate::helpers::TestApp| async move {
+on_both_backends!(v2_gets_one_dao, |app: TestApp| async move {
     let (status, body) = app.get_json("/v2/daos/arbitrum").await;
     assert_eq!(status, 200);
     assert_no_floats(&body, "$");

@@ -19,7 +19,7 @@ async fn problem(
     (status, headers, body)
 }
 
-on_both_backends!(unknown_paths_are_404_problems, |app: crate::helpers::TestApp| async move {
+on_both_backends!(unknown_paths_are_404_problems, |app: TestApp| async move {
     for path in ["/nope", "/v1/nope", "/v2/nope", "/v1/daos/extra/segments/here"] {
         let (status, _, body) = problem(&app, reqwest::Method::GET, path).await;
         assert_eq!(status, 404, "{path}");
@@ -27,7 +27,7 @@ on_both_backends!(unknown_paths_are_404_problems, |app: crate::helpers::TestApp|
     }
 });
 
-on_both_backends!(wrong_methods_are_405_problems_with_allow, |app: crate::helpers::TestApp| async move {
+on_both_backends!(wrong_methods_are_405_problems_with_allow, |app: TestApp| async move {
     for (method, path) in [
         (reqwest::Method::POST, "/v1/daos"),
         (reqwest::Method::DELETE, "/v2/daos/uniswap"),
@@ -40,7 +40,7 @@ on_both_backends!(wrong_methods_are_405_problems_with_allow, |app: crate::helper
     }
 });
 
-on_both_backends!(unparseable_parameters_are_validation_errors, |app: crate::helpers::TestApp| async move {
+on_both_backends!(unparseable_parameters_are_validation_errors, |app: TestApp| async move {
     for (query, name, received) in
         [("limit=ten", "limit", "ten"), ("offset=1.5", "offset", "1.5"), ("limit=", "limit", "")]
     {
@@ -55,7 +55,7 @@ on_both_backends!(unparseable_parameters_are_validation_errors, |app: crate::hel
     }
 });
 
-on_both_backends!(unknown_dao_is_404, |app: crate::helpers::TestApp| async move {
+on_both_backends!(unknown_dao_is_404, |app: TestApp| async move {
     let (status, _, body) = problem(&app, reqwest::Method::GET, "/v2/daos/no-such-dao").await;
     assert_eq!(status, 404);
     assert_eq!(body["code"], "NOT_FOUND");

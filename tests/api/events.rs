@@ -1,96 +1,15 @@
 //! `GET /v1/governance-events` on the real sample, and derivation on fixtures.
-use std::collections::HashMap;
-
-use bigdecimal::{BigDecimal, Zero};
 use serde_json::{Value, json};
 
 use crate::{
     daos::assert_no_floats,
-    helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
+    fixtures::sample::{ACTIVE_ARB, Expected, SAMPLE_END_MS, date_ms, dec, expected_events, rfc, sample_votes},
+    fixtures::stores::topic_and_signal_database,
+    helpers::{TestApp, snapshot_settings, spawn_app_on},
     on_both_backends,
 };
 
 const DAY_MS: i64 = 86_400_000;
-/// 2026-04-03T00:00:00Z: the day after the sample's last date.
-pub const SAMPLE_END_MS: i64 = 1_775_174_400_000;
-
-/// One event the sample implies, computed here from the CSV files, independently of the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expected {
-    pub dao: &'static str,
-    pub kind: &'static str,
-    pub ms: i64,
-}
-
-pub fn dao_of_symbol(symbol: &str) -> &'static str {
-    match symbol {
-        "UNI" => "uniswap",
-        "ARB" => "arbitrum",
-        "LDO" => "lido",
-        "COMP" => "compound",
-        "DIMO" => "dimo",
-        "WXM" => "weatherxm",
-        other => panic!("unknown symbol {other}"),
-    }
-}
-
-pub fn date_ms(text: &str) -> i64 {
-    let format = time::macros::format_description!("[year]-[month]-[day]");
-    time::Date::parse(text, &format).unwrap().midnight().assume_utc().unix_timestamp() * 1000
-}
-
-pub fn dec(text: &str) -> BigDecimal {
-    text.parse().unwrap_or_else(|_| panic!("{text} is a decimal"))
-}
-
-fn sample_file(name: &str) -> csv::Reader<std::fs::File> {
-    csv::Reader::from_path(format!("{}/data/sample/{name}", env!("CARGO_MANIFEST_DIR"))).expect("sample file")
-}
-
-/// The sample's proposals: id → (symbol, state, start, end, scores_total, fields by header).
-pub fn sample_proposals() -> Vec<HashMap<String, String>> {
-    let mut r = sample_file("snapshot_proposals.csv");
-    let headers = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_owned(), v.to_owned())).collect())
-        .collect()
-}
-
-pub fn sample_votes() -> Vec<HashMap<String, String>> {
-    let mut r = sample_file("snapshot_votes.csv");
-    let headers = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_owned(), v.to_owned())).collect())
-        .collect()
-}
-
-/// Every event the sample implies: created and voting started at the start (the sample has no
-/// creation time), closed at the end for closed proposals, and one vote_cast per vote of at least
-/// 1% of its proposal's `scores_total` (compared in exact decimals).
-pub fn expected_events() -> Vec<Expected> {
-    let proposals = sample_proposals();
-    let mut out = Vec::new();
-    let mut totals = HashMap::new();
-    for p in &proposals {
-        let dao = dao_of_symbol(&p["symbol"]);
-        let (start, end) = (date_ms(&p["start"]), date_ms(&p["end"]));
-        out.push(Expected { dao, kind: "proposal_created", ms: start });
-        out.push(Expected { dao, kind: "voting_started", ms: start });
-        if p["state"] == "closed" {
-            out.push(Expected { dao, kind: "proposal_closed", ms: end });
-        }
-        totals.insert(p["proposal_id"].clone(), dec(&p["scores_total"]));
-    }
-    let one_percent = dec("0.01");
-    for v in sample_votes() {
-        let total = &totals[&v["proposal_id"]];
-        if !total.is_zero() && dec(&v["voting_power"]) >= total * &one_percent {
-            out.push(Expected { dao: dao_of_symbol(&v["symbol"]), kind: "vote_cast", ms: date_ms(&v["created"]) });
-        }
-    }
-    out
-}
-
 fn in_window(e: &Expected, from: i64, to: i64) -> bool {
     e.ms >= from && e.ms <= to
 }
@@ -159,15 +78,11 @@ on_both_backends!(v1_vote_events_carry_the_exact_power, |app: TestApp| async mov
             .unwrap_or_else(|| panic!("vote of {voter} on {proposal} is in the sample"));
         assert_eq!(e["details"]["votingPower"], row["voting_power"].as_str(), "exact text as received");
         assert_eq!(e["details"]["choice"], row["choice"].as_str());
-        assert_eq!(e["occurredAt"], crate::events::rfc(date_ms(&row["created"])));
+        assert_eq!(e["occurredAt"], rfc(date_ms(&row["created"])));
         let share = dec(&row["voting_power"]) / dec(e["details"]["scoresTotal"].as_str().unwrap());
         assert!(share >= dec("0.01"), "{voter}: {share}");
     }
 });
-
-pub fn rfc(ms: i64) -> String {
-    govdata::contract::time::rfc3339_ms(ms)
-}
 
 on_both_backends!(v1_events_clamp_window_and_limit, |app: TestApp| async move {
     // The sample's busiest 90 days end on 2025-08-02: more than 200 events.
@@ -239,85 +154,8 @@ on_both_backends!(v1_events_list_snapshot, |app: TestApp| async move {
     snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_events_list_arbitrum", body));
 });
 
-/// A store with the sample, a synthetic forum topic linked to an arbitrum proposal, and a signal,
-/// published. Returns the database URL.
-pub async fn fixture_database(backend: Backend) -> String {
-    use govdata::store::entities::{forum_topic, signal};
-    use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
-    let url = fresh_database(backend).await;
-    let db = govdata::store::connect(&url).await.expect("connect");
-    govdata::sample::import_if_empty(&db).await.expect("import");
-    let proposal = govdata::store::entities::proposal::Entity::find()
-        .filter(govdata::store::entities::proposal::Column::ExternalId.eq(ACTIVE_ARB))
-        .one(&db)
-        .await
-        .unwrap()
-        .expect("the active arbitrum proposal");
-    forum_topic::ActiveModel {
-        dao_id: Set("arbitrum".to_owned()),
-        external_id: Set("90001".to_owned()),
-        topic_key: Set(govdata::store::keys::topic_key("arbitrum", "90001")),
-        title: Set("[synthetic] Discussion: ArbOS 60 Elara".to_owned()),
-        slug: Set("synthetic-discussion-arbos-60-elara".to_owned()),
-        url: Set("https://forum.example/t/synthetic-discussion-arbos-60-elara/90001".to_owned()),
-        category_id: Set(None),
-        tags: Set(None),
-        author: Set(Some("synthetic-author".to_owned())),
-        posts_count: Set(3),
-        reply_count: Set(2),
-        views: Set(40),
-        like_count: Set(1),
-        excerpt: Set(None),
-        created_ms: Set(SAMPLE_END_MS - DAY_MS / 2),
-        last_posted_ms: Set(Some(SAMPLE_END_MS - DAY_MS / 4)),
-        closed: Set(false),
-        archived: Set(false),
-        linked_proposal_id: Set(Some(proposal.id)),
-        updated_ms: Set(SAMPLE_END_MS),
-        ..Default::default()
-    }
-    .insert(&db)
-    .await
-    .expect("insert topic");
-    let run = govdata::store::publish::current_revision(&db).await.unwrap().unwrap().run_id.expect("the import's run");
-    govdata::store::publish::publish(&db, run, "synthetic forum topic", &govdata::store::publish::Scope::All)
-        .await
-        .expect("publish");
-    // Publishing again derives nothing new: derivation is idempotent.
-    govdata::store::publish::publish(&db, run, "again", &govdata::store::publish::Scope::All)
-        .await
-        .expect("publish again");
-    // A signal as the rule engine would write it at publication (inserted after it, so no engine
-    // run replaces it).
-    let revision = govdata::store::publish::current_revision(&db).await.unwrap().unwrap();
-    signal::ActiveModel {
-        natural_key: Set("synthetic:close_race:arbitrum".to_owned()),
-        dao_id: Set("arbitrum".to_owned()),
-        kind: Set("close_race".to_owned()),
-        severity: Set("warning".to_owned()),
-        subject_kind: Set("proposal".to_owned()),
-        subject_external_id: Set(ACTIVE_ARB.to_owned()),
-        subject_source: Set("snapshot".to_owned()),
-        proposal_id: Set(Some(proposal.id)),
-        topic_id: Set(None),
-        detected_ms: Set(SAMPLE_END_MS - DAY_MS / 3),
-        summary: Set("[synthetic] close race".to_owned()),
-        evidence: Set("{}".to_owned()),
-        revision_id: Set(revision.id),
-        ..Default::default()
-    }
-    .insert(&db)
-    .await
-    .expect("insert signal");
-    db.close().await.ok();
-    url
-}
-
-/// The sample's active arbitrum proposal "[Constitutional] AIP: ArbOS 60 Elara".
-pub const ACTIVE_ARB: &str = "0x04d6219c392f3f6187779f609d6cad21e3b3d6091809355ad12ba6bb39b55834";
-
-async fn forum_topic_becomes_an_event(backend: Backend) {
-    let url = fixture_database(backend).await;
+on_both_backends!(forum_topic_becomes_an_event, |backend: Backend| async move {
+    let url = topic_and_signal_database(backend).await;
     let app = spawn_app_on(url.clone()).await;
     let (from, to) = (SAMPLE_END_MS - 90 * DAY_MS, SAMPLE_END_MS);
     let (status, body) =
@@ -377,14 +215,4 @@ async fn forum_topic_becomes_an_event(backend: Backend) {
             v["actor"].as_str().unwrap()
         )
     );
-}
-
-#[tokio::test]
-async fn forum_topic_becomes_an_event_sqlite() {
-    forum_topic_becomes_an_event(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn forum_topic_becomes_an_event_postgres() {
-    forum_topic_becomes_an_event(Backend::Postgres).await;
-}
+});

@@ -8,9 +8,10 @@ use bigdecimal::BigDecimal;
 use serde_json::{Value, json};
 
 use crate::daos::assert_no_floats;
-use crate::helpers::{TestApp, snapshot_settings};
-use crate::items::RFC_ID;
-use crate::{on_both_backends, on_both_synthetic};
+use crate::fixtures::sample::RFC_ID;
+use crate::fixtures::stores::synthetic_database;
+use crate::helpers::{snapshot_settings, spawn_app_on};
+use crate::on_both_backends;
 
 /// "Trial run a Technical Advisory Board (TAB)": basic voting, all 333 upstream votes in the sample.
 const TAB_ID: &str = "0x5915e661808f896203ff5759e737e04861bf8fa09525972d481cbccf7776f485";
@@ -120,7 +121,8 @@ on_both_backends!(evidence_rejects_and_misses, |app: TestApp| async move {
     assert_eq!(status, 404);
 });
 
-on_both_synthetic!(evidence_onchain_with_upstream_scores, |app: TestApp| async move {
+on_both_backends!(evidence_onchain_with_upstream_scores, |backend: Backend| async move {
+    let app = spawn_app_on(synthetic_database(backend)).await;
     let (status, body) = app.get_json(&path("uniswap", "onchain", "77")).await;
     assert_eq!(status, 200, "{body}");
     assert_no_floats(&body, "$");

@@ -1,6 +1,6 @@
 use crate::{helpers::snapshot_settings, on_both_backends};
 
-on_both_backends!(system_freshness_reports_the_dataset, |app: crate::helpers::TestApp| async move {
+on_both_backends!(system_freshness_reports_the_dataset, |app: TestApp| async move {
     let (status, body) = app.get_json("/v1/system/freshness").await;
     assert_eq!(status, 200);
     crate::daos::assert_no_floats(&body, "$");
@@ -21,7 +21,7 @@ on_both_backends!(system_freshness_reports_the_dataset, |app: crate::helpers::Te
         assert!(lag.chars().all(|c| c.is_ascii_digit() || c == '.'), "{lag}");
     }
     snapshot_settings().bind(|| {
-        insta::assert_json_snapshot!("v1_system_freshness", body, {
+        insta::assert_json_snapshot!("v1_freshness_get_sample", body, {
             ".data.revision.publishedAt" => "[publishedAt]",
             ".data.lastRun.startedAt" => "[startedAt]",
             ".data.lastRun.finishedAt" => "[finishedAt]",

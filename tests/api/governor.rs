@@ -7,9 +7,10 @@ use govdata::store::entities::source_watermark;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-use crate::chain::{install_toolkit, script, start_chain};
+use crate::fixtures::chain::{require_toolkit, script, start_chain};
+use crate::fixtures::testgov::quick;
 use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
-use crate::ingest::quick;
+use crate::on_both_backends;
 
 const DAO: &str = "govtest";
 /// The same governor, read with a confirmation depth deeper than the chain.
@@ -134,17 +135,18 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     assert_eq!(again.published.rows_written(), 0, "{again}");
 }
 
-#[tokio::test]
-async fn governor_proposals_votes_and_voting_power_are_ingested_exactly() {
-    install_toolkit().await;
+// One chain per backend: the test moves its chain on.
+on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly, |backend: Backend| async move {
+    if !require_toolkit().await {
+        return;
+    }
     let (_anvil, rpc_url) = start_chain().await;
     let scenario = script("governance.mjs", &["--rpc", &rpc_url]).await;
-    governor_on(Backend::Sqlite, &rpc_url, &scenario).await;
-    governor_on(Backend::Postgres, &rpc_url, &scenario).await;
+    governor_on(backend, &rpc_url, &scenario).await;
 
     // The chain moves on: B's voting period ends with only an abstention, so the governor
     // defeats it; the next run reads the new state of a proposal stored earlier.
-    let url = fresh_database(Backend::Sqlite).await;
+    let url = fresh_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
     let registry = registry(&rpc_url, &scenario);
     let options = RunOptions { policy: quick(), ..RunOptions::default() };
@@ -157,13 +159,13 @@ async fn governor_proposals_votes_and_voting_power_are_ingested_exactly() {
     let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(b["id"].as_str().unwrap()))).await;
     assert_eq!(detail["data"]["state"], "defeated", "{detail}");
     assert!(detail["data"]["endAt"].is_string(), "the end is known once its block is mined: {detail}");
-}
+});
 
 /// A JSON-RPC node of 100 empty blocks that refuses `eth_getLogs` over more than 10 blocks, as
 /// public nodes do, and answers one malformed body first.
 #[tokio::test]
 async fn log_ranges_are_halved_when_a_node_refuses_them_and_stop_short_of_the_confirmation_depth() {
-    use crate::upstreams::{Fake, Fault, Seen};
+    use crate::fixtures::upstreams::{Fake, Fault, Seen};
     use std::sync::Arc;
     let node = Fake::start(Arc::new(|req: &Seen| {
         let hex = |n: u64| format!("{n:#x}");

@@ -1,6 +1,7 @@
+use crate::helpers::{Backend, fresh_database, pg_base_url, require, spawn_app_on};
 use crate::on_both_backends;
 
-on_both_backends!(health_and_readiness, |app: crate::helpers::TestApp| async move {
+on_both_backends!(health_and_readiness, |app: TestApp| async move {
     let (status, body) = app.get_json("/healthz").await;
     assert_eq!(status, 200);
     assert_eq!(body["status"], "ok");
@@ -10,7 +11,7 @@ on_both_backends!(health_and_readiness, |app: crate::helpers::TestApp| async mov
     assert!(["sqlite", "postgres"].contains(&body["store"].as_str().unwrap()));
 });
 
-on_both_backends!(request_ids, |app: crate::helpers::TestApp| async move {
+on_both_backends!(request_ids, |app: TestApp| async move {
     let generated = app.get("/healthz").await;
     let id = generated.headers()["x-request-id"].to_str().unwrap().to_owned();
     assert_eq!(id.len(), 32, "a generated id is a UUID without dashes: {id}");
@@ -25,14 +26,18 @@ on_both_backends!(request_ids, |app: crate::helpers::TestApp| async move {
 
 /// With its database gone, the server says so: readiness fails and reads answer 503 problems,
 /// never a 500 or a hang.
+// PostgreSQL only: a SQLite store is a file the server holds open.
 #[tokio::test]
 async fn a_lost_store_is_unavailable_not_an_error() {
     use sea_orm::ConnectionTrait;
-    let url = crate::helpers::fresh_database(crate::helpers::Backend::Postgres).await;
-    let app = crate::helpers::spawn_app_on(url.clone()).await;
+    if !require(Backend::Postgres) {
+        return;
+    }
+    let url = fresh_database(Backend::Postgres).await;
+    let app = spawn_app_on(url.clone()).await;
     assert_eq!(app.get("/readyz").await.status(), 200);
     let name = url.rsplit('/').next().unwrap().to_owned();
-    let admin = sea_orm::Database::connect(format!("{}/postgres", crate::helpers::pg_base_url())).await.unwrap();
+    let admin = sea_orm::Database::connect(format!("{}/postgres", pg_base_url())).await.unwrap();
     admin.execute_unprepared(&format!("DROP DATABASE \"{name}\" WITH (FORCE)")).await.unwrap();
     let ready = app.get("/readyz").await;
     assert_eq!(ready.status(), 503);

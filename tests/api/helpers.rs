@@ -5,6 +5,7 @@
 //! `govdata_test_<unix seconds>_<pid>_<n>`, dropped when the run ends, and any left behind by an
 //! interrupted run over an hour ago are dropped at the next start.
 use std::{
+    io::Write,
     net::SocketAddr,
     sync::{
         Mutex, OnceLock,
@@ -198,30 +199,147 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     TestApp { addr, client, anonymous: reqwest::Client::new(), database_url: url, serving }
 }
 
-/// Runs a test body on both backends: `both!(name, |app| async move { ... })`.
+/// Runs a test on both backends, as two tests `<name>::sqlite` and `<name>::postgres` (so
+/// `cargo test --test api postgres` runs the PostgreSQL half of each). The body is an async block,
+/// and the type written after its parameter (`TestApp` or `Backend`, as written, with no import
+/// needed) says what it gets:
+///
+/// ```ignore
+/// // A server over the backend's shared database, loaded with the sample (read-only tests).
+/// on_both_backends!(lists_daos, |app: TestApp| async move { app.get("/v1/daos").await; });
+/// // The backend itself, for a test that builds its own store (`fresh_database`, a synthetic
+/// // store, another process) and starts its own server (`spawn_app_on`, `spawn_app_with`).
+/// on_both_backends!(imports_twice, |backend: Backend| async move {
+///     let app = spawn_app_on(fresh_database(backend).await).await;
+/// });
+/// ```
+///
+/// The PostgreSQL test first checks that PostgreSQL answers (`require`): when it does not, a
+/// developer's run skips it loudly and a CI run fails it.
 #[macro_export]
 macro_rules! on_both_backends {
-    ($name:ident, $body:expr) => {
+    ($name:ident, |$app:ident: TestApp| $body:expr) => {
+        $crate::on_both_backends!(@tests $name, backend => {
+            let $app: $crate::helpers::TestApp = $crate::helpers::spawn_app(backend).await;
+            $body.await;
+        });
+    };
+    ($name:ident, |$backend:ident: Backend| $body:expr) => {
+        $crate::on_both_backends!(@tests $name, $backend => $body.await);
+    };
+    (@tests $name:ident, $backend:ident => $run:expr) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
             #[tokio::test]
             async fn sqlite() {
-                let app = $crate::helpers::spawn_app($crate::helpers::Backend::Sqlite).await;
-                ($body)(app).await;
+                let $backend: $crate::helpers::Backend = $crate::helpers::Backend::Sqlite;
+                $run;
             }
 
             #[tokio::test]
             async fn postgres() {
-                let app = $crate::helpers::spawn_app($crate::helpers::Backend::Postgres).await;
-                ($body)(app).await;
+                let $backend: $crate::helpers::Backend = $crate::helpers::Backend::Postgres;
+                if !$crate::helpers::require($backend) {
+                    return;
+                }
+                $run;
             }
         }
     };
 }
 
-/// insta settings: snapshots in the top-level `snapshots/`, volatile values redacted.
+/// Whether the test may run on `backend`. SQLite is built in. PostgreSQL must answer at
+/// `pg_base_url()`; when it does not, the test is skipped with a loud `SKIPPED` on stderr (and
+/// in the summary at exit), or, when `CI=true`, fails: CI never skips. Call it first in a test
+/// that uses PostgreSQL outside `on_both_backends!`: `if !require(Backend::Postgres) { return; }`.
+pub fn require(backend: Backend) -> bool {
+    static POSTGRES: OnceLock<Result<(), String>> = OnceLock::new();
+    if backend == Backend::Sqlite {
+        return true;
+    }
+    let answer = POSTGRES.get_or_init(|| {
+        std::thread::spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async {
+                let admin = format!("{}/postgres", pg_base_url());
+                match tokio::time::timeout(std::time::Duration::from_secs(5), Database::connect(&admin)).await {
+                    Ok(Ok(db)) => {
+                        db.close().await.ok();
+                        Ok(())
+                    }
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err("no answer within 5 s".to_owned()),
+                }
+            })
+        })
+        .join()
+        .expect("checking PostgreSQL")
+    });
+    match answer {
+        Ok(()) => true,
+        Err(e) => skip(
+            &format!("PostgreSQL does not answer at {} ({e})", pg_base_url()),
+            "start a PostgreSQL server on 127.0.0.1:5432 with trust authentication (`.ci/run` starts the \
+             machine's cluster with pg_ctlcluster; or `docker run -d -p 5432:5432 -e \
+             POSTGRES_HOST_AUTH_METHOD=trust postgres`), or set GOVDATA_TEST_PG_URL to a server the tests may \
+             create and drop databases on",
+        ),
+    }
+}
+
+/// Whether this run is CI's: `CI=true` (or `1`), as `.ci/run` and CI services set it.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// Tests skipped in this run: (what is missing, how to get it, the tests).
+static SKIPPED: Mutex<Vec<(String, String, Vec<String>)>> = Mutex::new(Vec::new());
+
+/// A test cannot run here because `missing`; `remedy` says how to get it. In CI (`in_ci`) that
+/// fails the test. Elsewhere the test is skipped: this says so on stderr at once (past the test
+/// harness's capture; the remedy the first time), again in a summary when the run ends, and
+/// returns `false` so the test can `return`.
+pub fn skip(missing: &str, remedy: &str) -> bool {
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    assert!(!in_ci(), "{test}: {missing}. CI=true, so this fails instead of skipping. To run it: {remedy}.");
+    let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    let line = match skipped.iter_mut().find(|(m, _, _)| m == missing) {
+        Some((_, _, tests)) => {
+            tests.push(test.clone());
+            format!("SKIPPED {test}: {missing} (see above)")
+        }
+        None => {
+            skipped.push((missing.to_owned(), remedy.to_owned(), vec![test.clone()]));
+            format!("SKIPPED {test}: {missing}. To run it: {remedy}.")
+        }
+    };
+    let _ = writeln!(std::io::stderr(), "*** {line}");
+    false
+}
+
+#[ctor::dtor]
+fn report_skipped() {
+    let skipped = std::mem::take(&mut *SKIPPED.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut err = std::io::stderr();
+    for (missing, remedy, tests) in skipped {
+        let _ = writeln!(
+            err,
+            "\n*** {} test(s) SKIPPED (passed without running; CI=true fails them instead):",
+            tests.len()
+        );
+        let _ = writeln!(err, "*** {missing}.\n*** To run them: {remedy}.");
+        for test in tests {
+            let _ = writeln!(err, "***   {test}");
+        }
+    }
+}
+
+/// insta settings: snapshots in the top-level `snapshots/`, volatile values redacted. A response
+/// snapshot is named `<surface>_<operationId>_<case>` (`v1_items_get_proposal_rfc`), a published
+/// document `documents_<surface>_<format>` (`documents_v2_json`); `v2_snapshots` checks the names
+/// and that every v2 operation has one.
 pub fn snapshot_settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_snapshot_path("../../snapshots");
@@ -233,15 +351,25 @@ pub fn snapshot_settings() -> insta::Settings {
 }
 
 /// Polls `check` until it holds, failing with `what` after 10 s: for effects that land in the
-/// background (a token use written, another process's publication seen).
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
+/// background (a token use written, another process's publication seen). A test whose point is a
+/// time bound says it with `tokio::time::timeout(bound, ...)` instead.
+pub async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    eventually_within(std::time::Duration::from_secs(10), what, check).await;
+}
+
+/// `eventually`, with a deadline of `within` (for work that takes longer, such as a run).
+pub async fn eventually_within<F, Fut>(within: std::time::Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
     while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "not within 10 s: {what}");
+        assert!(tokio::time::Instant::now() < deadline, "not within {within:?}: {what}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

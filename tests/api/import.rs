@@ -2,9 +2,10 @@
 use govdata::store::entities::{data_revision, delegate, vote};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 
-use crate::helpers::{Backend, fresh_database};
+use crate::helpers::fresh_database;
+use crate::on_both_backends;
 
-async fn import_twice(backend: Backend) {
+on_both_backends!(import_is_idempotent_and_exact, |backend: Backend| async move {
     let url = fresh_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
     let first = govdata::sample::import_if_empty(&db).await.unwrap().expect("an empty store is loaded");
@@ -38,14 +39,4 @@ async fn import_twice(backend: Backend) {
     assert_eq!(big.voting_power, "2747125.319199463129610556");
     assert_eq!(big.dao_id, "aave");
     db.close().await.unwrap();
-}
-
-#[tokio::test]
-async fn import_is_idempotent_and_exact_on_sqlite() {
-    import_twice(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn import_is_idempotent_and_exact_on_postgres() {
-    import_twice(Backend::Postgres).await;
-}
+});

@@ -6,7 +6,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::{Backend, TestApp, fresh_database, spawn_app, spawn_app_on, spawn_app_with};
+use crate::helpers::{Backend, TestApp, fresh_database, require, spawn_app, spawn_app_on, spawn_app_with};
 use crate::on_both_backends;
 
 /// Reads what the server sends until it closes the connection (or `within` passes).
@@ -60,6 +60,9 @@ async fn a_slow_or_idle_connection_is_closed_after_the_header_read_timeout() {
 #[tokio::test]
 async fn a_request_past_its_deadline_is_503_with_retry_after() {
     use sea_orm::{ConnectionTrait, TransactionTrait};
+    if !require(Backend::Postgres) {
+        return;
+    }
     let url = fresh_database(Backend::Postgres).await;
     let db = govdata::store::connect(&url).await.unwrap();
     govdata::sample::import_if_empty(&db).await.unwrap();
@@ -145,6 +148,9 @@ on_both_backends!(bad_requests_are_refused_with_problem_documents, |app: TestApp
 #[tokio::test]
 async fn a_terminated_store_connection_is_unavailable_or_recovered_never_an_error() {
     use sea_orm::ConnectionTrait;
+    if !require(Backend::Postgres) {
+        return;
+    }
     let app = spawn_app(Backend::Postgres).await;
     let name = app.database_url.rsplit('/').next().unwrap().to_owned();
     let admin = sea_orm::Database::connect(format!("{}/postgres", crate::helpers::pg_base_url())).await.unwrap();
@@ -177,6 +183,9 @@ async fn a_terminated_store_connection_is_unavailable_or_recovered_never_an_erro
 #[tokio::test]
 async fn a_store_that_refuses_connections_answers_503_at_once_and_keeps_cached_answers() {
     use sea_orm::ConnectionTrait;
+    if !require(Backend::Postgres) {
+        return;
+    }
     // A database of its own: the shared one serves the other tests meanwhile.
     let url = fresh_database(Backend::Postgres).await;
     let db = govdata::store::connect(&url).await.unwrap();

@@ -3,9 +3,10 @@
 use serde_json::Value;
 
 use crate::daos::assert_no_floats;
-use crate::helpers::{TestApp, snapshot_settings};
-use crate::items::{RFC_ID, RFC_TITLE};
-use crate::{on_both_backends, on_both_synthetic};
+use crate::fixtures::sample::{RFC_ID, RFC_TITLE};
+use crate::fixtures::stores::synthetic_database;
+use crate::helpers::{TestApp, snapshot_settings, spawn_app_on};
+use crate::on_both_backends;
 
 fn encode(s: &str) -> String {
     s.bytes()
@@ -154,7 +155,8 @@ on_both_backends!(lookup_rejects_and_misses, |app: TestApp| async move {
     }
 });
 
-on_both_synthetic!(lookup_tally_and_discourse_urls, |app: TestApp| async move {
+on_both_backends!(lookup_tally_and_discourse_urls, |backend: Backend| async move {
+    let app = spawn_app_on(synthetic_database(backend)).await;
     // Tally: the organisation slug names the DAO among governors sharing the id.
     let (status, body) = lookup(&app, "url=https%3A%2F%2Fwww.tally.xyz%2Fgov%2Funiswap%2Fproposal%2F77").await;
     assert_eq!(status, 200, "{body}");

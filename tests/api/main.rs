@@ -1,4 +1,5 @@
 //! One integration-test binary: a real server, a real store, over HTTP. A module per area.
+mod fixtures;
 mod helpers;
 
 mod access;
@@ -27,7 +28,7 @@ mod processes;
 mod publication;
 mod rate_limits;
 mod signals;
-mod upstreams;
 mod v2_daos;
 mod v2_lists;
+mod v2_snapshots;
 mod v2_topics;

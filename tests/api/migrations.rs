@@ -3,6 +3,7 @@ use govdata::store::{self, address::AccountBytes, entities::vote};
 use sea_orm::{ConnectionTrait, DbBackend, EntityTrait};
 
 use crate::helpers::{Backend, fresh_database, spawn_app_on};
+use crate::on_both_backends;
 
 /// The answers that read votes, by voter and in voter order.
 async fn vote_answers(url: &str) -> Vec<serde_json::Value> {
@@ -30,9 +31,9 @@ async fn vote_answers(url: &str) -> Vec<serde_json::Value> {
     seen
 }
 
-/// Migration 7 keeps voters as bytes. A store written before it (voters as hex text) is
-/// converted on the next start, and serves exactly what it served.
-async fn voters_as_text_are_converted(backend: Backend) {
+// Migration 7 keeps voters as bytes. A store written before it (voters as hex text) is
+// converted on the next start, and serves exactly what it served.
+on_both_backends!(voters_as_text_are_converted, |backend: Backend| async move {
     let url = fresh_database(backend).await;
     let db = store::connect(&url).await.unwrap();
     govdata::sample::import_if_empty(&db).await.unwrap();
@@ -107,23 +108,13 @@ async fn voters_as_text_are_converted(backend: Backend) {
         );
     }
     assert_eq!(vote_answers(&url).await, before, "the converted store serves what it served");
-}
+});
 
-#[tokio::test]
-async fn voters_as_text_are_converted_sqlite() {
-    voters_as_text_are_converted(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn voters_as_text_are_converted_postgres() {
-    voters_as_text_are_converted(Backend::Postgres).await;
-}
-
-/// Migrations 8 to 11: a store from before them (no row counts on its revisions, the ranking
-/// read through `ix_voter_stats_rank`, no rate counts, runs without heartbeats) gets its serving
-/// revision counted, the covering index, the rate tables and run heartbeats, and answers the
-/// freshness and ranking calls exactly as before.
-async fn revision_counts_and_ranking_index_are_added(backend: Backend) {
+// Migrations 8 to 11: a store from before them (no row counts on its revisions, the ranking
+// read through `ix_voter_stats_rank`, no rate counts, runs without heartbeats) gets its serving
+// revision counted, the covering index, the rate tables and run heartbeats, and answers the
+// freshness and ranking calls exactly as before.
+on_both_backends!(revision_counts_and_ranking_index_are_added, |backend: Backend| async move {
     let url = fresh_database(backend).await;
     let db = store::connect(&url).await.unwrap();
     govdata::sample::import_if_empty(&db).await.unwrap();
@@ -172,14 +163,4 @@ async fn revision_counts_and_ranking_index_are_added(backend: Backend) {
     assert!(govdata::store::staging::beat(&db, 1, 5).await.is_ok());
     db.close().await.unwrap();
     assert_eq!(answers(url).await, before, "the migrated store answers as before");
-}
-
-#[tokio::test]
-async fn revision_counts_and_ranking_index_are_added_sqlite() {
-    revision_counts_and_ranking_index_are_added(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn revision_counts_and_ranking_index_are_added_postgres() {
-    revision_counts_and_ranking_index_are_added(Backend::Postgres).await;
-}
+});

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::helpers::{Backend, INTERNAL_TOKEN, TestApp, sample_database};
+use crate::helpers::{Backend, INTERNAL_TOKEN, sample_database};
 use crate::on_both_backends;
 
 fn sample<'a>(

@@ -6,7 +6,7 @@
 //! Payment rows are written into the shared sample database: no read endpoint exposes them, and
 //! every test looks its rows up by its own random nonce.
 use std::{
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -16,13 +16,11 @@ use govdata::{
     x402::eip3009::{ParsedAuthorization, TokenDomain},
     x402::wire::Authorization,
 };
-use poem::{
-    EndpointExt, Request, Response, Server,
-    listener::{Acceptor, Listener, TcpListener},
-};
 use serde_json::{Value, json};
 
+use crate::fixtures::facilitator::{Facilitator, Verdict};
 use crate::helpers::{Backend, TestApp, sample_database, spawn_app_with};
+use crate::on_both_backends;
 
 /// anvil's account #1: the payer.
 const PAYER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
@@ -35,84 +33,6 @@ const OTHER_TOKEN: &str = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
 const STANDARD: &str = "/v2/daos/uniswap";
 const PLUS: &str = "/v2/daos/uniswap/voters?limit=3";
-
-// ---------------------------------------------------------------------------------------------
-// The stand-in facilitator
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// Verifies and settles.
-    Approve,
-    /// `/verify` says `isValid: false`.
-    RefuseVerify,
-    /// `/settle` says `success: false`.
-    RefuseSettle,
-    /// Answers HTML.
-    Garble,
-}
-
-struct Facilitator {
-    url: String,
-    verdict: Arc<Mutex<Verdict>>,
-    /// `(action, request body)` in arrival order.
-    calls: Arc<Mutex<Vec<(String, Value)>>>,
-}
-
-impl Facilitator {
-    async fn start(verdict: Verdict, delay: Duration) -> Self {
-        let verdict = Arc::new(Mutex::new(verdict));
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let (v, c) = (verdict.clone(), calls.clone());
-        let endpoint = poem::endpoint::make(move |req: Request| {
-            let (verdict, calls) = (*v.lock().unwrap(), c.clone());
-            async move {
-                let action = req.uri().path().trim_start_matches('/').to_owned();
-                let body: Value = req.into_body().into_json().await.unwrap_or(Value::Null);
-                calls.lock().unwrap().push((action.clone(), body.clone()));
-                tokio::time::sleep(delay).await;
-                let payer = body["paymentPayload"]["payload"]["authorization"]["from"].clone();
-                let network = body["paymentRequirements"]["network"].clone();
-                let answer = match (verdict, action.as_str()) {
-                    (Verdict::Garble, _) => return Response::builder().body("<html>502 Bad Gateway</html>"),
-                    (Verdict::RefuseVerify, "verify") => {
-                        json!({"isValid": false, "invalidReason": "insufficient_funds", "payer": payer})
-                    }
-                    (_, "verify") => json!({"isValid": true, "payer": payer}),
-                    (Verdict::RefuseSettle, "settle") => json!({
-                        "success": false, "errorReason": "invalid_transaction_state",
-                        "transaction": "", "network": network, "payer": payer
-                    }),
-                    (_, "settle") => json!({
-                        "success": true, "transaction": format!("0x{}", "ab".repeat(32)),
-                        "network": network, "payer": payer
-                    }),
-                    _ => return Response::builder().status(poem::http::StatusCode::NOT_FOUND).finish(),
-                };
-                Response::builder().content_type("application/json").body(answer.to_string())
-            }
-        });
-        let acceptor = TcpListener::bind("127.0.0.1:0").into_acceptor().await.expect("bind");
-        let addr = acceptor.local_addr()[0].as_socket_addr().copied().expect("socket address");
-        tokio::spawn(Server::new_with_acceptor(acceptor).run(endpoint.map_to_response()));
-        Self { url: format!("http://{addr}/"), verdict, calls }
-    }
-
-    fn set(&self, verdict: Verdict) {
-        *self.verdict.lock().unwrap() = verdict;
-    }
-
-    fn actions(&self) -> Vec<String> {
-        self.calls.lock().unwrap().iter().map(|(action, _)| action.clone()).collect()
-    }
-
-    fn last_body(&self) -> Value {
-        self.calls.lock().unwrap().last().map(|(_, body)| body.clone()).expect("a call")
-    }
-
-    fn forget(&self) {
-        self.calls.lock().unwrap().clear();
-    }
-}
 
 /// A govdata server taking payments through `facilitator_url` on Base Sepolia's USDC.
 async fn paying_app(backend: Backend, facilitator_url: &str) -> TestApp {
@@ -260,12 +180,11 @@ async fn assert_refused(response: reqwest::Response, reason: &str, case: &str) -
 // ---------------------------------------------------------------------------------------------
 // Tests
 
-/// Every malformed, mismatched or forged payment is refused by the local checks with its own
-/// reason code, before the facilitator hears of it and before anything is reserved.
-#[tokio::test]
-async fn bad_payments_are_refused_with_a_reason_and_serve_nothing() {
+// Every malformed, mismatched or forged payment is refused by the local checks with its own
+// reason code, before the facilitator hears of it and before anything is reserved.
+on_both_backends!(bad_payments_are_refused_with_a_reason_and_serve_nothing, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
-    let app = paying_app(Backend::Sqlite, &facilitator.url).await;
+    let app = paying_app(backend, &facilitator.url).await;
     let standard = offer(&app, STANDARD).await;
     let plus = offer(&app, PLUS).await;
     assert_eq!(standard.v1["maxAmountRequired"], "1000");
@@ -351,9 +270,9 @@ async fn bad_payments_are_refused_with_a_reason_and_serve_nothing() {
         assert!(body["detail"].as_str().unwrap().contains(says), "{value}: {body}");
     }
     assert_eq!(facilitator.actions(), Vec::<String>::new(), "no bad payment reached the facilitator");
-}
+});
 
-async fn pays_and_is_recorded(backend: Backend) {
+on_both_backends!(a_payment_is_verified_settled_recorded_and_never_replayed, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
     let app = paying_app(backend, &facilitator.url).await;
     let (_, free_view) = app.get_json(PLUS).await;
@@ -407,24 +326,13 @@ async fn pays_and_is_recorded(backend: Backend) {
         .await;
         assert!(facilitator.actions().is_empty());
     }
-}
+});
 
-#[tokio::test]
-async fn a_payment_is_verified_settled_recorded_and_never_replayed_sqlite() {
-    pays_and_is_recorded(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_payment_is_verified_settled_recorded_and_never_replayed_postgres() {
-    pays_and_is_recorded(Backend::Postgres).await;
-}
-
-/// A payer over its rate is refused before its payment is reserved, verified or settled.
-#[tokio::test]
-async fn a_payer_over_its_rate_is_refused_before_anything_is_charged() {
+// A payer over its rate is refused before its payment is reserved, verified or settled.
+on_both_backends!(a_payer_over_its_rate_is_refused_before_anything_is_charged, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
     let url = facilitator.url.clone();
-    let app = spawn_app_with(sample_database(Backend::Sqlite), move |a| {
+    let app = spawn_app_with(sample_database(backend), move |a| {
         a.payments.facilitator_url = Some(url);
         a.payments.pay_to = Some(PAY_TO.to_owned());
         a.rates.rate_payer = "1/1h".parse().unwrap();
@@ -444,49 +352,55 @@ async fn a_payer_over_its_rate_is_refused_before_anything_is_charged() {
     assert_eq!(body["code"], "RATE_LIMITED");
     assert!(facilitator.actions().is_empty(), "the facilitator never heard of it");
     assert!(payment_row(&app, &second.authorization.nonce).await.is_none(), "nothing reserved");
-}
+});
 
-/// What the handler answers decides whether anything is charged; what the facilitator answers
-/// decides whether anything is served.
-#[tokio::test]
-async fn only_a_successful_answer_is_charged_and_only_a_settled_one_is_served() {
-    let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
-    let app = paying_app(Backend::Sqlite, &facilitator.url).await;
-    let offer = offer(&app, STANDARD).await;
+// What the handler answers decides whether anything is charged; what the facilitator answers
+// decides whether anything is served.
+on_both_backends!(
+    only_a_successful_answer_is_charged_and_only_a_settled_one_is_served,
+    |backend: Backend| async move {
+        let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
+        let app = paying_app(backend, &facilitator.url).await;
+        let offer = offer(&app, STANDARD).await;
 
-    // A handler error (unknown DAO) is answered as it is, and never settled.
-    let missing = "/v2/daos/no-such-dao";
-    let draft = Draft::honest(&offer, 2);
-    let response = pay(&app, missing, (draft.header_name(), &draft.encode())).await;
-    assert_eq!(response.status(), 404);
-    assert!(response.headers().get("payment-response").is_none());
-    assert_eq!(facilitator.actions(), ["verify"], "verified, never settled");
-    let row = payment_row(&app, &draft.authorization.nonce).await.expect("reserved");
-    assert_eq!(row.status, payments::STATUS_FAILED);
-    assert!(row.error.as_deref().unwrap().contains("404"), "{row:?}");
+        // A handler error (unknown DAO) is answered as it is, and never settled.
+        let missing = "/v2/daos/no-such-dao";
+        let draft = Draft::honest(&offer, 2);
+        let response = pay(&app, missing, (draft.header_name(), &draft.encode())).await;
+        assert_eq!(response.status(), 404);
+        assert!(response.headers().get("payment-response").is_none());
+        assert_eq!(facilitator.actions(), ["verify"], "verified, never settled");
+        let row = payment_row(&app, &draft.authorization.nonce).await.expect("reserved");
+        assert_eq!(row.status, payments::STATUS_FAILED);
+        assert!(row.error.as_deref().unwrap().contains("404"), "{row:?}");
 
-    // The facilitator refuses at /verify: 402 with its reason, the handler never runs.
-    facilitator.forget();
-    facilitator.set(Verdict::RefuseVerify);
-    let draft = Draft::honest(&offer, 1);
-    assert_refused(pay(&app, STANDARD, (draft.header_name(), &draft.encode())).await, "insufficient_funds", "verify")
+        // The facilitator refuses at /verify: 402 with its reason, the handler never runs.
+        facilitator.forget();
+        facilitator.set(Verdict::RefuseVerify);
+        let draft = Draft::honest(&offer, 1);
+        assert_refused(
+            pay(&app, STANDARD, (draft.header_name(), &draft.encode())).await,
+            "insufficient_funds",
+            "verify",
+        )
         .await;
-    assert_eq!(facilitator.actions(), ["verify"]);
-    assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
+        assert_eq!(facilitator.actions(), ["verify"]);
+        assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
 
-    // The facilitator refuses at /settle: the answer is withheld.
-    facilitator.forget();
-    facilitator.set(Verdict::RefuseSettle);
-    let draft = Draft::honest(&offer, 2);
-    assert_refused(
-        pay(&app, STANDARD, (draft.header_name(), &draft.encode())).await,
-        "invalid_transaction_state",
-        "settle",
-    )
-    .await;
-    assert_eq!(facilitator.actions(), ["verify", "settle"]);
-    assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
-}
+        // The facilitator refuses at /settle: the answer is withheld.
+        facilitator.forget();
+        facilitator.set(Verdict::RefuseSettle);
+        let draft = Draft::honest(&offer, 2);
+        assert_refused(
+            pay(&app, STANDARD, (draft.header_name(), &draft.encode())).await,
+            "invalid_transaction_state",
+            "settle",
+        )
+        .await;
+        assert_eq!(facilitator.actions(), ["verify", "settle"]);
+        assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
+    }
+);
 
 async fn assert_upstream_error(response: reqwest::Response, case: &str) {
     assert_eq!(response.status(), 502, "{case}");
@@ -497,10 +411,9 @@ async fn assert_upstream_error(response: reqwest::Response, case: &str) {
     assert!(body["detail"].as_str().unwrap().contains("facilitator"), "{case}: {body}");
 }
 
-#[tokio::test]
-async fn a_garbled_or_unreachable_facilitator_is_an_upstream_error() {
+on_both_backends!(a_garbled_or_unreachable_facilitator_is_an_upstream_error, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Garble, Duration::ZERO).await;
-    let app = paying_app(Backend::Sqlite, &facilitator.url).await;
+    let app = paying_app(backend, &facilitator.url).await;
     let offer = offer(&app, STANDARD).await;
     for generation in [1, 2] {
         let draft = Draft::honest(&offer, generation);
@@ -511,16 +424,15 @@ async fn a_garbled_or_unreachable_facilitator_is_an_upstream_error() {
 
     // A port nothing listens on.
     let vacant = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let app = paying_app(Backend::Sqlite, &format!("http://{vacant}")).await;
+    let app = paying_app(backend, &format!("http://{vacant}")).await;
     let draft = Draft::honest(&offer, 2);
     assert_upstream_error(pay(&app, STANDARD, (draft.header_name(), &draft.encode())).await, "unreachable").await;
-}
+});
 
-/// Many requests racing with one authorization: exactly one is served.
-#[tokio::test]
-async fn one_authorization_pays_once_under_concurrency() {
+// Many requests racing with one authorization: exactly one is served.
+on_both_backends!(one_authorization_pays_once_under_concurrency, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::from_millis(150)).await;
-    let app = Arc::new(paying_app(Backend::Postgres, &facilitator.url).await);
+    let app = Arc::new(paying_app(backend, &facilitator.url).await);
     let offer = offer(&app, STANDARD).await;
     let draft = Draft::honest(&offer, 2);
     let header = draft.encode();
@@ -537,4 +449,4 @@ async fn one_authorization_pays_once_under_concurrency() {
     statuses.sort_unstable();
     assert_eq!(statuses, [200, 402, 402, 402, 402, 402, 402, 402]);
     assert_eq!(facilitator.actions(), ["verify", "settle"], "the facilitator saw it once");
-}
+});

@@ -1,6 +1,6 @@
 use crate::{helpers::snapshot_settings, on_both_backends};
 
-on_both_backends!(pricing_lists_every_paid_endpoint_from_the_declarations, |app: crate::helpers::TestApp| async move {
+on_both_backends!(pricing_lists_every_paid_endpoint_from_the_declarations, |app: TestApp| async move {
     let (status, body) = app.get_json("/v1/meta/pricing").await;
     assert_eq!(status, 200);
     crate::daos::assert_no_floats(&body, "$");
@@ -42,5 +42,5 @@ on_both_backends!(pricing_lists_every_paid_endpoint_from_the_declarations, |app:
         data["partnerToken"]["scopes"][1],
         serde_json::json!({"scope": "v1:paid:plus", "version": "v1", "tiers": ["standard", "plus"]})
     );
-    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_pricing", body));
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("v1_pricing_get_default_prices", body));
 });

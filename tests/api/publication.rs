@@ -6,9 +6,9 @@ use govdata::rules::signals::{ProposalRow, VoteRow, analyse_votes};
 use govdata::store::entities::{dao_summary, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
 
-use crate::helpers::Backend;
-use crate::ingest::{BASE, DAO, big, options, world};
-use crate::upstreams::HubVote;
+use crate::fixtures::testgov::{BASE, DAO, big, options, world};
+use crate::fixtures::upstreams::HubVote;
+use crate::on_both_backends;
 
 /// Everything publication derives, in a comparable form (voter stats are rewritten with new ids,
 /// so they are compared by content).
@@ -78,7 +78,7 @@ async fn serving_revision(db: &DatabaseConnection) -> i64 {
     govdata::store::publish::current_revision(db).await.unwrap().map_or(0, |r| r.id)
 }
 
-async fn incremental_publication(backend: Backend) {
+on_both_backends!(incremental_publication, |backend: Backend| async move {
     let w = world(backend).await;
     let first = run_once(&w.db, &w.registry, &options()).await.expect("first run");
     let r1 = first.published.revision_id.expect("the first run publishes");
@@ -160,14 +160,4 @@ async fn incremental_publication(backend: Backend) {
         let diff: Vec<_> = incremental.lines().zip(full.lines()).filter(|(a, b)| a != b).take(10).collect();
         panic!("a full recomputation changed what incremental publication derived: {diff:#?}");
     }
-}
-
-#[tokio::test]
-async fn incremental_publication_sqlite() {
-    incremental_publication(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn incremental_publication_postgres() {
-    incremental_publication(Backend::Postgres).await;
-}
+});

@@ -5,13 +5,14 @@
 use govdata::contract::access::{Rate, RatePolicy};
 use serde_json::Value;
 
-use crate::helpers::{Backend, fresh_database, spawn_app_with};
+use crate::helpers::{fresh_database, spawn_app_with};
+use crate::on_both_backends;
 
 fn header(r: &reqwest::Response, name: &str) -> String {
     r.headers().get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
 }
 
-async fn client_limit(backend: Backend) {
+on_both_backends!(a_client_over_its_limit_gets_429_with_the_rate_limit_headers, |backend: Backend| async move {
     let app = spawn_app_with(fresh_database(backend).await, |a| {
         a.rates.rate_client = "3/1h".parse().unwrap();
     })
@@ -44,9 +45,9 @@ async fn client_limit(backend: Backend) {
     assert_eq!(app.anonymous.get(app.url("/healthz")).send().await.unwrap().status(), 200);
     assert_eq!(app.anonymous.get(app.url("/readyz")).send().await.unwrap().status(), 200);
     assert_eq!(app.get("/v1/system/freshness").await.status(), 200);
-}
+});
 
-async fn partner_limit(backend: Backend) {
+on_both_backends!(a_partner_token_is_limited_by_its_own_rate, |backend: Backend| async move {
     let app = spawn_app_with(fresh_database(backend).await, |_| {}).await;
     let db = govdata::store::connect(&app.database_url).await.unwrap();
     let own = Some(Rate { quota: 2, window_s: 3600 });
@@ -78,33 +79,12 @@ async fn partner_limit(backend: Backend) {
         govdata::store::rates::sweep(&db, i64::MAX).await.unwrap() > 0
     })
     .await;
-}
+});
 
-#[tokio::test]
-async fn a_client_over_its_limit_gets_429_with_the_rate_limit_headers_sqlite() {
-    client_limit(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_client_over_its_limit_gets_429_with_the_rate_limit_headers_postgres() {
-    client_limit(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_partner_token_is_limited_by_its_own_rate_sqlite() {
-    partner_limit(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_partner_token_is_limited_by_its_own_rate_postgres() {
-    partner_limit(Backend::Postgres).await;
-}
-
-/// Guessing tokens counts against the client address: past its limit the store is not even
-/// asked, and every answer is a 429.
-#[tokio::test]
-async fn token_guessing_is_rate_limited_per_client() {
-    let app = spawn_app_with(fresh_database(Backend::Sqlite).await, |a| {
+// Guessing tokens counts against the client address: past its limit the store is not even
+// asked, and every answer is a 429.
+on_both_backends!(token_guessing_is_rate_limited_per_client, |backend: Backend| async move {
+    let app = spawn_app_with(fresh_database(backend).await, |a| {
         a.rates.rate_client = "5/1h".parse().unwrap();
     })
     .await;
@@ -120,4 +100,4 @@ async fn token_guessing_is_rate_limited_per_client() {
         statuses.push(r.status().as_u16());
     }
     assert_eq!(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
-}
+});

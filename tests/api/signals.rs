@@ -1,19 +1,19 @@
 //! `GET /v1/governance-signals` on the real sample, plus synthetic fixtures for the rules the
 //! sample cannot trigger (forum spikes, an active close race with its quorum at risk).
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, EntityTrait, QueryOrder};
+use sea_orm::{DatabaseConnection, EntityTrait, QueryOrder};
 use serde_json::{Value, json};
 use time::macros::datetime;
 
 use crate::{
     daos::assert_no_floats,
+    fixtures::sample::SAMPLE_AS_OF,
+    fixtures::stores::{MINUTE, SPIKE_DAY, SYNTHETIC_PROPOSAL, insert_close_call, insert_forum_topic},
     helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
     on_both_backends,
 };
-use govdata::store::{entities, keys, sort_keys};
+use govdata::store::{entities, keys};
 
 const DAY_MS: i64 = 86_400_000;
-/// The sample's `dataAsOf`: 2026-03-26T00:00:00Z.
-const SAMPLE_AS_OF: i64 = 1_774_483_200_000;
 
 fn ms(t: time::OffsetDateTime) -> i64 {
     (t.unix_timestamp_nanos() / 1_000_000) as i64
@@ -255,118 +255,6 @@ on_both_backends!(v1_signals_snapshot, |app: TestApp| async move {
 // Fixtures: a fresh store with the sample plus synthetic rows.
 // ---------------------------------------------------------------------------------------------
 
-/// 2026-03-20T00:00:00Z: inside the sample's default window.
-const SPIKE_DAY: i64 = 1_773_964_800_000;
-const MINUTE: i64 = 60_000;
-const SYNTHETIC_PROPOSAL: &str = "0xsynthetic-close-call";
-
-async fn insert_topic(db: &DatabaseConnection, external_id: &str, post_times: &[i64]) {
-    let url = format!("https://forum.example/t/synthetic-topic-{external_id}/{external_id}");
-    let topic = entities::forum_topic::ActiveModel {
-        dao_id: Set("uniswap".to_owned()),
-        external_id: Set(external_id.to_owned()),
-        topic_key: Set(keys::topic_key("uniswap", external_id)),
-        title: Set(format!("[synthetic] Discussion {external_id}")),
-        slug: Set(format!("synthetic-topic-{external_id}")),
-        url: Set(url),
-        category_id: Set(None),
-        tags: Set(None),
-        author: Set(Some("synthetic".to_owned())),
-        posts_count: Set(post_times.len() as i64),
-        reply_count: Set(post_times.len() as i64 - 1),
-        views: Set(0),
-        like_count: Set(0),
-        excerpt: Set(None),
-        created_ms: Set(post_times[0]),
-        last_posted_ms: Set(post_times.last().copied()),
-        closed: Set(false),
-        archived: Set(false),
-        linked_proposal_id: Set(None),
-        updated_ms: Set(post_times[0]),
-        ..Default::default()
-    }
-    .insert(db)
-    .await
-    .expect("topic");
-    for (i, t) in post_times.iter().enumerate() {
-        entities::forum_post::ActiveModel {
-            topic_id: Set(topic.id),
-            external_id: Set(format!("{external_id}-{}", i + 1)),
-            post_number: Set(i as i64 + 1),
-            author: Set(Some("synthetic".to_owned())),
-            body: Set("[synthetic] post".to_owned()),
-            created_ms: Set(*t),
-            ..Default::default()
-        }
-        .insert(db)
-        .await
-        .expect("post");
-    }
-}
-
-/// An active `basic` proposal ending 24 hours after the sample's `dataAsOf`: For 510 vs Against
-/// 490 (a close race a single voter decides), 1000 of a 10000000 quorum (at risk).
-async fn insert_close_call(db: &DatabaseConnection) {
-    let p = entities::proposal::ActiveModel {
-        dao_id: Set("uniswap".to_owned()),
-        source: Set("snapshot".to_owned()),
-        external_id: Set(SYNTHETIC_PROPOSAL.to_owned()),
-        proposal_key: Set(keys::proposal_key("uniswap", "snapshot", SYNTHETIC_PROPOSAL)),
-        title: Set("[synthetic] Close call".to_owned()),
-        body: Set(None),
-        author: Set("0xa6e8772af29b29b9202a073f8e36f447689beef6".to_owned()),
-        voting_type: Set(Some("basic".to_owned())),
-        state: Set("active".to_owned()),
-        choices: Set(None),
-        scores: Set(None),
-        scores_total: Set(Some("1000".to_owned())),
-        scores_state: Set(None),
-        quorum: Set(Some("10000000".to_owned())),
-        top_choice_pct: Set(Some("51.0".to_owned())),
-        start_ms: Set(Some(SAMPLE_AS_OF - DAY_MS)),
-        end_ms: Set(Some(SAMPLE_AS_OF + DAY_MS)),
-        created_ms: Set(SAMPLE_AS_OF - DAY_MS),
-        upstream_vote_count: Set(Some(2)),
-        ingested_vote_count: Set(0),
-        url: Set(Some("https://forum.example/synthetic-proposal".to_owned())),
-        discussion_url: Set(None),
-        ipfs: Set(None),
-        snapshot_block: Set(None),
-        tx_hash: Set(None),
-        block_number: Set(None),
-        origin: Set("synthetic-test".to_owned()),
-        updated_ms: Set(SAMPLE_AS_OF),
-        ..Default::default()
-    }
-    .insert(db)
-    .await
-    .expect("proposal");
-    for (voter, choice, power) in [
-        ("0x00000000000000000000000000000000000000a1", "1", "510"),
-        ("0x00000000000000000000000000000000000000b2", "2", "490"),
-    ] {
-        let (_, vp_sort) = sort_keys::parse_amount(power).unwrap();
-        entities::vote::ActiveModel {
-            proposal_id: Set(p.id),
-            dao_id: Set("uniswap".to_owned()),
-            voter: Set(govdata::store::address::AccountBytes::parse(voter).unwrap()),
-            choice: Set(choice.to_owned()),
-            voting_power: Set(power.to_owned()),
-            vp_sort: Set(vp_sort),
-            vp_from_float: Set(false),
-            reason: Set(None),
-            created_ms: Set(SAMPLE_AS_OF - MINUTE),
-            ipfs: Set(None),
-            tx_hash: Set(None),
-            block_number: Set(None),
-            ..Default::default()
-        }
-        .insert(db)
-        .await
-        .expect("vote");
-    }
-}
-
 async fn signal_rows(db: &DatabaseConnection) -> Vec<entities::signal::Model> {
     entities::signal::Entity::find().order_by_asc(entities::signal::Column::Id).all(db).await.unwrap()
 }
@@ -379,9 +267,9 @@ async fn fixture_app(backend: Backend) -> (TestApp, DatabaseConnection) {
     assert!(!sample_signals.is_empty());
     // A spike: 25 posts 30 minutes apart (the 20th lands 9.5 hours in). Not spikes: 19 posts in
     // an hour, and 20 posts 2 hours apart (38 hours).
-    insert_topic(&db, "9001", &(0..25).map(|i| SPIKE_DAY + i * 30 * MINUTE).collect::<Vec<_>>()).await;
-    insert_topic(&db, "9002", &(0..19).map(|i| SPIKE_DAY + i * 3 * MINUTE).collect::<Vec<_>>()).await;
-    insert_topic(&db, "9003", &(0..20).map(|i| SPIKE_DAY + i * 120 * MINUTE).collect::<Vec<_>>()).await;
+    insert_forum_topic(&db, "9001", &(0..25).map(|i| SPIKE_DAY + i * 30 * MINUTE).collect::<Vec<_>>()).await;
+    insert_forum_topic(&db, "9002", &(0..19).map(|i| SPIKE_DAY + i * 3 * MINUTE).collect::<Vec<_>>()).await;
+    insert_forum_topic(&db, "9003", &(0..20).map(|i| SPIKE_DAY + i * 120 * MINUTE).collect::<Vec<_>>()).await;
     insert_close_call(&db).await;
     let run_id = govdata::store::publish::current_revision(&db).await.unwrap().unwrap().run_id.unwrap();
     govdata::store::publish::publish(&db, run_id, "synthetic fixtures", &govdata::store::publish::Scope::All)
@@ -401,7 +289,7 @@ async fn fixture_app(backend: Backend) -> (TestApp, DatabaseConnection) {
     (spawn_app_on(url).await, db)
 }
 
-async fn fixtures(backend: Backend) {
+on_both_backends!(v1_signals_fixtures, |backend: Backend| async move {
     let (app, _db) = fixture_app(backend).await;
     let (status, body) = app.get_json("/v1/governance-signals?kind=forum_discussion_spike").await;
     assert_eq!(status, 200, "{body:#}");
@@ -450,14 +338,4 @@ async fn fixtures(backend: Backend) {
     assert_eq!(decisive["evidence"]["decidingVote"]["effect"], "510");
     let (_, body) = app.get_json("/v1/governance-signals?severity=critical").await;
     assert_eq!(body["data"]["total"], 1);
-}
-
-#[tokio::test]
-async fn v1_signals_fixtures_sqlite() {
-    fixtures(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn v1_signals_fixtures_postgres() {
-    fixtures(Backend::Postgres).await;
-}
+});

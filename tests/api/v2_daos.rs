@@ -71,36 +71,33 @@ on_both_backends!(bad_cursors_are_invalid_cursor, |app: TestApp| async move {
     }
 });
 
-/// A cursor is bound to the data it pages: a publication that changes DAO X makes the cursors
-/// over X and over every DAO stale, and leaves those paging another DAO valid.
-#[tokio::test]
-async fn cursors_go_stale_when_a_publication_changes_what_they_page() {
+// A cursor is bound to the data it pages: a publication that changes DAO X makes the cursors
+// over X and over every DAO stale, and leaves those paging another DAO valid.
+on_both_backends!(cursors_go_stale_when_a_publication_changes_what_they_page, |backend: Backend| async move {
     use govdata::store::publish::{Scope, Touched, publish};
-    for backend in [crate::helpers::Backend::Sqlite, crate::helpers::Backend::Postgres] {
-        let url = crate::helpers::fresh_database(backend).await;
-        let db = govdata::store::connect(&url).await.unwrap();
-        govdata::sample::import_if_empty(&db).await.unwrap();
-        let app = crate::helpers::spawn_app_on(url).await;
-        let mut cursors = Vec::new();
-        for list in ["/v2/daos?limit=2", "/v2/proposals?daoId=uniswap&limit=2", "/v2/proposals?daoId=lido&limit=2"] {
-            let (_, first) = app.get_json(list).await;
-            let cursor = first["meta"]["page"]["nextCursor"].as_str().unwrap().to_owned();
-            let next = format!("{list}&cursor={cursor}");
-            assert_eq!(app.get(&next).await.status(), 200, "{next}");
-            cursors.push(next);
-        }
-        let [every_dao, uniswap, lido] = cursors.try_into().unwrap();
-
-        let only_lido = Touched { daos: ["lido".to_owned()].into(), ..Touched::default() };
-        publish(&db, 0, "lido changed", &Scope::Touched(only_lido)).await.unwrap();
-        for stale in [&every_dao, &lido] {
-            let body = problem(&app, stale).await;
-            assert_eq!(body["code"], "INVALID_CURSOR", "{stale}");
-            assert!(body["detail"].as_str().unwrap().contains("republished"), "{body}");
-        }
-        assert_eq!(app.get(&uniswap).await.status(), 200, "a publication that leaves uniswap alone");
-
-        publish(&db, 0, "everything recomputed", &Scope::All).await.unwrap();
-        assert_eq!(problem(&app, &uniswap).await["code"], "INVALID_CURSOR");
+    let url = crate::helpers::fresh_database(backend).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    let app = crate::helpers::spawn_app_on(url).await;
+    let mut cursors = Vec::new();
+    for list in ["/v2/daos?limit=2", "/v2/proposals?daoId=uniswap&limit=2", "/v2/proposals?daoId=lido&limit=2"] {
+        let (_, first) = app.get_json(list).await;
+        let cursor = first["meta"]["page"]["nextCursor"].as_str().unwrap().to_owned();
+        let next = format!("{list}&cursor={cursor}");
+        assert_eq!(app.get(&next).await.status(), 200, "{next}");
+        cursors.push(next);
     }
-}
+    let [every_dao, uniswap, lido] = cursors.try_into().unwrap();
+
+    let only_lido = Touched { daos: ["lido".to_owned()].into(), ..Touched::default() };
+    publish(&db, 0, "lido changed", &Scope::Touched(only_lido)).await.unwrap();
+    for stale in [&every_dao, &lido] {
+        let body = problem(&app, stale).await;
+        assert_eq!(body["code"], "INVALID_CURSOR", "{stale}");
+        assert!(body["detail"].as_str().unwrap().contains("republished"), "{body}");
+    }
+    assert_eq!(app.get(&uniswap).await.status(), 200, "a publication that leaves uniswap alone");
+
+    publish(&db, 0, "everything recomputed", &Scope::All).await.unwrap();
+    assert_eq!(problem(&app, &uniswap).await["code"], "INVALID_CURSOR");
+});

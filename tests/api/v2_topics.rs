@@ -2,9 +2,10 @@
 use govdata::store::entities::{forum_post, forum_topic, proposal};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
 
-use crate::helpers::{Backend, fresh_database, spawn_app_on};
+use crate::helpers::{fresh_database, spawn_app_on};
+use crate::on_both_backends;
 
-async fn topics_on(backend: Backend) {
+on_both_backends!(topics_walk_and_resolve, |backend: Backend| async move {
     let url = fresh_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
     govdata::sample::import_if_empty(&db).await.unwrap();
@@ -91,14 +92,4 @@ async fn topics_on(backend: Backend) {
     assert_eq!(body["errors"][0]["name"], "topicKey");
     let (_, window) = app.get_json("/v2/topics?from=2026-01-01T01:00:00Z&to=2026-01-01T03:00:00Z").await;
     assert_eq!(window["data"]["items"].as_array().unwrap().len(), 3);
-}
-
-#[tokio::test]
-async fn topics_walk_and_resolve_on_sqlite() {
-    topics_on(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn topics_walk_and_resolve_on_postgres() {
-    topics_on(Backend::Postgres).await;
-}
+});

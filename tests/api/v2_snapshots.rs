@@ -1,0 +1,148 @@
+//! One response snapshot per v2 operation, taken on both backends under one name (so the two
+//! must answer the same), and the rules every file in `snapshots/` follows:
+//!
+//! - a response is `<surface>_<operationId>_<case>.snap` (`v2_proposals_list_arbitrum`),
+//!   `operationId` as `contract::operations` declares it;
+//! - a published document is `documents_<surface>_<format>.snap` (`documents_v1_json`).
+//!
+//! Adding a v2 operation without a snapshot fails `every_v2_operation_has_a_response_snapshot`.
+//! A changed v1 snapshot is a changed public contract: review it, never accept it blindly.
+use govdata::contract::{access::Version, operations};
+use govdata::store::keys;
+
+use crate::fixtures::sample::RFC_ID;
+use crate::fixtures::stores::synthetic_database;
+use crate::helpers::{TestApp, snapshot_settings, spawn_app_on};
+use crate::on_both_backends;
+
+/// A proposal of the sample with votes: uniswap's "Strategic Renewal of Gnosis, Linea, and
+/// Mantle Deployments" (449 votes).
+const VOTED: &str = "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf";
+/// A voter of the sample (pgov.eth) with votes in four DAOs and delegations in three.
+const VOTER: &str = "0x3fb19771947072629c8eee7995a2ef23b72d4c8a";
+
+/// GETs `path` as the first-party client, expects 200 and a non-empty answer, and snapshots it
+/// as `name` (cursors redacted: they are signed with the server's key).
+async fn snapshot(app: &TestApp, name: &str, path: &str) {
+    let (status, body) = app.get_json(path).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    let data = &body["data"];
+    let items = data["items"].as_array();
+    assert!(items.is_none_or(|items| !items.is_empty()) && data.is_object(), "{path}: real data: {body}");
+    let mut settings = snapshot_settings();
+    settings.add_redaction(".meta.page.nextCursor", "[nextCursor]");
+    settings.bind(|| insta::assert_json_snapshot!(name, body));
+}
+
+fn proposal_key(dao: &str, id: &str) -> String {
+    keys::proposal_key(dao, "snapshot", id)
+}
+
+on_both_backends!(v2_daos_list, |app: TestApp| async move {
+    snapshot(&app, "v2_daos_list_first_page", "/v2/daos?limit=3").await;
+});
+
+// v2_daos_get: `daos::v2_gets_one_dao` (v2_daos_get_arbitrum).
+
+on_both_backends!(v2_topics_list, |backend: Backend| async move {
+    let app = spawn_app_on(synthetic_database(backend)).await;
+    snapshot(&app, "v2_topics_list_synthetic_uniswap", "/v2/topics?daoId=uniswap&limit=2").await;
+});
+
+on_both_backends!(v2_topics_get, |backend: Backend| async move {
+    let app = spawn_app_on(synthetic_database(backend)).await;
+    let path = format!("/v2/topics/{}", keys::topic_key("uniswap", "4242"));
+    snapshot(&app, "v2_topics_get_synthetic_linked", &path).await;
+});
+
+on_both_backends!(v2_activity_list, |app: TestApp| async move {
+    snapshot(&app, "v2_activity_list_weatherxm", "/v2/activity?daoId=weatherxm&limit=4").await;
+});
+
+on_both_backends!(v2_events_list, |app: TestApp| async move {
+    let path = "/v2/events?daoId=arbitrum&from=2025-07-30T00:00:00Z&to=2025-08-01T00:00:00Z&limit=4";
+    snapshot(&app, "v2_events_list_arbitrum", path).await;
+});
+
+on_both_backends!(v2_signals_list, |app: TestApp| async move {
+    snapshot(&app, "v2_signals_list_first_page", "/v2/signals?limit=3").await;
+});
+
+on_both_backends!(v2_proposals_list, |app: TestApp| async move {
+    snapshot(&app, "v2_proposals_list_arbitrum", "/v2/proposals?daoId=arbitrum&limit=3").await;
+});
+
+on_both_backends!(v2_proposals_get, |app: TestApp| async move {
+    let path = format!("/v2/proposals/{}", proposal_key("uniswap", RFC_ID));
+    snapshot(&app, "v2_proposals_get_rfc", &path).await;
+});
+
+on_both_backends!(v2_proposal_votes_list, |app: TestApp| async move {
+    let path = format!("/v2/proposals/{}/votes?limit=3", proposal_key("uniswap", VOTED));
+    snapshot(&app, "v2_proposal_votes_list_largest", &path).await;
+});
+
+on_both_backends!(v2_voters_list, |app: TestApp| async move {
+    snapshot(&app, "v2_voters_list_uniswap", "/v2/daos/uniswap/voters?limit=3").await;
+});
+
+on_both_backends!(v2_voters_get, |app: TestApp| async move {
+    snapshot(&app, "v2_voters_get_pgov", &format!("/v2/voters/{VOTER}")).await;
+});
+
+on_both_backends!(v2_voter_votes_list, |app: TestApp| async move {
+    snapshot(&app, "v2_voter_votes_list_latest", &format!("/v2/voters/{VOTER}/votes?limit=3")).await;
+});
+
+fn snapshot_names() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").file_name().to_string_lossy().into_owned())
+        .filter_map(|file| file.strip_suffix(".snap").map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The operation `name` (a response snapshot's name) is of, by the naming rule.
+fn operation_of(name: &str) -> Option<&'static operations::OperationDecl> {
+    let (surface, rest) = name.split_once('_')?;
+    let version = match surface {
+        "v1" => Version::V1,
+        "v2" => Version::V2,
+        _ => return None,
+    };
+    operations::ALL.iter().find(|d| {
+        d.version == version && rest.strip_prefix(d.id).and_then(|r| r.strip_prefix('_')).is_some_and(|c| !c.is_empty())
+    })
+}
+
+#[test]
+fn every_v2_operation_has_a_response_snapshot() {
+    let names = snapshot_names();
+    let missing: Vec<&str> = operations::ALL
+        .iter()
+        .filter(|d| d.version == Version::V2)
+        .filter(|d| !names.iter().any(|n| operation_of(n).is_some_and(|o| (o.version, o.id) == (d.version, d.id))))
+        .map(|d| d.id)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "v2 operations without a response snapshot (snapshots/v2_<operationId>_<case>.snap): {missing:?}"
+    );
+}
+
+#[test]
+fn every_snapshot_is_named_by_the_rule() {
+    let names = snapshot_names();
+    assert!(names.len() > 20, "{names:?}");
+    for name in names {
+        let document = ["documents_v1_json", "documents_v2_json"].contains(&name.as_str());
+        assert!(
+            document || operation_of(&name).is_some(),
+            "snapshots/{name}.snap: a response is <v1|v2>_<operationId>_<case> with an operationId of \
+             contract::operations, a document is documents_<v1|v2>_json"
+        );
+    }
+}
