@@ -101,4 +101,32 @@ mod tests {
         assert_eq!(split_host("http://host"), ("host".into(), ""));
         assert_eq!(split_host(""), (String::new(), ""));
     }
+
+    #[test]
+    fn recognises_every_url_form() {
+        let id = "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde";
+        let snap = ProposalUrl::Snapshot { space: "uniswapgovernance.eth".into(), id: id.into() };
+        assert_eq!(
+            parse_url(&format!("https://snapshot.org/#/uniswapgovernance.eth/proposal/{id}")),
+            Some(snap.clone())
+        );
+        assert_eq!(
+            parse_url(&format!("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}")),
+            Some(snap.clone())
+        );
+        assert_eq!(parse_url(&format!("snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}?tab=votes")), Some(snap));
+        assert_eq!(
+            parse_url("https://www.tally.xyz/gov/uniswap/proposal/77?govId=eip155:1:0x408E"),
+            Some(ProposalUrl::Tally { org: "uniswap".into(), id: "77".into() })
+        );
+        let topic = ProposalUrl::Discourse { host: "forum.example".into(), topic_id: "1234".into() };
+        assert_eq!(parse_url("https://forum.example/t/some-slug/1234"), Some(topic.clone()));
+        assert_eq!(parse_url("https://forum.example/t/some-slug/1234/7?u=x"), Some(topic.clone()));
+        assert_eq!(parse_url("HTTPS://Forum.Example:443/t/1234"), Some(topic));
+        for bad in
+            ["", "https://snapshot.org/#/space", "https://example.com/x/1", "https://forum.example/t/slug", "nope"]
+        {
+            assert_eq!(parse_url(bad), None, "{bad:?}");
+        }
+    }
 }

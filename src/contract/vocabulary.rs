@@ -90,7 +90,8 @@ impl ProposalSource {
 }
 
 vocabulary! {
-    /// The kind of a normalized item; also what a signal is about (its subject).
+    // Also what a signal is about: its subject kind.
+    /// The kind of a normalized item.
     #[derive(Enum)]
     #[oai(rename_all = "snake_case")]
     ItemKind ("item kind") {

@@ -4,6 +4,8 @@
 //! them over, and keep what comes back. Numbers stay exact (`contract::decimal`); times are data
 //! times, passed in, never the wall clock. Which modules of the crate rules may import is held
 //! by `layers` (contract only); the test here keeps the database and HTTP crates out.
+pub mod evidence;
+pub mod lookup;
 pub mod signals;
 pub mod tally;
 

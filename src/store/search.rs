@@ -2,18 +2,13 @@
 //! (SQLite FTS5, PostgreSQL GIN over `to_tsvector('simple', …)`), and the confidence rule.
 //!
 //! Both backends see the same words: text is cut at every character that is not a letter or a
-//! digit and lowercased ([`words`]). Each query word matches as a prefix (`statut` finds
+//! digit and lowercased (`rules::lookup::words`). Each query word matches as a prefix (`statut` finds
 //! `statute`); [`Mode::All`] requires every word, [`Mode::Any`] one of them. The index ranks
 //! (bm25 on SQLite, `ts_rank` on PostgreSQL) and a bounded number of rows comes back; the caller
-//! orders them by [`confidence`], which both backends compute identically.
-use bigdecimal::{BigDecimal, RoundingMode, Zero};
+//! orders them by `rules::lookup::confidence`, which both backends compute identically.
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, EntityTrait, Statement, Value};
 
 use super::entities::{forum_topic, proposal};
-use crate::contract::decimal;
-use crate::contract::limits::lookup::{
-    CONFIDENCE_DECIMALS, CONFIDENCE_QUERY_WEIGHT, CONFIDENCE_TITLE_WEIGHT, TITLE_MAX_WORDS,
-};
 
 /// How query words combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,44 +17,6 @@ pub enum Mode {
     All,
     /// At least one word must match.
     Any,
-}
-
-/// The distinct lowercase words of `text`, in order of first appearance: maximal runs of letters
-/// and digits. Matches how both indexes cut titles.
-pub fn words(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let w = w.to_lowercase();
-        if !out.contains(&w) {
-            out.push(w);
-        }
-    }
-    out
-}
-
-/// The query words used for a title search: at most [`TITLE_MAX_WORDS`].
-pub fn query_words(text: &str) -> Vec<String> {
-    let mut w = words(text);
-    w.truncate(TITLE_MAX_WORDS);
-    w
-}
-
-/// Confidence that `title` is what `query` (its words) names, in [0, 1], as a plain decimal:
-/// `0.8 × (query words found in the title ÷ query words) + 0.2 × (title words matched by a
-/// query word ÷ title words)` (weights in `contract::limits::lookup`), a query word matching the
-/// title words it is a prefix of; rounded half-even to 4 decimals. Same words → `1`.
-pub fn confidence(query: &[String], title: &str) -> String {
-    let title_words = words(title);
-    if query.is_empty() || title_words.is_empty() {
-        return "0".to_owned();
-    }
-    let found = query.iter().filter(|q| title_words.iter().any(|t| t.starts_with(q.as_str()))).count();
-    let covered = title_words.iter().filter(|t| query.iter().any(|q| t.starts_with(q.as_str()))).count();
-    let weight = |w: &str| decimal::parse(w).unwrap_or_else(|_| BigDecimal::zero());
-    let value = weight(CONFIDENCE_QUERY_WEIGHT) * BigDecimal::from(found as u64) / BigDecimal::from(query.len() as u64)
-        + weight(CONFIDENCE_TITLE_WEIGHT) * BigDecimal::from(covered as u64)
-            / BigDecimal::from(title_words.len() as u64);
-    decimal::plain(&value.with_scale_round(CONFIDENCE_DECIMALS, RoundingMode::HalfEven))
 }
 
 /// The PostgreSQL expression indexed by m0002; it must stay textually identical to the index.
@@ -147,29 +104,7 @@ mod tests {
     use super::*;
 
     fn w(s: &str) -> Vec<String> {
-        query_words(s)
-    }
-
-    #[test]
-    fn words_are_cut_at_non_alphanumerics() {
-        assert_eq!(words("[RFC] Uniswap’s v3 — DIP-11: 智猛"), ["rfc", "uniswap", "s", "v3", "dip", "11", "智猛"]);
-        assert_eq!(words("a A a"), ["a"]);
-        assert!(words("🚀 -- !").is_empty());
-    }
-
-    #[test]
-    fn confidence_follows_the_documented_rule() {
-        let title = "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks";
-        // 2 of 2 query words found; 2 of 12 title words covered: 0.8 + 0.2 × 2/12.
-        assert_eq!(confidence(&w("Statute Limitations"), title), "0.8333");
-        assert_eq!(confidence(&w("limitations statute"), title), "0.8333");
-        assert_eq!(confidence(&w(title), title), "1");
-        // Prefixes count: `stat` covers `statute`.
-        assert_eq!(confidence(&w("stat limit"), title), "0.8333");
-        // Half the query words found (an OR match): 0.4 + 0.2 × 1/12.
-        assert_eq!(confidence(&w("statute banana"), title), "0.4167");
-        assert_eq!(confidence(&w("banana"), title), "0");
-        assert_eq!(confidence(&[], title), "0");
+        crate::rules::lookup::query_words(s)
     }
 
     #[test]

@@ -8,24 +8,26 @@ use super::V1Tag;
 use crate::api::{
     AppState,
     views::{
-        citation::{Citation, citation, proposal_citations},
+        citation::{Citation, EvidenceFacts, citation, evidence_citations, fields},
         item::{ItemRef, topic_ref},
         proposal::{ProposalSummary, json_strings},
     },
 };
 use crate::contract::{
-    dataset, decimal,
+    decimal,
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
     limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
     operations::EvidenceGetV1 as Op,
     time::rfc3339_ms,
 };
-use crate::rules::tally::{self, Tally};
+use crate::rules::{
+    evidence::{self, ChoiceShares, choice_shares},
+    tally,
+};
 use crate::store::{
     self, address,
-    entities::{governance_event, proposal, vote},
-    evidence::SAMPLE_PROPOSAL_ORIGIN,
+    entities::{governance_event, vote},
 };
 
 /// Where per-choice scores come from.
@@ -231,65 +233,16 @@ impl poem_openapi::types::Example for ProposalEvidence {
                 Citation {
                     url: Some(url),
                     snapshot_id: Some(id.to_owned()),
-                    ..citation("snapshot", strings(&["proposal.title", "proposal.state", "scoresTotal", "quorum"]))
+                    ..citation("snapshot", fields(&["proposal.title", "proposal.state", "scoresTotal", "quorum"]))
                 },
                 Citation {
                     snapshot_id: Some(id.to_owned()),
                     dataset: Some("data/sample/snapshot_votes.csv".to_owned()),
-                    ..citation("snapshot", strings(&["choices[].score", "choices[].share", "largestVotes[]"]))
+                    ..citation("snapshot", fields(&["choices[].score", "choices[].share", "largestVotes[]"]))
                 },
             ],
         }
     }
-}
-
-/// Per-choice scores: the upstream's when stored, else the exact tally of ingested votes.
-fn choices(p: &proposal::Model, tally: &Tally) -> (ScoresFrom, Vec<EvidenceChoice>) {
-    let labels = json_strings(p.choices.as_deref()).unwrap_or_default();
-    let label = |i: u32| labels.get(i as usize - 1).cloned();
-    let upstream: Option<Vec<BigDecimal>> = json_strings(p.scores.as_deref())
-        .and_then(|s| s.iter().map(|v| decimal::parse(v).ok()).collect::<Option<Vec<_>>>())
-        .filter(|s| !s.is_empty());
-    if let Some(scores) = upstream {
-        let sum: BigDecimal = scores.iter().sum();
-        let rows = scores
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let n = i as u32 + 1;
-                EvidenceChoice { choice: n, label: label(n), score: tally::score_text(s), share: tally::share(s, &sum) }
-            })
-            .collect();
-        return (ScoresFrom::Upstream, rows);
-    }
-    let sum = tally.scores_sum();
-    let mut indexes: Vec<u32> = (1..=labels.len() as u32).collect();
-    indexes.extend(tally.scores.keys().filter(|c| **c as usize > labels.len() || **c == 0));
-    indexes.sort_unstable();
-    indexes.dedup();
-    let rows = indexes
-        .into_iter()
-        .map(|n| {
-            let score = tally.scores.get(&n).cloned().unwrap_or_else(BigDecimal::zero);
-            EvidenceChoice {
-                choice: n,
-                label: if n == 0 { None } else { label(n) },
-                score: tally::score_text(&score),
-                share: tally::share(&score, &sum),
-            }
-        })
-        .collect();
-    (ScoresFrom::IngestedVotes, rows)
-}
-
-fn quorum(p: &proposal::Model) -> Option<QuorumEvidence> {
-    let required = p.quorum.as_deref()?;
-    let total = p.scores_total.as_deref()?;
-    let (q, t) = (decimal::parse(required).ok()?, decimal::parse(total).ok()?);
-    if q.is_zero() {
-        return None;
-    }
-    Some(QuorumEvidence { required: required.to_owned(), scores_total: total.to_owned(), reached: t >= q })
 }
 
 fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> EvidenceVote {
@@ -316,27 +269,6 @@ fn timeline_event(e: &governance_event::Model) -> TimelineEvent {
         tx_hash: e.tx_hash.clone(),
         block_number: e.block_number.map(|b| b.to_string()),
     }
-}
-
-/// Citations naming the same place (source, URL, ids, transaction, dataset) become one, whose
-/// `supports` lists every field of the merged ones, in first-seen order.
-fn merge_citations(citations: Vec<Citation>) -> Vec<Citation> {
-    let mut out: Vec<Citation> = Vec::new();
-    for c in citations {
-        let same = |o: &&mut Citation| {
-            (&o.source, &o.url, &o.snapshot_id, &o.ipfs, &o.tx_hash, &o.block_number, &o.dataset)
-                == (&c.source, &c.url, &c.snapshot_id, &c.ipfs, &c.tx_hash, &c.block_number, &c.dataset)
-        };
-        match out.iter_mut().find(same) {
-            Some(existing) => existing.supports.extend(c.supports),
-            None => out.push(c),
-        }
-    }
-    out
-}
-
-fn strings(fields: &[&str]) -> Vec<String> {
-    fields.iter().map(|f| (*f).to_owned()).collect()
 }
 
 pub struct Api;
@@ -394,7 +326,16 @@ impl Api {
         let topics = store::items::topics_linked_to(db, p.id, EVIDENCE_TOPICS).await?;
 
         let tally = &votes.tally;
-        let (scores_from, choices) = choices(&p, tally);
+        let labels = json_strings(p.choices.as_deref()).unwrap_or_default();
+        let upstream_scores = json_strings(p.scores.as_deref());
+        let (scores_from, choices) = match choice_shares(&labels, upstream_scores.as_deref(), tally) {
+            ChoiceShares::Upstream(rows) => (ScoresFrom::Upstream, rows),
+            ChoiceShares::IngestedVotes(rows) => (ScoresFrom::IngestedVotes, rows),
+        };
+        let choices = choices
+            .into_iter()
+            .map(|c| EvidenceChoice { choice: c.choice, label: c.label, score: c.score, share: c.share })
+            .collect();
         let ingested = p.ingested_vote_count;
         let coverage = p
             .upstream_vote_count
@@ -408,93 +349,22 @@ impl Api {
                 p.upstream_vote_count.map(|u| format!(" of {u} cast upstream")).unwrap_or_default()
             ),
         };
-        let quorum = quorum(&p);
-
-        // Upstream facts about the proposal.
-        let mut upstream = strings(&["proposal.title", "proposal.author", "proposal.state"]);
-        let present = [
-            ("proposal.votingType", p.voting_type.is_some()),
-            ("proposal.startAt", p.start_ms.is_some()),
-            ("proposal.endAt", p.end_ms.is_some()),
-            ("proposal.upstreamVotes", p.upstream_vote_count.is_some()),
-            ("timeline.startAt", p.start_ms.is_some()),
-            ("timeline.endAt", p.end_ms.is_some()),
-            ("turnout.upstreamVotes", p.upstream_vote_count.is_some()),
-            ("body", p.body.is_some()),
-            ("discussionUrl", p.discussion_url.is_some()),
-            ("scoresTotal", p.scores_total.is_some()),
-            ("quorum", quorum.is_some()),
-            ("choices[].label", p.choices.is_some()),
-            ("choices[].score", scores_from == ScoresFrom::Upstream),
-            ("choices[].share", scores_from == ScoresFrom::Upstream),
-        ];
-        upstream.extend(present.iter().filter(|(_, on)| *on).map(|(f, _)| (*f).to_owned()));
-        if p.origin != SAMPLE_PROPOSAL_ORIGIN {
-            // The sample has no creation time: `createdAt` is its start, derived here.
-            upstream.extend(strings(&["proposal.createdAt", "timeline.createdAt"]));
-        }
-        let mut citations = proposal_citations(&p, upstream);
-
-        // Facts computed from the ingested votes.
-        if ingested > 0 || tally.votes_counted > 0 {
-            let mut from_votes = strings(&[
-                "turnout.ingestedVotes",
-                "turnout.votesCounted",
-                "turnout.votesUnreadable",
-                "turnout.ingestedVotingPower",
-                "largestVotes[]",
-            ]);
-            if scores_from == ScoresFrom::IngestedVotes {
-                from_votes.extend(strings(&["choices[].score", "choices[].share"]));
-            }
-            if p.origin == SAMPLE_PROPOSAL_ORIGIN {
-                citations.push(Citation {
-                    snapshot_id: Some(p.external_id.clone()),
-                    dataset: Some(dataset::cited_path(dataset::VOTES_FILE)),
-                    ..citation("snapshot", from_votes)
-                });
-            } else if p.source == "onchain" {
-                citations.push(Citation { url: p.url.clone(), ..citation("onchain", from_votes) });
-            } else {
-                citations.push(Citation {
-                    url: p.url.clone(),
-                    snapshot_id: Some(p.external_id.clone()),
-                    ..citation("snapshot", from_votes)
-                });
-            }
-        }
-        for (i, v) in votes.largest.iter().enumerate() {
-            let supports = vec![format!("largestVotes[{i}]")];
-            if v.tx_hash.is_some() {
-                citations.push(Citation {
-                    tx_hash: v.tx_hash.clone(),
-                    block_number: v.block_number.map(|b| b.to_string()),
-                    ..citation("onchain", supports)
-                });
-            } else if v.ipfs.is_some() {
-                citations.push(Citation { ipfs: v.ipfs.clone(), ..citation("ipfs", supports) });
-            }
-        }
-        for (i, e) in events.iter().enumerate() {
-            if e.url.is_some() || e.tx_hash.is_some() || e.snapshot_id.is_some() {
-                let source = if e.tx_hash.is_some() { "onchain" } else { e.subject_source.as_str() };
-                citations.push(Citation {
-                    url: e.url.clone(),
-                    snapshot_id: e.snapshot_id.clone(),
-                    tx_hash: e.tx_hash.clone(),
-                    block_number: e.block_number.map(|b| b.to_string()),
-                    ..citation(source, vec![format!("timeline.events[{i}]")])
-                });
-            }
-        }
-        for (i, t) in topics.iter().enumerate() {
-            citations.push(Citation {
-                url: Some(t.url.clone()),
-                ..citation("discourse", vec![format!("linkedTopics[{i}]")])
+        let quorum =
+            evidence::quorum_reached(p.quorum.as_deref(), p.scores_total.as_deref()).map(|reached| QuorumEvidence {
+                required: p.quorum.clone().unwrap_or_default(),
+                scores_total: p.scores_total.clone().unwrap_or_default(),
+                reached,
             });
-        }
 
-        let citations = merge_citations(citations);
+        let citations = evidence_citations(&EvidenceFacts {
+            proposal: &p,
+            scores_from_upstream: scores_from == ScoresFrom::Upstream,
+            quorum_known: quorum.is_some(),
+            tally,
+            largest_votes: &votes.largest,
+            events: &events,
+            topics: &topics,
+        });
         let data = ProposalEvidence {
             proposal: ProposalSummary::from_model(&p),
             body: p.body.clone(),

@@ -6,16 +6,14 @@ use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
 
 use super::V1Tag;
 use crate::api::{AppState, views::proposal::ProposalSummary};
-pub use crate::contract::urls::ProposalUrl;
-pub use crate::contract::urls::parse_url;
-pub use crate::contract::urls::split_host;
+use crate::contract::urls::{ProposalUrl, parse_url, split_host};
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, ErrorCode, FieldError, ParamLocation, Problem},
     limits::lookup::{ALTERNATIVES, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS},
     operations::ProposalsLookupV1 as Op,
 };
-use crate::rules::tally;
+use crate::rules::lookup::{self, TitleScores, identifier_confidence};
 use crate::store::{self, entities::proposal, search};
 
 /// Which input the match was made on.
@@ -81,11 +79,6 @@ fn field(name: &str, reason: impl Into<String>, expected: Option<&str>, received
         expected: expected.map(str::to_owned),
         received: received.map(str::to_owned),
     }
-}
-
-/// `1` for a unique identifier match, `1/n` each for n matches.
-fn identifier_confidence(n: usize) -> String {
-    tally::share(&1.into(), &(n.max(1) as u64).into())
 }
 
 pub struct Api;
@@ -184,7 +177,7 @@ impl Api {
                 (MatchBy::ExternalId, with_identifier_confidence(rows))
             }
             _ => {
-                let words = search::query_words(&value);
+                let words = lookup::query_words(&value);
                 if words.is_empty() {
                     return Err(Problem::validation(field(
                         "title",
@@ -269,8 +262,8 @@ async fn by_url(
 }
 
 /// Title search: proposals and linked forum topics whose titles have all the words (falling back
-/// to any word), each candidate scored by [`search::confidence`] against the title it matched
-/// (the best of its own and its topics'), ordered by confidence, then newest, then identity.
+/// to any word), each candidate scored by [`lookup::confidence`] against the title it matched
+/// (the best of its own and its topics'), ranked by [`TitleScores::rank`].
 /// Two or four search queries, plus one for proposals found only through a topic.
 async fn by_title(
     db: &sea_orm::DatabaseConnection,
@@ -286,78 +279,18 @@ async fn by_title(
             break;
         }
     }
-    let mut scored: HashMap<i64, (bigdecimal::BigDecimal, String, Option<proposal::Model>)> = HashMap::new();
-    let mut offer = |id: i64, title: &str, model: Option<proposal::Model>| {
-        let text = search::confidence(words, title);
-        let value = crate::contract::decimal::parse(&text).unwrap_or_default();
-        let entry = scored.entry(id).or_insert_with(|| (value.clone(), text.clone(), None));
-        if value > entry.0 {
-            (entry.0, entry.1) = (value, text);
-        }
-        if model.is_some() {
-            entry.2 = model;
-        }
-    };
+    let mut scores = TitleScores::new(words);
+    let mut found: HashMap<i64, proposal::Model> = HashMap::new();
     for p in proposals {
-        offer(p.id, &p.title.clone(), Some(p));
+        scores.offer(p.id, &p.title);
+        found.insert(p.id, p);
     }
     for t in &topics {
         if let Some(id) = t.linked_proposal_id {
-            offer(id, &t.title, None);
+            scores.offer(id, &t.title);
         }
     }
-    let missing: Vec<i64> = scored.iter().filter(|(_, v)| v.2.is_none()).map(|(id, _)| *id).collect();
-    for p in store::items::proposals_by_ids(db, &missing).await? {
-        if let Some(entry) = scored.get_mut(&p.id) {
-            entry.2 = Some(p);
-        }
-    }
-    let mut ranked: Vec<(bigdecimal::BigDecimal, String, proposal::Model)> =
-        scored.into_values().filter_map(|(v, t, p)| p.map(|p| (v, t, p))).collect();
-    ranked.sort_by(|a, b| {
-        b.0.cmp(&a.0).then(b.2.created_ms.cmp(&a.2.created_ms)).then_with(|| {
-            (&a.2.dao_id, &a.2.source, &a.2.external_id).cmp(&(&b.2.dao_id, &b.2.source, &b.2.external_id))
-        })
-    });
-    Ok(ranked.into_iter().map(|(_, t, p)| (t, p)).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recognises_every_url_form() {
-        let id = "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde";
-        let snap = ProposalUrl::Snapshot { space: "uniswapgovernance.eth".into(), id: id.into() };
-        assert_eq!(
-            parse_url(&format!("https://snapshot.org/#/uniswapgovernance.eth/proposal/{id}")),
-            Some(snap.clone())
-        );
-        assert_eq!(
-            parse_url(&format!("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}")),
-            Some(snap.clone())
-        );
-        assert_eq!(parse_url(&format!("snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}?tab=votes")), Some(snap));
-        assert_eq!(
-            parse_url("https://www.tally.xyz/gov/uniswap/proposal/77?govId=eip155:1:0x408E"),
-            Some(ProposalUrl::Tally { org: "uniswap".into(), id: "77".into() })
-        );
-        let topic = ProposalUrl::Discourse { host: "forum.example".into(), topic_id: "1234".into() };
-        assert_eq!(parse_url("https://forum.example/t/some-slug/1234"), Some(topic.clone()));
-        assert_eq!(parse_url("https://forum.example/t/some-slug/1234/7?u=x"), Some(topic.clone()));
-        assert_eq!(parse_url("HTTPS://Forum.Example:443/t/1234"), Some(topic));
-        for bad in
-            ["", "https://snapshot.org/#/space", "https://example.com/x/1", "https://forum.example/t/slug", "nope"]
-        {
-            assert_eq!(parse_url(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn identifier_confidence_splits_between_equal_matches() {
-        assert_eq!(identifier_confidence(1), "1");
-        assert_eq!(identifier_confidence(2), "0.5");
-        assert_eq!(identifier_confidence(3), "0.3333333333");
-    }
+    let missing: Vec<i64> = scores.ids().filter(|id| !found.contains_key(id)).collect();
+    found.extend(store::items::proposals_by_ids(db, &missing).await?.into_iter().map(|p| (p.id, p)));
+    Ok(scores.rank(found.into_values().collect()))
 }

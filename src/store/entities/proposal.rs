@@ -59,3 +59,18 @@ impl ActiveModelBehavior for ActiveModel {}
 
 /// `origin` of proposals and votes imported from the bundled sample CSV files.
 pub const SAMPLE_ORIGIN: &str = "snapshot-sample-csv";
+
+/// Lookup ranks proposals by title confidence, then newest, then identity.
+impl crate::rules::lookup::Candidate for Model {
+    fn id(&self) -> i64 {
+        self.id
+    }
+
+    fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+
+    fn identity(&self) -> (&str, &str, &str) {
+        (&self.dao_id, &self.source, &self.external_id)
+    }
+}
