@@ -4,6 +4,10 @@ use std::str::FromStr;
 
 use bigdecimal::{BigDecimal, Zero};
 
+/// Digits after the point in a share (a ratio is rarely a finite decimal): rounded half-even.
+/// Published prose quotes it as `{{SHARE_DECIMALS}}`.
+pub const SHARE_DECIMALS: i64 = 10;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecimalError {
     #[error("`{0}` is not a decimal number")]

@@ -190,7 +190,17 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{NOTABLE_VOTE_PERCENT}}", percent(super::events::NOTABLE_VOTE_MIN_SHARE)),
         ("{{EVIDENCE_EVENTS}}", lookup::EVIDENCE_EVENTS.to_string()),
         ("{{EXCERPT_CHARS}}", lookup::EXCERPT_CHARS.to_string()),
+        ("{{EVIDENCE_LARGEST_VOTES_WORD}}", spelled(lookup::EVIDENCE_LARGEST_VOTES)),
+        ("{{LOOKUP_ALTERNATIVES_WORD}}", spelled(lookup::ALTERNATIVES)),
+        ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
     ]
+}
+
+/// A small count as prose writes it (`ten largest votes`); digits beyond twelve.
+fn spelled(n: usize) -> String {
+    const WORDS: [&str; 13] =
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+    WORDS.get(n).map_or_else(|| n.to_string(), |w| (*w).to_owned())
 }
 
 /// Fills the placeholders in every string of the document.

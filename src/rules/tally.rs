@@ -7,10 +7,7 @@ use std::collections::BTreeMap;
 
 use bigdecimal::{BigDecimal, RoundingMode, Zero};
 
-use crate::contract::decimal;
-
-/// Digits after the point in a share (a ratio is rarely a finite decimal): rounded half-even.
-pub const SHARE_DECIMALS: i64 = 10;
+use crate::contract::decimal::{self, SHARE_DECIMALS};
 
 /// How a vote's choice text distributes its voting power.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,5 @@
 //! `GET /v1/daos/{daoId}/brief`: a compact summary of one DAO, read in one call.
+use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
 use bigdecimal::Zero;
 use poem::web::Data;
@@ -52,7 +53,7 @@ pub struct BriefChoiceScore {
     pub label: Option<String>,
     /// Voting power credited to the choice, exact decimal.
     pub score: String,
-    /// `score / countedPower`, rounded half-even to 10 decimals.
+    /// `score / countedPower`, rounded half-even to {{SHARE_DECIMALS}} decimals.
     pub share: String,
 }
 
@@ -350,13 +351,6 @@ fn brief_signal(s: SignalRow) -> Option<BriefSignal> {
     })
 }
 
-/// A daoId is a lowercase slug.
-fn valid_dao_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-}
-
 pub struct Api;
 
 #[OpenApi(prefix_path = "/v1", tag = "V1Tag::Daos")]
@@ -380,7 +374,7 @@ impl Api {
         #[oai(name = "daoId")]
         dao_id: Path<String>,
     ) -> Result<Json<V1Envelope<DaoBrief>>, ApiError<Op>> {
-        if !valid_dao_id(&dao_id.0) {
+        let Some(dao) = DaoId::parse(&dao_id.0) else {
             return Err(Problem::validation(FieldError {
                 location: ParamLocation::Path,
                 name: "daoId".to_owned(),
@@ -389,8 +383,8 @@ impl Api {
                 received: Some(dao_id.0.clone()),
             })
             .into());
-        }
-        let (record, data) = store::brief::get(&state.db, &dao_id.0)
+        };
+        let (record, data) = store::brief::get(&state.db, dao.as_str())
             .await?
             .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`; GET /v1/daos lists them.", dao_id.0)))?;
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);

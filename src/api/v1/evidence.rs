@@ -50,7 +50,7 @@ pub struct EvidenceChoice {
     pub label: Option<String>,
     /// Exact voting power for the choice.
     pub score: String,
-    /// `score` ÷ the sum of all choices' scores, rounded half-even to 10 decimals.
+    /// `score` ÷ the sum of all choices' scores, rounded half-even to {{SHARE_DECIMALS}} decimals.
     pub share: String,
 }
 
@@ -74,7 +74,7 @@ pub struct EvidenceTurnout {
     pub upstream_votes: Option<String>,
     /// Votes held in this store.
     pub ingested_votes: String,
-    /// `ingestedVotes ÷ upstreamVotes`, rounded half-even to 10 decimals; absent when the
+    /// `ingestedVotes ÷ upstreamVotes`, rounded half-even to {{SHARE_DECIMALS}} decimals; absent when the
     /// upstream count is unknown or zero.
     pub coverage: Option<String>,
     /// Ingested votes whose choice was read and counted in `choices`.
@@ -125,7 +125,7 @@ pub struct EvidenceVote {
     /// True when the upstream served the power as a float (Snapshot `vp`): the text is exactly
     /// what was received, which may already be rounded upstream.
     pub voting_power_from_float: bool,
-    /// `votingPower ÷ turnout.ingestedVotingPower`, rounded half-even to 10 decimals.
+    /// `votingPower ÷ turnout.ingestedVotingPower`, rounded half-even to {{SHARE_DECIMALS}} decimals.
     pub share_of_ingested_power: String,
     pub reason: Option<String>,
     pub created_at: String,
@@ -282,7 +282,7 @@ impl Api {
     /// they are the upstream's or computed here from the ingested votes, and
     /// `turnout.coverage` how many of the upstream votes those are); upstream `scoresTotal`,
     /// quorum and whether it is reached; turnout with upstream and ingested counts kept apart;
-    /// the timeline (created, start, end, governance events); the ten largest votes with voter,
+    /// the timeline (created, start, end, governance events); the {{EVIDENCE_LARGEST_VOTES_WORD}} largest votes with voter,
     /// choice as given, exact power and reason; linked forum topics; and `citations`, each
     /// naming the fields it supports and where they come from (Snapshot URL and id, IPFS,
     /// transaction hash and block, forum URL, or the bundled dataset file). Find the

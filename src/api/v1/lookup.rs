@@ -54,7 +54,7 @@ pub struct LookupResult {
     #[oai(rename = "match")]
     pub matched: LookupMatch,
     pub proposal: ProposalSummary,
-    /// Up to five other candidates, most likely first.
+    /// Up to {{LOOKUP_ALTERNATIVES_WORD}} other candidates, most likely first.
     pub alternatives: Vec<LookupAlternative>,
 }
 
@@ -96,7 +96,7 @@ impl Api {
     /// are searched in a full-text index of proposal titles and of linked forum-topic titles:
     /// each word matches as a prefix, in any order; all words must match, or, when no title has
     /// them all, any word. Returns the best match with `match.by` and a decimal
-    /// `match.confidence`, plus up to five `alternatives`. Use the proposal's `daoId`, `source`
+    /// `match.confidence`, plus up to {{LOOKUP_ALTERNATIVES_WORD}} `alternatives`. Use the proposal's `daoId`, `source`
     /// and `externalId` with the evidence and item endpoints. No match → 404.
     #[oai(path = "/proposals/lookup", method = "get", operation_id = "proposals_lookup")]
     async fn proposals_lookup(

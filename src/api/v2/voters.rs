@@ -35,7 +35,7 @@ pub struct RankedVoter {
     /// Voting power of the voter's most recent vote in the DAO, exact.
     pub voting_power: String,
     pub votes_cast: String,
-    /// Votes cast ÷ the DAO's proposals held here, exact to 10 decimals.
+    /// Votes cast ÷ the DAO's proposals held here, exact to {{SHARE_DECIMALS}} decimals.
     pub participation_rate: String,
     pub first_vote_at: String,
     pub last_vote_at: String,
@@ -78,7 +78,7 @@ pub struct VoterInDao {
     /// Voting power of the most recent vote in the DAO, exact; absent without votes.
     pub voting_power: Option<String>,
     pub votes_cast: String,
-    /// Votes cast ÷ the DAO's proposals held here, exact to 10 decimals.
+    /// Votes cast ÷ the DAO's proposals held here, exact to {{SHARE_DECIMALS}} decimals.
     pub participation_rate: String,
     pub first_vote_at: Option<String>,
     pub last_vote_at: Option<String>,
