@@ -164,6 +164,20 @@ mod tests {
     }
 
     #[test]
+    fn the_contract_and_the_settings_know_no_database() {
+        for (rel, code) in sources() {
+            if matches!(top_module(&rel), Some("contract" | "config")) {
+                for driver in ["sea_orm", "sqlx"] {
+                    assert!(
+                        !code.contains(driver),
+                        "src/{rel} names {driver}: the contract and config stay database-free"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn controllers_never_import_each_other() {
         let all = sources();
         let controllers: Vec<(String, String)> = all

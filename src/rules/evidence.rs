@@ -64,14 +64,30 @@ pub fn choice_shares(labels: &[String], upstream_scores: Option<&[String]>, tall
     ChoiceShares::IngestedVotes(rows)
 }
 
-/// Whether the upstream `scores_total` reaches the `quorum` (at or above it); `None` when either
-/// is unknown or unreadable, or the quorum is zero (no quorum to speak of).
-pub fn quorum_reached(quorum: Option<&str>, scores_total: Option<&str>) -> Option<bool> {
-    let (q, t) = (decimal::parse(quorum?).ok()?, decimal::parse(scores_total?).ok()?);
-    if q.is_zero() {
-        return None;
+/// Where a proposal stands against its quorum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quorum {
+    /// The upstream `scores_total` is at least the quorum.
+    Reached,
+    /// The upstream `scores_total` is below the quorum.
+    NotReached,
+    /// The quorum is zero: there is none to reach.
+    NoQuorum,
+    /// The quorum or the total is unknown or unreadable.
+    Unknown,
+}
+
+/// Where the upstream `scores_total` stands against the `quorum`: reached at or above it.
+pub fn quorum(quorum: Option<&str>, scores_total: Option<&str>) -> Quorum {
+    let (Some(total), Some(quorum)) = (scores_total, quorum) else {
+        return Quorum::Unknown;
+    };
+    match (decimal::parse(total), decimal::parse(quorum)) {
+        (_, Ok(q)) if q.is_zero() => Quorum::NoQuorum,
+        (Ok(t), Ok(q)) if t >= q => Quorum::Reached,
+        (Ok(_), Ok(_)) => Quorum::NotReached,
+        _ => Quorum::Unknown,
     }
-    Some(t >= q)
 }
 
 #[cfg(test)]
@@ -86,12 +102,13 @@ mod tests {
 
     #[test]
     fn the_quorum_is_reached_at_exactly_the_quorum() {
-        assert_eq!(quorum_reached(Some("1000"), Some("999.999")), Some(false));
-        assert_eq!(quorum_reached(Some("1000"), Some("1000")), Some(true));
-        assert_eq!(quorum_reached(Some("1000"), Some("1e3")), Some(true));
-        assert_eq!(quorum_reached(Some("0"), Some("5")), None, "a zero quorum is none");
-        assert_eq!(quorum_reached(None, Some("5")), None);
-        assert_eq!(quorum_reached(Some("10"), Some("n/a")), None);
+        assert_eq!(quorum(Some("1000"), Some("999.999")), Quorum::NotReached);
+        assert_eq!(quorum(Some("1000"), Some("1000")), Quorum::Reached);
+        assert_eq!(quorum(Some("1000"), Some("1e3")), Quorum::Reached);
+        assert_eq!(quorum(Some("0"), Some("5")), Quorum::NoQuorum);
+        assert_eq!(quorum(Some("0"), Some("n/a")), Quorum::NoQuorum, "a zero quorum needs no total");
+        assert_eq!(quorum(None, Some("5")), Quorum::Unknown);
+        assert_eq!(quorum(Some("10"), Some("n/a")), Quorum::Unknown);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `GET /v1/daos/{daoId}/brief`: a compact summary of one DAO, read in one call.
 use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
-use bigdecimal::Zero;
+use crate::rules::evidence::{self, Quorum};
 use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
 
@@ -15,7 +15,6 @@ use crate::api::{
     },
 };
 use crate::contract::{
-    decimal,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
     operations::BriefGetV1 as Op,
@@ -239,14 +238,11 @@ impl poem_openapi::types::Example for DaoBrief {
 }
 
 fn quorum_status(scores_total: Option<&str>, quorum: Option<&str>) -> QuorumStatus {
-    let (Some(total), Some(quorum)) = (scores_total, quorum) else {
-        return QuorumStatus::Unknown;
-    };
-    match (decimal::parse(total), decimal::parse(quorum)) {
-        (_, Ok(q)) if q.is_zero() => QuorumStatus::NoQuorum,
-        (Ok(t), Ok(q)) if t >= q => QuorumStatus::Reached,
-        (Ok(_), Ok(_)) => QuorumStatus::NotReached,
-        _ => QuorumStatus::Unknown,
+    match evidence::quorum(quorum, scores_total) {
+        Quorum::Reached => QuorumStatus::Reached,
+        Quorum::NotReached => QuorumStatus::NotReached,
+        Quorum::NoQuorum => QuorumStatus::NoQuorum,
+        Quorum::Unknown => QuorumStatus::Unknown,
     }
 }
 

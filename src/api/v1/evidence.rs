@@ -22,7 +22,7 @@ use crate::contract::{
     time::rfc3339_ms,
 };
 use crate::rules::{
-    evidence::{self, ChoiceShares, choice_shares},
+    evidence::{self, ChoiceShares, Quorum, choice_shares},
     tally,
 };
 use crate::store::{
@@ -349,12 +349,16 @@ impl Api {
                 p.upstream_vote_count.map(|u| format!(" of {u} cast upstream")).unwrap_or_default()
             ),
         };
-        let quorum =
-            evidence::quorum_reached(p.quorum.as_deref(), p.scores_total.as_deref()).map(|reached| QuorumEvidence {
-                required: p.quorum.clone().unwrap_or_default(),
-                scores_total: p.scores_total.clone().unwrap_or_default(),
-                reached,
-            });
+        let reached = match evidence::quorum(p.quorum.as_deref(), p.scores_total.as_deref()) {
+            Quorum::Reached => Some(true),
+            Quorum::NotReached => Some(false),
+            Quorum::NoQuorum | Quorum::Unknown => None,
+        };
+        let quorum = reached.map(|reached| QuorumEvidence {
+            required: p.quorum.clone().unwrap_or_default(),
+            scores_total: p.scores_total.clone().unwrap_or_default(),
+            reached,
+        });
 
         let citations = evidence_citations(&EvidenceFacts {
             proposal: &p,
