@@ -37,6 +37,11 @@ macro_rules! vocabulary {
                 }
             }
 
+            /// Every value's text, as a problem body's `expected` lists them: `a | b`.
+            pub fn choices() -> String {
+                Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(" | ")
+            }
+
             /// The value `text` names; unknown text is an error.
             pub fn parse(text: &str) -> Result<Self, UnknownValue> {
                 match text {
@@ -235,6 +240,8 @@ mod tests {
     fn unknown_text_is_refused_never_another_value() {
         assert_eq!(SourceKind::parse("onchain"), Ok(SourceKind::Onchain));
         assert!(SourceKind::parse("Onchain").is_err());
+        assert_eq!(ProposalSource::choices(), "snapshot | onchain");
+        assert_eq!(ItemKind::choices(), "proposal | forum_topic");
         assert!(ProposalState::parse("cancelled").is_err());
         let e = RunStatus::parse("done").unwrap_err();
         assert_eq!(e.to_string(), "`done` is not a known run status");

@@ -1,5 +1,6 @@
 //! `GET /v1/daos/{daoId}/proposals/{source}/{externalId}/evidence`: a proposal with the exact
 //! numbers behind it and a citation for every fact.
+use crate::contract::vocabulary::ProposalSource;
 use bigdecimal::{BigDecimal, Zero};
 use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
@@ -302,18 +303,18 @@ impl Api {
         external_id: Path<String>,
     ) -> Result<Json<V1Envelope<ProposalEvidence>>, ApiError<Op>> {
         let (dao_id, source, external_id) = (dao_id.0, source.0, external_id.0);
-        if !matches!(source.as_str(), "snapshot" | "onchain") {
+        let Ok(source) = ProposalSource::parse(&source) else {
             return Err(Problem::validation(FieldError {
                 location: ParamLocation::Path,
                 name: "source".to_owned(),
                 reason: "unknown proposal source".to_owned(),
-                expected: Some("snapshot | onchain".to_owned()),
+                expected: Some(ProposalSource::choices()),
                 received: Some(source),
             })
             .into());
-        }
+        };
         let db = &state.db;
-        let Some(p) = store::items::proposal(db, &dao_id, &source, &external_id).await? else {
+        let Some(p) = store::items::proposal(db, &dao_id, source.as_str(), &external_id).await? else {
             let detail = if store::evidence::dao_exists(db, &dao_id).await? {
                 format!("DAO `{dao_id}` has no {source} proposal `{external_id}`.")
             } else {

@@ -141,7 +141,7 @@ impl Api {
                     location: ParamLocation::Path,
                     name: "kind".to_owned(),
                     reason: "unknown item kind".to_owned(),
-                    expected: Some("proposal | forum_topic".to_owned()),
+                    expected: Some(ItemKind::choices()),
                     received: Some(other.to_owned()),
                 })
                 .into());
