@@ -2,6 +2,7 @@
 //!
 //! A row that fails validation is reported (file, line, reason) and left out whole; nothing is
 //! coerced or repaired. Numbers keep the exact text they arrived as.
+use crate::contract::vocabulary::{ProposalState, SourceKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use anyhow::bail;
@@ -32,7 +33,7 @@ const VOTE_COLUMNS: &[&str] = &["symbol", "proposal_id", "voter", "voting_power"
 const DELEGATE_COLUMNS: &[&str] = &["symbol", "address", "ens", "name", "votes_count", "delegators_count"];
 
 /// Snapshot proposal states (the hub's `state`).
-const SNAPSHOT_STATES: &[&str] = &["pending", "active", "closed"];
+const SNAPSHOT_STATES: [ProposalState; 3] = [ProposalState::Pending, ProposalState::Active, ProposalState::Closed];
 
 /// All five Tally tokens (AAVE, COMP, UNI, ARB, OP) are 18-decimal ERC-20s.
 pub const TALLY_DECIMALS: u32 = 18;
@@ -161,8 +162,9 @@ fn proposal(fields: &[&str]) -> Result<ProposalRow, String> {
     };
     let dao = registry::by_space(space).ok_or_else(|| format!("unknown Snapshot space `{space}`"))?;
     check_symbol(symbol, dao)?;
-    if !SNAPSHOT_STATES.contains(&state) {
-        return Err(format!("state `{state}` is not one of {}", SNAPSHOT_STATES.join(", ")));
+    if !SNAPSHOT_STATES.iter().any(|s| s.as_str() == state) {
+        let known: Vec<&str> = SNAPSHOT_STATES.iter().map(|s| s.as_str()).collect();
+        return Err(format!("state `{state}` is not one of {}", known.join(", ")));
     }
     if voting_type.is_empty() {
         return Err("type is empty".into());
@@ -301,7 +303,7 @@ fn watermarks(
     let rows = |source: &'static str, map: BTreeMap<&'static str, i64>| {
         map.into_iter().map(move |(dao_id, data_as_of_ms)| WatermarkRow { dao_id, source, data_as_of_ms })
     };
-    rows("snapshot", snapshot).chain(rows("tally", tally)).collect()
+    rows(SourceKind::Snapshot.as_str(), snapshot).chain(rows(SourceKind::Tally.as_str(), tally)).collect()
 }
 
 fn newest(proposals: &[ProposalRow], votes: &[VoteRow]) -> Option<i64> {

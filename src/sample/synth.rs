@@ -4,7 +4,7 @@
 //! The data is made up but shaped like Snapshot's: proposal sizes follow a Zipf-like curve (the
 //! busiest proposal gets as many votes as there are voters), voting power is heavy-tailed exact
 //! decimal text with its sort key, and every vote lies inside its proposal's voting window.
-use crate::contract::vocabulary::{RunStatus, RunTrigger};
+use crate::contract::vocabulary::{ProposalState, RunStatus, RunTrigger, SourceKind};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -114,7 +114,7 @@ pub async fn synth(db: &DatabaseConnection, spec: &SynthSpec) -> anyhow::Result<
     let run = ingestion_run::ActiveModel {
         trigger: Set(RunTrigger::Manual.as_str().to_owned()),
         dao_filter: Set(Some(spec.dao_id.clone())),
-        source_filter: Set(Some("snapshot".to_owned())),
+        source_filter: Set(Some(SourceKind::Snapshot.as_str().to_owned())),
         started_ms: Set(now_ms()),
         status: Set(RunStatus::Running.as_str().to_owned()),
         rows_written: Set(0),
@@ -304,13 +304,13 @@ async fn write_dao(txn: &DatabaseTransaction, dao_id: &str, now: i64, as_of: i64
     }
     let source = data_source::Entity::find()
         .filter(data_source::Column::DaoId.eq(dao_id))
-        .filter(data_source::Column::Kind.eq("snapshot"))
+        .filter(data_source::Column::Kind.eq(SourceKind::Snapshot.as_str()))
         .one(txn)
         .await?;
     if source.is_none() {
         data_source::ActiveModel {
             dao_id: Set(dao_id.to_owned()),
-            kind: Set("snapshot".to_owned()),
+            kind: Set(SourceKind::Snapshot.as_str().to_owned()),
             locator: Set(space.clone()),
             url: Set(Some(format!("https://snapshot.org/#/{space}"))),
             ..Default::default()
@@ -320,12 +320,12 @@ async fn write_dao(txn: &DatabaseTransaction, dao_id: &str, now: i64, as_of: i64
     }
     source_watermark::Entity::delete_many()
         .filter(source_watermark::Column::DaoId.eq(dao_id))
-        .filter(source_watermark::Column::Source.eq("snapshot"))
+        .filter(source_watermark::Column::Source.eq(SourceKind::Snapshot.as_str()))
         .exec(txn)
         .await?;
     source_watermark::ActiveModel {
         dao_id: Set(dao_id.to_owned()),
-        source: Set("snapshot".to_owned()),
+        source: Set(SourceKind::Snapshot.as_str().to_owned()),
         data_as_of_ms: Set(Some(as_of)),
         position: Set(None),
         last_run_id: Set(Some(run_id)),
@@ -354,7 +354,7 @@ async fn write_proposals(
     for (i, plan) in plans.iter().enumerate() {
         let external_id =
             format!("0x{}", hex::encode(Keccak256::digest(format!("{}\u{1f}proposal\u{1f}{i}", spec.dao_id))));
-        let key = keys::proposal_key(&spec.dao_id, "snapshot", &external_id);
+        let key = keys::proposal_key(&spec.dao_id, SourceKind::Snapshot.as_str(), &external_id);
         let mut scores = [0u128; 3];
         for v in plan {
             scores[usize::from(v.choice - 1)] += u128::from(v.micro);
@@ -369,14 +369,14 @@ async fn write_proposals(
         let start = proposal_start(i);
         rows.push(proposal::ActiveModel {
             dao_id: Set(spec.dao_id.clone()),
-            source: Set("snapshot".to_owned()),
+            source: Set(SourceKind::Snapshot.as_str().to_owned()),
             external_id: Set(external_id.clone()),
             proposal_key: Set(key.clone()),
             title: Set(format!("[synthetic] Proposal {} of {}", i + 1, plans.len())),
             body: Set(Some(format!("Synthetic benchmark proposal {} ({} votes).", i + 1, plan.len()))),
             author: Set(addresses[i % addresses.len()].clone()),
             voting_type: Set(Some("single-choice".to_owned())),
-            state: Set("closed".to_owned()),
+            state: Set(ProposalState::Closed.as_str().to_owned()),
             choices: Set(Some(CHOICES.to_owned())),
             scores: Set(Some(serde_json::to_string(&score_texts)?)),
             scores_total: Set(Some(micro_text(total))),

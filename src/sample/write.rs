@@ -5,8 +5,7 @@
 //! from a live connector), and write only rows that are new or different, in batched upserts.
 //! Comparing before writing is what gives exact insert/update counts and makes a repeated import
 //! a true no-op.
-use crate::contract::vocabulary::RunStatus;
-use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{RunStatus, SourceKind};
 use std::collections::{BTreeSet, HashMap};
 
 use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
@@ -62,12 +61,17 @@ impl Writer<'_> {
     pub async fn data_sources(&self, parsed: &Parsed) -> Result<TableCounts, DbErr> {
         let snapshot = DEFAULT_REGISTRY.iter().filter_map(|d| {
             let space = d.snapshot_space?;
-            Some((d.id, "snapshot", space.to_owned(), Some(crate::contract::urls::snapshot_space_url(space))))
+            Some((
+                d.id,
+                SourceKind::Snapshot.as_str(),
+                space.to_owned(),
+                Some(crate::contract::urls::snapshot_space_url(space)),
+            ))
         });
         let tally_daos: BTreeSet<&str> = parsed.delegates.iter().map(|d| d.dao_id).collect();
-        let tally = tally_daos
-            .into_iter()
-            .map(|dao_id| (dao_id, "tally", crate::contract::dataset::DELEGATES_FILE.to_owned(), None));
+        let tally = tally_daos.into_iter().map(|dao_id| {
+            (dao_id, SourceKind::Tally.as_str(), crate::contract::dataset::DELEGATES_FILE.to_owned(), None)
+        });
 
         let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind.clone()));
         let mut changes = Changes::default();

@@ -1,4 +1,5 @@
 //! `GET /v1/proposals/lookup`: resolve one proposal from a URL, an external id or a title.
+use crate::contract::vocabulary::SourceKind;
 use std::collections::HashMap;
 
 use poem::web::Data;
@@ -226,9 +227,15 @@ async fn by_url(
             store::items::snapshot_proposals_in_space(db, space, id, dao, ITEM_CANDIDATES).await.map_err(store_err)?
         }
         ProposalUrl::Tally { org, id } => {
-            let rows = store::items::proposals_by_external_id(db, id, Some("onchain"), dao, ITEM_CANDIDATES)
-                .await
-                .map_err(store_err)?;
+            let rows = store::items::proposals_by_external_id(
+                db,
+                id,
+                Some(SourceKind::Onchain.as_str()),
+                dao,
+                ITEM_CANDIDATES,
+            )
+            .await
+            .map_err(store_err)?;
             // The Tally organisation slug usually is the daoId: prefer that DAO when it matches.
             let org = org.to_ascii_lowercase();
             if rows.iter().any(|p| p.dao_id == org) {

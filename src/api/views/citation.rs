@@ -47,26 +47,26 @@ pub fn citation(source: &str, supports: Vec<String>) -> Citation {
 /// dataset file they were read from.
 pub fn proposal_citations(p: &proposal::Model, supports: Vec<String>) -> Vec<Citation> {
     let mut out = Vec::new();
-    if p.source == "onchain" {
+    if p.source == SourceKind::Onchain.as_str() {
         out.push(Citation {
             url: p.url.clone(),
             tx_hash: p.tx_hash.clone(),
             block_number: p.block_number.map(|b| b.to_string()),
-            ..citation("onchain", supports.clone())
+            ..citation(SourceKind::Onchain.as_str(), supports.clone())
         });
     } else {
         out.push(Citation {
             url: p.url.clone(),
             snapshot_id: Some(p.external_id.clone()),
             ipfs: p.ipfs.clone(),
-            ..citation("snapshot", supports.clone())
+            ..citation(SourceKind::Snapshot.as_str(), supports.clone())
         });
     }
     if p.origin == SAMPLE_PROPOSAL_ORIGIN {
         out.push(Citation {
             snapshot_id: Some(p.external_id.clone()),
             dataset: Some(dataset::cited_path(dataset::PROPOSALS_FILE)),
-            ..citation("snapshot", supports)
+            ..citation(SourceKind::Snapshot.as_str(), supports)
         });
     }
     out
