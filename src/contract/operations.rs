@@ -109,7 +109,7 @@ operations! {
     /// `GET /v1/daos`
     DaosListV1 = "daos_list", V1, Free, [ValidationError], page MOST_LISTS;
     /// `GET /v1/activity`
-    ActivityListV1 = "activity_list", V1, Paid(Standard), [ValidationError], page MOST_LISTS;
+    ActivityListV1 = "activity_list", V1, Paid(Standard), [ValidationError], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v1/governance-events`
     EventsListV1 = "events_list", V1, Paid(Standard), [ValidationError], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v1/governance-signals`
@@ -133,7 +133,7 @@ operations! {
     /// `GET /v2/topics/{topicKey}`
     TopicsGetV2 = "topics_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/activity`
-    ActivityListV2 = "activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS;
+    ActivityListV2 = "activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/events`
     EventsListV2 = "events_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/signals`

@@ -226,6 +226,45 @@ pub fn resolve_v1_window(start: (&str, i64), end: (&str, i64), window: Window, r
     (start_ms, end_ms)
 }
 
+/// v1 `since_ms` of a feed that reaches at most `window` back from `end_ms` (the newest data): an
+/// absent `since_ms` starts at that floor, an earlier one is moved up to it and the adjustment
+/// recorded; the applied value is echoed either way.
+pub fn resolve_v1_since(name: &str, since: Option<i64>, end_ms: i64, window: Window, req: &mut V1Request) -> i64 {
+    let floor = end_ms.saturating_sub(window.max_ms());
+    let applied = match since {
+        Some(received) if received < floor => {
+            req.adjust(name, received, floor, AdjustmentReason::WindowClampedToMax);
+            floor
+        }
+        Some(received) => received,
+        None => floor,
+    };
+    req.applied(name, applied);
+    applied
+}
+
+/// v2 `since` of a feed that reaches at most `window` back from `end_ms` (the newest data): an
+/// absent `since` is that floor; an earlier one is a VALIDATION_ERROR (v2 rejects, never clamps).
+pub fn resolve_v2_since(
+    since: Option<V2Timestamp>,
+    end_ms: i64,
+    window: Window,
+) -> Result<i64, super::errors::Problem> {
+    use super::errors::{FieldError, ParamLocation, Problem};
+    let floor = end_ms.saturating_sub(window.max_ms());
+    match since {
+        None => Ok(floor),
+        Some(V2Timestamp(since)) if since >= floor => Ok(since),
+        Some(V2Timestamp(since)) => Err(Problem::validation(FieldError {
+            location: ParamLocation::Query,
+            name: "since".to_owned(),
+            reason: format!("is more than {} days before the newest data", window.max_days),
+            expected: Some(format!("at or after {}", super::time::rfc3339_ms(floor))),
+            received: Some(super::time::rfc3339_ms(since)),
+        })),
+    }
+}
+
 /// v2 `from` / `to`: an RFC 3339 timestamp with any offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V2Timestamp(pub i64);
@@ -353,5 +392,17 @@ mod tests {
         assert_eq!(V2Limit::<MostLists>::parse_from_parameter("100").unwrap().value, 100);
         assert!(V2Limit::<MostLists>::parse_from_parameter("101").is_err());
         assert!(V2Limit::<MostLists>::parse_from_parameter("0").is_err());
+    }
+
+    #[test]
+    fn v2_since_reaches_exactly_the_window_back() {
+        let window = crate::contract::limits::EVENTS_AND_SIGNALS_WINDOW;
+        let end = 1_774_483_200_000;
+        let floor = end - window.max_ms();
+        assert_eq!(resolve_v2_since(None, end, window).unwrap(), floor);
+        assert_eq!(resolve_v2_since(Some(V2Timestamp(floor)), end, window).unwrap(), floor);
+        let refused = resolve_v2_since(Some(V2Timestamp(floor - 1)), end, window).unwrap_err();
+        assert_eq!(refused.errors.unwrap()[0].name, "since");
+        assert_eq!(resolve_v2_since(Some(V2Timestamp(end + 1)), end, window).unwrap(), end + 1);
     }
 }

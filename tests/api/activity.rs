@@ -3,13 +3,15 @@ use serde_json::{Value, json};
 
 use crate::{
     daos::assert_no_floats,
-    fixtures::sample::{ACTIVE_ARB, SAMPLE_END_MS, expected_events, rfc},
+    fixtures::sample::{ACTIVE_ARB, SAMPLE_AS_OF, SAMPLE_END_MS, expected_events, rfc},
     fixtures::stores::topic_and_signal_database,
     helpers::{sample_database, snapshot_settings, spawn_app, spawn_app_on},
     on_both_backends,
 };
 
 const DAY_MS: i64 = 86_400_000;
+/// The feed reaches 90 days back from the sample's `dataAsOf`.
+const FLOOR: i64 = SAMPLE_AS_OF - 90 * DAY_MS;
 
 fn items(body: &Value) -> &Vec<Value> {
     body["data"]["items"].as_array().expect("items")
@@ -36,15 +38,20 @@ on_both_backends!(v1_activity_merges_events_and_signals, |backend: Backend| asyn
     let app = spawn_app(backend).await;
     let url = sample_database(backend);
     let expected = expected_events();
-    let signals = signal_count(&url, None, None).await;
+    let signals = signal_count(&url, None, Some(FLOOR)).await;
     let (status, body) = app.get_json("/v1/activity?limit=100").await;
     assert_eq!(status, 200, "{body}");
     assert_no_floats(&body, "$");
-    assert_eq!(body["data"]["total"], expected.len() as u64 + signals);
+    // No since_ms: the feed starts 90 days before the newest data, and says so.
+    let in_window = expected.iter().filter(|e| e.ms >= FLOOR).count() as u64;
+    assert!(in_window > 0 && (in_window as usize) < expected.len(), "the window cuts the sample: {in_window}");
+    assert_eq!(body["data"]["total"], in_window + signals);
+    assert_eq!(body["request"]["applied"]["since_ms"], FLOOR.to_string());
+    assert_eq!(body["request"]["adjustments"], json!([]));
     assert_eq!(body["data"]["limit"], 100);
     assert_eq!(body["request"]["applied"]["limit"], "100");
     let page = items(&body);
-    assert_eq!(page.len(), 100);
+    assert_eq!(page.len() as u64, (in_window + signals).min(100));
     let mut last = String::from("9999");
     for e in page {
         let at = e["occurredAt"].as_str().unwrap().to_owned();
@@ -62,7 +69,23 @@ on_both_backends!(v1_activity_merges_events_and_signals, |backend: Backend| asyn
     }
     // Filters: kind, daoId, since_ms; each total matches the independent count.
     let (_, body) = app.get_json("/v1/activity?kind=vote_cast&limit=3").await;
-    assert_eq!(body["data"]["total"], 380);
+    let votes_in_window = expected.iter().filter(|e| e.kind == "vote_cast" && e.ms >= FLOOR).count() as u64;
+    assert_eq!(body["data"]["total"], votes_in_window);
+    // Reaching further back than the window is moved up to it and recorded.
+    let (_, all) = app.get_json("/v1/activity?kind=vote_cast&limit=3&since_ms=0").await;
+    assert_eq!(all["data"]["total"], votes_in_window);
+    assert_eq!(
+        all["request"]["adjustments"],
+        json!([{"param": "since_ms", "received": "0", "applied": FLOOR.to_string(), "reason": "window_clamped_to_max"}])
+    );
+    // Exactly the floor is inside the window; a millisecond earlier is moved up.
+    let (_, at) = app.get_json(&format!("/v1/activity?kind=vote_cast&limit=3&since_ms={FLOOR}")).await;
+    assert_eq!(
+        (at["data"]["total"].clone(), at["request"]["adjustments"].clone()),
+        (json!(votes_in_window), json!([]))
+    );
+    let (_, before) = app.get_json(&format!("/v1/activity?kind=vote_cast&limit=3&since_ms={}", FLOOR - 1)).await;
+    assert_eq!(before["request"]["adjustments"][0]["applied"], FLOOR.to_string());
     assert!(items(&body).iter().all(|e| e["kind"] == "vote_cast" && e["details"]["votingPower"].is_string()));
     let (_, body) = app.get_json("/v1/activity?kind=signal").await;
     assert_eq!(body["data"]["total"], signals);
@@ -138,4 +161,21 @@ on_both_backends!(v1_activity_fixture, |backend: Backend| async move {
     assert!(signal.get("citation").is_none() && signal.get("actor").is_none());
     let pos = |id: &Value| page.iter().position(|e| e["id"] == *id).unwrap();
     assert!(pos(&signal["id"]) < pos(&topic["id"]), "the later entry comes first");
+});
+
+on_both_backends!(v2_activity_since_reaches_at_most_the_window, |app: TestApp| async move {
+    // The window's first day is served; a day before it is refused, not clamped.
+    let floor = rfc(FLOOR);
+    let (status, body) = app.get_json(&format!("/v2/activity?since={floor}&limit=5")).await;
+    assert_eq!(status, 200, "{body}");
+    let too_early = rfc(FLOOR - DAY_MS);
+    let (status, body) = app.get_json(&format!("/v2/activity?since={too_early}")).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "VALIDATION_ERROR");
+    assert_eq!(body["errors"][0]["name"], "since");
+    assert_eq!(body["errors"][0]["expected"], format!("at or after {floor}"));
+    // Without since the feed starts at the same floor as v1's.
+    let (_, v2) = app.get_json("/v2/activity?limit=100").await;
+    let oldest = v2["data"]["items"].as_array().unwrap().iter().map(|e| e["occurredAt"].as_str().unwrap()).min();
+    assert!(oldest.is_some_and(|t| t >= floor.as_str()), "{oldest:?}");
 });

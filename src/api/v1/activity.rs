@@ -12,8 +12,9 @@ use crate::contract::{
     errors::ApiError,
     events::ActivityKind,
     limits::MostLists,
-    operations::ActivityListV1 as Op,
-    params::{V1EpochMs, V1Limit, V1Offset},
+    operations::{ActivityListV1 as Op, Operation},
+    params::{V1EpochMs, V1Limit, V1Offset, resolve_v1_since},
+    time::now_ms,
 };
 use crate::store::{self, activity::ActivityFilter};
 
@@ -29,7 +30,10 @@ impl Api {
     /// curated signals (close races, quorum at risk or reached, decisive voters, unusual turnout,
     /// outcomes, new authors, forum spikes). Each entry has a one-line `summary`, its subject item
     /// and, for events, a citation and exact `details`. Narrow it with `daoId`, `kind` and
-    /// `since_ms`; page with `limit`/`offset` (`total` counts every match). For events within an
+    /// `since_ms`; page with `limit`/`offset` (`total` counts every match). The feed reaches at
+    /// most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days back from the newest data (`freshness.dataAsOf`), like the events
+    /// and signals it carries: an absent `since_ms` starts there, an earlier one is moved up to it and
+    /// recorded in `request.adjustments`; `request.applied.since_ms` says where the feed started. For events within an
     /// explicit window use `/v1/governance-events`; for a signal's evidence,
     /// `/v1/governance-signals`. An unknown `daoId` matches nothing (an empty page, `total` 0).
     #[oai(path = "/activity", method = "get", operation_id = "activity_list")]
@@ -43,7 +47,8 @@ impl Api {
         dao_id: Query<Option<String>>,
         /// Only entries of this kind: an event kind, or `signal` for signals.
         kind: Query<Option<ActivityKind>>,
-        /// Only entries at or after this time, epoch milliseconds UTC.
+        /// Only entries at or after this time, epoch milliseconds UTC; at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days before the
+        /// newest data (earlier is moved up and recorded).
         since_ms: Query<Option<V1EpochMs>>,
         /// Rows per page.
         limit: Query<Option<V1Limit<MostLists>>>,
@@ -59,10 +64,9 @@ impl Api {
         if let Some(k) = kind.0 {
             req.applied("kind", k.as_str());
         }
-        if let Some(since) = since_ms.0 {
-            req.applied("since_ms", since.0);
-        }
-        let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: since_ms.0.map(|s| s.0), after: None };
+        let newest = state.serving.current().data_as_of_ms.unwrap_or_else(now_ms);
+        let since = resolve_v1_since("since_ms", since_ms.0.map(|s| s.0), newest, <Op as Operation>::WINDOW, &mut req);
+        let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: Some(since), after: None };
         let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let data = V1Page { items: rows.into_iter().filter_map(entry_from_row).collect(), total, limit, offset };
         super::answer(&state, req, data)

@@ -25,7 +25,9 @@ impl Api {
     ///
     /// The same feed as `GET /v1/activity`, for summarising and monitoring: proposals created,
     /// opened, closed or executed, notable votes, forum topics opened, and curated signals, across
-    /// every covered DAO, newest first. Filter by `daoId`, `kind` and `since` (RFC 3339).
+    /// every covered DAO, newest first. Filter by `daoId`, `kind` and `since` (RFC 3339). The feed
+    /// reaches at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days back from the serving revision's `dataAsOf`, like the events
+    /// and signals it carries: an absent `since` starts there, an earlier one is a `VALIDATION_ERROR`.
     /// Keyset-paginated; no totals.
     #[oai(path = "/activity", method = "get", operation_id = "activity_list")]
     async fn activity_list(
@@ -36,7 +38,7 @@ impl Api {
         dao_id: Query<Option<String>>,
         /// Only entries of this kind (an event kind, or `signal`).
         kind: Query<Option<ActivityKind>>,
-        /// Only entries at or after this time.
+        /// Only entries at or after this time; at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days before the newest data.
         since: Query<Option<V2Timestamp>>,
         /// Rows per page.
         limit: Query<Option<V2Limit<MostLists>>>,
@@ -45,10 +47,12 @@ impl Api {
     ) -> Result<Json<V2List<ActivityEntry>>, ApiError<ActivityListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let list = Listing::<ActivityListV2>::new(&state, dao_id.as_deref(), limit).filtered(vec![
+        let list = Listing::<ActivityListV2>::new(&state, dao_id.as_deref(), limit);
+        let since_ms = list.since(since.0)?;
+        let list = list.filtered(vec![
             ("daoId", dao_id.clone().unwrap_or_default()),
             ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-            ("since", since.0.map(|s| s.0.to_string()).unwrap_or_default()),
+            ("since", since_ms.to_string()),
         ]);
         let after = match list.after(cursor.0.as_deref())? {
             Some(pos) => match pos.values.as_slice() {
@@ -61,7 +65,7 @@ impl Api {
             },
             None => None,
         };
-        let filter = ActivityFilter { dao_id, kind: kind.0, since_ms: since.0.map(|s| s.0), after };
+        let filter = ActivityFilter { dao_id, kind: kind.0, since_ms: Some(since_ms), after };
         let (rows, _) = store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
         Ok(list.page_filter_map(
             rows,

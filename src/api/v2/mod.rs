@@ -25,7 +25,7 @@ use crate::contract::{
     ids::{VoterIdentity, parse_voter_identity},
     limits::Window,
     operations::Operation,
-    params::{V2Timestamp, resolve_v2_window},
+    params::{V2Timestamp, resolve_v2_since, resolve_v2_window},
 };
 use crate::store;
 
@@ -105,6 +105,13 @@ impl<'s, Op: Operation> Listing<'s, Op> {
     /// revision's `dataAsOf` ([`window_or_latest`]).
     pub fn window_or_latest(&self, from: Option<V2Timestamp>, to: Option<V2Timestamp>) -> Result<(i64, i64), Problem> {
         window_or_latest(from, to, &self.revision, Op::WINDOW)
+    }
+
+    /// The start of a feed that reaches at most the operation's window back from the revision's
+    /// `dataAsOf` ([`resolve_v2_since`]): `since`, or that floor when absent.
+    pub fn since(&self, since: Option<V2Timestamp>) -> Result<i64, Problem> {
+        let newest = self.revision.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms);
+        resolve_v2_since(since, newest, Op::WINDOW)
     }
 
     /// The position `cursor` carries, checked against this list's shape and revision.
