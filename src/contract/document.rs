@@ -190,6 +190,7 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{NOTABLE_VOTE_PERCENT}}", percent(super::events::NOTABLE_VOTE_MIN_SHARE)),
         ("{{EVIDENCE_EVENTS}}", lookup::EVIDENCE_EVENTS.to_string()),
         ("{{EXCERPT_CHARS}}", lookup::EXCERPT_CHARS.to_string()),
+        ("{{TITLE_MAX_WORDS}}", lookup::TITLE_MAX_WORDS.to_string()),
         ("{{EVIDENCE_LARGEST_VOTES_WORD}}", spelled(lookup::EVIDENCE_LARGEST_VOTES)),
         ("{{LOOKUP_ALTERNATIVES_WORD}}", spelled(lookup::ALTERNATIVES)),
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),

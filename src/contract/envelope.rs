@@ -67,6 +67,13 @@ pub enum AdjustmentReason {
     ClampedToMin,
     /// The window was longer than allowed: its start was moved forward.
     WindowClampedToMax,
+    /// The window's start was after its end: the start was moved to the end.
+    StartAfterEnd,
+    /// The text had more words than a search uses: the words beyond the limit were dropped.
+    TruncatedToMaxWords,
+    /// The value was written in another letter case than its canonical form (a DAO slug, a 0x
+    /// hex id): the canonical form was used.
+    Normalized,
 }
 
 /// One input changed before use.

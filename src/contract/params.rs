@@ -216,7 +216,7 @@ pub fn resolve_v1_window(start: (&str, i64), end: (&str, i64), window: Window, r
     let mut start_ms = received_start;
     if start_ms > end_ms {
         start_ms = end_ms;
-        req.adjust(start_name, received_start, start_ms, AdjustmentReason::ClampedToMax);
+        req.adjust(start_name, received_start, start_ms, AdjustmentReason::StartAfterEnd);
     } else if end_ms.saturating_sub(start_ms) > window.max_ms() {
         start_ms = end_ms - window.max_ms();
         req.adjust(start_name, received_start, start_ms, AdjustmentReason::WindowClampedToMax);
@@ -224,6 +224,22 @@ pub fn resolve_v1_window(start: (&str, i64), end: (&str, i64), window: Window, r
     req.applied(start_name, start_ms);
     req.applied(end_name, end_ms);
     (start_ms, end_ms)
+}
+
+/// A v1 path or query value in its canonical form, recording the change when there was one: DAO
+/// slugs and 0x hex ids are lowercase (`Uniswap` → `uniswap`, `0xAB…` → `0xab…`); other ids are
+/// kept as received.
+pub fn canonical_v1_value(name: &str, received: &str, req: &mut V1Request) -> String {
+    let hex_id = received.len() > 2
+        && (received.starts_with("0x") || received.starts_with("0X"))
+        && received[2..].bytes().all(|b| b.is_ascii_hexdigit());
+    let slug = received.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    let canonical =
+        if hex_id || (slug && name == "daoId") { received.to_ascii_lowercase() } else { received.to_owned() };
+    if canonical != received {
+        req.adjust(name, received, &canonical, AdjustmentReason::Normalized);
+    }
+    canonical
 }
 
 /// v1 `since_ms` of a feed that reaches at most `window` back from `end_ms` (the newest data): an

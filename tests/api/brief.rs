@@ -226,3 +226,13 @@ on_both_backends!(v1_brief_registry_only, |backend: Backend| async move {
     assert_eq!(data["dao"]["name"], "New DAO");
     assert!(data["dao"].get("counts").is_none());
 });
+
+on_both_backends!(v1_brief_echoes_a_normalized_dao_id, |app: TestApp| async move {
+    let (status, body) = app.get_json("/v1/daos/Arbitrum/brief").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["dao"]["daoId"], "arbitrum");
+    assert_eq!(
+        body["request"]["adjustments"],
+        serde_json::json!([{"param": "daoId", "received": "Arbitrum", "applied": "arbitrum", "reason": "normalized"}])
+    );
+});

@@ -110,7 +110,7 @@ on_both_backends!(v1_events_clamp_window_and_limit, |app: TestApp| async move {
     assert_eq!(body["data"]["limit"], 1);
     let reasons: Vec<&str> =
         body["request"]["adjustments"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
-    assert_eq!(reasons, ["clamped_to_max", "clamped_to_min", "clamped_to_min"]);
+    assert_eq!(reasons, ["start_after_end", "clamped_to_min", "clamped_to_min"]);
 });
 
 async fn assert_validation(app: &TestApp, path: &str, name: &str) -> Value {

@@ -166,3 +166,22 @@ on_both_backends!(evidence_onchain_with_upstream_scores, |backend: Backend| asyn
     });
     assert!(cited);
 });
+
+on_both_backends!(evidence_echoes_normalized_path_values, |app: TestApp| async move {
+    // A DAO slug or a 0x id in another letter case is served under its canonical form, and the
+    // echo says what was changed.
+    let upper = format!("0x{}", TAB_ID[2..].to_ascii_uppercase());
+    let (status, body) = app.get_json(&path("Uniswap", "snapshot", &upper)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["proposal"]["externalId"], TAB_ID);
+    assert_eq!(
+        body["request"]["adjustments"],
+        json!([
+            {"param": "daoId", "received": "Uniswap", "applied": "uniswap", "reason": "normalized"},
+            {"param": "externalId", "received": upper, "applied": TAB_ID, "reason": "normalized"},
+        ])
+    );
+    let (_, canonical) = app.get_json(&path("uniswap", "snapshot", TAB_ID)).await;
+    assert_eq!(canonical["request"]["adjustments"], json!([]));
+    assert_eq!(canonical["data"], body["data"]);
+});

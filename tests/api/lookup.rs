@@ -148,6 +148,20 @@ on_both_backends!(lookup_rejects_and_misses, |app: TestApp| async move {
     assert_eq!(status, 400);
     assert_eq!(body["errors"][0]["name"], "title");
 
+    // Words beyond the search's limit are dropped, and the echo says which were used.
+    let words: Vec<String> = std::iter::once("statute".to_owned()).chain((2..=20).map(|i| format!("w{i}"))).collect();
+    let (_, body) = lookup(&app, &format!("title={}", words.join("+"))).await;
+    assert_eq!(
+        body["request"]["adjustments"],
+        serde_json::json!([{
+            "param": "title",
+            "received": words.join(" "),
+            "applied": words[..16].join(" "),
+            "reason": "truncated_to_max_words",
+        }]),
+        "{body}"
+    );
+
     for query in ["title=qwxzzy", "externalId=0xnothing", "title=statute&daoId=arbitrum"] {
         let (status, body) = lookup(&app, query).await;
         assert_eq!(status, 404, "{query}: {body}");

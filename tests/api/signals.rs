@@ -204,7 +204,7 @@ on_both_backends!(v1_signals_clamps_window_limit_and_offset, |app: TestApp| asyn
     // A start after the end is moved to the end.
     let (_, body) =
         app.get_json(&format!("/v1/governance-signals?start_ms={}&end_ms={SAMPLE_AS_OF}", SAMPLE_AS_OF + 1)).await;
-    assert_eq!(body["request"]["adjustments"][0]["reason"], "clamped_to_max");
+    assert_eq!(body["request"]["adjustments"][0]["reason"], "start_after_end");
     assert_eq!(body["request"]["applied"]["start_ms"], SAMPLE_AS_OF.to_string());
     let (status, body) = app.get_json("/v1/governance-signals?limit=5000&offset=-3").await;
     assert_eq!(status, 200);

@@ -1,4 +1,5 @@
 //! `GET /v1/daos/{daoId}/brief`: a compact summary of one DAO, read in one call.
+use crate::contract::params::canonical_v1_value;
 use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
 use crate::rules::evidence::{self, Quorum};
@@ -366,23 +367,26 @@ impl Api {
         &self,
         state: Data<&AppState>,
         req: V1Request,
-        /// The DAO's slug, as `GET /v1/daos` lists it (`uniswap`, `arbitrum`, …).
+        /// The DAO's slug, as `GET /v1/daos` lists it (`uniswap`, `arbitrum`, …); another letter case
+        /// is served under the lowercase slug and recorded (`normalized`).
         #[oai(name = "daoId")]
         dao_id: Path<String>,
     ) -> Result<Json<V1Envelope<DaoBrief>>, ApiError<Op>> {
-        let Some(dao) = DaoId::parse(&dao_id.0) else {
+        let mut req = req;
+        let dao_id = canonical_v1_value("daoId", &dao_id.0, &mut req);
+        let Some(dao) = DaoId::parse(&dao_id) else {
             return Err(Problem::validation(FieldError {
                 location: ParamLocation::Path,
                 name: "daoId".to_owned(),
                 reason: "is not a DAO slug".to_owned(),
                 expected: Some("a lowercase slug such as `arbitrum`".to_owned()),
-                received: Some(dao_id.0.clone()),
+                received: Some(dao_id.clone()),
             })
             .into());
         };
         let (record, data) = store::brief::get(&state.db, dao.as_str())
             .await?
-            .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`; GET /v1/daos lists them.", dao_id.0)))?;
+            .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{dao_id}`; GET /v1/daos lists them.")))?;
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
         let status = if data.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
         let dao = Dao::from_record(record)?;

@@ -1,5 +1,6 @@
 //! `GET /v1/daos/{daoId}/proposals/{source}/{externalId}/evidence`: a proposal with the exact
 //! numbers behind it and a citation for every fact.
+use crate::contract::params::canonical_v1_value;
 use crate::contract::vocabulary::ProposalSource;
 use bigdecimal::{BigDecimal, Zero};
 use poem::web::Data;
@@ -293,16 +294,21 @@ impl Api {
         &self,
         state: Data<&AppState>,
         req: V1Request,
-        /// The DAO's slug, as `GET /v1/daos` lists it.
+        /// The DAO's slug, as `GET /v1/daos` lists it; another letter case is served under the
+        /// lowercase slug and recorded (`normalized`).
         #[oai(name = "daoId")]
         dao_id: Path<String>,
         /// `snapshot` or `onchain`.
         source: Path<String>,
-        /// The upstream proposal id (Snapshot id, or on-chain proposal id as a decimal string).
+        /// The upstream proposal id (Snapshot id, or on-chain proposal id as a decimal string); a 0x id
+        /// in upper case is served under its lowercase form and recorded (`normalized`).
         #[oai(name = "externalId")]
         external_id: Path<String>,
     ) -> Result<Json<V1Envelope<ProposalEvidence>>, ApiError<Op>> {
-        let (dao_id, source, external_id) = (dao_id.0, source.0, external_id.0);
+        let mut req = req;
+        let dao_id = canonical_v1_value("daoId", &dao_id.0, &mut req);
+        let external_id = canonical_v1_value("externalId", &external_id.0, &mut req);
+        let source = source.0;
         let Ok(source) = ProposalSource::parse(&source) else {
             return Err(Problem::validation(FieldError {
                 location: ParamLocation::Path,

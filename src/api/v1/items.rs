@@ -1,4 +1,5 @@
 //! `GET /v1/items/{kind}/{externalId}`: one normalized item, a proposal or a forum topic.
+use crate::contract::params::canonical_v1_value;
 use crate::contract::vocabulary::ItemKind;
 use poem::web::Data;
 use poem_openapi::{
@@ -125,7 +126,8 @@ impl Api {
         req: V1Request,
         /// `proposal` or `forum_topic`.
         kind: Path<String>,
-        /// The upstream id: a Snapshot proposal id, an on-chain proposal id (decimal), or a Discourse topic id.
+        /// The upstream id: a Snapshot proposal id, an on-chain proposal id (decimal), or a Discourse topic id;
+        /// a 0x id in upper case is served under its lowercase form and recorded (`normalized`).
         #[oai(name = "externalId")]
         external_id: Path<String>,
         /// The DAO of the item, to choose between items of several DAOs with the same id.
@@ -152,7 +154,7 @@ impl Api {
             req.applied("daoId", d);
         }
         let db = &state.db;
-        let id = external_id.0;
+        let id = canonical_v1_value("externalId", &external_id.0, &mut req);
         let scope = dao.as_deref().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
         let data = match kind {
             ItemKind::Proposal => {

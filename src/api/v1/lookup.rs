@@ -1,4 +1,5 @@
 //! `GET /v1/proposals/lookup`: resolve one proposal from a URL, an external id or a title.
+use crate::contract::envelope::AdjustmentReason;
 use crate::contract::vocabulary::SourceKind;
 use std::collections::HashMap;
 
@@ -96,7 +97,8 @@ impl Api {
     /// (`https://<forum>/t/<slug>/<id>`, resolved through the topic's linked proposal). Titles
     /// are searched in a full-text index of proposal titles and of linked forum-topic titles:
     /// each word matches as a prefix, in any order; all words must match, or, when no title has
-    /// them all, any word. Returns the best match with `match.by` and a decimal
+    /// them all, any word. A title's first {{TITLE_MAX_WORDS}} words are used; the words dropped beyond them are
+    /// recorded in `request.adjustments` (`truncated_to_max_words`). Returns the best match with `match.by` and a decimal
     /// `match.confidence`, plus up to {{LOOKUP_ALTERNATIVES_WORD}} `alternatives`. Use the proposal's `daoId`, `source`
     /// and `externalId` with the evidence and item endpoints. No match → 404.
     #[oai(path = "/proposals/lookup", method = "get", operation_id = "proposals_lookup")]
@@ -187,6 +189,10 @@ impl Api {
                         Some(&value),
                     ))
                     .into());
+                }
+                if lookup::words(&value).len() > words.len() {
+                    // The search uses the first words only: say which.
+                    req.adjust("title", &value, words.join(" "), AdjustmentReason::TruncatedToMaxWords);
                 }
                 (MatchBy::Title, by_title(db, &words, dao.as_deref()).await?)
             }
