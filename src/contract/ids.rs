@@ -11,45 +11,83 @@ pub enum VoterIdentity {
     Ens(String),
 }
 
-fn is_hex_address(s: &str) -> bool {
-    s.strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .is_some_and(|h| (h.len() == 40 || h.len() == 64) && h.bytes().all(|b| b.is_ascii_hexdigit()))
+/// The hex digits of `0x…` when there are exactly `len` of them.
+fn hex_account(s: &str, lens: &[usize]) -> Option<String> {
+    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    (lens.contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| format!("0x{}", hex.to_ascii_lowercase()))
 }
 
-/// Parses `voterIdentity`: a 0x address in any letter case, a CAIP-10 account
-/// (`eip155:1:0x…`), or an ENS name (`name.eth`).
+/// A CAIP-2 reference: 1 to 32 of `[-_a-zA-Z0-9]`.
+fn is_chain_reference(s: &str) -> bool {
+    (1..=32).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// An ENS name as callers write it: dot-separated labels of letters, digits, `-` and `_`.
+fn is_ens_name(s: &str) -> bool {
+    s.contains('.')
+        && s.split('.').all(|label| {
+            !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+/// Parses `voterIdentity`: a 0x address in any letter case (20 bytes for EVM chains, 32 for
+/// Starknet), a CAIP-10 account checked against the namespace it claims (`eip155:<chain id>:` +
+/// 20 bytes, `starknet:<chain id>:` + 32 bytes), or an ENS name (`name.eth`).
 pub fn parse_voter_identity(text: &str, param: &str, location: ParamLocation) -> Result<VoterIdentity, Problem> {
     let raw = text.trim();
-    let candidate = match raw.split(':').collect::<Vec<_>>().as_slice() {
-        [namespace, reference, account] if !namespace.is_empty() && !reference.is_empty() => *account,
-        _ => raw,
+    let invalid = |reason: &str, expected: &str| {
+        Problem::validation(FieldError {
+            location,
+            name: param.to_owned(),
+            reason: reason.to_owned(),
+            expected: Some(expected.to_owned()),
+            received: Some(text.to_owned()),
+        })
     };
-    if is_hex_address(candidate) {
-        return Ok(VoterIdentity::Address(format!("0x{}", candidate[2..].to_ascii_lowercase())));
+    if let [namespace, reference, account] = raw.split(':').collect::<Vec<_>>().as_slice() {
+        let (bytes, account_hex) = match *namespace {
+            "eip155" if !reference.is_empty() && reference.bytes().all(|b| b.is_ascii_digit()) => (20, 40),
+            "starknet" if is_chain_reference(reference) => (32, 64),
+            "eip155" | "starknet" => {
+                return Err(invalid(
+                    "names no valid chain",
+                    "eip155:<decimal chain id>:0x… or starknet:<chain id>:0x…",
+                ));
+            }
+            _ => {
+                return Err(invalid(
+                    "names a chain namespace this API does not serve",
+                    "a CAIP-10 account of the eip155 or starknet namespace",
+                ));
+            }
+        };
+        return hex_account(account, &[account_hex]).map(VoterIdentity::Address).ok_or_else(|| {
+            invalid(
+                &format!("is not an account of the {namespace} namespace"),
+                &format!("{namespace}:{reference}:0x followed by {account_hex} hex digits ({bytes} bytes)"),
+            )
+        });
     }
-    let ens = raw.to_ascii_lowercase();
-    if ens.ends_with(".eth")
-        && ens.len() > 4
-        && ens.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
-    {
-        return Ok(VoterIdentity::Ens(ens));
+    if let Some(address) = hex_account(raw, &[40, 64]) {
+        return Ok(VoterIdentity::Address(address));
     }
-    Err(Problem::validation(FieldError {
-        location,
-        name: param.to_owned(),
-        reason: "is not a voter identity".to_owned(),
-        expected: Some(
-            "a 0x address (any letter case), a CAIP-10 account such as eip155:1:0x…, or an ENS name".to_owned(),
-        ),
-        received: Some(text.to_owned()),
-    }))
+    if is_ens_name(raw) {
+        return Ok(VoterIdentity::Ens(raw.to_ascii_lowercase()));
+    }
+    Err(invalid(
+        "is not a voter identity",
+        "a 0x address (any letter case), a CAIP-10 account such as eip155:1:0x…, or an ENS name",
+    ))
 }
 
 /// What [`parse_voter_identity`] accepts, as a published pattern (ECMA 262): a 0x address of 20
-/// or 32 bytes, optionally as a CAIP-10 account, or an ENS name.
-pub const VOTER_IDENTITY_PATTERN: &str =
-    r"^\s*(?:[^:]+:[^:]+:)?0[xX](?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\s*$|^\s*[A-Za-z0-9._-]+\.[Ee][Tt][Hh]\s*$";
+/// or 32 bytes, a CAIP-10 account of the eip155 (20 bytes) or starknet (32 bytes) namespace, or an
+/// ENS name.
+pub const VOTER_IDENTITY_PATTERN: &str = concat!(
+    r"^\s*(?:0[xX](?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})|eip155:[0-9]+:0[xX][0-9a-fA-F]{40}",
+    r"|starknet:[-_a-zA-Z0-9]{1,32}:0[xX][0-9a-fA-F]{64})\s*$|^\s*[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+\s*$"
+);
 
 /// What [`check_key`] accepts for keys of `kind`, as a published pattern.
 pub fn key_pattern(kind: KeyKind) -> String {
@@ -99,6 +137,13 @@ mod tests {
             "hello",
             ".eth",
             "x:0x683a4f9915d6216f73d6df50151725036bd26c02",
+            "cosmos:hub:0x683a4f9915d6216f73d6df50151725036bd26c02",
+            "eip155:1:0x00000000000000000000000000000000000000000000000000000000000000a1",
+            "eip155:main:0x683a4f9915d6216f73d6df50151725036bd26c02",
+            "starknet:SN_MAIN:0x683a4f9915d6216f73d6df50151725036bd26c02",
+            "starknet:SN_MAIN:0x00000000000000000000000000000000000000000000000000000000000000a1",
+            "pgov.xyz",
+            "a..eth",
             "a b.eth",
             "0xZZ3a4f9915d6216f73d6df50151725036bd26c02",
         ];
@@ -137,7 +182,25 @@ mod tests {
             parse_voter_identity(&starknet, "v", ParamLocation::Path).unwrap(),
             VoterIdentity::Address(format!("0x{}", "a".repeat(64)))
         );
-        for bad in ["", "0x123", "hello", ".eth", "0xZZ3a4f9915d6216f73d6df50151725036bd26c02"] {
+        let felt = format!("0x{}a1", "0".repeat(62));
+        assert_eq!(
+            parse_voter_identity(&format!("starknet:SN_MAIN:{felt}"), "v", ParamLocation::Path).unwrap(),
+            VoterIdentity::Address(felt.clone())
+        );
+        // Each namespace's account length: a Starknet felt is no eip155 account, and the reverse.
+        let reason = |text: &str| {
+            parse_voter_identity(text, "v", ParamLocation::Path).unwrap_err().errors.unwrap()[0].reason.clone()
+        };
+        assert_eq!(reason(&format!("eip155:1:{felt}")), "is not an account of the eip155 namespace");
+        assert_eq!(reason(&format!("starknet:SN_MAIN:{addr}")), "is not an account of the starknet namespace");
+        assert_eq!(reason(&format!("cosmos:hub:{addr}")), "names a chain namespace this API does not serve");
+        assert_eq!(reason(&format!("eip155:main:{addr}")), "names no valid chain");
+        // Any ENS name parses (an unknown one is a 404 where it is looked up, not a 400).
+        assert_eq!(
+            parse_voter_identity("Pgov.XYZ", "v", ParamLocation::Path).unwrap(),
+            VoterIdentity::Ens("pgov.xyz".into())
+        );
+        for bad in ["", "0x123", "hello", ".eth", "a..eth", "0xZZ3a4f9915d6216f73d6df50151725036bd26c02"] {
             assert!(parse_voter_identity(bad, "v", ParamLocation::Path).is_err(), "{bad}");
         }
     }

@@ -290,3 +290,23 @@ on_both_backends!(the_same_proposal_reads_the_same_through_v1_and_v2, |app: Test
         );
     }
 });
+
+on_both_backends!(voter_identities_as_callers_hold_them, |app: TestApp| async move {
+    let lower = "0x683a4f9915d6216f73d6df50151725036bd26c02";
+    // A CAIP-10 account is checked against the namespace it claims.
+    let (status, body) = app.get_json(&format!("/v2/voters/starknet:SN_MAIN:{lower}")).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["errors"][0]["reason"], "is not an account of the starknet namespace");
+    let (status, body) = app.get_json(&format!("/v2/voters/cosmos:hub:{lower}")).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["errors"][0]["name"], "voterIdentity");
+    let (status, _) = app.get_json(&format!("/v2/voters/eip155:10:{lower}")).await;
+    assert_eq!(status, 200);
+    // An ENS name the store does not know is a 404 that says which names are known.
+    for name in ["nobody-here.eth", "nobody.xyz"] {
+        let (status, body) = app.get_json(&format!("/v2/voters/{name}")).await;
+        assert_eq!(status, 404, "{name}: {body}");
+        assert_eq!(body["code"], "NOT_FOUND");
+        assert!(body["detail"].as_str().unwrap().contains("known only for voters an upstream reported"), "{body}");
+    }
+});

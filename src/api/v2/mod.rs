@@ -196,6 +196,11 @@ pub async fn resolve_voter(
         VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.db, &name)
             .await
             .map_err(|e| Problem::from_store(&e))?
-            .ok_or_else(|| Problem::not_found(format!("No voter with the ENS name `{name}` is known."))),
+            .ok_or_else(|| {
+                Problem::not_found(format!(
+                    "No voter with the ENS name `{name}` is known. ENS names are known only for voters an upstream \
+                     reported one for (Snapshot and Tally profiles); name the voter by its 0x address or a CAIP-10 account."
+                ))
+            }),
     }
 }

@@ -232,7 +232,9 @@ impl Api {
     ///
     /// One voter across every covered DAO: per DAO the voting power, votes cast, participation
     /// rate, first and last vote, and delegated power with delegators where known. Name the voter
-    /// by a 0x address in any letter case, a CAIP-10 account (`eip155:1:0x…`) or a known ENS name.
+    /// by a 0x address in any letter case, a CAIP-10 account (`eip155:1:0x…` for 20-byte EVM accounts,
+    /// `starknet:SN_MAIN:0x…` for 32-byte Starknet ones, each checked against its namespace) or a known ENS
+    /// name (an unknown one is a 404).
     #[oai(path = "/voters/:voterIdentity", method = "get", operation_id = "voters_get")]
     async fn voters_get(
         &self,
