@@ -169,6 +169,10 @@ vocabulary! {
     KeyKind ("key kind") {
         Proposal = "p_",
         Topic = "t_",
+        /// A governance event's public id.
+        Event = "ev_",
+        /// A signal's public id.
+        Signal = "sg_",
     }
 }
 
@@ -178,6 +182,7 @@ impl KeyKind {
         match self {
             Self::Proposal => "proposalKey",
             Self::Topic => "topicKey",
+            Self::Event | Self::Signal => "id",
         }
     }
 }

@@ -27,6 +27,8 @@ pub const ENTRY_SIGNAL: &str = "signal";
 pub struct ActivityRow {
     pub entry: String,
     pub id: i64,
+    /// The event's or signal's natural key: its public id derives from it.
+    pub natural_key: String,
     pub dao_id: String,
     /// The event kind, or the signal's rule name.
     pub kind: String,
@@ -108,7 +110,7 @@ fn events_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Sid
     start.push(cap.into());
     let sql = format!(
         "SELECT * FROM (
-            SELECT '{ENTRY_EVENT}' AS entry, x.id, x.dao_id, x.kind, x.occurred_ms, x.subject_kind, x.subject_external_id,
+            SELECT '{ENTRY_EVENT}' AS entry, x.id, x.natural_key, x.dao_id, x.kind, x.occurred_ms, x.subject_kind, x.subject_external_id,
                    x.subject_source, x.proposal_id, x.topic_id, x.actor, x.url, x.snapshot_id, x.tx_hash, x.block_number,
                    x.details, CAST(NULL AS TEXT) AS severity, CAST(NULL AS TEXT) AS summary
             FROM governance_events x {where_}
@@ -126,7 +128,7 @@ fn signals_side(filter: &ActivityFilter, cap: i64, start: &mut Vec<Value>) -> Si
     start.push(cap.into());
     let sql = format!(
         "SELECT * FROM (
-            SELECT '{ENTRY_SIGNAL}' AS entry, x.id, x.dao_id, x.kind, x.detected_ms AS occurred_ms, x.subject_kind,
+            SELECT '{ENTRY_SIGNAL}' AS entry, x.id, x.natural_key, x.dao_id, x.kind, x.detected_ms AS occurred_ms, x.subject_kind,
                    x.subject_external_id, x.subject_source, x.proposal_id, x.topic_id, CAST(NULL AS TEXT) AS actor,
                    CAST(NULL AS TEXT) AS url, CAST(NULL AS TEXT) AS snapshot_id, CAST(NULL AS TEXT) AS tx_hash,
                    CAST(NULL AS BIGINT) AS block_number, CAST(NULL AS TEXT) AS details, x.severity, x.summary
@@ -163,7 +165,7 @@ pub async fn list(
     let n = values.len();
     values.extend([Value::from(to_i64(limit)), Value::from(to_i64(offset))]);
     let sql = format!(
-        "SELECT a.entry, a.id, a.dao_id, a.kind, a.occurred_ms, a.subject_kind, a.subject_external_id, a.subject_source,
+        "SELECT a.entry, a.id, a.natural_key, a.dao_id, a.kind, a.occurred_ms, a.subject_kind, a.subject_external_id, a.subject_source,
                 a.actor, a.url, a.snapshot_id, a.tx_hash, a.block_number, a.details, a.severity, a.summary, {SUBJECT_JOIN}
          FROM ({union}) a
          LEFT JOIN proposals p ON p.id = a.proposal_id

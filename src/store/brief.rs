@@ -30,6 +30,7 @@ pub struct TalliedProposal {
 #[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
 pub struct SignalRow {
     pub id: i64,
+    pub natural_key: String,
     pub dao_id: String,
     pub kind: String,
     pub severity: String,
@@ -123,7 +124,7 @@ async fn tallies<'a, C: ConnectionTrait>(
 /// The latest `limit` signals of a DAO, newest first.
 async fn latest_signals(db: &impl ConnectionTrait, dao_id: &str, limit: u64) -> Result<Vec<SignalRow>, DbErr> {
     let sql = format!(
-        "SELECT x.id, x.dao_id, x.kind, x.severity, x.subject_kind, x.subject_external_id, x.subject_source,
+        "SELECT x.id, x.natural_key, x.dao_id, x.kind, x.severity, x.subject_kind, x.subject_external_id, x.subject_source,
                 x.detected_ms, x.summary, {SUBJECT_JOIN}
          FROM signals x
          LEFT JOIN proposals p ON p.id = x.proposal_id

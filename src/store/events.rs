@@ -293,6 +293,8 @@ pub struct EventFilter {
 #[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
 pub struct EventRow {
     pub id: i64,
+    /// What the event is (`governance_events.natural_key`): its public id derives from it.
+    pub natural_key: String,
     pub kind: String,
     pub dao_id: String,
     pub occurred_ms: i64,
@@ -389,7 +391,7 @@ pub async fn list(
     let conds = where_clause(&conditions(filter, "e", "occurred_ms", &mut values));
     let n = values.len();
     let sql = format!(
-        "SELECT e.id, e.kind, e.dao_id, e.occurred_ms, e.subject_kind, e.subject_external_id, e.subject_source,
+        "SELECT e.id, e.natural_key, e.kind, e.dao_id, e.occurred_ms, e.subject_kind, e.subject_external_id, e.subject_source,
                 e.actor, e.url, e.snapshot_id, e.tx_hash, e.block_number, e.details, {SUBJECT_JOIN}
          FROM governance_events e
          LEFT JOIN proposals p ON p.id = e.proposal_id

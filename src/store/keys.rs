@@ -17,6 +17,18 @@ pub fn topic_key(dao_id: &str, external_id: &str) -> String {
     derive(KeyKind::Topic, &[dao_id, SourceKind::Discourse.as_str(), external_id])
 }
 
+/// The public id of a governance event (`ev_` + 22 URL-safe characters), derived from its
+/// natural key: the same event has the same id after a re-import, on another store and on
+/// either backend, unlike its row id.
+pub fn event_id(natural_key: &str) -> String {
+    derive(KeyKind::Event, &[natural_key])
+}
+
+/// The public id of a signal (`sg_` + 22 URL-safe characters), derived from its natural key.
+pub fn signal_id(natural_key: &str) -> String {
+    derive(KeyKind::Signal, &[natural_key])
+}
+
 /// `prefix` + base64url (no padding) of the first 16 bytes of SHA-256 over the parts.
 /// Parts are joined with the ASCII unit separator, which none of them contains, so
 /// ("a", "bc") and ("ab", "c") cannot collide.
@@ -39,5 +51,16 @@ mod tests {
         assert!(a.starts_with("p_"));
         assert!(a[2..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
         assert!(topic_key("uniswap", "123").starts_with("t_"));
+    }
+
+    #[test]
+    fn public_ids_follow_the_natural_key() {
+        let key = "arbitrum:snapshot:0xab:vote_cast:0xcd";
+        assert_eq!(event_id(key), event_id(key));
+        assert_eq!(event_id(key).len(), 3 + 22);
+        assert!(event_id(key).starts_with("ev_") && signal_id(key).starts_with("sg_"));
+        assert_ne!(event_id(key), event_id("arbitrum:snapshot:0xab:vote_cast:0xce"));
+        // Pinned: a stored event keeps this id for as long as its natural key is this.
+        assert_eq!(event_id(key), "ev_ICxhpehna15jV_wAeK291g");
     }
 }

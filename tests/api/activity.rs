@@ -59,10 +59,10 @@ on_both_backends!(v1_activity_merges_events_and_signals, |backend: Backend| asyn
         last = at;
         let id = e["id"].as_str().unwrap();
         if e["kind"] == "signal" {
-            assert!(id.starts_with("signal:"));
+            assert!(id.starts_with("sg_") && id.len() == 25, "{id}");
             assert!(e["signalKind"].is_string() && e["severity"].is_string());
         } else {
-            assert!(id.starts_with("event:"));
+            assert!(id.starts_with("ev_") && id.len() == 25, "{id}");
             assert!(e["citation"]["source"].is_string());
         }
         assert!(!e["summary"].as_str().unwrap().is_empty());
@@ -71,6 +71,12 @@ on_both_backends!(v1_activity_merges_events_and_signals, |backend: Backend| asyn
     let (_, body) = app.get_json("/v1/activity?kind=vote_cast&limit=3").await;
     let votes_in_window = expected.iter().filter(|e| e.kind == "vote_cast" && e.ms >= FLOOR).count() as u64;
     assert_eq!(body["data"]["total"], votes_in_window);
+    // An entry's id is the event's own public id.
+    let (_, events) = app
+        .get_json(&format!("/v1/governance-events?kind=vote_cast&limit=3&start_ms={FLOOR}&end_ms={SAMPLE_END_MS}"))
+        .await;
+    let ids = |b: &Value| items(b).iter().map(|e| e["id"].clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&events), ids(&body));
     // Reaching further back than the window is moved up to it and recorded.
     let (_, all) = app.get_json("/v1/activity?kind=vote_cast&limit=3&since_ms=0").await;
     assert_eq!(all["data"]["total"], votes_in_window);

@@ -3,6 +3,7 @@ use crate::contract::params::canonical_v1_value;
 use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
 use crate::rules::evidence::{self, Quorum};
+use crate::store::keys;
 use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
 
@@ -339,7 +340,7 @@ fn brief_signal(s: SignalRow) -> Option<BriefSignal> {
         s.subject_url,
     )?;
     Some(BriefSignal {
-        id: s.id.to_string(),
+        id: keys::signal_id(&s.natural_key),
         kind,
         severity,
         detected_at: rfc3339_ms(s.detected_ms),

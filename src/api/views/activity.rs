@@ -1,5 +1,6 @@
 //! Activity entries (an event or a signal in one feed) as both surfaces serve them.
 use crate::contract::vocabulary::ItemKind;
+use crate::store::keys;
 use std::collections::BTreeMap;
 
 use poem_openapi::Object;
@@ -23,7 +24,9 @@ use crate::store::{
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct ActivityEntry {
-    /// `event:<id>` (the id of `/v1/governance-events`) or `signal:<id>` (of `/v1/governance-signals`).
+    /// The entry's public id: the event's `id` (`ev_…`, as `/v1/governance-events` serves it) or the
+    /// signal's (`sg_…`, as `/v1/governance-signals` serves it). Stable: derived from what the entry is,
+    /// so it is the same after a re-import and on every store; deduplicate feeds by it.
     pub id: String,
     pub kind: ActivityKind,
     pub dao_id: String,
@@ -49,7 +52,7 @@ impl poem_openapi::types::Example for ActivityEntry {
     fn example() -> Self {
         let id = "0xf78c223115031090b918ea09fa585d340718a426a21eb1556d81d19892e10b39";
         Self {
-            id: "signal:17".to_owned(),
+            id: "sg_J0lZtN4QvX2xW9cKpLr8aQ".to_owned(),
             kind: ActivityKind::Signal,
             dao_id: "arbitrum".to_owned(),
             occurred_at: "2026-04-02T00:00:00.000Z".to_owned(),
@@ -93,7 +96,7 @@ pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
         };
         let details = parse_details(r.details.as_deref());
         Some(ActivityEntry {
-            id: format!("event:{}", r.id),
+            id: keys::event_id(&r.natural_key),
             kind: ActivityKind::from_event(kind),
             summary: event_summary(kind, subject.title.as_deref(), r.actor.as_deref(), &details),
             dao_id: r.dao_id,
@@ -115,7 +118,7 @@ pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
         })
     } else {
         Some(ActivityEntry {
-            id: format!("signal:{}", r.id),
+            id: keys::signal_id(&r.natural_key),
             kind: ActivityKind::Signal,
             dao_id: r.dao_id,
             occurred_at: rfc3339_ms(r.occurred_ms),

@@ -1,5 +1,6 @@
 //! Governance events as both surfaces serve them, built from stored event rows.
 use crate::contract::vocabulary::ItemKind;
+use crate::store::keys;
 use std::collections::BTreeMap;
 
 use poem_openapi::Object;
@@ -15,7 +16,9 @@ use crate::store::events::EventRow;
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct GovernanceEvent {
-    /// The event's id (a decimal string), stable across publications.
+    /// The event's public id: `ev_` and 22 URL-safe characters derived from what the event is (its
+    /// DAO, subject and kind, and for a vote its voter), so the same event has the same id across
+    /// publications, after a re-import and on every store; deduplicate feeds by it.
     pub id: String,
     pub kind: EventKind,
     pub dao_id: String,
@@ -47,7 +50,7 @@ impl poem_openapi::types::Example for GovernanceEvent {
         let id = "0x04d6219c392f3f6187779f609d6cad21e3b3d6091809355ad12ba6bb39b55834";
         let url = format!("https://snapshot.box/#/s:arbitrumfoundation.eth/proposal/{id}");
         Self {
-            id: "1042".to_owned(),
+            id: "ev_3kq9VZrT0bq1yH7mX2cLsw".to_owned(),
             kind: EventKind::VoteCast,
             dao_id: "arbitrum".to_owned(),
             occurred_at: "2026-03-27T00:00:00.000Z".to_owned(),
@@ -127,7 +130,7 @@ pub(crate) fn event_from_row(r: EventRow) -> Option<GovernanceEvent> {
         return None;
     };
     Some(GovernanceEvent {
-        id: r.id.to_string(),
+        id: keys::event_id(&r.natural_key),
         kind,
         summary: event_summary(kind, subject.title.as_deref(), r.actor.as_deref(), &details),
         dao_id: r.dao_id,

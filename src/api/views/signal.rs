@@ -2,6 +2,7 @@
 //! `kind` filter both surfaces take.
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::UnknownValue;
+use crate::store::keys;
 use std::{borrow::Cow, sync::OnceLock};
 
 use poem_openapi::{
@@ -243,7 +244,8 @@ fn citation(c: CitationRecord) -> Citation {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", example)]
 pub struct Signal {
-    /// The signal's id in this store (also used by `/v1/activity` as `signal:<id>`).
+    /// The signal's public id: `sg_` and 22 URL-safe characters derived from its `key`, so it is the
+    /// same after a re-import and on every store (`/v1/activity` uses the same id).
     pub id: String,
     /// Stable identity across stores and publications: `<rule>:<daoId>:<source>:<externalId>`.
     pub key: String,
@@ -274,7 +276,7 @@ impl Signal {
         let severity = Severity::parse(&s.severity).ok_or_else(|| unknown("severity", &s.severity))?;
         let item_kind = ItemKind::parse(&s.subject_kind)?;
         Ok(Self {
-            id: s.id.to_string(),
+            id: keys::signal_id(&s.natural_key),
             key: s.natural_key,
             kind,
             severity,
@@ -301,7 +303,7 @@ impl poem_openapi::types::Example for Signal {
         let id = "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf";
         let url = format!("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/{id}");
         Self {
-            id: "42".to_owned(),
+            id: "sg_J0lZtN4QvX2xW9cKpLr8aQ".to_owned(),
             key: format!("quorum_reached:uniswap:snapshot:{id}"),
             kind: SignalKind::QuorumReached,
             severity: Severity::Info,
