@@ -27,7 +27,12 @@ type V1Dao = C1["schemas"]["Dao"];
 // The list response is the v1 envelope {request, freshness, data} with legacy pagination.
 assertType<Equal<V1DaoList, C1["schemas"]["V1Envelope_V1Page_Dao"]>>();
 assertType<Equal<V1DaoList["data"]["total"], number>>();
-assertType<Equal<V1DaoList["request"]["adjustments"][number]["reason"], "clamped_to_max" | "clamped_to_min" | "window_clamped_to_max">>();
+assertType<
+  Equal<
+    V1DaoList["request"]["adjustments"][number]["reason"],
+    "clamped_to_max" | "clamped_to_min" | "window_clamped_to_max" | "start_after_end" | "truncated_to_max_words" | "normalized"
+  >
+>();
 // v1 query parameters are optional numbers.
 type V1DaoListQuery = NonNullable<P1["/v1/daos"]["get"]["parameters"]["query"]>;
 assertType<Equal<V1DaoListQuery, { limit?: number; offset?: number }>>();

@@ -42,7 +42,8 @@ _checks._enforces_auth = _enforces_auth
 # 3.0 schema cannot express, so schema-valid requests break them and are rightly refused:
 #   - v2 `cursor`: only cursors this server issued are accepted (INVALID_CURSOR); a generated one
 #     never is, and the schema already states its shape (pattern, length).
-#   - v2 windows: `to` not before `from`, and at most 90 / 365 days between them.
+#   - v2 windows: `to` not before `from`, and at most 90 / 365 days between them; a feed's `since`
+#     at most 90 days before the newest data the server holds (its own state).
 #   - v1 lookup: exactly one of `url`, `externalId`, `title`, each meaningful.
 #   - v1 path values whose sets v1's released document states only in prose (a DAO slug, a
 #     proposal `source`, an item `kind`): adding the enum or pattern now would be a breaking change
@@ -57,6 +58,7 @@ _original_positive = _checks._openapi_positive_data_acceptance
 
 _WINDOW = _re.compile(r"makes a window longer than (\d+) days")
 _SLUG = _re.compile(r"^[a-z0-9_-]{1,64}$")
+_SINCE = _re.compile(r"is more than (\d+) days before the newest data")
 
 
 def _instant(text):
@@ -87,6 +89,10 @@ def _breaks_a_rule_schemas_cannot_state(case, body):
             return end < start
         window = _WINDOW.fullmatch(reason)
         return bool(window) and end - start > _dt.timedelta(days=int(window.group(1)))
+    if name == "since" and "since" in query:
+        # The floor moves with the data: the problem body names it, the request must be before it.
+        floor, since = _instant(str(first.get("expected", "")).removeprefix("at or after ")), _instant(query["since"])
+        return bool(_SINCE.fullmatch(reason)) and floor is not None and since is not None and since < floor
     if case.path == "/v1/proposals/lookup":
         given = [k for k in ("url", "externalId", "title") if k in query]
         if reason.startswith(("exactly one of", "only one of")):
