@@ -1,7 +1,6 @@
 //! The route tree: `/v1` and `/v2` (poem-openapi services), their documents, `/docs`, health.
 //! One middleware at the edge gives every response an `x-request-id` and turns every error,
 //! whoever raised it, into a problem body.
-use crate::contract::vocabulary::RunTrigger;
 use std::{net::SocketAddr, sync::Arc};
 
 use poem::{
@@ -20,6 +19,7 @@ use serde_json::json;
 use crate::api::{self, AppState, Documents};
 use crate::config::Settings;
 use crate::connections::{self, MAX_HEAD_BYTES, MAX_URI_BYTES, Shutdown};
+use crate::contract::vocabulary::RunTrigger;
 use crate::contract::{
     access::Version,
     cursor::CursorCodec,

@@ -21,12 +21,12 @@
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release -- synth
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench
 //! ```
-use govdata::contract::vocabulary::{RunStatus, RunTrigger};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
 use govdata::config::{DEFAULT_DATABASE_URL, ServeArgs, Settings};
+use govdata::contract::vocabulary::{RunStatus, RunTrigger};
 use govdata::store::{
     self,
     entities::{proposal, voter_dao_stat},

@@ -3,9 +3,9 @@
 //! (poem issue #908): the access declaration of `operations.rs` (tier, price, scopes) as
 //! `x-govdata-access`, the partner-token security scheme, and a sentence on access in each
 //! description. codegen writes the result to `openapi/`; the server serves the same bytes.
-use super::vocabulary::KeyKind;
 use serde_json::{Map, Value, json};
 
+use super::vocabulary::KeyKind;
 use super::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 use super::{
     access::{Access, INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Prices, Scope, Version},

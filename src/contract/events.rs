@@ -4,8 +4,9 @@
 //!
 //! `store::events` derives events from these declarations at every publication;
 //! `/v1/governance-events`, `/v1/activity` and `/v1/daos/{daoId}/brief` serve them.
-use super::vocabulary::ProposalState;
 use poem_openapi::Enum;
+
+use super::vocabulary::ProposalState;
 
 /// What happened. Every governance event has exactly one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Enum)]

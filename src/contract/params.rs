@@ -233,9 +233,10 @@ pub fn canonical_v1_value(name: &str, received: &str, req: &mut V1Request) -> St
     let hex_id = received.len() > 2
         && (received.starts_with("0x") || received.starts_with("0X"))
         && received[2..].bytes().all(|b| b.is_ascii_hexdigit());
-    let slug = received.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    let canonical =
-        if hex_id || (slug && name == "daoId") { received.to_ascii_lowercase() } else { received.to_owned() };
+    let lower = received.to_ascii_lowercase();
+    // A DAO id is normalised only when its lowercase form is a slug (the rule of `DaoId`).
+    let slug = name == "daoId" && super::vocabulary::DaoId::parse(&lower).is_some();
+    let canonical = if hex_id || slug { lower } else { received.to_owned() };
     if canonical != received {
         req.adjust(name, received, &canonical, AdjustmentReason::Normalized);
     }

@@ -5,7 +5,6 @@
 //! page holds nothing bumped since the last run. `/t/{id}.json` inlines only the first 20 posts;
 //! the rest are fetched by id from `post_stream.stream` (`/t/{id}/posts.json?post_ids[]=…`). A
 //! topic is linked to the proposals its posts cite (Snapshot and Tally URLs).
-use crate::contract::vocabulary::SourceKind;
 use std::collections::{BTreeMap, HashSet};
 
 use anyhow::Context;
@@ -15,6 +14,7 @@ use super::registry::DiscourseSource;
 use super::{Connector, Resume, Sink, Upstream};
 use crate::contract::time::parse_rfc3339_ms;
 use crate::contract::urls::{ProposalUrl, parse_url};
+use crate::contract::vocabulary::SourceKind;
 use crate::store::apply::Watermark;
 use crate::store::publish::now_ms;
 use crate::store::staging::{PostRecord, ProposalRef, Record, TopicRecord};

@@ -9,8 +9,6 @@
 //! The proposal state, the tallies and the quorum come from the governor itself (`state`,
 //! `proposalVotes`, `quorum`), read for every proposal the run saw and every stored one that can
 //! still change.
-use crate::contract::vocabulary::ProposalState;
-use crate::contract::vocabulary::SourceKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -22,6 +20,8 @@ use serde_json::json;
 
 use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
+use crate::contract::vocabulary::ProposalState;
+use crate::contract::vocabulary::SourceKind;
 use crate::store::apply::Watermark;
 use crate::store::staging::{
     DelegateRecord, DelegationRecord, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord,

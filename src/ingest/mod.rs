@@ -6,7 +6,6 @@
 //! the records of the jobs that completed, move their watermarks, record the failures, publish.
 //! A failing source is recorded on its watermark and in the run's error and never blocks the
 //! others; a partial fetch is discarded, never published.
-use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use anyhow::{Context, bail};
 use futures_util::{StreamExt, stream};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection};
 
+use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use crate::store::apply::{self, PublishReport, SourceOutcome, Watermark};
 use crate::store::entities::ingestion_run;
 use crate::store::staging::{self, Record};

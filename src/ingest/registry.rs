@@ -1,12 +1,12 @@
 //! The DAO registry: which DAOs are covered and where each one's sources live (TOML, the shape
 //! CONTRACT.md gives). The bundled default (`data/registry.toml`) covers the sample's DAOs.
-use crate::contract::vocabulary::SourceKind;
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use crate::contract::vocabulary::SourceKind;
 use crate::store::address;
 
 /// The registry compiled into the binary.

@@ -1,7 +1,6 @@
 //! `govdata serve --ingest-every DURATION`: ingestion on a schedule inside the server process.
 //! Runs never overlap: the next one starts a full period after the previous one ended. When the
 //! server drains, no new run starts and the task ends after the run in progress.
-use crate::contract::vocabulary::RunTrigger;
 use std::time::Duration;
 
 use sea_orm::DatabaseConnection;
@@ -9,6 +8,7 @@ use tokio::task::JoinHandle;
 
 use super::{Registry, RunOptions, run_once};
 use crate::connections::Shutdown;
+use crate::contract::vocabulary::RunTrigger;
 
 /// Starts the schedule: a first run at once, then one `every` after each run ends. `after_run`
 /// is called when a run has ended (the server serves what it published at once).

@@ -6,7 +6,6 @@
 //! stored proposal that can still change (open, or scores not final); votes are fetched for each
 //! of those. Floats (`vp`, `scores`, `scores_total`, `quorum`) are kept as the text received:
 //! they are read as raw JSON, never as f64.
-use crate::contract::vocabulary::SourceKind;
 use std::collections::HashSet;
 
 use anyhow::{Context, bail};
@@ -18,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::registry::SnapshotSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
+use crate::contract::vocabulary::SourceKind;
 use crate::store::apply::Watermark;
 use crate::store::staging::{ProposalRecord, ProposalRef, Record, VoteRecord};
 use crate::store::{address, publish::now_ms};

@@ -5,7 +5,6 @@
 //! An import records an ingestion run, validates every row (malformed rows are reported and
 //! skipped, never repaired), writes what is new or changed in one transaction, and publishes a
 //! revision only when something changed.
-use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
@@ -13,6 +12,7 @@ use std::path::Path;
 use anyhow::Context;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, TransactionTrait};
 
+use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use crate::store::entities::ingestion_run;
 use crate::store::publish::{self, now_ms};
 use crate::store::upsert::TableCounts;

@@ -2,7 +2,6 @@
 //!
 //! A row that fails validation is reported (file, line, reason) and left out whole; nothing is
 //! coerced or repaired. Numbers keep the exact text they arrived as.
-use crate::contract::vocabulary::{ProposalState, SourceKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use anyhow::bail;
@@ -12,6 +11,7 @@ use super::RowProblem;
 use super::registry::{self, RegistryDao};
 use crate::contract::dataset::{DELEGATES_FILE, PROPOSALS_FILE, VOTES_FILE};
 use crate::contract::decimal;
+use crate::contract::vocabulary::{ProposalState, SourceKind};
 use crate::store::{address, sort_keys};
 
 const PROPOSAL_COLUMNS: &[&str] = &[

@@ -4,7 +4,6 @@
 //! The data is made up but shaped like Snapshot's: proposal sizes follow a Zipf-like curve (the
 //! busiest proposal gets as many votes as there are voters), voting power is heavy-tailed exact
 //! decimal text with its sort key, and every vote lies inside its proposal's voting window.
-use crate::contract::vocabulary::{ProposalState, RunStatus, RunTrigger, SourceKind};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -16,6 +15,7 @@ use sea_orm::{
 };
 use sha3::{Digest, Keccak256};
 
+use crate::contract::vocabulary::{ProposalState, RunStatus, RunTrigger, SourceKind};
 use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, ingestion_run, proposal, source_watermark, vote, voter};
 use crate::store::publish::{self, now_ms};

@@ -1,13 +1,13 @@
 //! Import tests on a fresh SQLite file and on PostgreSQL (`GOVDATA_TEST_PG_URL`, default the local server)
 //! (a base URL such as `postgres://postgres@127.0.0.1:5432`, optionally with a query part such
 //! as `?host=/var/run/postgresql`). The PostgreSQL test creates and drops its own database.
-use crate::contract::vocabulary::RunTrigger;
 use std::time::Instant;
 
 use sea_orm::{ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, QueryFilter, Statement};
 
 use super::*;
 use crate::contract::decimal;
+use crate::contract::vocabulary::RunTrigger;
 use crate::store::entities::{dao_summary, delegate, vote, voter, voter_dao_stat};
 use crate::store::{self, sort_keys};
 

@@ -5,13 +5,13 @@
 //! from a live connector), and write only rows that are new or different, in batched upserts.
 //! Comparing before writing is what gives exact insert/update counts and makes a repeated import
 //! a true no-op.
-use crate::contract::vocabulary::{RunStatus, SourceKind};
 use std::collections::{BTreeSet, HashMap};
 
 use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
 
 use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
 use super::registry::DEFAULT_REGISTRY;
+use crate::contract::vocabulary::{RunStatus, SourceKind};
 use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
 use crate::store::upsert::TableCounts;

@@ -4,7 +4,7 @@
 //! are merged, so a page costs two bounded index scans, one small sort, and one count per side.
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
 
-use super::events::{SUBJECT_JOIN, count, to_i64};
+use super::events::{EventRow, SUBJECT_JOIN, count, to_i64};
 use crate::contract::events::{ActivityKind, EventKind};
 
 /// Filters of the activity list.
@@ -50,6 +50,31 @@ pub struct ActivityRow {
     pub subject_key: Option<String>,
     pub subject_title: Option<String>,
     pub subject_url: Option<String>,
+}
+
+impl ActivityRow {
+    /// An event entry as the event row it was read from (signal entries have no event form).
+    pub fn into_event(self) -> EventRow {
+        EventRow {
+            id: self.id,
+            natural_key: self.natural_key,
+            kind: self.kind,
+            dao_id: self.dao_id,
+            occurred_ms: self.occurred_ms,
+            subject_kind: self.subject_kind,
+            subject_external_id: self.subject_external_id,
+            subject_source: self.subject_source,
+            actor: self.actor,
+            url: self.url,
+            snapshot_id: self.snapshot_id,
+            tx_hash: self.tx_hash,
+            block_number: self.block_number,
+            details: self.details,
+            subject_key: self.subject_key,
+            subject_title: self.subject_title,
+            subject_url: self.subject_url,
+        }
+    }
 }
 
 struct Side {

@@ -5,7 +5,6 @@
 //! mix; a crash or kill at any point before the commit leaves everything served as it was (the
 //! database rolls the transaction back). Every write is a compare-then-upsert on the natural key,
 //! so applying the same records again changes nothing and publishes nothing.
-use crate::contract::vocabulary::RunStatus;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::time::Duration;
@@ -27,6 +26,7 @@ use super::staging::{
 use super::upsert::{Changes, TableCounts, by_key, stored, upsert};
 use super::{address, keys, publish, sort_keys};
 use crate::contract::decimal;
+use crate::contract::vocabulary::RunStatus;
 use crate::store::upsert::kept;
 
 /// Staged records read per round trip while applying.

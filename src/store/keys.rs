@@ -2,10 +2,11 @@
 //!
 //! A key is derived from the natural key alone, so every store (SQLite or PostgreSQL, fresh or
 //! re-imported) gives a record the same key, and clients cannot read structure into it.
-use crate::contract::vocabulary::{KeyKind, SourceKind};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
+
+use crate::contract::vocabulary::{KeyKind, SourceKind};
 
 /// The public key of a proposal: `p_` + 22 URL-safe characters.
 pub fn proposal_key(dao_id: &str, source: &str, external_id: &str) -> String {

@@ -5,8 +5,6 @@
 //! (`store::apply`) reads one run's records stage by stage and applies them in one transaction.
 //! Numbers stay text end to end: voting power as the upstream wrote it, amounts as decimal
 //! integers in the token's smallest unit.
-use crate::contract::vocabulary::SourceKind;
-use crate::contract::vocabulary::{ProposalState, RunStatus};
 use std::time::Duration;
 
 use sea_orm::{
@@ -16,6 +14,8 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use super::entities::staged_record;
+use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{ProposalState, RunStatus};
 
 /// Which stored proposal a record refers to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

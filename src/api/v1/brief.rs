@@ -1,9 +1,4 @@
 //! `GET /v1/daos/{daoId}/brief`: a compact summary of one DAO, read in one call.
-use crate::contract::params::canonical_v1_value;
-use crate::contract::vocabulary::DaoId;
-use crate::contract::vocabulary::ItemKind;
-use crate::rules::evidence::{self, Quorum};
-use crate::store::keys;
 use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
 
@@ -16,6 +11,9 @@ use crate::api::{
         item::{ItemRef, item_ref},
     },
 };
+use crate::contract::params::canonical_v1_value;
+use crate::contract::vocabulary::DaoId;
+use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
@@ -23,7 +21,9 @@ use crate::contract::{
     signals::{Severity, SignalKind},
     time::rfc3339_ms,
 };
+use crate::rules::evidence::{self, Quorum};
 use crate::rules::tally::{self, Tally};
+use crate::store::keys;
 use crate::store::{
     self,
     brief::{BriefData, SignalRow, TalliedProposal},

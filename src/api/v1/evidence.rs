@@ -1,7 +1,5 @@
 //! `GET /v1/daos/{daoId}/proposals/{source}/{externalId}/evidence`: a proposal with the exact
 //! numbers behind it and a citation for every fact.
-use crate::contract::params::canonical_v1_value;
-use crate::contract::vocabulary::ProposalSource;
 use bigdecimal::{BigDecimal, Zero};
 use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Path, payload::Json};
@@ -15,6 +13,8 @@ use crate::api::{
         proposal::{ProposalSummary, json_strings},
     },
 };
+use crate::contract::params::canonical_v1_value;
+use crate::contract::vocabulary::ProposalSource;
 use crate::contract::{
     decimal,
     envelope::{V1Envelope, V1Request},

@@ -1,10 +1,10 @@
 //! `GET /v1/system/freshness`: dataset state and ingestion freshness.
-use crate::contract::vocabulary::{RunStatus, RunTrigger, UnknownValue};
 use poem::web::Data;
 use poem_openapi::{Object, OpenApi, payload::Json};
 
 use super::V1Tag;
 use crate::api::AppState;
+use crate::contract::vocabulary::{RunStatus, RunTrigger, UnknownValue};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::ApiError,

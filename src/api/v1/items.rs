@@ -1,6 +1,4 @@
 //! `GET /v1/items/{kind}/{externalId}`: one normalized item, a proposal or a forum topic.
-use crate::contract::params::canonical_v1_value;
-use crate::contract::vocabulary::ItemKind;
 use poem::web::Data;
 use poem_openapi::{
     Object, OpenApi,
@@ -11,8 +9,14 @@ use poem_openapi::{
 use super::V1Tag;
 use crate::api::{
     AppState,
-    views::{citation::Citation, proposal::ProposalItem, topic::ForumTopicItem},
+    views::{
+        citation::{Citation, citation},
+        proposal::ProposalItem,
+        topic::ForumTopicItem,
+    },
 };
+use crate::contract::params::canonical_v1_value;
+use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
@@ -69,25 +73,11 @@ impl poem_openapi::types::Example for Item {
             block_number: None,
             origin: SAMPLE_PROPOSAL_ORIGIN.to_owned(),
             citations: vec![
+                Citation { url: Some(url), snapshot_id: Some(id.to_owned()), ..citation("snapshot", supports.clone()) },
                 Citation {
-                    supports: supports.clone(),
-                    source: "snapshot".to_owned(),
-                    url: Some(url),
                     snapshot_id: Some(id.to_owned()),
-                    ipfs: None,
-                    tx_hash: None,
-                    block_number: None,
-                    dataset: None,
-                },
-                Citation {
-                    supports,
-                    source: "snapshot".to_owned(),
-                    url: None,
-                    snapshot_id: Some(id.to_owned()),
-                    ipfs: None,
-                    tx_hash: None,
-                    block_number: None,
                     dataset: Some("data/sample/snapshot_proposals.csv".to_owned()),
+                    ..citation("snapshot", supports)
                 },
             ],
         };

@@ -1,6 +1,4 @@
 //! `GET /v1/proposals/lookup`: resolve one proposal from a URL, an external id or a title.
-use crate::contract::envelope::AdjustmentReason;
-use crate::contract::vocabulary::SourceKind;
 use std::collections::HashMap;
 
 use poem::web::Data;
@@ -8,7 +6,9 @@ use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
 
 use super::V1Tag;
 use crate::api::{AppState, views::proposal::ProposalSummary};
+use crate::contract::envelope::AdjustmentReason;
 use crate::contract::urls::{ProposalUrl, parse_url, split_host};
+use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, ErrorCode, FieldError, ParamLocation, Problem},

@@ -56,6 +56,14 @@ pub struct Bound {
     pub data_as_of_ms: Option<i64>,
 }
 
+impl Bound {
+    /// The newest data time: windows that default to "the latest" end here (the clock only
+    /// before anything is published).
+    pub fn newest_ms(&self) -> i64 {
+        self.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms)
+    }
+}
+
 /// The serving state for a query about `dao` (or every DAO), from the watch: no store read.
 pub fn bound(state: &AppState, dao: Option<&str>) -> Bound {
     let serving = state.serving.current();
@@ -71,7 +79,7 @@ pub fn window_or_latest(
     serving: &Bound,
     window: Window,
 ) -> Result<(i64, i64), Problem> {
-    let end = serving.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms);
+    let end = serving.newest_ms();
     let to = to.or(if from.is_none() { Some(V2Timestamp(end)) } else { None });
     Ok(resolve_v2_window(from, to, window)?.unwrap_or((end - window.max_ms(), end)))
 }
@@ -110,8 +118,7 @@ impl<'s, Op: Operation> Listing<'s, Op> {
     /// The start of a feed that reaches at most the operation's window back from the revision's
     /// `dataAsOf` ([`resolve_v2_since`]): `since`, or that floor when absent.
     pub fn since(&self, since: Option<V2Timestamp>) -> Result<i64, Problem> {
-        let newest = self.revision.data_as_of_ms.unwrap_or_else(crate::contract::time::now_ms);
-        resolve_v2_since(since, newest, Op::WINDOW)
+        resolve_v2_since(since, self.revision.newest_ms(), Op::WINDOW)
     }
 
     /// The position `cursor` carries, checked against this list's shape and revision.

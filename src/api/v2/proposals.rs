@@ -1,5 +1,4 @@
 //! `GET /v2/proposals`, `GET /v2/proposals/{proposalKey}`, `GET /v2/proposals/{proposalKey}/votes`.
-use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
 use poem::web::Data;
 use poem_openapi::{
     Enum, Object, OpenApi,
@@ -9,6 +8,7 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::AppState;
+use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},

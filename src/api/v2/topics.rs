@@ -1,5 +1,4 @@
 //! `GET /v2/topics` and `GET /v2/topics/{topicKey}`: forum topics.
-use crate::contract::vocabulary::KeyKind;
 use poem::web::Data;
 use poem_openapi::{
     OpenApi,
@@ -9,6 +8,7 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound};
 use crate::api::{AppState, views::topic::ForumTopicItem};
+use crate::contract::vocabulary::KeyKind;
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},

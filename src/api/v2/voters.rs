@@ -1,6 +1,5 @@
 //! `GET /v2/daos/{daoId}/voters`, `GET /v2/voters/{voterIdentity}`,
 //! `GET /v2/voters/{voterIdentity}/votes`.
-use crate::contract::vocabulary::ItemKind;
 use poem::web::Data;
 use poem_openapi::{
     Object, OpenApi,
@@ -10,6 +9,7 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::{AppState, views::item::ItemRef};
+use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},

@@ -1,23 +1,22 @@
 //! Activity entries (an event or a signal in one feed) as both surfaces serve them.
-use crate::contract::vocabulary::ItemKind;
-use crate::store::keys;
 use std::collections::BTreeMap;
 
 use poem_openapi::Object;
 
 use crate::api::views::{
-    citation::{Citation, event_citation},
-    event::event_summary,
+    citation::Citation,
+    event::event_from_row,
     item::{ItemRef, item_ref},
 };
 use crate::contract::{
-    events::{ActivityKind, EventKind},
+    events::ActivityKind,
     signals::{Severity, SignalKind},
     time::rfc3339_ms,
+    vocabulary::ItemKind,
 };
 use crate::store::{
     activity::{ActivityRow, ENTRY_EVENT},
-    events::parse_details,
+    keys,
 };
 
 /// One entry of the activity feed: a governance event or a curated signal.
@@ -76,6 +75,23 @@ impl poem_openapi::types::Example for ActivityEntry {
 }
 
 pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
+    if r.entry == ENTRY_EVENT {
+        // An event entry is the event `/v1/governance-events` serves, in the feed's shape.
+        let e = event_from_row(r.into_event())?;
+        return Some(ActivityEntry {
+            id: e.id,
+            kind: ActivityKind::from_event(e.kind),
+            dao_id: e.dao_id,
+            occurred_at: e.occurred_at,
+            subject: e.subject,
+            summary: e.summary,
+            actor: e.actor,
+            signal_kind: None,
+            severity: None,
+            citation: Some(e.citation),
+            details: Some(e.details),
+        });
+    }
     let subject = item_ref(
         &r.subject_kind,
         &r.dao_id,
@@ -86,49 +102,27 @@ pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
         r.subject_url,
     );
     let Some(subject) = subject else {
-        tracing::warn!(id = r.id, entry = %r.entry, subject = %r.subject_kind, "activity about an unaddressable subject skipped");
+        tracing::warn!(id = r.id, subject = %r.subject_kind, "signal about an unaddressable subject skipped");
         return None;
     };
-    if r.entry == ENTRY_EVENT {
-        let Some(kind) = EventKind::parse(&r.kind) else {
-            tracing::warn!(id = r.id, kind = %r.kind, "governance event of an undeclared kind skipped");
-            return None;
-        };
-        let details = parse_details(r.details.as_deref());
-        Some(ActivityEntry {
-            id: keys::event_id(&r.natural_key),
-            kind: ActivityKind::from_event(kind),
-            summary: event_summary(kind, subject.title.as_deref(), r.actor.as_deref(), &details),
-            dao_id: r.dao_id,
-            occurred_at: rfc3339_ms(r.occurred_ms),
-            citation: Some(event_citation(
-                &r.subject_source,
-                r.url,
-                r.snapshot_id,
-                r.tx_hash,
-                r.block_number,
-                r.actor.is_some(),
-                !details.is_empty(),
-            )),
-            subject,
-            actor: r.actor,
-            signal_kind: None,
-            severity: None,
-            details: Some(details),
-        })
-    } else {
-        Some(ActivityEntry {
-            id: keys::signal_id(&r.natural_key),
-            kind: ActivityKind::Signal,
-            dao_id: r.dao_id,
-            occurred_at: rfc3339_ms(r.occurred_ms),
-            subject,
-            summary: r.summary.unwrap_or_default(),
-            actor: None,
-            signal_kind: SignalKind::parse(&r.kind),
-            severity: r.severity.as_deref().and_then(Severity::parse),
-            citation: None,
-            details: None,
-        })
-    }
+    let (Some(signal_kind), Some(severity)) =
+        (SignalKind::parse(&r.kind), r.severity.as_deref().and_then(Severity::parse))
+    else {
+        // A stored kind or severity this build does not know is never shown as another (or none).
+        tracing::error!(id = r.id, kind = %r.kind, severity = ?r.severity, "signal of an unknown kind or severity skipped");
+        return None;
+    };
+    Some(ActivityEntry {
+        id: keys::signal_id(&r.natural_key),
+        kind: ActivityKind::Signal,
+        dao_id: r.dao_id,
+        occurred_at: rfc3339_ms(r.occurred_ms),
+        subject,
+        summary: r.summary.unwrap_or_default(),
+        actor: None,
+        signal_kind: Some(signal_kind),
+        severity: Some(severity),
+        citation: None,
+        details: None,
+    })
 }

@@ -1,9 +1,9 @@
 //! DAOs as both surfaces serve them: sources, counts and freshness.
-use crate::contract::vocabulary::RunStatus;
-use crate::contract::vocabulary::{SourceKind, UnknownValue};
 use poem_openapi::{Enum, Object};
 
 use crate::contract::time::rfc3339_ms;
+use crate::contract::vocabulary::RunStatus;
+use crate::contract::vocabulary::{SourceKind, UnknownValue};
 use crate::store::daos::DaoRecord;
 
 /// Whether anything has been ingested for a DAO.

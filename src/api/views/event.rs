@@ -1,16 +1,16 @@
 //! Governance events as both surfaces serve them, built from stored event rows.
-use crate::contract::vocabulary::ItemKind;
-use crate::store::keys;
 use std::collections::BTreeMap;
 
 use poem_openapi::Object;
 
 use crate::api::views::{
-    citation::{Citation, event_citation},
+    citation::{Citation, citation, event_citation, fields},
     item::{ItemRef, item_ref},
 };
+use crate::contract::vocabulary::ItemKind;
 use crate::contract::{events::EventKind, time::rfc3339_ms};
 use crate::store::events::EventRow;
+use crate::store::keys;
 
 /// A dated governance event: what happened, to which item, by whom, and where it is recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -68,14 +68,9 @@ impl poem_openapi::types::Example for GovernanceEvent {
                       on \"[Constitutional] AIP: ArbOS 60 Elara\""
                 .to_owned(),
             citation: Citation {
-                supports: vec!["occurredAt".to_owned(), "actor".to_owned(), "details".to_owned()],
-                source: "snapshot".to_owned(),
                 url: Some(url),
                 snapshot_id: Some(id.to_owned()),
-                ipfs: None,
-                tx_hash: None,
-                block_number: None,
-                dataset: None,
+                ..citation("snapshot", fields(&["occurredAt", "actor", "details"]))
             },
             details,
         }

@@ -1,7 +1,7 @@
 //! References to items (proposals and forum topics) that events, signals and other items name.
-use crate::contract::vocabulary::ItemKind;
 use poem_openapi::Object;
 
+use crate::contract::vocabulary::ItemKind;
 use crate::store::entities::{forum_topic, proposal};
 
 /// The item an event, signal or activity entry is about.

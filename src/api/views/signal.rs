@@ -1,8 +1,5 @@
 //! Curated signals as both surfaces serve them, with their rule, evidence and citations, and the
 //! `kind` filter both surfaces take.
-use crate::contract::vocabulary::ItemKind;
-use crate::contract::vocabulary::UnknownValue;
-use crate::store::keys;
 use std::{borrow::Cow, sync::OnceLock};
 
 use poem_openapi::{
@@ -11,13 +8,19 @@ use poem_openapi::{
     types::{ParseError, ParseFromParameter, ParseResult, Type},
 };
 
-use crate::api::views::{citation::Citation, item::ItemRef};
+use crate::api::views::{
+    citation::{self, Citation, fields},
+    item::ItemRef,
+};
+use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::UnknownValue;
 use crate::contract::{
     errors::Problem,
     signals::{Severity, SignalKind, rules_text},
     time::rfc3339_ms,
 };
 use crate::rules::signals::{CitationRecord, Evidence};
+use crate::store::keys;
 use crate::store::signals::SignalRecord;
 
 /// The `kind` filter: one of the rule names. Its schema lists every rule with its thresholds,
@@ -352,14 +355,9 @@ impl poem_openapi::types::Example for Signal {
                 window_end: None,
                 topic_posts: None,
                 citations: vec![Citation {
-                    supports: vec!["scoresTotal".to_owned(), "quorum".to_owned(), "upstreamVotes".to_owned()],
-                    source: "snapshot".to_owned(),
                     url: Some(url),
                     snapshot_id: Some(id.to_owned()),
-                    ipfs: None,
-                    tx_hash: None,
-                    block_number: None,
-                    dataset: None,
+                    ..citation::citation("snapshot", fields(&["scoresTotal", "quorum", "upstreamVotes"]))
                 }],
             },
         }

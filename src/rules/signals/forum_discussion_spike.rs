@@ -1,9 +1,9 @@
 //! `forum_discussion_spike`: many posts on one forum topic within a sliding window. Detected at
 //! the first moment the window holds enough posts.
-use crate::contract::vocabulary::ItemKind;
 use std::collections::VecDeque;
 
 use super::{CitationRecord, Desired, Evidence, TopicRow, short_title};
+use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
     signals::{self as contract, SignalKind},
     time::rfc3339_ms,

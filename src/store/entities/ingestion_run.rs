@@ -1,6 +1,7 @@
 //! One run of an importer or connector; the audit trail behind freshness.
-use crate::contract::vocabulary::{RunStatus, UnknownValue};
 use sea_orm::entity::prelude::*;
+
+use crate::contract::vocabulary::{RunStatus, UnknownValue};
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "ingestion_runs")]
