@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use clap::{ArgAction, Args, Parser, Subcommand, builder::BoolishValueParser};
 
 use crate::contract::access::{
-    DEFAULT_PRICE_PLUS, DEFAULT_PRICE_STANDARD, DEFAULT_X402_ASSET, DEFAULT_X402_ASSET_NAME,
+    DEFAULT_ASSET_DECIMALS, DEFAULT_PRICE_PLUS, DEFAULT_PRICE_STANDARD, DEFAULT_X402_ASSET, DEFAULT_X402_ASSET_NAME,
     DEFAULT_X402_ASSET_VERSION, DEFAULT_X402_NETWORK, Prices, Rate, RatePolicy,
 };
 
@@ -305,6 +305,10 @@ pub struct PaymentArgs {
     /// The asset's EIP-712 domain version.
     #[arg(long, env = "GOVDATA_X402_ASSET_VERSION", default_value = DEFAULT_X402_ASSET_VERSION)]
     pub asset_version: String,
+    /// The asset's decimals: prices are in its smallest unit, and `/v1/meta/pricing` shows them
+    /// in whole units too.
+    #[arg(long, env = "GOVDATA_X402_ASSET_DECIMALS", default_value_t = DEFAULT_ASSET_DECIMALS)]
+    pub asset_decimals: u32,
     /// Address that receives payments.
     #[arg(long, env = "GOVDATA_X402_PAY_TO")]
     pub pay_to: Option<String>,
@@ -350,7 +354,11 @@ impl PaymentArgs {
 /// environment; `server.rs` builds the parts (cache, live refresh, schedule) from it.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The base URL clients reach this server at: `GOVDATA_PUBLIC_URL`, else the bound address.
     pub public_url: String,
+    /// Whether the operator named `public_url` (only then do the served documents carry it as
+    /// their `servers`: a bound address is often not what clients reach).
+    pub public_url_configured: bool,
     pub payments: PaymentArgs,
     pub response_cache_bytes: usize,
     /// Live refresh, when enabled.
@@ -384,6 +392,7 @@ impl Settings {
         });
         Ok(Self {
             public_url: public_url.trim_end_matches('/').to_owned(),
+            public_url_configured: args.public_url.is_some(),
             payments: args.payments.clone(),
             response_cache_bytes: args.response_cache_mb.saturating_mul(1 << 20),
             live,

@@ -18,6 +18,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
+use crate::contract::envelope::REQUEST_ID_HEADER;
 use crate::contract::errors::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
 use crate::metrics::METRICS;
 
@@ -218,7 +219,7 @@ fn closing_response(mut problem: Problem) -> Vec<u8> {
     let body = serde_json::to_vec(&problem).unwrap_or_default();
     let status = problem.status_code();
     let mut head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {PROBLEM_CONTENT_TYPE}\r\nx-request-id: {request_id}\r\n\
+        "HTTP/1.1 {status}\r\ncontent-type: {PROBLEM_CONTENT_TYPE}\r\n{REQUEST_ID_HEADER}: {request_id}\r\n\
          content-length: {}\r\nconnection: close\r\n",
         body.len()
     );

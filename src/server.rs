@@ -24,7 +24,7 @@ use crate::contract::{
     access::Version,
     cursor::CursorCodec,
     document::Published,
-    envelope::RequestId,
+    envelope::{REQUEST_ID_HEADER, RequestId},
     errors::{ErrorCode, FieldError, ParamLocation, Problem},
 };
 use crate::ingest::{self, Registry, RetryPolicy, RunOptions};
@@ -69,8 +69,8 @@ fn cors() -> Cors {
     let payment_response = [Generation::V1, Generation::V2].map(Generation::response_header);
     Cors::new()
         .allow_methods([Method::GET, Method::HEAD])
-        .allow_headers([PARTNER_TOKEN_HEADER, REQUEST_ID].into_iter().chain(payment_request))
-        .expose_headers([PAYMENT_REQUIRED_HEADER, REQUEST_ID, "retry-after"].into_iter().chain(payment_response))
+        .allow_headers([PARTNER_TOKEN_HEADER, REQUEST_ID_HEADER].into_iter().chain(payment_request))
+        .expose_headers([PAYMENT_REQUIRED_HEADER, REQUEST_ID_HEADER, "retry-after"].into_iter().chain(payment_response))
         .max_age(86_400)
 }
 
@@ -94,7 +94,10 @@ pub async fn bind(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let settings = settings(bound)?;
-    let documents = Arc::new(Documents::build(settings.prices()));
+    let documents = Arc::new(
+        Documents::build(settings.prices())
+            .served_at(settings.public_url_configured.then_some(settings.public_url.as_str())),
+    );
     let secret = match &settings.payments.cursor_secret {
         Some(configured) => configured.as_bytes().to_vec(),
         None => crate::store::settings::cursor_secret(&db).await?,
@@ -275,11 +278,9 @@ fn metrics(req: &Request, state: Data<&AppState>) -> poem::Result<Response> {
     Ok(Response::builder().content_type("text/plain; version=0.0.4; charset=utf-8").body(m.render()))
 }
 
-const REQUEST_ID: &str = "x-request-id";
-
 /// A client's request id is echoed when it is short and printable; otherwise we make one.
 fn request_id(req: &Request) -> String {
-    req.header(REQUEST_ID)
+    req.header(REQUEST_ID_HEADER)
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string())
@@ -316,7 +317,7 @@ async fn edge<E: Endpoint>(
         Err(err) => problem_response(err, &documents, &method, &path, query.as_deref(), &rid),
     };
     if let Ok(v) = HeaderValue::from_str(&rid) {
-        response.headers_mut().insert(REQUEST_ID, v);
+        response.headers_mut().insert(REQUEST_ID_HEADER, v);
     }
     if shutdown.draining() {
         // Keep-alive clients reconnect (elsewhere) instead of reusing a connection about to close.
@@ -372,12 +373,20 @@ fn problem_response(
         let index = e.name.strip_prefix("param").and_then(|n| n.parse::<usize>().ok());
         let name = matched.as_ref().and_then(|m| index.and_then(|i| m.params.get(i).copied())).unwrap_or(e.name);
         let expected = matched.as_ref().and_then(|m| published.param_expectation(m.template, method.as_str(), name));
+        // The segment at the parameter's place in the template, as the request wrote it.
+        let received = matched.as_ref().and_then(|m| {
+            let at = m
+                .template
+                .split('/')
+                .position(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) == Some(name))?;
+            path.split('/').nth(at).map(str::to_owned)
+        });
         Problem::validation(FieldError {
             location: ParamLocation::Path,
             name: name.to_owned(),
             reason: readable(&e.reason),
             expected,
-            received: None,
+            received,
         })
     } else if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
         Problem::new(ErrorCode::ValidationError, format!("This API takes no request body: {}", e.reason))

@@ -94,6 +94,7 @@ rules! {
     SecurityAdded = "security-added", Breaking;
     SecurityAlternativeRemoved = "security-alternative-removed", Breaking;
     ResponseEnumValueAdded = "response-enum-value-added", Warning;
+    ResponseFormatAdded = "response-format-added", Warning;
     ResponseHeaderRemoved = "response-optional-header-removed", Warning;
     ErrorStatusRemoved = "response-error-status-removed", Warning;
     ErrorMediaTypeRemoved = "response-error-media-type-removed", Warning;
@@ -103,6 +104,7 @@ rules! {
     TagsChanged = "operation-tags-changed", Warning;
     OperationDeprecated = "operation-deprecated", Warning;
     AccessChanged = "access-changed", Warning;
+    IntegerFormatRenamed = "integer-format-renamed", Harmless;
     PathAdded = "path-added", Harmless;
     OperationAdded = "operation-added", Harmless;
     OptionalParameterAdded = "optional-request-parameter-added", Harmless;
@@ -548,7 +550,31 @@ impl<'a> Differ<'a> {
             }
             return;
         }
-        if o.format != n.format {
+        let renamed = o.kind == "integer" && {
+            // A format is an integer's range; a new name for the same values (or, in an answer,
+            // fewer of them; in a request, more) breaks no client.
+            let (old_range, new_range) = (integer_range(o), integer_range(n));
+            if request { contains(new_range, old_range) } else { contains(old_range, new_range) }
+        };
+        if o.format != n.format && renamed {
+            self.report(
+                Rule::IntegerFormatRenamed,
+                at,
+                format!(
+                    "format `{}` became `{}` over the values it held",
+                    o.format.as_deref().unwrap_or("(none)"),
+                    n.format.as_deref().unwrap_or("(none)")
+                ),
+            );
+        } else if !request && o.format.is_none() && n.format.is_some() {
+            // The same values, now with their form named (`date-time`): no answer changes, but
+            // an SDK that maps formats to types generates a different type for the member.
+            self.report(
+                Rule::ResponseFormatAdded,
+                at,
+                format!("format `{}` now states the form of the values", n.format.as_deref().unwrap_or_default()),
+            );
+        } else if o.format != n.format {
             let rule = if request { Rule::RequestFormatChanged } else { Rule::ResponseFormatChanged };
             self.report(
                 rule,
@@ -733,6 +759,30 @@ impl<'a> Differ<'a> {
             }
         }
     }
+}
+
+/// The values an integer schema holds: its format's range, narrowed by `minimum`/`maximum`.
+fn integer_range(s: &Shape) -> (i128, i128) {
+    let (low, high): (i128, i128) = match s.format.as_deref() {
+        Some("int32") => (i32::MIN.into(), i32::MAX.into()),
+        Some("int64") => (i64::MIN.into(), i64::MAX.into()),
+        Some("uint8") => (0, u8::MAX.into()),
+        Some("uint16") => (0, u16::MAX.into()),
+        Some("uint32") => (0, u32::MAX.into()),
+        Some("uint64") => (0, u64::MAX.into()),
+        Some("int8") => (i8::MIN.into(), i8::MAX.into()),
+        Some("int16") => (i16::MIN.into(), i16::MAX.into()),
+        _ => (i128::MIN, i128::MAX),
+    };
+    // Bounds are whole numbers here; a fractional one rounds inwards.
+    let low = s.minimum.map_or(low, |m| low.max(m.ceil() as i128));
+    let high = s.maximum.map_or(high, |m| high.min(m.floor() as i128));
+    (low, high)
+}
+
+/// Whether `outer` holds every value of `inner`.
+fn contains(outer: (i128, i128), inner: (i128, i128)) -> bool {
+    outer.0 <= inner.0 && inner.1 <= outer.1
 }
 
 fn show(value: Option<&Value>) -> String {

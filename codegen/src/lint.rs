@@ -171,12 +171,23 @@ pub fn lint(doc: &OpenAPI, raw: &Value) -> Vec<Finding> {
         push("examples", "components › Problem", "the problem schema has no example".into());
     }
     null_examples(raw, "#", &mut out);
+    integer_formats(raw, "#", &mut out);
+    request_ids(raw, &mut out);
     out.sort();
     out
 }
 
-/// `<resource>_<verb>`: lowercase snake_case words, the last one a known verb.
+/// `<resource>_<verb>`: lowercase snake_case words, the last one a known verb; after a surface
+/// prefix (`v2_`) on surfaces later than the released v1, so ids stay unique across documents.
 pub fn operation_id_ok(id: &str) -> bool {
+    let id = match id.split_once('_') {
+        Some((surface, rest))
+            if surface.len() > 1 && surface.starts_with('v') && surface[1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            rest
+        }
+        _ => id,
+    };
     let words: Vec<&str> = id.split('_').collect();
     words.len() >= 2
         && words.iter().all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
@@ -257,5 +268,50 @@ fn null_examples(value: &Value, at: &str, out: &mut Vec<Finding>) {
             }
         }
         _ => {}
+    }
+}
+
+/// Integers carry a format of the OpenAPI registry (`int32`, `int64`): generators guess at
+/// others (`uint8`), each differently.
+fn integer_formats(value: &Value, at: &str, out: &mut Vec<Finding>) {
+    match value {
+        Value::Object(members) => {
+            if members.get("type").and_then(Value::as_str) == Some("integer")
+                && let Some(format) = members.get("format").and_then(Value::as_str)
+                && !matches!(format, "int32" | "int64")
+            {
+                out.push(Finding {
+                    rule: "integer-format",
+                    at: at.to_owned(),
+                    message: format!("integer format `{format}` is not int32 or int64"),
+                });
+            }
+            for (key, v) in members {
+                integer_formats(v, &format!("{at}/{}", key.replace('~', "~0").replace('/', "~1")), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                integer_formats(v, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every response of every operation declares `x-request-id`, which the server sets on all.
+fn request_ids(raw: &Value, out: &mut Vec<Finding>) {
+    for (path, item) in raw["paths"].as_object().into_iter().flatten() {
+        for (method, op) in item.as_object().into_iter().flatten() {
+            for (status, response) in op["responses"].as_object().into_iter().flatten() {
+                if !response["headers"]["x-request-id"].is_object() {
+                    out.push(Finding {
+                        rule: "request-id",
+                        at: format!("{} {path} › response {status}", method.to_ascii_uppercase()),
+                        message: "the response does not declare `x-request-id`".into(),
+                    });
+                }
+            }
+        }
     }
 }

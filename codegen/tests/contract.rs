@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use codegen::{
-    Release,
+    Acceptance, Release,
     diff::{Class, Rule, diff},
     openapi_dir, parse, release,
 };
@@ -183,12 +183,28 @@ const CASES: &[(Rule, &str, Edit)] = &[
     (Rule::ResponseTypeChanged, "data.items[].name", |_, n| {
         schema(n, "Dao")["properties"]["name"] = json!({"type": "object"})
     }),
-    (Rule::ResponseFormatChanged, "data.items[].daoId", |_, n| {
-        schema(n, "Dao")["properties"]["daoId"]["format"] = json!("uuid")
+    (Rule::ResponseFormatChanged, "data.items[].dataAsOf", |_, n| {
+        schema(n, "Dao")["properties"]["dataAsOf"]["format"] = json!("date")
     }),
-    (Rule::ResponseRequiredHeaderRemoved, "GET /v1/daos › response 200 › header `x-request-id`", |o, _| {
-        op(o, "/v1/daos")["responses"]["200"]["headers"] =
-            json!({"x-request-id": {"required": true, "description": "x", "schema": {"type": "string"}}});
+    (Rule::ResponseFormatAdded, "response 200 application/json › freshness.generatedAt", |o, _| {
+        o["components"]["schemas"]["Freshness"]["properties"]["generatedAt"].as_object_mut().unwrap().remove("format");
+    }),
+    // The same values under a standard name: `uint32` is `int64` from 0 to 2³²−1.
+    (Rule::IntegerFormatRenamed, "GET /v1/daos › response 200 application/json › data.limit", |o, n| {
+        let limit = |d: &mut Value| d["components"]["schemas"]["V1Page_Dao"]["properties"]["limit"].clone();
+        let mut old = limit(o);
+        old.as_object_mut().unwrap().retain(|k, _| k != "minimum" && k != "maximum");
+        old["format"] = json!("uint32");
+        o["components"]["schemas"]["V1Page_Dao"]["properties"]["limit"] = old;
+        let mut new = limit(n);
+        new["format"] = json!("int64");
+        new["minimum"] = json!(0);
+        new["maximum"] = json!(u32::MAX);
+        n["components"]["schemas"]["V1Page_Dao"]["properties"]["limit"] = new;
+    }),
+    (Rule::ResponseRequiredHeaderRemoved, "GET /v1/daos › response 200 › header `x-trace`", |o, _| {
+        op(o, "/v1/daos")["responses"]["200"]["headers"]["x-trace"] =
+            json!({"required": true, "description": "x", "schema": {"type": "string"}});
     }),
     (Rule::SecurityAdded, "GET /v1/daos", |_, n| op(n, "/v1/daos")["security"] = json!([{"partnerToken": []}])),
     (Rule::SecurityAlternativeRemoved, "GET /v1/activity", |_, n| {
@@ -197,9 +213,8 @@ const CASES: &[(Rule, &str, Edit)] = &[
     (Rule::ResponseEnumValueAdded, "data.items[].status", |_, n| {
         schema(n, "IngestionStatus")["enum"].as_array_mut().unwrap().push(json!("paused"))
     }),
-    (Rule::ResponseHeaderRemoved, "GET /v1/daos › response 200 › header `x-request-id`", |o, _| {
-        op(o, "/v1/daos")["responses"]["200"]["headers"] =
-            json!({"x-request-id": {"required": false, "description": "x", "schema": {"type": "string"}}});
+    (Rule::ResponseHeaderRemoved, "GET /v1/daos › response 200 › header `x-request-id`", |_, n| {
+        op(n, "/v1/daos")["responses"]["200"]["headers"].as_object_mut().unwrap().remove("x-request-id");
     }),
     (Rule::ErrorStatusRemoved, "GET /v1/daos › response 503", |_, n| {
         op(n, "/v1/daos")["responses"].as_object_mut().unwrap().remove("503");
@@ -261,9 +276,9 @@ const CASES: &[(Rule, &str, Edit)] = &[
     (Rule::StatusAdded, "GET /v1/daos › response 429", |o, _| {
         op(o, "/v1/daos")["responses"].as_object_mut().unwrap().remove("429");
     }),
-    (Rule::ResponseHeaderAdded, "GET /v1/daos › response 200 › header `x-request-id`", |_, n| {
-        op(n, "/v1/daos")["responses"]["200"]["headers"] =
-            json!({"x-request-id": {"required": true, "description": "x", "schema": {"type": "string"}}});
+    (Rule::ResponseHeaderAdded, "GET /v1/daos › response 200 › header `x-trace`", |_, n| {
+        op(n, "/v1/daos")["responses"]["200"]["headers"]["x-trace"] =
+            json!({"required": true, "description": "x", "schema": {"type": "string"}});
     }),
     (Rule::SecurityAlternativeAdded, "GET /v1/activity", |_, n| {
         op(n, "/v1/activity")["security"].as_array_mut().unwrap().push(json!({"oauth": []}))
@@ -313,25 +328,52 @@ fn a_recursive_schema_ends_and_a_path_parameter_rename_is_no_change() {
 fn the_baseline_moves_only_forward() {
     let dir = tempfile::tempdir().unwrap();
     let current = real_v1();
+    let release = |accepted: &[Acceptance]| release(dir.path(), "v1", &current.to_string(), accepted, "2026-11-25");
     // A baseline with one more path than the current v1: releasing would remove it.
     let mut ahead = current.clone();
     ahead["paths"]["/v1/votes"] = ahead["paths"]["/v1/daos"].clone();
     std::fs::create_dir_all(dir.path().join("released")).unwrap();
     let baseline = dir.path().join(codegen::RELEASED_V1);
+    let log = dir.path().join(codegen::RELEASE_LOG);
     std::fs::write(&baseline, ahead.to_string()).unwrap();
-    match release(dir.path(), &current.to_string()).unwrap() {
-        Release::Refused(report) => assert!(report.breaking().any(|c| c.rule == Rule::PathRemoved)),
+    let removed = match release(&[]).unwrap() {
+        Release::Refused(report) => {
+            let c = report.breaking().find(|c| c.rule == Rule::PathRemoved).expect("the removal is reported");
+            c.at.clone()
+        }
         Release::Moved(_) => panic!("a breaking release must be refused"),
-    }
+    };
     assert_eq!(std::fs::read_to_string(&baseline).unwrap(), ahead.to_string(), "the baseline is untouched");
+    assert!(!log.exists(), "a refused release logs nothing");
+    // Accepting another location does not release it.
+    let elsewhere = Acceptance { at: "GET /v1/elsewhere".to_owned(), reason: "no".to_owned() };
+    assert!(matches!(release(std::slice::from_ref(&elsewhere)).unwrap(), Release::Refused(_)));
 
-    // A baseline with one path fewer: releasing adds it, which is allowed.
+    // Accepted by its location, with a reason, it is released and the reason logged.
+    let accepted = Acceptance { at: removed.clone(), reason: "never served".to_owned() };
+    assert!(matches!(release(&[accepted, elsewhere]).unwrap(), Release::Moved(_)));
+    assert_eq!(std::fs::read_to_string(&baseline).unwrap(), current.to_string());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("## v1, 2026-11-25"), "{text}");
+    assert!(text.contains(&format!("- Accepted at {removed}: never served")), "{text}");
+    assert!(!text.contains("GET /v1/elsewhere"), "an acceptance that matched nothing is not logged: {text}");
+
+    // A baseline with one path fewer: releasing adds it, which is allowed without acceptance.
     let mut behind = current.clone();
     behind["paths"].as_object_mut().unwrap().remove("/v1/activity");
     std::fs::write(&baseline, behind.to_string()).unwrap();
-    match release(dir.path(), &current.to_string()).unwrap() {
+    match release(&[]).unwrap() {
         Release::Moved(report) => assert!(report.changes.iter().any(|c| c.rule == Rule::PathAdded)),
         Release::Refused(report) => panic!("an additive release is allowed: {}", report.markdown("a", "b")),
     }
     assert_eq!(std::fs::read_to_string(&baseline).unwrap(), current.to_string());
+    assert_eq!(std::fs::read_to_string(&log).unwrap().matches("## v1, ").count(), 2, "each release is logged");
+
+    // A first release of a surface has nothing to break.
+    match codegen::release(dir.path(), "v2", &current.to_string(), &[], "2026-11-25").unwrap() {
+        Release::Moved(report) => assert!(report.changes.is_empty()),
+        Release::Refused(_) => panic!("a first release is never refused"),
+    }
+    assert!(dir.path().join(codegen::RELEASED_V2).exists());
+    assert!(std::fs::read_to_string(&log).unwrap().contains("The first release of the surface"));
 }

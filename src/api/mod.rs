@@ -70,6 +70,15 @@ impl Documents {
         }
     }
 
+    /// The documents as this deployment serves them: with `servers` when the operator named the
+    /// public URL (the committed files stay host-neutral).
+    pub fn served_at(self, public_url: Option<&str>) -> Self {
+        match public_url {
+            Some(url) => Self { v1: self.v1.served_at(url), v2: self.v2.served_at(url) },
+            None => self,
+        }
+    }
+
     /// The published files under `openapi/`, by name, with their content.
     pub fn files(&self) -> [(&'static str, &str); 4] {
         [

@@ -42,7 +42,7 @@ impl Route {
     /// by what it serves.
     pub fn label(route: Option<&Self>, path: &str) -> String {
         match route.and_then(|r| r.decl.map(|d| (r.version, d))) {
-            Some((version, decl)) => format!("{}.{}", &version.prefix()[1..], decl.id),
+            Some((version, decl)) => format!("{}.{}", &version.prefix()[1..], decl.local_id()),
             None => match path {
                 "/healthz" | "/readyz" => "health".to_owned(),
                 "/metrics" => "metrics".to_owned(),

@@ -51,6 +51,14 @@ impl Version {
             Self::V2 => "/v2",
         }
     }
+
+    /// What names of the surface's operations start with (`v1_`, `v2_`).
+    pub const fn id_prefix(self) -> &'static str {
+        match self {
+            Self::V1 => "v1_",
+            Self::V2 => "v2_",
+        }
+    }
 }
 
 /// Paid tiers, ordered: `plus` includes `standard`.

@@ -5,6 +5,7 @@
 //! description. codegen writes the result to `openapi/`; the server serves the same bytes.
 use serde_json::{Map, Value, json};
 
+use super::envelope::REQUEST_ID_HEADER;
 use super::vocabulary::KeyKind;
 use super::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 use super::{
@@ -63,6 +64,16 @@ impl Published {
         let yaml_text = super::yaml::to_yaml(&json);
         let paths = path_entries(&json);
         Self { version, json, json_text, yaml_text, paths }
+    }
+
+    /// The document as a deployment serves it: `servers` names `url`, the public base URL the
+    /// operator configured (`GOVDATA_PUBLIC_URL`). The committed documents have no `servers`, so
+    /// they name no host and a client resolves paths against wherever it read the document.
+    pub fn served_at(mut self, url: &str) -> Self {
+        self.json["servers"] = json!([{ "url": url, "description": "This deployment." }]);
+        self.json_text = serde_json::to_string_pretty(&self.json).expect("a JSON value serialises") + "\n";
+        self.yaml_text = super::yaml::to_yaml(&self.json);
+        self
     }
 
     /// The template a request path (with the surface prefix) matches, and the operationId of
@@ -252,6 +263,7 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
                     ]);
                     document_payment_headers(op);
                 }
+                declare_request_id(op);
             }
         }
     }
@@ -293,7 +305,82 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
         );
         doc["components"] = Value::Object(components);
     }
+    standard_integer_formats(doc);
+    declare_method_not_allowed(doc);
     debug_assert!(!doc.to_string().contains(INTERNAL_TOKEN_HEADER), "the internal token header is never published");
+}
+
+/// Every response carries `x-request-id` (the edge middleware sets it on all of them, errors
+/// included); SDKs read it to quote a request when reporting a problem.
+fn declare_request_id(op: &mut Value) {
+    let Some(responses) = op["responses"].as_object_mut() else { return };
+    for response in responses.values_mut() {
+        if !response["headers"].is_object() {
+            response["headers"] = json!({});
+        }
+        response["headers"][REQUEST_ID_HEADER] = request_id_header();
+    }
+}
+
+fn request_id_header() -> Value {
+    json!({
+        "description": "The request's id: echoed from the request's own `x-request-id` when that is at most 128 \
+            printable ASCII characters, generated otherwise. Problem bodies repeat it as `requestId`.",
+        "schema": { "type": "string" },
+    })
+}
+
+/// A method a path does not serve answers 405 `METHOD_NOT_ALLOWED` with an `Allow` header. An
+/// operation lists only the answers of its own method, so the 405 is declared once, as a
+/// reusable response, and the description of each document says when it is sent.
+fn declare_method_not_allowed(doc: &mut Value) {
+    if !doc["components"].is_object() {
+        doc["components"] = json!({});
+    }
+    if !doc["components"]["responses"].is_object() {
+        doc["components"]["responses"] = json!({});
+    }
+    doc["components"]["responses"]["MethodNotAllowed"] = json!({
+        "description": "405: the path exists but does not serve the request's method. `Allow` lists the methods \
+            it serves; the body is a problem document with code `METHOD_NOT_ALLOWED`.",
+        "headers": {
+            "Allow": {
+                "description": "The methods the path serves, comma-separated (`GET`).",
+                "schema": { "type": "string" },
+            },
+            REQUEST_ID_HEADER: request_id_header(),
+        },
+        "content": { (super::errors::PROBLEM_CONTENT_TYPE): { "schema": { "$ref": "#/components/schemas/Problem" } } },
+    });
+}
+
+/// poem-openapi names Rust's unsigned integers `uint8`…`uint64`, which no OpenAPI format
+/// registry knows: generators fall back to a guess. Each becomes the standard `int32`/`int64`
+/// wide enough for it, with the bounds the Rust type holds the value to.
+fn standard_integer_formats(value: &mut Value) {
+    match value {
+        Value::Object(o) => {
+            if o.get("type").and_then(Value::as_str) == Some("integer") {
+                let bounds: Option<(&str, Option<u64>)> = match o.get("format").and_then(Value::as_str) {
+                    Some("uint8") => Some(("int32", Some(u64::from(u8::MAX)))),
+                    Some("uint16") => Some(("int32", Some(u64::from(u16::MAX)))),
+                    Some("uint32") => Some(("int64", Some(u64::from(u32::MAX)))),
+                    Some("uint64") => Some(("int64", None)),
+                    _ => None,
+                };
+                if let Some((format, max)) = bounds {
+                    o.insert("format".to_owned(), json!(format));
+                    o.entry("minimum").or_insert(json!(0));
+                    if let Some(max) = max {
+                        o.entry("maximum").or_insert(json!(max));
+                    }
+                }
+            }
+            o.values_mut().for_each(standard_integer_formats);
+        }
+        Value::Array(a) => a.iter_mut().for_each(standard_integer_formats),
+        _ => {}
+    }
 }
 
 /// A paid operation's 402 carries the v2 challenge in a header, and its success response the
@@ -423,7 +510,9 @@ fn info_description(version: Version) -> String {
     format!(
         "Read-only DAO governance data for software agents: DAOs, proposals, votes, voters, forum topics, \
          governance events and curated signals, with explicit freshness.\n\n{surface}\n\nErrors are RFC 9457 \
-         problem documents (`application/problem+json`) with a stable `code`. Voting power, amounts, scores, counts \
+         problem documents (`application/problem+json`) with a stable `code`; a method a path does not serve \
+         answers 405 `METHOD_NOT_ALLOWED` with `Allow` (`components.responses.MethodNotAllowed`). Every response, \
+         errors included, carries `x-request-id`. Voting power, amounts, scores, counts \
          and rates are exact decimal strings. Timestamps are RFC 3339 UTC with milliseconds. Paid endpoints accept \
          a partner token (`{PARTNER_TOKEN_HEADER}`) or an x402 payment; prices are listed by `GET /v1/meta/pricing`."
     )

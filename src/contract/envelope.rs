@@ -8,7 +8,7 @@ use poem_openapi::{
     types::{ParseFromJSON, ToJSON, Type},
 };
 
-use super::time::{now_ms, rfc3339_ms};
+use super::time::{Timestamp, now_ms};
 
 /// How a response was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -44,16 +44,23 @@ impl CacheStatus {
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct Freshness {
     /// When this response was made (RFC 3339 UTC, milliseconds).
-    pub generated_at: String,
-    /// Ingestion watermark of the data behind the response; absent when nothing is ingested.
-    pub data_as_of: Option<String>,
+    pub generated_at: Timestamp,
+    /// Ingestion watermark of the data behind the response. Present on every answer that carries
+    /// governance data, with two exceptions where there is no such watermark: a DAO that is
+    /// registered but has nothing ingested yet (`cacheStatus: registry_only`), or a store with
+    /// nothing ingested at all; and `/v1/meta/pricing`, whose answer is configuration, not data.
+    pub data_as_of: Option<Timestamp>,
     /// How the response was served.
     pub cache_status: CacheStatus,
 }
 
 impl Freshness {
     pub fn new(data_as_of_ms: Option<i64>, cache_status: CacheStatus) -> Self {
-        Self { generated_at: rfc3339_ms(now_ms()), data_as_of: data_as_of_ms.map(rfc3339_ms), cache_status }
+        Self {
+            generated_at: Timestamp::from_ms(now_ms()),
+            data_as_of: data_as_of_ms.map(Timestamp::from_ms),
+            cache_status,
+        }
     }
 }
 
@@ -107,6 +114,10 @@ pub struct V1Envelope<T: ParseFromJSON + ToJSON + Type> {
     pub freshness: Freshness,
     pub data: T,
 }
+
+/// The header that carries a request's id: echoed from the request when it is short and
+/// printable, generated otherwise, on every response (the documents declare it on each).
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// The id of the request being served (set by the middleware, echoed in `x-request-id`).
 #[derive(Debug, Clone, PartialEq, Eq)]

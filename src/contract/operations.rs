@@ -28,7 +28,8 @@ pub trait Operation: Send + Sync + 'static {
 /// The data of one declaration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperationDecl {
-    /// `<resource>_<verb>`; unique within its surface.
+    /// The operationId: `<resource>_<verb>` on v1 (as released), `v2_<resource>_<verb>` on v2,
+    /// so the ids stay unique when a generator merges the two documents.
     pub id: &'static str,
     pub version: Version,
     pub access: Access,
@@ -42,6 +43,17 @@ pub struct OperationDecl {
 }
 
 impl OperationDecl {
+    /// `<resource>_<verb>`, without a surface prefix.
+    pub fn local_id(&self) -> &'static str {
+        self.id.strip_prefix(self.version.id_prefix()).unwrap_or(self.id)
+    }
+
+    /// The name unique across both surfaces, `<surface>_<resource>_<verb>` (`v1_daos_list`,
+    /// `v2_daos_list`): v2's operationId itself, v1's with its surface in front.
+    pub fn qualified_id(&self) -> String {
+        format!("{}{}", self.version.id_prefix(), self.local_id())
+    }
+
     pub fn tier(&self) -> Option<Tier> {
         match self.access {
             Access::Free => None,
@@ -125,31 +137,31 @@ operations! {
     /// `GET /v1/items/{kind}/{externalId}`
     ItemsGetV1 = "items_get", V1, Paid(Standard), [ValidationError, NotFound, AmbiguousIdentifier];
     /// `GET /v2/daos`
-    DaosListV2 = "daos_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS;
+    DaosListV2 = "v2_daos_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS;
     /// `GET /v2/daos/{daoId}`
-    DaosGetV2 = "daos_get", V2, Paid(Standard), [ValidationError, NotFound];
+    DaosGetV2 = "v2_daos_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/topics`
-    TopicsListV2 = "topics_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
+    TopicsListV2 = "v2_topics_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
     /// `GET /v2/topics/{topicKey}`
-    TopicsGetV2 = "topics_get", V2, Paid(Standard), [ValidationError, NotFound];
+    TopicsGetV2 = "v2_topics_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/activity`
-    ActivityListV2 = "activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
+    ActivityListV2 = "v2_activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/events`
-    EventsListV2 = "events_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
+    EventsListV2 = "v2_events_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/signals`
-    SignalsListV2 = "signals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
+    SignalsListV2 = "v2_signals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/proposals`
-    ProposalsListV2 = "proposals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
+    ProposalsListV2 = "v2_proposals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
     /// `GET /v2/proposals/{proposalKey}`
-    ProposalsGetV2 = "proposals_get", V2, Paid(Standard), [ValidationError, NotFound];
+    ProposalsGetV2 = "v2_proposals_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/proposals/{proposalKey}/votes`
-    ProposalVotesListV2 = "proposal_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page PROPOSAL_VOTES;
+    ProposalVotesListV2 = "v2_proposal_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page PROPOSAL_VOTES;
     /// `GET /v2/daos/{daoId}/voters`
-    VotersListV2 = "voters_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS;
+    VotersListV2 = "v2_voters_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS;
     /// `GET /v2/voters/{voterIdentity}`
-    VotersGetV2 = "voters_get", V2, Paid(Plus), [ValidationError, NotFound];
+    VotersGetV2 = "v2_voters_get", V2, Paid(Plus), [ValidationError, NotFound];
     /// `GET /v2/voters/{voterIdentity}/votes`
-    VoterVotesListV2 = "voter_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
+    VoterVotesListV2 = "v2_voter_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
 }
 
 /// The declaration of `id` on `version`.
@@ -162,12 +174,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_are_unique_per_surface_and_well_formed() {
+    fn ids_are_unique_across_surfaces_and_well_formed() {
         for (i, a) in ALL.iter().enumerate() {
-            assert!(a.id.split_once('_').is_some_and(|(r, v)| !r.is_empty() && !v.is_empty()), "{}", a.id);
-            assert!(a.id.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", a.id);
+            let local = a.local_id();
+            assert!(local.split_once('_').is_some_and(|(r, v)| !r.is_empty() && !v.is_empty()), "{}", a.id);
+            assert!(local.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", a.id);
+            match a.version {
+                // v1's ids are released as they are; every later surface names itself.
+                Version::V1 => assert_eq!(a.id, local),
+                Version::V2 => assert_eq!(a.id, format!("v2_{local}")),
+            }
+            assert!(a.qualified_id().starts_with(&a.version.prefix()[1..]), "{}", a.id);
             for b in &ALL[i + 1..] {
-                assert!(!(a.version == b.version && a.id == b.id), "duplicate {}", a.id);
+                assert_ne!(a.id, b.id, "an operationId is used twice across the surfaces");
             }
         }
     }

@@ -8,7 +8,8 @@ use govdata::{
 };
 use serde_json::Value;
 
-use crate::{helpers::snapshot_settings, on_both_backends};
+use crate::helpers::{sample_database, snapshot_settings, spawn_app_with};
+use crate::on_both_backends;
 
 /// The documents as the code generates them, with the default prices (what a test server and
 /// the committed files show).
@@ -39,11 +40,24 @@ fn every_operation_is_documented_for_agents() {
         for (template, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
                 let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {template} has an operationId"));
-                let (resource, verb) = id.split_once('_').unwrap_or_else(|| panic!("{id} is <resource>_<verb>"));
+                let local = id.strip_prefix(published.version.id_prefix()).unwrap_or(id);
+                let (resource, verb) = local.split_once('_').unwrap_or_else(|| panic!("{id} is <resource>_<verb>"));
                 assert!(
-                    !resource.is_empty() && !verb.is_empty() && id.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    !resource.is_empty()
+                        && !verb.is_empty()
+                        && local.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
                     "{id}"
                 );
+                assert!(
+                    !seen.iter().any(|(_, other)| other == id),
+                    "{id}: an operationId is unique across both documents (generators merge them)"
+                );
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    assert_eq!(
+                        response["headers"]["x-request-id"]["schema"]["type"], "string",
+                        "{id}: the {status} response declares x-request-id"
+                    );
+                }
                 assert_eq!(op["tags"].as_array().map(Vec::len), Some(1), "{id}: exactly one tag");
                 assert!(op["summary"].as_str().is_some_and(|s| !s.is_empty()), "{id}: summary");
                 assert!(
@@ -184,3 +198,24 @@ fn declared_limits_match_the_documents() {
         }
     }
 }
+
+// The committed documents name no host; a deployment that states its public URL serves them
+// with it as their one server, so a client that reads the document from elsewhere still knows
+// where to call.
+on_both_backends!(served_documents_name_the_configured_public_url, |backend: Backend| async move {
+    let app =
+        spawn_app_with(sample_database(backend), |a| a.public_url = Some("https://api.govdata.test/".to_owned())).await;
+    for (path, file) in [("/v1/openapi.json", "v1.json"), ("/v2/openapi.json", "v2.json")] {
+        let served: Value = app.get(path).await.json().await.unwrap();
+        assert_eq!(
+            served["servers"],
+            serde_json::json!([{"url": "https://api.govdata.test", "description": "This deployment."}])
+        );
+        let mut committed: Value = serde_json::from_str(&generated(file)).unwrap();
+        assert!(committed["servers"].as_array().is_none_or(Vec::is_empty), "{file} stays host-neutral");
+        committed["servers"] = served["servers"].clone();
+        assert_eq!(served, committed, "{path} is the committed document with its server");
+    }
+    let yaml = app.get("/v2/openapi.yaml").await.text().await.unwrap();
+    assert!(yaml.contains("url: \"https://api.govdata.test\""), "the YAML rendition names it too");
+});

@@ -1,8 +1,9 @@
 //! One response snapshot per v2 operation, taken on both backends under one name (so the two
 //! must answer the same), and the rules every file in `snapshots/` follows:
 //!
-//! - a response is `<surface>_<operationId>_<case>.snap` (`v2_proposals_list_arbitrum`),
-//!   `operationId` as `contract::operations` declares it;
+//! - a response is `<qualified id>_<case>.snap` (`v2_proposals_list_arbitrum`), the qualified id
+//!   being the operation's name across both surfaces (`OperationDecl::qualified_id`: v2's
+//!   operationId, v1's with `v1_` in front);
 //! - a published document is `documents_<surface>_<format>.snap` (`documents_v1_json`).
 //!
 //! Adding a v2 operation without a snapshot fails `every_v2_operation_has_a_response_snapshot`.
@@ -105,17 +106,12 @@ fn snapshot_names() -> Vec<String> {
     names
 }
 
-/// The operation `name` (a response snapshot's name) is of, by the naming rule.
+/// The operation `name` (a response snapshot's name) is of, by the naming rule: the operation's
+/// name across both surfaces (`OperationDecl::qualified_id`, `v1_daos_list`), then the case.
 fn operation_of(name: &str) -> Option<&'static operations::OperationDecl> {
-    let (surface, rest) = name.split_once('_')?;
-    let version = match surface {
-        "v1" => Version::V1,
-        "v2" => Version::V2,
-        _ => return None,
-    };
-    operations::ALL.iter().find(|d| {
-        d.version == version && rest.strip_prefix(d.id).and_then(|r| r.strip_prefix('_')).is_some_and(|c| !c.is_empty())
-    })
+    operations::ALL
+        .iter()
+        .find(|d| name.strip_prefix(&d.qualified_id()).and_then(|r| r.strip_prefix('_')).is_some_and(|c| !c.is_empty()))
 }
 
 #[test]
@@ -129,7 +125,7 @@ fn every_v2_operation_has_a_response_snapshot() {
         .collect();
     assert!(
         missing.is_empty(),
-        "v2 operations without a response snapshot (snapshots/v2_<operationId>_<case>.snap): {missing:?}"
+        "v2 operations without a response snapshot (snapshots/<operationId>_<case>.snap): {missing:?}"
     );
 }
 
@@ -141,8 +137,8 @@ fn every_snapshot_is_named_by_the_rule() {
         let document = ["documents_v1_json", "documents_v2_json"].contains(&name.as_str());
         assert!(
             document || operation_of(&name).is_some(),
-            "snapshots/{name}.snap: a response is <v1|v2>_<operationId>_<case> with an operationId of \
-             contract::operations, a document is documents_<v1|v2>_json"
+            "snapshots/{name}.snap: a response is <qualified id>_<case> with the qualified id (`v1_daos_list`, \
+             `v2_daos_list`) of an operation of contract::operations, a document is documents_<v1|v2>_json"
         );
     }
 }

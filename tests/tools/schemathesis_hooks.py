@@ -45,9 +45,9 @@ _checks._enforces_auth = _enforces_auth
 #   - v2 windows: `to` not before `from`, and at most 90 / 365 days between them; a feed's `since`
 #     at most 90 days before the newest data the server holds (its own state).
 #   - v1 lookup: exactly one of `url`, `externalId`, `title`, each meaningful.
-#   - v1 path values whose sets v1's released document states only in prose (a DAO slug, a
-#     proposal `source`, an item `kind`): adding the enum or pattern now would be a breaking change
-#     by the guard in codegen, though the server has always refused other values.
+#   - v1's DAO slug in a path (brief), which v1's released document states only in prose: a
+#     pattern now would be a breaking change by the guard in codegen. (A proposal `source` and an
+#     item `kind` were the same until v1 stated their enums; their refusals are excused no more.)
 # A 400 is excused only when its problem body names exactly such a rule AND the request really
 # breaks it (checked here from the request); any other 400 to valid data still fails.
 
@@ -107,10 +107,6 @@ def _breaks_a_rule_schemas_cannot_state(case, body):
         return False
     if reason == "is not a DAO slug":
         return name == "daoId" and not _SLUG.match(str(path.get("daoId", "")))
-    if reason == "unknown proposal source":
-        return name == "source" and path.get("source") not in ("snapshot", "onchain")
-    if reason == "unknown item kind":
-        return name == "kind" and path.get("kind") not in ("proposal", "forum_topic")
     return False
 
 

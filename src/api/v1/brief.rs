@@ -12,6 +12,7 @@ use crate::api::{
     },
 };
 use crate::contract::params::canonical_v1_value;
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
@@ -19,7 +20,6 @@ use crate::contract::{
     errors::{ApiError, FieldError, ParamLocation, Problem},
     operations::BriefGetV1 as Op,
     signals::{Severity, SignalKind},
-    time::rfc3339_ms,
 };
 use crate::rules::evidence::{self, Quorum};
 use crate::rules::tally::{self, Tally};
@@ -86,8 +86,8 @@ pub struct BriefProposal {
     /// `active`, `closed`, or an on-chain state.
     pub state: String,
     pub voting_type: Option<String>,
-    pub start_at: Option<String>,
-    pub end_at: Option<String>,
+    pub start_at: Option<Timestamp>,
+    pub end_at: Option<Timestamp>,
     /// The leading choice of the ingested tally (index), absent when no vote was counted.
     pub leading_choice: Option<String>,
     pub leading_label: Option<String>,
@@ -116,7 +116,7 @@ pub struct BriefVoter {
     pub voting_power: String,
     /// Ingested votes cast in the DAO.
     pub votes_cast: String,
-    pub last_vote_at: String,
+    pub last_vote_at: Timestamp,
 }
 
 /// A delegate ranked by delegated voting power.
@@ -132,7 +132,7 @@ pub struct BriefDelegate {
     pub decimals: i32,
     pub delegators_count: Option<String>,
     /// When the power was recorded.
-    pub as_of: String,
+    pub as_of: Timestamp,
 }
 
 /// A signal, in brief; `/v1/governance-signals` has its evidence.
@@ -143,7 +143,7 @@ pub struct BriefSignal {
     pub id: String,
     pub kind: SignalKind,
     pub severity: Severity,
-    pub detected_at: String,
+    pub detected_at: Timestamp,
     pub summary: String,
     pub subject: ItemRef,
 }
@@ -186,8 +186,8 @@ impl poem_openapi::types::Example for DaoBrief {
                 },
                 state: "active".to_owned(),
                 voting_type: Some("basic".to_owned()),
-                start_at: Some("2026-03-26T00:00:00.000Z".to_owned()),
-                end_at: Some("2026-04-02T00:00:00.000Z".to_owned()),
+                start_at: Some(Timestamp::known("2026-03-26T00:00:00.000Z")),
+                end_at: Some(Timestamp::known("2026-04-02T00:00:00.000Z")),
                 leading_choice: Some("1".to_owned()),
                 leading_label: Some("For".to_owned()),
                 leading_share: Some("0.9999264647".to_owned()),
@@ -223,7 +223,7 @@ impl poem_openapi::types::Example for DaoBrief {
                 voter_identity: entropy.to_owned(),
                 voting_power: "25022863.177013237".to_owned(),
                 votes_cast: "5".to_owned(),
-                last_vote_at: "2025-07-31T00:00:00.000Z".to_owned(),
+                last_vote_at: Timestamp::known("2025-07-31T00:00:00.000Z"),
             }]),
             top_delegates: Some(vec![BriefDelegate {
                 address: entropy.to_owned(),
@@ -231,7 +231,7 @@ impl poem_openapi::types::Example for DaoBrief {
                 voting_power_raw: "32356232635466191207258781".to_owned(),
                 decimals: 18,
                 delegators_count: Some("151".to_owned()),
-                as_of: "2026-04-02T00:00:00.000Z".to_owned(),
+                as_of: Timestamp::known("2026-04-02T00:00:00.000Z"),
             }]),
             recent_activity: Some(vec![GovernanceEvent::example()]),
             signals: Some(vec![]),
@@ -294,8 +294,8 @@ fn standing(tp: TalliedProposal) -> BriefProposal {
         },
         state: p.state,
         voting_type: p.voting_type,
-        start_at: p.start_ms.map(rfc3339_ms),
-        end_at: p.end_ms.map(rfc3339_ms),
+        start_at: p.start_ms.map(Timestamp::from_ms),
+        end_at: p.end_ms.map(Timestamp::from_ms),
         leading_choice: leader.as_ref().map(|c| c.choice.clone()),
         leading_label: leader.as_ref().and_then(|c| c.label.clone()),
         leading_share: leader.map(|c| c.share),
@@ -312,7 +312,7 @@ fn top_voter(s: voter_dao_stat::Model) -> BriefVoter {
         voter_identity: s.voter,
         voting_power: s.voting_power,
         votes_cast: s.votes_cast.to_string(),
-        last_vote_at: rfc3339_ms(s.last_vote_ms),
+        last_vote_at: Timestamp::from_ms(s.last_vote_ms),
     }
 }
 
@@ -323,7 +323,7 @@ fn top_delegate(d: delegate::Model) -> BriefDelegate {
         voting_power_raw: d.voting_power_raw,
         decimals: d.decimals,
         delegators_count: d.delegators_count.map(|n| n.to_string()),
-        as_of: rfc3339_ms(d.as_of_ms),
+        as_of: Timestamp::from_ms(d.as_of_ms),
     }
 }
 
@@ -343,7 +343,7 @@ fn brief_signal(s: SignalRow) -> Option<BriefSignal> {
         id: keys::signal_id(&s.natural_key),
         kind,
         severity,
-        detected_at: rfc3339_ms(s.detected_ms),
+        detected_at: Timestamp::from_ms(s.detected_ms),
         summary: s.summary,
         subject,
     })

@@ -14,11 +14,12 @@ use crate::api::{
     },
 };
 use crate::contract::params::canonical_v1_value;
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ProposalSource;
 use crate::contract::{
     decimal,
     envelope::{V1Envelope, V1Request},
-    errors::{ApiError, FieldError, ParamLocation, Problem},
+    errors::{ApiError, Problem},
     limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
     operations::EvidenceGetV1 as Op,
     time::rfc3339_ms,
@@ -105,9 +106,9 @@ pub struct TimelineEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct ProposalTimeline {
-    pub created_at: String,
-    pub start_at: Option<String>,
-    pub end_at: Option<String>,
+    pub created_at: Timestamp,
+    pub start_at: Option<Timestamp>,
+    pub end_at: Option<Timestamp>,
     /// Governance events of the proposal, oldest first (at most {{EVIDENCE_EVENTS}}).
     pub events: Vec<TimelineEvent>,
 }
@@ -130,7 +131,7 @@ pub struct EvidenceVote {
     /// `votingPower ÷ turnout.ingestedVotingPower`, rounded half-even to {{SHARE_DECIMALS}} decimals.
     pub share_of_ingested_power: String,
     pub reason: Option<String>,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// Evidence-rich detail of one proposal.
@@ -182,9 +183,9 @@ impl poem_openapi::types::Example for ProposalEvidence {
                 state: "closed".to_owned(),
                 voting_type: Some("basic".to_owned()),
                 author: "0xc5547b4907418c2ec0c2a95bec6fee8354657759".to_owned(),
-                created_at: "2025-06-12T00:00:00.000Z".to_owned(),
-                start_at: Some("2025-06-12T00:00:00.000Z".to_owned()),
-                end_at: Some("2025-06-17T00:00:00.000Z".to_owned()),
+                created_at: Timestamp::known("2025-06-12T00:00:00.000Z"),
+                start_at: Some(Timestamp::known("2025-06-12T00:00:00.000Z")),
+                end_at: Some(Timestamp::known("2025-06-17T00:00:00.000Z")),
                 url: Some(url.clone()),
                 upstream_votes: Some("333".to_owned()),
                 ingested_votes: "333".to_owned(),
@@ -215,9 +216,9 @@ impl poem_openapi::types::Example for ProposalEvidence {
                 ingested_voting_power: "26545729.025454074799762616".to_owned(),
             },
             timeline: ProposalTimeline {
-                created_at: "2025-06-12T00:00:00.000Z".to_owned(),
-                start_at: Some("2025-06-12T00:00:00.000Z".to_owned()),
-                end_at: Some("2025-06-17T00:00:00.000Z".to_owned()),
+                created_at: Timestamp::known("2025-06-12T00:00:00.000Z"),
+                start_at: Some(Timestamp::known("2025-06-12T00:00:00.000Z")),
+                end_at: Some(Timestamp::known("2025-06-17T00:00:00.000Z")),
                 events: Vec::new(),
             },
             largest_votes: vec![EvidenceVote {
@@ -228,7 +229,7 @@ impl poem_openapi::types::Example for ProposalEvidence {
                 voting_power_from_float: true,
                 share_of_ingested_power: "0.1978649255".to_owned(),
                 reason: None,
-                created_at: "2025-06-16T00:00:00.000Z".to_owned(),
+                created_at: Timestamp::known("2025-06-16T00:00:00.000Z"),
             }],
             linked_topics: Vec::new(),
             citations: vec![
@@ -257,7 +258,7 @@ fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> EvidenceVote {
         voting_power_from_float: v.vp_from_float,
         share_of_ingested_power: tally::share(&power, total_power),
         reason: v.reason.clone(),
-        created_at: rfc3339_ms(v.created_ms),
+        created_at: Timestamp::from_ms(v.created_ms),
     }
 }
 
@@ -299,7 +300,7 @@ impl Api {
         #[oai(name = "daoId")]
         dao_id: Path<String>,
         /// `snapshot` or `onchain`.
-        source: Path<String>,
+        source: Path<ProposalSource>,
         /// The upstream proposal id (Snapshot id, or on-chain proposal id as a decimal string); a 0x id
         /// in upper case is served under its lowercase form and recorded (`normalized`).
         #[oai(name = "externalId")]
@@ -309,16 +310,6 @@ impl Api {
         let dao_id = canonical_v1_value("daoId", &dao_id.0, &mut req);
         let external_id = canonical_v1_value("externalId", &external_id.0, &mut req);
         let source = source.0;
-        let Ok(source) = ProposalSource::parse(&source) else {
-            return Err(Problem::validation(FieldError {
-                location: ParamLocation::Path,
-                name: "source".to_owned(),
-                reason: "unknown proposal source".to_owned(),
-                expected: Some(ProposalSource::choices()),
-                received: Some(source),
-            })
-            .into());
-        };
         let db = &state.db;
         let Some(p) = store::items::proposal(db, &dao_id, source.as_str(), &external_id).await? else {
             let detail = if store::evidence::dao_exists(db, &dao_id).await? {
@@ -394,9 +385,9 @@ impl Api {
                 ingested_voting_power: tally::score_text(&tally.total_power),
             },
             timeline: ProposalTimeline {
-                created_at: rfc3339_ms(p.created_ms),
-                start_at: p.start_ms.map(rfc3339_ms),
-                end_at: p.end_ms.map(rfc3339_ms),
+                created_at: Timestamp::from_ms(p.created_ms),
+                start_at: p.start_ms.map(Timestamp::from_ms),
+                end_at: p.end_ms.map(Timestamp::from_ms),
                 events: events.iter().map(timeline_event).collect(),
             },
             largest_votes: votes.largest.iter().map(|v| vote_evidence(v, &tally.total_power)).collect(),

@@ -4,12 +4,13 @@ use poem_openapi::{Object, OpenApi, payload::Json};
 
 use super::V1Tag;
 use crate::api::AppState;
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::{RunStatus, RunTrigger, UnknownValue};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::ApiError,
     operations::FreshnessGetV1 as Op,
-    time::{now_ms, rfc3339_ms},
+    time::now_ms,
 };
 use crate::store::{self, entities::ingestion_run};
 
@@ -19,8 +20,8 @@ use crate::store::{self, entities::ingestion_run};
 pub struct Revision {
     /// Increases with every publication; v2 cursors are bound to it.
     pub id: String,
-    pub published_at: String,
-    pub data_as_of: String,
+    pub published_at: Timestamp,
+    pub data_as_of: Timestamp,
     pub summary: String,
 }
 
@@ -35,8 +36,8 @@ pub struct Run {
     /// `running`, `succeeded`, `partial` (some sources failed: see `error` and each source's
     /// `lastStatus`), `failed`, or `abandoned` (its process stopped before it finished).
     pub status: String,
-    pub started_at: String,
-    pub finished_at: Option<String>,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
     pub rows_written: String,
     /// Malformed upstream rows that were reported and skipped.
     pub rows_skipped: String,
@@ -50,14 +51,14 @@ pub struct SourceFreshness {
     pub dao_id: String,
     pub source: String,
     /// The time up to which this source's data is complete.
-    pub data_as_of: Option<String>,
+    pub data_as_of: Option<Timestamp>,
     /// Seconds between `dataAsOf` and this response, as an exact decimal string.
     pub lag_seconds: Option<String>,
     /// How this source's last ingestion ended: `succeeded` or `failed`.
     pub last_status: Option<String>,
     /// Why it failed, when it did.
     pub last_error: Option<String>,
-    pub updated_at: String,
+    pub updated_at: Timestamp,
 }
 
 /// Row counts of the published dataset, as exact decimal strings.
@@ -92,11 +93,11 @@ pub struct SystemFreshness {
 
 impl poem_openapi::types::Example for SystemFreshness {
     fn example() -> Self {
-        let at = "2026-03-26T00:00:00.000Z".to_owned();
+        let at = Timestamp::known("2026-03-26T00:00:00.000Z");
         Self {
             revision: Some(Revision {
                 id: "1".to_owned(),
-                published_at: "2026-11-22T10:00:00.000Z".to_owned(),
+                published_at: Timestamp::known("2026-11-22T10:00:00.000Z"),
                 data_as_of: at.clone(),
                 summary: "sample import (run 1)".to_owned(),
             }),
@@ -104,8 +105,8 @@ impl poem_openapi::types::Example for SystemFreshness {
                 id: "1".to_owned(),
                 trigger: RunTrigger::Import.as_str().to_owned(),
                 status: RunStatus::Succeeded.as_str().to_owned(),
-                started_at: "2026-11-22T09:59:58.000Z".to_owned(),
-                finished_at: Some("2026-11-22T10:00:00.000Z".to_owned()),
+                started_at: Timestamp::known("2026-11-22T09:59:58.000Z"),
+                finished_at: Some(Timestamp::known("2026-11-22T10:00:00.000Z")),
                 rows_written: "27119".to_owned(),
                 rows_skipped: "0".to_owned(),
                 error: None,
@@ -117,7 +118,7 @@ impl poem_openapi::types::Example for SystemFreshness {
                 lag_seconds: Some("20995200".to_owned()),
                 last_status: Some(RunStatus::Succeeded.as_str().to_owned()),
                 last_error: None,
-                updated_at: "2026-11-22T10:00:00.000Z".to_owned(),
+                updated_at: Timestamp::known("2026-11-22T10:00:00.000Z"),
             }],
             counts: DatasetCounts {
                 daos: "8".to_owned(),
@@ -161,8 +162,8 @@ impl Api {
         let data = SystemFreshness {
             revision: s.revision.as_ref().map(|r| Revision {
                 id: r.id.to_string(),
-                published_at: rfc3339_ms(r.published_ms),
-                data_as_of: rfc3339_ms(r.data_as_of_ms),
+                published_at: Timestamp::from_ms(r.published_ms),
+                data_as_of: Timestamp::from_ms(r.data_as_of_ms),
                 summary: r.summary.clone(),
             }),
             last_run: s.last_run.map(|r| run(r, now)).transpose()?,
@@ -171,12 +172,12 @@ impl Api {
                 .into_iter()
                 .map(|w| SourceFreshness {
                     lag_seconds: w.data_as_of_ms.map(|t| lag_seconds(now, t)),
-                    data_as_of: w.data_as_of_ms.map(rfc3339_ms),
+                    data_as_of: w.data_as_of_ms.map(Timestamp::from_ms),
                     dao_id: w.dao_id,
                     source: w.source,
                     last_status: w.last_status,
                     last_error: w.last_error,
-                    updated_at: rfc3339_ms(w.updated_ms),
+                    updated_at: Timestamp::from_ms(w.updated_ms),
                 })
                 .collect(),
             counts: DatasetCounts {
@@ -201,8 +202,8 @@ fn run(r: ingestion_run::Model, now_ms: i64) -> Result<Run, UnknownValue> {
         id: r.id.to_string(),
         status: r.status_at(now_ms)?.as_str().to_owned(),
         trigger: RunTrigger::parse(&r.trigger)?.as_str().to_owned(),
-        started_at: rfc3339_ms(r.started_ms),
-        finished_at: r.finished_ms.map(rfc3339_ms),
+        started_at: Timestamp::from_ms(r.started_ms),
+        finished_at: r.finished_ms.map(Timestamp::from_ms),
         rows_written: r.rows_written.to_string(),
         rows_skipped: r.rows_skipped.to_string(),
         error: r.error,

@@ -16,10 +16,11 @@ use crate::api::{
     },
 };
 use crate::contract::params::canonical_v1_value;
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
-    errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
+    errors::{ApiError, Candidate, ErrorCode, Problem},
     limits::lookup::ITEM_CANDIDATES,
     operations::ItemsGetV1 as Op,
 };
@@ -60,9 +61,9 @@ impl poem_openapi::types::Example for Item {
             scores_state: None,
             quorum: Some("10000000".to_owned()),
             top_choice_pct: Some("100.0".to_owned()),
-            created_at: "2026-03-03T00:00:00.000Z".to_owned(),
-            start_at: Some("2026-03-03T00:00:00.000Z".to_owned()),
-            end_at: Some("2026-03-08T00:00:00.000Z".to_owned()),
+            created_at: Timestamp::known("2026-03-03T00:00:00.000Z"),
+            start_at: Some(Timestamp::known("2026-03-03T00:00:00.000Z")),
+            end_at: Some(Timestamp::known("2026-03-08T00:00:00.000Z")),
             upstream_votes: Some("133".to_owned()),
             ingested_votes: "0".to_owned(),
             url: Some(url.clone()),
@@ -115,7 +116,7 @@ impl Api {
         state: Data<&AppState>,
         req: V1Request,
         /// `proposal` or `forum_topic`.
-        kind: Path<String>,
+        kind: Path<ItemKind>,
         /// The upstream id: a Snapshot proposal id, an on-chain proposal id (decimal), or a Discourse topic id;
         /// a 0x id in upper case is served under its lowercase form and recorded (`normalized`).
         #[oai(name = "externalId")]
@@ -125,20 +126,7 @@ impl Api {
         dao_id: Query<Option<String>>,
     ) -> Result<Json<V1Envelope<Item>>, ApiError<Op>> {
         let mut req = req;
-        let kind = match ItemKind::parse(&kind.0) {
-            Ok(kind) => kind,
-            Err(_) => {
-                let other = kind.0.as_str();
-                return Err(Problem::validation(FieldError {
-                    location: ParamLocation::Path,
-                    name: "kind".to_owned(),
-                    reason: "unknown item kind".to_owned(),
-                    expected: Some(ItemKind::choices()),
-                    received: Some(other.to_owned()),
-                })
-                .into());
-            }
-        };
+        let kind = kind.0;
         let dao = dao_id.0.filter(|d| !d.is_empty());
         if let Some(d) = &dao {
             req.applied("daoId", d);

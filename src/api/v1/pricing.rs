@@ -187,7 +187,7 @@ fn pricing(state: &AppState) -> Pricing {
             asset: payments.asset.clone(),
             asset_name: payments.asset_name.clone(),
             asset_version: payments.asset_version.clone(),
-            asset_decimals: DEFAULT_ASSET_DECIMALS,
+            asset_decimals: payments.asset_decimals,
             pay_to: payments.pay_to.clone(),
             payments_enabled: state.payments.enabled(),
         },
@@ -208,7 +208,7 @@ fn pricing(state: &AppState) -> Pricing {
                 tier,
                 price: prices.of(tier).to_string(),
                 price_decimal: decimal::plain(
-                    &decimal::scale_down(&prices.of(tier).to_string(), DEFAULT_ASSET_DECIMALS).unwrap_or_default(),
+                    &decimal::scale_down(&prices.of(tier).to_string(), payments.asset_decimals).unwrap_or_default(),
                 ),
             })
             .collect(),

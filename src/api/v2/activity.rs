@@ -29,7 +29,7 @@ impl Api {
     /// reaches at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days back from the serving revision's `dataAsOf`, like the events
     /// and signals it carries: an absent `since` starts there, an earlier one is a `VALIDATION_ERROR`.
     /// Keyset-paginated; no totals.
-    #[oai(path = "/activity", method = "get", operation_id = "activity_list")]
+    #[oai(path = "/activity", method = "get", operation_id = "v2_activity_list")]
     async fn activity_list(
         &self,
         state: Data<&AppState>,

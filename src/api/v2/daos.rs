@@ -27,7 +27,7 @@ impl Api {
     /// watermarks, exact counts (upstream vote totals and ingested votes kept apart) and
     /// freshness. Keyset-paginated: pass `meta.page.nextCursor` back as `cursor` with the same
     /// `limit` until `hasMore` is false. No totals.
-    #[oai(path = "/daos", method = "get", operation_id = "daos_list")]
+    #[oai(path = "/daos", method = "get", operation_id = "v2_daos_list")]
     async fn daos_list(
         &self,
         state: Data<&AppState>,
@@ -50,7 +50,7 @@ impl Api {
     /// One covered DAO by its `daoId`: its data sources with their watermarks, exact counts
     /// (upstream vote totals and ingested votes kept apart) and freshness. `cacheStatus` is
     /// `registry_only` when the DAO is registered but nothing has been ingested for it.
-    #[oai(path = "/daos/:daoId", method = "get", operation_id = "daos_get")]
+    #[oai(path = "/daos/:daoId", method = "get", operation_id = "v2_daos_get")]
     async fn daos_get(
         &self,
         state: Data<&AppState>,

@@ -30,7 +30,7 @@ impl Api {
     /// defaults to the {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days ending at the serving revision's
     /// `dataAsOf`; one bound alone is completed to that length. Up to {{EVENTS_MAX}} rows a page;
     /// keyset-paginated; no totals.
-    #[oai(path = "/events", method = "get", operation_id = "events_list")]
+    #[oai(path = "/events", method = "get", operation_id = "v2_events_list")]
     #[allow(clippy::too_many_arguments)]
     async fn events_list(
         &self,

@@ -8,6 +8,7 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::AppState;
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
@@ -16,7 +17,6 @@ use crate::contract::{
     limits::{MostLists, ProposalVotes},
     operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
-    time::rfc3339_ms,
 };
 use crate::store::{
     self,
@@ -52,9 +52,9 @@ pub struct ProposalSummary {
     pub state: String,
     /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`).
     pub voting_type: Option<String>,
-    pub created_at: String,
-    pub start_at: Option<String>,
-    pub end_at: Option<String>,
+    pub created_at: Timestamp,
+    pub start_at: Option<Timestamp>,
+    pub end_at: Option<Timestamp>,
     pub votes: VoteCounts,
     /// Total voting power cast, exact, as the upstream reported it.
     pub scores_total: Option<String>,
@@ -75,9 +75,9 @@ impl poem_openapi::types::Example for ProposalSummary {
             author: "0xa6e8772af29b29b9202a073f8e36f447689beef6".to_owned(),
             state: "closed".to_owned(),
             voting_type: Some("basic".to_owned()),
-            created_at: "2025-12-02T00:00:00.000Z".to_owned(),
-            start_at: Some("2025-12-02T00:00:00.000Z".to_owned()),
-            end_at: Some("2025-12-07T00:00:00.000Z".to_owned()),
+            created_at: Timestamp::known("2025-12-02T00:00:00.000Z"),
+            start_at: Some(Timestamp::known("2025-12-02T00:00:00.000Z")),
+            end_at: Some(Timestamp::known("2025-12-07T00:00:00.000Z")),
             votes: VoteCounts { upstream: Some("449".to_owned()), ingested: "100".to_owned() },
             scores_total: Some("13713881.867694754".to_owned()),
             scores_state: None,
@@ -98,9 +98,9 @@ impl ProposalSummary {
             author: p.author.clone(),
             state: p.state.clone(),
             voting_type: p.voting_type.clone(),
-            created_at: rfc3339_ms(p.created_ms),
-            start_at: p.start_ms.map(rfc3339_ms),
-            end_at: p.end_ms.map(rfc3339_ms),
+            created_at: Timestamp::from_ms(p.created_ms),
+            start_at: p.start_ms.map(Timestamp::from_ms),
+            end_at: p.end_ms.map(Timestamp::from_ms),
             votes: VoteCounts {
                 upstream: p.upstream_vote_count.map(|n| n.to_string()),
                 ingested: p.ingested_vote_count.to_string(),
@@ -154,7 +154,7 @@ pub struct ProposalVote {
     /// True when the upstream served the power as a float (Snapshot `vp`): it is the exact text
     /// received, which may itself be a rounded value.
     pub voting_power_from_float: bool,
-    pub created_at: String,
+    pub created_at: Timestamp,
     pub reason: Option<String>,
 }
 
@@ -166,7 +166,7 @@ impl poem_openapi::types::Example for ProposalVote {
             choice: "3".to_owned(),
             voting_power: "2755022.0714428956".to_owned(),
             voting_power_from_float: true,
-            created_at: "2025-12-03T00:00:00.000Z".to_owned(),
+            created_at: Timestamp::known("2025-12-03T00:00:00.000Z"),
             reason: None,
         }
     }
@@ -180,7 +180,7 @@ fn vote_row(v: vote::Model) -> ProposalVote {
         choice: v.choice,
         voting_power: v.voting_power,
         voting_power_from_float: v.vp_from_float,
-        created_at: rfc3339_ms(v.created_ms),
+        created_at: Timestamp::from_ms(v.created_ms),
         reason: v.reason,
     }
 }
@@ -228,7 +228,7 @@ impl Api {
     /// (`from`/`to`, RFC 3339; the window applies to creation time, or to end time when
     /// `sort=end_time`). Keyset-paginated: pass `meta.page.nextCursor` back as `cursor` with the
     /// same parameters.
-    #[oai(path = "/proposals", method = "get", operation_id = "proposals_list")]
+    #[oai(path = "/proposals", method = "get", operation_id = "v2_proposals_list")]
     #[allow(clippy::too_many_arguments)]
     async fn proposals_list(
         &self,
@@ -294,7 +294,7 @@ impl Api {
     /// One proposal by its `proposalKey`, with its text, choices and upstream scores when known,
     /// and its vote counts (upstream total and ingested votes kept apart) — without the votes
     /// themselves: page through `/v2/proposals/{proposalKey}/votes` for those.
-    #[oai(path = "/proposals/:proposalKey", method = "get", operation_id = "proposals_get")]
+    #[oai(path = "/proposals/:proposalKey", method = "get", operation_id = "v2_proposals_get")]
     async fn proposals_get(
         &self,
         state: Data<&AppState>,
@@ -322,7 +322,7 @@ impl Api {
     /// letter case, a CAIP-10 account or a known ENS name) or by `choice` (the recorded choice
     /// text, e.g. `1`). Up to {{PROPOSAL_VOTES_MAX}} rows a page; keyset-paginated with `cursor`. The store may hold
     /// only part of a proposal's votes: compare with `votes.upstream` of the proposal.
-    #[oai(path = "/proposals/:proposalKey/votes", method = "get", operation_id = "proposal_votes_list")]
+    #[oai(path = "/proposals/:proposalKey/votes", method = "get", operation_id = "v2_proposal_votes_list")]
     #[allow(clippy::too_many_arguments)]
     async fn proposal_votes_list(
         &self,

@@ -29,7 +29,7 @@ impl Api {
     /// citations, newest first. The window (`from`/`to`, RFC 3339, at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days,
     /// on `detectedAt`) defaults to the {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days ending at the serving revision's `dataAsOf`; one
     /// bound alone is completed to {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days. Keyset-paginated; no totals.
-    #[oai(path = "/signals", method = "get", operation_id = "signals_list")]
+    #[oai(path = "/signals", method = "get", operation_id = "v2_signals_list")]
     #[allow(clippy::too_many_arguments)]
     async fn signals_list(
         &self,

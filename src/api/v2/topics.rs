@@ -28,7 +28,7 @@ impl Api {
     /// Governance forum (Discourse) topics of the covered DAOs, newest first, each with its
     /// counts, opening-post excerpt and the proposal it discusses when linked. Filter by DAO and
     /// a creation window of at most {{PROPOSALS_AND_HISTORY_WINDOW_DAYS}} days (`from`/`to`, RFC 3339). Keyset-paginated.
-    #[oai(path = "/topics", method = "get", operation_id = "topics_list")]
+    #[oai(path = "/topics", method = "get", operation_id = "v2_topics_list")]
     async fn topics_list(
         &self,
         state: Data<&AppState>,
@@ -63,7 +63,7 @@ impl Api {
     ///
     /// One forum topic by its `topicKey`: title, link, author, counts, times, tags, the opening
     /// post's excerpt and the proposal it discusses when linked, with citations.
-    #[oai(path = "/topics/:topicKey", method = "get", operation_id = "topics_get")]
+    #[oai(path = "/topics/:topicKey", method = "get", operation_id = "v2_topics_get")]
     async fn topics_get(
         &self,
         state: Data<&AppState>,

@@ -9,6 +9,7 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::{AppState, views::item::ItemRef};
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
@@ -16,7 +17,6 @@ use crate::contract::{
     limits::MostLists,
     operations::{Operation, VoterVotesListV2, VotersGetV2, VotersListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
-    time::rfc3339_ms,
 };
 use crate::rules::tally::share;
 use crate::store::{self, address};
@@ -37,8 +37,8 @@ pub struct RankedVoter {
     pub votes_cast: String,
     /// Votes cast ÷ the DAO's proposals held here, exact to {{SHARE_DECIMALS}} decimals.
     pub participation_rate: String,
-    pub first_vote_at: String,
-    pub last_vote_at: String,
+    pub first_vote_at: Timestamp,
+    pub last_vote_at: Timestamp,
 }
 
 impl poem_openapi::types::Example for RankedVoter {
@@ -51,8 +51,8 @@ impl poem_openapi::types::Example for RankedVoter {
             voting_power: "2755022.0714428956".to_owned(),
             votes_cast: "17".to_owned(),
             participation_rate: "0.68".to_owned(),
-            first_vote_at: "2025-03-04T00:00:00.000Z".to_owned(),
-            last_vote_at: "2025-12-03T00:00:00.000Z".to_owned(),
+            first_vote_at: Timestamp::known("2025-03-04T00:00:00.000Z"),
+            last_vote_at: Timestamp::known("2025-12-03T00:00:00.000Z"),
         }
     }
 }
@@ -67,7 +67,7 @@ pub struct Delegation {
     pub voting_power_raw: String,
     pub decimals: i32,
     pub delegators: Option<String>,
-    pub as_of: String,
+    pub as_of: Timestamp,
 }
 
 /// A voter's standing in one DAO.
@@ -80,8 +80,8 @@ pub struct VoterInDao {
     pub votes_cast: String,
     /// Votes cast ÷ the DAO's proposals held here, exact to {{SHARE_DECIMALS}} decimals.
     pub participation_rate: String,
-    pub first_vote_at: Option<String>,
-    pub last_vote_at: Option<String>,
+    pub first_vote_at: Option<Timestamp>,
+    pub last_vote_at: Option<Timestamp>,
     /// Delegated power and delegators, where known.
     pub delegation: Option<Delegation>,
 }
@@ -109,8 +109,8 @@ impl poem_openapi::types::Example for VoterProfile {
                 voting_power: Some("2755022.0714428956".to_owned()),
                 votes_cast: "17".to_owned(),
                 participation_rate: "0.68".to_owned(),
-                first_vote_at: Some("2025-03-04T00:00:00.000Z".to_owned()),
-                last_vote_at: Some("2025-12-03T00:00:00.000Z".to_owned()),
+                first_vote_at: Some(Timestamp::known("2025-03-04T00:00:00.000Z")),
+                last_vote_at: Some(Timestamp::known("2025-12-03T00:00:00.000Z")),
                 delegation: None,
             }],
         }
@@ -125,7 +125,7 @@ pub struct VoterVote {
     /// The choice exactly as recorded.
     pub choice: String,
     pub voting_power: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 impl poem_openapi::types::Example for VoterVote {
@@ -142,7 +142,7 @@ impl poem_openapi::types::Example for VoterVote {
             },
             choice: "3".to_owned(),
             voting_power: "2755022.0714428956".to_owned(),
-            created_at: "2025-12-03T00:00:00.000Z".to_owned(),
+            created_at: Timestamp::known("2025-12-03T00:00:00.000Z"),
         }
     }
 }
@@ -165,7 +165,7 @@ impl Api {
     /// The voters of one DAO by voting power (the power of each voter's most recent vote in the
     /// DAO), largest first, with votes cast and participation rate, all exact. The cursor is
     /// rank-oriented (voting power, then address): a deep page costs what the first one costs.
-    #[oai(path = "/daos/:daoId/voters", method = "get", operation_id = "voters_list")]
+    #[oai(path = "/daos/:daoId/voters", method = "get", operation_id = "v2_voters_list")]
     async fn voters_list(
         &self,
         state: Data<&AppState>,
@@ -222,8 +222,8 @@ impl Api {
                 voter_identity: s.voter,
                 voting_power: s.voting_power,
                 votes_cast: s.votes_cast.to_string(),
-                first_vote_at: rfc3339_ms(s.first_vote_ms),
-                last_vote_at: rfc3339_ms(s.last_vote_ms),
+                first_vote_at: Timestamp::from_ms(s.first_vote_ms),
+                last_vote_at: Timestamp::from_ms(s.last_vote_ms),
             },
         ))
     }
@@ -235,7 +235,7 @@ impl Api {
     /// by a 0x address in any letter case, a CAIP-10 account (`eip155:1:0x…` for 20-byte EVM accounts,
     /// `starknet:SN_MAIN:0x…` for 32-byte Starknet ones, each checked against its namespace) or a known ENS
     /// name (an unknown one is a 404).
-    #[oai(path = "/voters/:voterIdentity", method = "get", operation_id = "voters_get")]
+    #[oai(path = "/voters/:voterIdentity", method = "get", operation_id = "v2_voters_get")]
     async fn voters_get(
         &self,
         state: Data<&AppState>,
@@ -271,14 +271,14 @@ impl Api {
                             s.map_or(0, |s| s.votes_cast),
                             standing.proposals_per_dao.get(&dao).copied(),
                         ),
-                        first_vote_at: s.map(|s| rfc3339_ms(s.first_vote_ms)),
-                        last_vote_at: s.map(|s| rfc3339_ms(s.last_vote_ms)),
+                        first_vote_at: s.map(|s| Timestamp::from_ms(s.first_vote_ms)),
+                        last_vote_at: s.map(|s| Timestamp::from_ms(s.last_vote_ms)),
                         delegation: d.map(|d| Delegation {
                             voting_power: d.voting_power.clone(),
                             voting_power_raw: d.voting_power_raw.clone(),
                             decimals: d.decimals,
                             delegators: d.delegators_count.map(|n| n.to_string()),
-                            as_of: rfc3339_ms(d.as_of_ms),
+                            as_of: Timestamp::from_ms(d.as_of_ms),
                         }),
                         dao_id: dao,
                     }
@@ -294,7 +294,7 @@ impl Api {
     /// One voter's voting history across DAOs, newest first: each vote with its proposal, the
     /// choice as recorded and the exact voting power. Filter by `daoId` and a window of at most
     /// {{PROPOSALS_AND_HISTORY_WINDOW_DAYS}} days (`from`/`to`, RFC 3339, on the vote's time). Keyset-paginated with `cursor`.
-    #[oai(path = "/voters/:voterIdentity/votes", method = "get", operation_id = "voter_votes_list")]
+    #[oai(path = "/voters/:voterIdentity/votes", method = "get", operation_id = "v2_voter_votes_list")]
     #[allow(clippy::too_many_arguments)]
     async fn voter_votes_list(
         &self,
@@ -341,7 +341,7 @@ impl Api {
                 },
                 choice: v.choice,
                 voting_power: v.voting_power,
-                created_at: rfc3339_ms(v.created_ms),
+                created_at: Timestamp::from_ms(v.created_ms),
             },
         ))
     }

@@ -8,10 +8,10 @@ use crate::api::views::{
     event::event_from_row,
     item::{ItemRef, item_ref},
 };
+use crate::contract::time::Timestamp;
 use crate::contract::{
     events::ActivityKind,
     signals::{Severity, SignalKind},
-    time::rfc3339_ms,
     vocabulary::ItemKind,
 };
 use crate::store::{
@@ -30,7 +30,7 @@ pub struct ActivityEntry {
     pub kind: ActivityKind,
     pub dao_id: String,
     /// When it happened (events) or was detected (signals); RFC 3339 UTC, milliseconds.
-    pub occurred_at: String,
+    pub occurred_at: Timestamp,
     /// The item the entry is about.
     pub subject: ItemRef,
     /// One line for a reader.
@@ -54,7 +54,7 @@ impl poem_openapi::types::Example for ActivityEntry {
             id: "sg_J0lZtN4QvX2xW9cKpLr8aQ".to_owned(),
             kind: ActivityKind::Signal,
             dao_id: "arbitrum".to_owned(),
-            occurred_at: "2026-04-02T00:00:00.000Z".to_owned(),
+            occurred_at: Timestamp::known("2026-04-02T00:00:00.000Z"),
             subject: ItemRef {
                 kind: ItemKind::Proposal,
                 dao_id: "arbitrum".to_owned(),
@@ -116,7 +116,7 @@ pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
         id: keys::signal_id(&r.natural_key),
         kind: ActivityKind::Signal,
         dao_id: r.dao_id,
-        occurred_at: rfc3339_ms(r.occurred_ms),
+        occurred_at: Timestamp::from_ms(r.occurred_ms),
         subject,
         summary: r.summary.unwrap_or_default(),
         actor: None,

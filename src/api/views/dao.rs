@@ -1,7 +1,7 @@
 //! DAOs as both surfaces serve them: sources, counts and freshness.
 use poem_openapi::{Enum, Object};
 
-use crate::contract::time::rfc3339_ms;
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::RunStatus;
 use crate::contract::vocabulary::{SourceKind, UnknownValue};
 use crate::store::daos::DaoRecord;
@@ -26,7 +26,7 @@ pub struct DaoSource {
     /// A link to the upstream.
     pub url: Option<String>,
     /// The time up to which this source's data is complete.
-    pub data_as_of: Option<String>,
+    pub data_as_of: Option<Timestamp>,
     /// Status of the last ingestion run for this source (`succeeded`, `failed`).
     pub last_status: Option<String>,
 }
@@ -64,7 +64,7 @@ pub struct Dao {
     pub status: IngestionStatus,
     /// Ingestion watermark of the DAO's data: the newest of its sources' watermarks. Absent when
     /// nothing has been ingested.
-    pub data_as_of: Option<String>,
+    pub data_as_of: Option<Timestamp>,
     /// Data sources with their watermarks.
     pub sources: Vec<DaoSource>,
     /// Absent when `status` is `registry_only`.
@@ -83,7 +83,7 @@ impl Dao {
                     source: SourceKind::parse(&s.kind)?,
                     locator: s.locator.clone(),
                     url: s.url.clone(),
-                    data_as_of: watermark.and_then(|w| w.data_as_of_ms).map(rfc3339_ms),
+                    data_as_of: watermark.and_then(|w| w.data_as_of_ms).map(Timestamp::from_ms),
                     last_status: watermark.and_then(|w| w.last_status.clone()),
                 })
             })
@@ -102,7 +102,7 @@ impl Dao {
             name: r.dao.name,
             symbol: r.dao.symbol,
             status: if r.summary.is_some() { IngestionStatus::Ingested } else { IngestionStatus::RegistryOnly },
-            data_as_of: r.summary.as_ref().and_then(|s| s.data_as_of_ms).map(rfc3339_ms),
+            data_as_of: r.summary.as_ref().and_then(|s| s.data_as_of_ms).map(Timestamp::from_ms),
             sources,
             counts,
         })
@@ -114,12 +114,12 @@ impl Dao {
             name: "Arbitrum DAO".to_owned(),
             symbol: Some("ARB".to_owned()),
             status: IngestionStatus::Ingested,
-            data_as_of: Some("2026-04-02T00:00:00.000Z".to_owned()),
+            data_as_of: Some(Timestamp::known("2026-04-02T00:00:00.000Z")),
             sources: vec![DaoSource {
                 source: SourceKind::Snapshot,
                 locator: "arbitrumfoundation.eth".to_owned(),
                 url: Some("https://snapshot.box/#/s:arbitrumfoundation.eth".to_owned()),
-                data_as_of: Some("2026-04-02T00:00:00.000Z".to_owned()),
+                data_as_of: Some(Timestamp::known("2026-04-02T00:00:00.000Z")),
                 last_status: Some(RunStatus::Succeeded.as_str().to_owned()),
             }],
             counts: Some(DaoCounts {

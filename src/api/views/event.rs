@@ -7,8 +7,9 @@ use crate::api::views::{
     citation::{Citation, citation, event_citation, fields},
     item::{ItemRef, item_ref},
 };
+use crate::contract::events::EventKind;
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
-use crate::contract::{events::EventKind, time::rfc3339_ms};
 use crate::store::events::EventRow;
 use crate::store::keys;
 
@@ -23,7 +24,7 @@ pub struct GovernanceEvent {
     pub kind: EventKind,
     pub dao_id: String,
     /// When it happened (RFC 3339 UTC, milliseconds).
-    pub occurred_at: String,
+    pub occurred_at: Timestamp,
     /// The item the event is about: a proposal or a forum topic.
     pub subject: ItemRef,
     /// Who acted: the author (created), the voter (vote_cast), the topic's author. Lowercase 0x
@@ -53,7 +54,7 @@ impl poem_openapi::types::Example for GovernanceEvent {
             id: "ev_3kq9VZrT0bq1yH7mX2cLsw".to_owned(),
             kind: EventKind::VoteCast,
             dao_id: "arbitrum".to_owned(),
-            occurred_at: "2026-03-27T00:00:00.000Z".to_owned(),
+            occurred_at: Timestamp::known("2026-03-27T00:00:00.000Z"),
             subject: ItemRef {
                 kind: ItemKind::Proposal,
                 dao_id: "arbitrum".to_owned(),
@@ -129,7 +130,7 @@ pub(crate) fn event_from_row(r: EventRow) -> Option<GovernanceEvent> {
         kind,
         summary: event_summary(kind, subject.title.as_deref(), r.actor.as_deref(), &details),
         dao_id: r.dao_id,
-        occurred_at: rfc3339_ms(r.occurred_ms),
+        occurred_at: Timestamp::from_ms(r.occurred_ms),
         citation: event_citation(
             &r.subject_source,
             r.url,

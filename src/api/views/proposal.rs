@@ -2,7 +2,7 @@
 use poem_openapi::Object;
 
 use crate::api::views::citation::{Citation, proposal_citations};
-use crate::contract::time::rfc3339_ms;
+use crate::contract::time::Timestamp;
 pub use crate::contract::urls::ProposalUrl;
 pub use crate::contract::urls::parse_url;
 pub use crate::contract::urls::split_host;
@@ -39,9 +39,9 @@ pub struct ProposalItem {
     pub quorum: Option<String>,
     /// Share of the leading choice in percent, as the upstream reported it.
     pub top_choice_pct: Option<String>,
-    pub created_at: String,
-    pub start_at: Option<String>,
-    pub end_at: Option<String>,
+    pub created_at: Timestamp,
+    pub start_at: Option<Timestamp>,
+    pub end_at: Option<Timestamp>,
     /// Votes cast according to the upstream. May exceed `ingestedVotes`.
     pub upstream_votes: Option<String>,
     /// Votes held in this store for the proposal.
@@ -95,9 +95,9 @@ impl ProposalItem {
             scores_state: p.scores_state.clone(),
             quorum: p.quorum.clone(),
             top_choice_pct: p.top_choice_pct.clone(),
-            created_at: rfc3339_ms(p.created_ms),
-            start_at: p.start_ms.map(rfc3339_ms),
-            end_at: p.end_ms.map(rfc3339_ms),
+            created_at: Timestamp::from_ms(p.created_ms),
+            start_at: p.start_ms.map(Timestamp::from_ms),
+            end_at: p.end_ms.map(Timestamp::from_ms),
             upstream_votes: p.upstream_vote_count.map(|c| c.to_string()),
             ingested_votes: p.ingested_vote_count.to_string(),
             url: p.url.clone(),
@@ -158,9 +158,9 @@ pub struct ProposalSummary {
     pub voting_type: Option<String>,
     /// Lowercase 0x address of the author.
     pub author: String,
-    pub created_at: String,
-    pub start_at: Option<String>,
-    pub end_at: Option<String>,
+    pub created_at: Timestamp,
+    pub start_at: Option<Timestamp>,
+    pub end_at: Option<Timestamp>,
     /// Where a person or agent can open the proposal upstream.
     pub url: Option<String>,
     /// Votes cast according to the upstream (Snapshot `votes`). May exceed `ingestedVotes`.
@@ -180,9 +180,9 @@ impl ProposalSummary {
             state: p.state.clone(),
             voting_type: p.voting_type.clone(),
             author: p.author.clone(),
-            created_at: rfc3339_ms(p.created_ms),
-            start_at: p.start_ms.map(rfc3339_ms),
-            end_at: p.end_ms.map(rfc3339_ms),
+            created_at: Timestamp::from_ms(p.created_ms),
+            start_at: p.start_ms.map(Timestamp::from_ms),
+            end_at: p.end_ms.map(Timestamp::from_ms),
             url: p.url.clone(),
             upstream_votes: p.upstream_vote_count.map(|c| c.to_string()),
             ingested_votes: p.ingested_vote_count.to_string(),
@@ -202,9 +202,9 @@ impl poem_openapi::types::Example for ProposalSummary {
             state: "closed".to_owned(),
             voting_type: Some("single-choice".to_owned()),
             author: "0x3fb19771947072629c8eee7995a2ef23b72d4c8a".to_owned(),
-            created_at: "2026-03-03T00:00:00.000Z".to_owned(),
-            start_at: Some("2026-03-03T00:00:00.000Z".to_owned()),
-            end_at: Some("2026-03-08T00:00:00.000Z".to_owned()),
+            created_at: Timestamp::known("2026-03-03T00:00:00.000Z"),
+            start_at: Some(Timestamp::known("2026-03-03T00:00:00.000Z")),
+            end_at: Some(Timestamp::known("2026-03-08T00:00:00.000Z")),
             url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned()),
             upstream_votes: Some("133".to_owned()),
             ingested_votes: "0".to_owned(),

@@ -12,6 +12,7 @@ use crate::api::views::{
     citation::{self, Citation, fields},
     item::ItemRef,
 };
+use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::UnknownValue;
 use crate::contract::{
@@ -121,7 +122,7 @@ pub struct DecidingVote {
     pub choice: String,
     /// What the vote gave the leading choice minus what it gave the runner-up (margin rule).
     pub effect: Option<String>,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// The exact numbers that triggered a signal, and their sources. Members that do not apply to
@@ -156,7 +157,7 @@ pub struct SignalEvidence {
     /// `margin / countedPower`, rounded half-even to 10 digits.
     pub margin_share: Option<String>,
     /// The data time the rule was evaluated at (the revision's `dataAsOf`), for active proposals.
-    pub as_of: Option<String>,
+    pub as_of: Option<Timestamp>,
     /// Voting time left at `asOf`, in milliseconds.
     pub time_left_ms: Option<String>,
     /// `quorum_not_reached` or `tally` (proposal outcomes).
@@ -204,7 +205,7 @@ impl SignalEvidence {
             runner_up_choice: e.runner_up_choice,
             margin: e.margin,
             margin_share: e.margin_share,
-            as_of: e.as_of_ms.map(rfc3339_ms),
+            as_of: e.as_of_ms.map(Timestamp::from_ms),
             time_left_ms: e.time_left_ms,
             outcome_basis: e.outcome_basis,
             decided_by: e.decided_by,
@@ -213,7 +214,7 @@ impl SignalEvidence {
                 voting_power: v.voting_power,
                 choice: v.choice,
                 effect: v.effect,
-                created_at: rfc3339_ms(v.created_ms),
+                created_at: Timestamp::from_ms(v.created_ms),
             }),
             scores_total_without_vote: e.scores_total_without_vote,
             median_upstream_votes: e.median_upstream_votes,
@@ -261,7 +262,7 @@ pub struct Signal {
     pub subject: ItemRef,
     /// The data time that triggered the signal (a proposal's end, the revision's `dataAsOf` for
     /// active proposals, a proposal's creation, a forum post's time); RFC 3339 UTC, milliseconds.
-    pub detected_at: String,
+    pub detected_at: Timestamp,
     /// One line with the exact numbers.
     pub summary: String,
     pub evidence: SignalEvidence,
@@ -294,7 +295,7 @@ impl Signal {
                 url: r.subject.and_then(|x| x.url),
             },
             dao_id: s.dao_id,
-            detected_at: rfc3339_ms(s.detected_ms),
+            detected_at: Timestamp::from_ms(s.detected_ms),
             summary: s.summary,
             evidence: SignalEvidence::from_store(evidence),
         })
@@ -321,7 +322,7 @@ impl poem_openapi::types::Example for Signal {
                 title: Some("Uniswap Unleashed: Protocol Fee".to_owned()),
                 url: Some(url.clone()),
             },
-            detected_at: "2025-12-07T00:00:00.000Z".to_owned(),
+            detected_at: Timestamp::known("2025-12-07T00:00:00.000Z"),
             summary: "Quorum reached on \"Uniswap Unleashed: Protocol Fee\": scores_total 13713881.867694754 ≥ \
                       quorum 10000000 (1.3713881868 of the quorum)."
                 .to_owned(),

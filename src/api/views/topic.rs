@@ -6,7 +6,8 @@ use crate::api::views::{
     item::{ItemRef, proposal_ref},
     proposal::json_strings,
 };
-use crate::contract::{limits::lookup::EXCERPT_CHARS, time::rfc3339_ms};
+use crate::contract::limits::lookup::EXCERPT_CHARS;
+use crate::contract::time::Timestamp;
 use crate::store::entities::{forum_post, forum_topic, proposal};
 
 /// A Discourse forum topic.
@@ -31,8 +32,8 @@ pub struct ForumTopicItem {
     pub reply_count: String,
     pub views: String,
     pub like_count: String,
-    pub created_at: String,
-    pub last_posted_at: Option<String>,
+    pub created_at: Timestamp,
+    pub last_posted_at: Option<Timestamp>,
     pub closed: bool,
     pub archived: bool,
     /// The proposal the topic discusses, when linked.
@@ -61,8 +62,8 @@ impl poem_openapi::types::Example for ForumTopicItem {
             reply_count: "40".to_owned(),
             views: "3100".to_owned(),
             like_count: "120".to_owned(),
-            created_at: "2026-02-10T15:04:05.000Z".to_owned(),
-            last_posted_at: Some("2026-02-18T09:00:00.000Z".to_owned()),
+            created_at: Timestamp::known("2026-02-10T15:04:05.000Z"),
+            last_posted_at: Some(Timestamp::known("2026-02-18T09:00:00.000Z")),
             closed: false,
             archived: false,
             linked_proposal: None,
@@ -131,8 +132,8 @@ impl ForumTopicItem {
             reply_count: t.reply_count.to_string(),
             views: t.views.to_string(),
             like_count: t.like_count.to_string(),
-            created_at: rfc3339_ms(t.created_ms),
-            last_posted_at: t.last_posted_ms.map(rfc3339_ms),
+            created_at: Timestamp::from_ms(t.created_ms),
+            last_posted_at: t.last_posted_ms.map(Timestamp::from_ms),
             closed: t.closed,
             archived: t.archived,
             linked_proposal: linked.map(proposal_ref),
