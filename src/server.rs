@@ -45,6 +45,7 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         .at("/v1/openapi.yaml", get(document_yaml).data(Version::V1))
         .at("/v2/openapi.json", get(document_json).data(Version::V2))
         .at("/v2/openapi.yaml", get(document_yaml).data(Version::V2))
+        .at("/llms.txt", get(llms_txt))
         .at("/docs", get(make_sync(|_| Html(DOCS_INDEX))))
         .at("/docs/v1", get(make_sync(move |_| Html(v1_redoc.clone()))))
         .at("/docs/v2", get(make_sync(move |_| Html(v2_redoc.clone()))))
@@ -229,12 +230,18 @@ fn document_yaml(docs: Data<&AppState>, version: Data<&Version>) -> Response {
 }
 
 #[handler]
+fn llms_txt(docs: Data<&AppState>) -> Response {
+    Response::builder().content_type("text/plain; charset=utf-8").body(docs.documents.llms_txt.clone())
+}
+
+#[handler]
 fn root_index() -> Json<serde_json::Value> {
     Json(json!({
         "name": "govdata",
         "description": "Read-only DAO governance data for software agents.",
         "documents": { "v1": "/v1/openapi.json", "v2": "/v2/openapi.json" },
         "docs": "/docs",
+        "llms": "/llms.txt",
         "pricing": "/v1/meta/pricing",
     }))
 }

@@ -1,7 +1,7 @@
 //! `codegen` — the contract tooling of govdata.
 //!
-//! - `codegen` / `codegen generate`: writes `openapi/v1.{json,yaml}`, `v2.{json,yaml}` and
-//!   `operations.md` from the typed endpoint declarations.
+//! - `codegen` / `codegen generate`: writes `openapi/v1.{json,yaml}`, `v2.{json,yaml}`,
+//!   `llms.txt` and `operations.md` from the typed endpoint declarations.
 //! - `codegen check`: fails when a written file is stale, a document fails the lint, an
 //!   operationId is in both documents, or a surface breaks its released baseline
 //!   (`openapi/released/v1.json`, `v2.json`).

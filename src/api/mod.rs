@@ -24,6 +24,7 @@ use crate::contract::{
     access::{Prices, Version},
     cursor::CursorCodec,
     document::Published,
+    llms::llms_txt,
 };
 use crate::x402::PaymentTerms;
 
@@ -55,37 +56,44 @@ pub struct AppState {
     pub rates: Arc<rate::RateLimiter>,
 }
 
-/// Both finished documents.
+/// Both finished documents, and `/llms.txt` made from them.
 #[derive(Debug)]
 pub struct Documents {
     pub v1: Published,
     pub v2: Published,
+    pub llms_txt: String,
+    prices: Prices,
 }
 
 impl Documents {
     pub fn build(prices: Prices) -> Self {
-        Self {
-            v1: Published::new(Version::V1, &v1_service().spec(), prices),
-            v2: Published::new(Version::V2, &v2_service().spec(), prices),
-        }
+        let v1 = Published::new(Version::V1, &v1_service().spec(), prices);
+        let v2 = Published::new(Version::V2, &v2_service().spec(), prices);
+        let llms_txt = llms_txt([&v1, &v2], prices, None);
+        Self { v1, v2, llms_txt, prices }
     }
 
     /// The documents as this deployment serves them: with `servers` when the operator named the
-    /// public URL (the committed files stay host-neutral).
+    /// public URL, and `/llms.txt` linking under it (the committed files stay host-neutral).
     pub fn served_at(self, public_url: Option<&str>) -> Self {
         match public_url {
-            Some(url) => Self { v1: self.v1.served_at(url), v2: self.v2.served_at(url) },
+            Some(url) => {
+                let (v1, v2) = (self.v1.served_at(url), self.v2.served_at(url));
+                let llms_txt = llms_txt([&v1, &v2], self.prices, Some(url));
+                Self { v1, v2, llms_txt, prices: self.prices }
+            }
             None => self,
         }
     }
 
     /// The published files under `openapi/`, by name, with their content.
-    pub fn files(&self) -> [(&'static str, &str); 4] {
+    pub fn files(&self) -> [(&'static str, &str); 5] {
         [
             ("v1.json", &self.v1.json_text),
             ("v1.yaml", &self.v1.yaml_text),
             ("v2.json", &self.v2.json_text),
             ("v2.yaml", &self.v2.yaml_text),
+            ("llms.txt", &self.llms_txt),
         ]
     }
 

@@ -11,6 +11,7 @@ pub mod errors;
 pub mod events;
 pub mod ids;
 pub mod limits;
+pub mod llms;
 pub mod operations;
 pub mod params;
 pub mod signals;

@@ -219,3 +219,37 @@ on_both_backends!(served_documents_name_the_configured_public_url, |backend: Bac
     let yaml = app.get("/v2/openapi.yaml").await.text().await.unwrap();
     assert!(yaml.contains("url: \"https://api.govdata.test\""), "the YAML rendition names it too");
 });
+
+// `/llms.txt` is made from the operation table and the documents: one line per operation, with
+// its access and price as declared, linking to its reference section; under the public URL when
+// the operator named one. The committed `openapi/llms.txt` is the host-neutral rendition.
+on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend: Backend| async move {
+    let app =
+        spawn_app_with(sample_database(backend), |a| a.public_url = Some("https://api.govdata.test".to_owned())).await;
+    let response = app.get("/llms.txt").await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
+    let text = response.text().await.unwrap();
+    assert!(text.starts_with("# govdata\n\n> "), "the llms.txt heading and summary: {text}");
+    let prices = Prices::default();
+    let documents = Documents::build(prices);
+    let mut lines = 0;
+    for decl in operations::ALL {
+        let published = documents.get(decl.version);
+        let (method, template, _) = published.operations().find(|(_, _, id)| *id == decl.id).expect("documented");
+        let surface = &decl.version.prefix()[1..];
+        let access = match decl.tier() {
+            None => "(free).".to_owned(),
+            Some(tier) => format!("(paid, tier `{}`, {} per call).", tier.as_str(), prices.of(tier)),
+        };
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("- [{} {template}](", method.to_ascii_uppercase())))
+            .unwrap_or_else(|| panic!("{} has its line in llms.txt", decl.id));
+        assert!(line.contains(&format!("(https://api.govdata.test/docs/{surface}#operation/{})", decl.id)), "{line}");
+        assert!(line.ends_with(&access), "{line}");
+        lines += 1;
+    }
+    assert_eq!(text.lines().filter(|l| l.starts_with("- [GET ")).count(), lines, "no line without an operation");
+    assert!(text.contains("(https://api.govdata.test/v1/meta/pricing)"));
+});

@@ -1,0 +1,64 @@
+//! `/llms.txt` (https://llmstxt.org): what an agent reads first, made from the same declarations
+//! as the documents: each operation of both finished documents in one line, with its summary,
+//! its access (free, or its tier and price) and the link to its reference section.
+use std::fmt::Write as _;
+
+use super::access::{Access, PARTNER_TOKEN_HEADER, Prices, Scope};
+use super::document::Published;
+use super::operations;
+use super::x402::Generation;
+
+/// The text, with links under `base` (the public URL when the operator named one; otherwise
+/// links are relative to the server the file was read from).
+pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -> String {
+    let base = base.unwrap_or("");
+    let mut out = String::new();
+    out.push_str(
+        "# govdata\n\n> Read-only DAO governance data for software agents: DAOs, proposals, votes, voters, forum \
+         topics, governance events and curated signals, each answer with its freshness and the sources it cites. \
+         Voting power, amounts and scores are exact decimal strings.\n\n",
+    );
+    let scopes: Vec<String> = Scope::ALL.iter().map(|s| format!("`{}`", s.as_str())).collect();
+    let _ = write!(
+        out,
+        "## Access\n\n\
+         - Free operations need nothing.\n\
+         - A paid operation opens to a partner token in `{PARTNER_TOKEN_HEADER}` (scopes {}; a tier's scope opens \
+         the tiers below it), or to one x402 payment per call: an unpaid call answers 402 with the challenge (x402 \
+         v2 in the `{}` header, v1 in the body's `accepts`); sign one of its requirements and repeat the call with \
+         `{}` (v2) or `{}` (v1). Prices below are in atomic units of the x402 asset; [pricing]({base}/v1/meta/pricing) \
+         names the asset, its network and decimals.\n\
+         - Errors are RFC 9457 problem documents (`application/problem+json`) with a stable `code`.\n\n",
+        scopes.join(", "),
+        super::x402::PAYMENT_REQUIRED_HEADER,
+        Generation::V2.request_header(),
+        Generation::V1.request_header(),
+    );
+    let _ = write!(
+        out,
+        "## Documents\n\n\
+         - [v1 OpenAPI]({base}/v1/openapi.json): the stable surface; `{{request, freshness, data}}` answers, \
+         out-of-range values clamped and reported.\n\
+         - [v2 OpenAPI]({base}/v2/openapi.json): the additive surface; keyset cursors, out-of-range values \
+         rejected.\n\
+         - [Reference]({base}/docs): both documents, browsable.\n",
+    );
+    for published in surfaces {
+        let surface = &published.version.prefix()[1..];
+        let _ = write!(out, "\n## {surface} operations\n\n");
+        for (method, template, id) in published.operations() {
+            let Some(decl) = operations::find(published.version, id) else { continue };
+            let summary = published.summary(template, method).unwrap_or(id);
+            let access = match decl.access {
+                Access::Free => "free".to_owned(),
+                Access::Paid(tier) => format!("paid, tier `{}`, {} per call", tier.as_str(), prices.of(tier)),
+            };
+            let _ = writeln!(
+                out,
+                "- [{} {template}]({base}/docs/{surface}#operation/{id}): {summary} ({access}).",
+                method.to_ascii_uppercase()
+            );
+        }
+    }
+    out
+}
