@@ -194,6 +194,7 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{EVIDENCE_LARGEST_VOTES_WORD}}", spelled(lookup::EVIDENCE_LARGEST_VOTES)),
         ("{{LOOKUP_ALTERNATIVES_WORD}}", spelled(lookup::ALTERNATIVES)),
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
+        ("{{VOTING_POWER_FROM_FLOAT}}", super::decimal::FROM_FLOAT_TEXT.to_owned()),
     ]
 }
 
@@ -424,8 +425,9 @@ fn info_description(version: Version) -> String {
         "Read-only DAO governance data for software agents: DAOs, proposals, votes, voters, forum topics, \
          governance events and curated signals, with explicit freshness.\n\n{surface}\n\nErrors are RFC 9457 \
          problem documents (`application/problem+json`) with a stable `code`. Voting power, amounts, scores, counts \
-         and rates are exact decimal strings. Timestamps are RFC 3339 UTC with milliseconds. Paid endpoints accept \
-         a partner token (`{PARTNER_TOKEN_HEADER}`) or an x402 payment; prices are listed by `GET /v1/meta/pricing`."
+         and rates are exact decimal strings. {from_float} Timestamps are RFC 3339 UTC with milliseconds. Paid endpoints accept \
+         a partner token (`{PARTNER_TOKEN_HEADER}`) or an x402 payment; prices are listed by `GET /v1/meta/pricing`.",
+        from_float = super::decimal::FROM_FLOAT_SUMMARY,
     )
 }
 
