@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 use govdata::config::{DEFAULT_DATABASE_URL, ServeArgs, Settings};
-use govdata::contract::vocabulary::{RunStatus, RunTrigger};
+use govdata::contract::vocabulary::{ProposalSource, RunStatus, RunTrigger};
 use govdata::store::{
     self,
     entities::{proposal, voter_dao_stat},
@@ -247,6 +247,8 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
     );
 
     let run = new_run().await?;
+    // The votes are flagged as every writer flags votes of the proposal's source.
+    let from_float = ProposalSource::parse(&busiest.source)?.power_from_float();
     let records: Vec<Record> = (0..1000u64)
         .map(|i| {
             Record::Vote(VoteRecord {
@@ -255,7 +257,7 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
                 voter: format!("0x{:024x}{:016x}", now, i),
                 choice: (1 + i % 3).to_string(),
                 voting_power: format!("{}.{:04}", 1 + i * 7, i),
-                vp_from_float: false,
+                vp_from_float: from_float,
                 reason: None,
                 created_ms: busiest.start_ms.unwrap_or(busiest.created_ms) + 1,
                 ipfs: None,

@@ -8,6 +8,25 @@ use bigdecimal::{BigDecimal, Zero};
 /// Published prose quotes it as `{{SHARE_DECIMALS}}`.
 pub const SHARE_DECIMALS: i64 = 10;
 
+/// What `votingPowerFromFloat` means, stated once: every such member's description is this
+/// text (doc comments quote it as `{{VOTING_POWER_FROM_FLOAT}}`).
+pub const FROM_FLOAT_TEXT: &str = "True when the upstream served this voting power as a binary \
+    floating-point number (Snapshot's `vp`); false when it arrived exact (an on-chain weight or \
+    delegated balance). Either way `votingPower` is exactly the text received, never re-rounded \
+    here, but a float-origin value may already have been rounded upstream and may come in exponent \
+    form: `2.11e-16` means 2.11 × 10^-16. Parse it as a decimal (Python `decimal.Decimal`, \
+    JavaScript big.js), never as a binary float.";
+
+/// The sentence the documents' introductions say about float-origin powers.
+pub const FROM_FLOAT_SUMMARY: &str = "A voting power that arrived as a float upstream (Snapshot's \
+    `vp`) is kept as the exact text received and flagged by `votingPowerFromFloat` on every row that \
+    carries one; it may be in exponent form (`2.11e-16` is 2.11 × 10^-16): parse it as a decimal, \
+    never as a binary float.";
+
+/// Delegated power is the raw on-chain integer (`votingPowerRaw`) scaled by the token's decimals,
+/// here, exactly: it never arrives as a float, so its `votingPowerFromFloat` is always this.
+pub const DELEGATED_POWER_FROM_FLOAT: bool = false;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecimalError {
     #[error("`{0}` is not a decimal number")]

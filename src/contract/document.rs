@@ -205,6 +205,7 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{EVIDENCE_LARGEST_VOTES_WORD}}", spelled(lookup::EVIDENCE_LARGEST_VOTES)),
         ("{{LOOKUP_ALTERNATIVES_WORD}}", spelled(lookup::ALTERNATIVES)),
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
+        ("{{VOTING_POWER_FROM_FLOAT}}", super::decimal::FROM_FLOAT_TEXT.to_owned()),
     ]
 }
 
@@ -512,9 +513,10 @@ fn info_description(version: Version) -> String {
          governance events and curated signals, with explicit freshness.\n\n{surface}\n\nErrors are RFC 9457 \
          problem documents (`application/problem+json`) with a stable `code`; a method a path does not serve \
          answers 405 `METHOD_NOT_ALLOWED` with `Allow` (`components.responses.MethodNotAllowed`). Every response, \
-         errors included, carries `x-request-id`. Voting power, amounts, scores, counts \
-         and rates are exact decimal strings. Timestamps are RFC 3339 UTC with milliseconds. Paid endpoints accept \
-         a partner token (`{PARTNER_TOKEN_HEADER}`) or an x402 payment; prices are listed by `GET /v1/meta/pricing`."
+         errors included, carries `x-request-id`. Voting power, amounts, scores, counts and rates are exact decimal \
+         strings. {from_float} Timestamps are RFC 3339 UTC with milliseconds. Paid endpoints accept a partner token \
+         (`{PARTNER_TOKEN_HEADER}`) or an x402 payment; prices are listed by `GET /v1/meta/pricing`.",
+        from_float = super::decimal::FROM_FLOAT_SUMMARY,
     )
 }
 

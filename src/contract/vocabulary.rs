@@ -92,6 +92,19 @@ impl ProposalSource {
             Self::Onchain => SourceKind::Onchain,
         }
     }
+
+    /// Whether the source serves a vote's voting power as a float: Snapshot's `vp` is a JSON
+    /// number such as `2.11e-16`, kept as the exact text received (which the upstream may
+    /// already have rounded); a governor's weight is an integer in the token's smallest unit.
+    ///
+    /// Declared once: every writer stores `votes.vp_from_float` from it, and a signal's deciding
+    /// vote (stored without the flag) reads it from its proposal's source.
+    pub const fn power_from_float(self) -> bool {
+        match self {
+            Self::Snapshot => true,
+            Self::Onchain => false,
+        }
+    }
 }
 
 vocabulary! {

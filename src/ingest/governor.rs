@@ -20,8 +20,8 @@ use serde_json::json;
 
 use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
-use crate::contract::vocabulary::ProposalState;
 use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{ProposalSource, ProposalState};
 use crate::store::apply::Watermark;
 use crate::store::staging::{
     DelegateRecord, DelegationRecord, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord,
@@ -353,7 +353,7 @@ impl GovernorConnector {
             voter: lower(cast.voter),
             choice: (u32::from(cast.support) + 1).to_string(),
             voting_power: cast.weight.to_string(),
-            vp_from_float: false,
+            vp_from_float: ProposalSource::Onchain.power_from_float(),
             reason: Some(cast.reason).filter(|r| !r.is_empty()),
             created_ms,
             ipfs: None,

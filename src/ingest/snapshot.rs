@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::registry::SnapshotSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
-use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{ProposalSource, SourceKind};
 use crate::store::apply::Watermark;
 use crate::store::staging::{ProposalRecord, ProposalRef, Record, VoteRecord};
 use crate::store::{address, publish::now_ms};
@@ -351,7 +351,7 @@ impl SnapshotConnector {
             voter,
             choice: v.choice.get().to_owned(),
             voting_power: number_text(v.vp.get()).with_context(|| format!("vote {}: vp", v.id))?,
-            vp_from_float: true,
+            vp_from_float: ProposalSource::Snapshot.power_from_float(),
             reason: v.reason.filter(|r| !r.is_empty()),
             created_ms: v.created * 1000,
             ipfs: v.ipfs.filter(|i| !i.is_empty()),

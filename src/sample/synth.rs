@@ -15,7 +15,7 @@ use sea_orm::{
 };
 use sha3::{Digest, Keccak256};
 
-use crate::contract::vocabulary::{ProposalState, RunStatus, RunTrigger, SourceKind};
+use crate::contract::vocabulary::{ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
 use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, ingestion_run, proposal, source_watermark, vote, voter};
 use crate::store::publish::{self, now_ms};
@@ -227,7 +227,7 @@ async fn generate_and_publish(
                 choice: Set(v.choice.to_string()),
                 voting_power: Set(text),
                 vp_sort: Set(vp_sort),
-                vp_from_float: Set(true),
+                vp_from_float: Set(ProposalSource::Snapshot.power_from_float()),
                 reason: Set(None),
                 created_ms: Set(v.created_ms),
                 ipfs: Set(None),

@@ -11,7 +11,7 @@ use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
 
 use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
 use super::registry::DEFAULT_REGISTRY;
-use crate::contract::vocabulary::{RunStatus, SourceKind};
+use crate::contract::vocabulary::{ProposalSource, RunStatus, SourceKind};
 use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, delegate, proposal, source_watermark, vote, voter};
 use crate::store::upsert::TableCounts;
@@ -262,7 +262,8 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal:
     }
 }
 
-/// Snapshot serves `vp` as a float, hence `vp_from_float`; the text is kept as received.
+/// The sample's votes are Snapshot's: `vp_from_float` as that source declares it; the text is kept
+/// as received.
 fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64, voter: AccountBytes) -> vote::Model {
     vote::Model {
         id: old.map_or(0, |s| s.id),
@@ -272,7 +273,7 @@ fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64, voter:
         choice: r.choice.clone(),
         voting_power: r.voting_power.clone(),
         vp_sort: r.vp_sort.clone(),
-        vp_from_float: true,
+        vp_from_float: ProposalSource::Snapshot.power_from_float(),
         reason: kept!(old, reason),
         created_ms: r.created_ms,
         ipfs: kept!(old, ipfs),

@@ -3,8 +3,8 @@
 //! Queries: the DAO with its summary, sources and watermarks (4, `daos::get`); then, only when the
 //! DAO has been ingested: active proposals (1), recently closed proposals (1), their stored tallies
 //! (1, `store::facts`: never their votes), top voters (1), top
-//! delegates (1), recent events (1), latest signals (1). Every list is capped by
-//! `contract::events::BRIEF`.
+//! delegates (1), the stored voters among both (1, for their ENS names: `voters::by_address`),
+//! recent events (1), latest signals (1). Every list is capped by `contract::events::BRIEF`.
 use std::collections::HashMap;
 
 use sea_orm::{
@@ -13,7 +13,7 @@ use sea_orm::{
 };
 
 use super::daos::{self, DaoRecord};
-use super::entities::{delegate, proposal, voter_dao_stat};
+use super::entities::{delegate, proposal, voter, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
 use crate::contract::events::BRIEF;
 use crate::contract::vocabulary::ProposalState;
@@ -51,6 +51,8 @@ pub struct BriefData {
     pub recently_closed: Vec<TalliedProposal>,
     pub top_voters: Vec<voter_dao_stat::Model>,
     pub top_delegates: Vec<delegate::Model>,
+    /// The stored voters among the top voters and delegates, by canonical address.
+    pub known_voters: HashMap<String, voter::Model>,
     pub recent_events: Vec<EventRow>,
     pub signals: Vec<SignalRow>,
 }
@@ -106,10 +108,13 @@ pub async fn get<C: ConnectionTrait + StreamTrait>(
         .limit(BRIEF.top_delegates)
         .all(db)
         .await?;
+    let named = top_voters.iter().map(|v| v.voter.clone()).chain(top_delegates.iter().map(|d| d.address.clone()));
+    let known_voters = super::voters::by_address(db, named).await?;
     let filter = EventFilter { dao_id: Some(dao_id.to_owned()), ..Default::default() };
     let (recent_events, _) = events::list(db, &filter, BRIEF.recent_activity, 0, false).await?;
     let signals = latest_signals(db, dao_id, BRIEF.open_signals).await?;
-    Ok(Some((record, Some(BriefData { active, recently_closed, top_voters, top_delegates, recent_events, signals }))))
+    let data = BriefData { active, recently_closed, top_voters, top_delegates, known_voters, recent_events, signals };
+    Ok(Some((record, Some(data))))
 }
 
 /// Exact tallies of the ingested votes of `proposals`, from their stored facts (one query).

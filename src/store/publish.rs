@@ -98,11 +98,12 @@ impl Touched {
 /// DAO; on the same timestamp the larger power wins, then the later row, so the choice is total.
 /// `{where}` narrows both the deletion and the recomputation to some (DAO, voter) pairs
 /// (`ix_votes_dao_voter` finds their votes).
-/// `{voter}` is the text of the ranked row's voter bytes (`address::lower_sql`).
-const VOTER_STATS_SELECT: &str = "INSERT INTO voter_dao_stats (dao_id, voter, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms)
-     SELECT dao_id, {voter}, votes_cast, voting_power, vp_sort, first_vote_ms, last_vote_ms
+/// `{voter}` is the text of the ranked row's voter bytes (`address::lower_sql`). The power's
+/// `vp_from_float` is that of the same vote.
+const VOTER_STATS_SELECT: &str = "INSERT INTO voter_dao_stats (dao_id, voter, votes_cast, voting_power, vp_from_float, vp_sort, first_vote_ms, last_vote_ms)
+     SELECT dao_id, {voter}, votes_cast, voting_power, vp_from_float, vp_sort, first_vote_ms, last_vote_ms
      FROM (
-         SELECT dao_id, voter, voting_power, vp_sort,
+         SELECT dao_id, voter, voting_power, vp_from_float, vp_sort,
                 COUNT(*) OVER (PARTITION BY dao_id, voter) AS votes_cast,
                 MIN(created_ms) OVER (PARTITION BY dao_id, voter) AS first_vote_ms,
                 MAX(created_ms) OVER (PARTITION BY dao_id, voter) AS last_vote_ms,
@@ -237,6 +238,12 @@ async fn proposal_counts<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) 
         exec(db, &sql, chunk.iter().map(|id| Value::from(*id)).collect()).await?;
     }
     Ok(())
+}
+
+/// Recomputes every voter's per-DAO stats, as a full publication does (migration 12 runs it
+/// once, to fill the column it adds).
+pub(crate) async fn recompute_voter_stats<C: ConnectionTrait>(db: &C) -> Result<(), DbErr> {
+    voter_stats(db, None).await
 }
 
 async fn voter_stats<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> Result<(), DbErr> {

@@ -60,7 +60,7 @@ pub async fn ranking(
         q = q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter)));
     }
     let rows = q.order_by_desc(C::VpSort).order_by_asc(C::Voter).limit(limit).all(db).await?;
-    let voters = by_address(db, rows.iter().map(|r| r.voter.clone()).collect()).await?;
+    let voters = by_address(db, rows.iter().map(|r| r.voter.clone())).await?;
     Ok(rows
         .into_iter()
         .map(|r| {
@@ -70,7 +70,16 @@ pub async fn ranking(
         .collect())
 }
 
-async fn by_address(db: &impl ConnectionTrait, addresses: Vec<String>) -> Result<HashMap<String, voter::Model>, DbErr> {
+/// The stored voters among `addresses` (canonical lowercase), by address: one `IN` query
+/// whatever the number (a page is at most a few hundred rows), none for an empty list. Every
+/// answer that names several voters reads their ENS names through this, once per request.
+pub async fn by_address(
+    db: &impl ConnectionTrait,
+    addresses: impl IntoIterator<Item = String>,
+) -> Result<HashMap<String, voter::Model>, DbErr> {
+    let mut addresses: Vec<String> = addresses.into_iter().collect();
+    addresses.sort();
+    addresses.dedup();
     if addresses.is_empty() {
         return Ok(HashMap::new());
     }

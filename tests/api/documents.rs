@@ -136,6 +136,72 @@ fn has_example(doc: &Value, schema: &Value, depth: u8) -> bool {
         })
 }
 
+/// Issue 17 (1, 2) in the documents: every schema that names a voter (`voter` or
+/// `voterIdentity`) carries `voterIdentity` and `address` (required) and `ens` (optional); every
+/// schema with a `votingPower` carries `votingPowerFromFloat`, a boolean required exactly when the
+/// power is, described by the one declared text. The schemas found are listed, so a walk that
+/// finds none fails.
+#[test]
+fn voters_and_powers_have_one_shape_in_every_schema() {
+    let documents = Documents::build(Prices::default());
+    let text = govdata::contract::decimal::FROM_FLOAT_TEXT;
+    let mut found = Vec::new();
+    for published in [&documents.v1, &documents.v2] {
+        let version = format!("{:?}", published.version);
+        for (name, schema) in published.json["components"]["schemas"].as_object().unwrap() {
+            let properties = &schema["properties"];
+            let required: Vec<&str> =
+                schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let at = format!("{version} {name}");
+            if properties.get("voter").is_some() || properties.get("voterIdentity").is_some() {
+                found.push(format!("{at}: voter"));
+                for member in ["voterIdentity", "address"] {
+                    assert_eq!(properties[member]["type"], "string", "{at}.{member}");
+                    assert!(required.contains(&member), "{at}.{member} is required");
+                }
+                assert_eq!(properties["ens"]["type"], "string", "{at}.ens");
+                assert!(!required.contains(&"ens"), "{at}.ens is present only when known");
+            }
+            if properties.get("votingPower").is_some() {
+                found.push(format!("{at}: votingPower"));
+                let flag = &properties["votingPowerFromFloat"];
+                assert_eq!(flag["type"], "boolean", "{at}.votingPowerFromFloat");
+                assert_eq!(flag["description"].as_str().map(|d| d.starts_with(text)), Some(true), "{at}: {flag}");
+                assert_eq!(
+                    required.contains(&"votingPowerFromFloat"),
+                    required.contains(&"votingPower"),
+                    "{at}: the flag is present exactly when the power is"
+                );
+            }
+        }
+    }
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            "V1 BriefDelegate: voter",
+            "V1 BriefDelegate: votingPower",
+            "V1 BriefVoter: voter",
+            "V1 BriefVoter: votingPower",
+            "V1 DecidingVote: voter",
+            "V1 DecidingVote: votingPower",
+            "V1 EvidenceVote: voter",
+            "V1 EvidenceVote: votingPower",
+            "V2 DecidingVote: voter",
+            "V2 DecidingVote: votingPower",
+            "V2 Delegation: votingPower",
+            "V2 ProposalVote: voter",
+            "V2 ProposalVote: votingPower",
+            "V2 RankedVoter: voter",
+            "V2 RankedVoter: votingPower",
+            "V2 VoterInDao: votingPower",
+            "V2 VoterProfile: voter",
+            "V2 VoterVote: voter",
+            "V2 VoterVote: votingPower",
+        ]
+    );
+}
+
 #[test]
 fn document_snapshots() {
     let documents = Documents::build(Prices::default());

@@ -112,6 +112,36 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
         let raw = d["votes"].as_str().unwrap();
         let (int, frac) = raw.split_at(raw.len() - 18);
         assert_eq!(s["votingPower"], format!("{int}.{}", frac.trim_end_matches('0')).trim_end_matches('.'));
+        assert_eq!(s["votingPowerFromFloat"], false, "delegated power is exact: {s}");
+        assert_eq!(s["voterIdentity"], d["address"], "{s}");
+    }
+
+    // Every on-chain power is exact wherever a voter's power is served: the brief's top voters, the
+    // ranking, each profile (per DAO and delegation) and each voter's history.
+    let voters: Vec<&str> =
+        proposals.iter().flat_map(|p| p["votes"].as_array().unwrap()).map(|v| v["voter"].as_str().unwrap()).collect();
+    let top = brief["data"]["topVoters"].as_array().expect("top voters");
+    assert!(!top.is_empty(), "{brief}");
+    for t in top {
+        assert!(voters.contains(&t["voterIdentity"].as_str().unwrap()), "{t}");
+        assert_eq!(t["votingPowerFromFloat"], false, "{t}");
+        assert_eq!(t["address"], govdata::store::address::display(t["voterIdentity"].as_str().unwrap()));
+    }
+    let (_, ranking) = app.get_json(&format!("/v2/daos/{DAO}/voters")).await;
+    let ranked = ranking["data"]["items"].as_array().expect("ranking");
+    assert_eq!(ranked.len(), top.len(), "{ranking}");
+    assert!(ranked.iter().all(|r| r["votingPowerFromFloat"] == false), "{ranking}");
+    for voter in &voters {
+        let (status, profile) = app.get_json(&format!("/v2/voters/{voter}")).await;
+        assert_eq!(status, 200, "{profile}");
+        let here = profile["data"]["daos"].as_array().unwrap().iter().find(|d| d["daoId"] == DAO).expect("the DAO");
+        assert_eq!(here["votingPowerFromFloat"], false, "{profile}");
+        if let Some(delegation) = here.get("delegation") {
+            assert_eq!(delegation["votingPowerFromFloat"], false, "{profile}");
+        }
+        let (_, history) = app.get_json(&format!("/v2/voters/{voter}/votes")).await;
+        let rows = history["data"]["items"].as_array().unwrap();
+        assert!(!rows.is_empty() && rows.iter().all(|r| r["votingPowerFromFloat"] == false), "{history}");
     }
 
     // Read with a confirmation depth beyond the chain's height: nothing yet, and nothing lost.

@@ -164,3 +164,56 @@ on_both_backends!(revision_counts_and_ranking_index_are_added, |backend: Backend
     db.close().await.unwrap();
     assert_eq!(answers(url).await, before, "the migrated store answers as before");
 });
+
+// Migration 12: a store from before it (voter stats without `vp_from_float`, the covering index
+// without it) gets the column filled from the votes, by publication's own recomputation, and the
+// index rebuilt with it; the ranking, the brief's top voters and a profile answer exactly as a
+// store built after it does, flags included.
+on_both_backends!(voter_stats_gain_the_float_flag, |backend: Backend| async move {
+    let url = fresh_database(backend).await;
+    let db = store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    let answers = |url: String| async move {
+        let app = spawn_app_on(url).await;
+        let (_, ranking) = app.get_json("/v2/daos/uniswap/voters?limit=50").await;
+        let (_, brief) = app.get_json("/v1/daos/uniswap/brief").await;
+        let (_, profile) = app.get_json("/v2/voters/gauntletgov.eth").await;
+        (ranking["data"].clone(), brief["data"]["topVoters"].clone(), profile["data"].clone())
+    };
+    let before = answers(url.clone()).await;
+    // The sample's votes are Snapshot's: every power is flagged. The column's default is false, so
+    // an upgrade that did not recompute the stats would answer differently.
+    let ranked = before.0["items"].as_array().unwrap();
+    assert_eq!(ranked.len(), 50);
+    assert!(ranked.iter().all(|r| r["votingPowerFromFloat"] == true), "{:#}", before.0);
+    assert!(before.1.as_array().unwrap().iter().all(|r| r["votingPowerFromFloat"] == true), "{:#}", before.1);
+    assert!(before.2["daos"].as_array().unwrap().iter().any(|d| d["votingPowerFromFloat"] == true), "{:#}", before.2);
+
+    let downgrade = [
+        r#"DROP INDEX "ix_voter_stats_rank_covering""#,
+        "ALTER TABLE voter_dao_stats DROP COLUMN vp_from_float",
+        r#"CREATE INDEX "ix_voter_stats_rank_covering" ON "voter_dao_stats"
+           ("dao_id", "vp_sort" DESC, "voter", "voting_power", "votes_cast", "first_vote_ms", "last_vote_ms", "id")"#,
+        "DELETE FROM seaql_migrations WHERE version = 'm0012_voter_stats_float'",
+    ];
+    db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
+    let index_sql = match backend {
+        Backend::Sqlite => "SELECT sql AS def FROM sqlite_master WHERE name = 'ix_voter_stats_rank_covering'",
+        Backend::Postgres => "SELECT indexdef AS def FROM pg_indexes WHERE indexname = 'ix_voter_stats_rank_covering'",
+    };
+    let index = |db: sea_orm::DatabaseConnection| async move {
+        let row = db
+            .query_one_raw(sea_orm::Statement::from_string(db.get_database_backend(), index_sql))
+            .await
+            .unwrap()
+            .expect("the covering index");
+        row.try_get::<String>("", "def").unwrap()
+    };
+    assert!(!index(db.clone()).await.contains("vp_from_float"), "the store is as it was before migration 12");
+    db.close().await.unwrap();
+
+    let db = store::connect(&url).await.unwrap();
+    assert!(index(db.clone()).await.contains("vp_from_float"), "the covering index holds the flag");
+    db.close().await.unwrap();
+    assert_eq!(answers(url).await, before, "the migrated store answers as before, flags included");
+});

@@ -7,7 +7,10 @@ use time::macros::datetime;
 use crate::{
     daos::assert_no_floats,
     fixtures::sample::SAMPLE_AS_OF,
-    fixtures::stores::{MINUTE, SPIKE_DAY, SYNTHETIC_PROPOSAL, insert_close_call, insert_forum_topic},
+    fixtures::stores::{
+        CLOSE_CALL_DECIDER, CLOSE_CALL_DECIDER_ENS, MINUTE, ONCHAIN_DECIDER, SPIKE_DAY, SYNTHETIC_PROPOSAL,
+        insert_close_call, insert_forum_topic, insert_onchain_decided,
+    },
     helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
     on_both_backends,
 };
@@ -271,6 +274,7 @@ async fn fixture_app(backend: Backend) -> (TestApp, DatabaseConnection) {
     insert_forum_topic(&db, "9002", &(0..19).map(|i| SPIKE_DAY + i * 3 * MINUTE).collect::<Vec<_>>()).await;
     insert_forum_topic(&db, "9003", &(0..20).map(|i| SPIKE_DAY + i * 120 * MINUTE).collect::<Vec<_>>()).await;
     insert_close_call(&db).await;
+    insert_onchain_decided(&db).await;
     let run_id = govdata::store::publish::current_revision(&db).await.unwrap().unwrap().run_id.unwrap();
     govdata::store::publish::publish(&db, run_id, "synthetic fixtures", &govdata::store::publish::Scope::All)
         .await
@@ -334,8 +338,30 @@ on_both_backends!(v1_signals_fixtures, |backend: Backend| async move {
     assert!(risk["summary"].as_str().unwrap().contains("with 24 hours of voting left"));
     let decisive = find(&body, &format!("single_voter_decisive:uniswap:snapshot:{SYNTHETIC_PROPOSAL}"));
     assert_eq!(decisive["evidence"]["decidedBy"], json!(["margin"]));
-    assert_eq!(decisive["evidence"]["decidingVote"]["voter"], "0x00000000000000000000000000000000000000a1");
-    assert_eq!(decisive["evidence"]["decidingVote"]["effect"], "510");
+    let vote = &decisive["evidence"]["decidingVote"];
+    assert_eq!(vote["voter"], CLOSE_CALL_DECIDER);
+    assert_eq!(vote["effect"], "510");
+    // The deciding voter is named as every voter row names one, and its power is flagged as its
+    // proposal's source serves it: a Snapshot float.
+    assert_eq!(vote["voterIdentity"], CLOSE_CALL_DECIDER);
+    assert_eq!(vote["address"], govdata::store::address::display(CLOSE_CALL_DECIDER));
+    assert_eq!(vote["ens"], CLOSE_CALL_DECIDER_ENS);
+    assert_eq!(vote["votingPowerFromFloat"], true);
+    let (status, v2) = app
+        .get_json(
+            "/v2/signals?daoId=uniswap&kind=single_voter_decisive&from=2026-03-26T00:00:00Z&to=2026-03-26T00:00:00Z",
+        )
+        .await;
+    assert_eq!(status, 200, "{v2:#}");
+    assert_eq!(&items(&v2)[0]["evidence"]["decidingVote"], vote, "v2 serves the same deciding vote");
+    // An on-chain proposal decided by one vote: its power is an exact integer weight.
+    let (_, body) = app.get_json("/v1/governance-signals?daoId=compound&kind=single_voter_decisive").await;
+    let onchain = find(&body, "single_voter_decisive:compound:onchain:88");
+    let vote = &onchain["evidence"]["decidingVote"];
+    assert_eq!(vote["voterIdentity"], ONCHAIN_DECIDER, "{onchain:#}");
+    assert_eq!(vote["votingPower"], "1000");
+    assert_eq!(vote["votingPowerFromFloat"], false);
+    assert!(vote.get("ens").is_none(), "no ENS name is known for it: {vote}");
     let (_, body) = app.get_json("/v1/governance-signals?severity=critical").await;
     assert_eq!(body["data"]["total"], 1);
 });

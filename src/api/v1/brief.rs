@@ -9,6 +9,7 @@ use crate::api::{
         dao::Dao,
         event::{GovernanceEvent, event_from_row},
         item::{ItemRef, item_ref},
+        voter::{KnownVoters, VoterNames},
     },
 };
 use crate::contract::params::canonical_v1_value;
@@ -16,6 +17,7 @@ use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
+    decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::{ApiError, FieldError, ParamLocation, Problem},
     operations::BriefGetV1 as Op,
@@ -107,13 +109,14 @@ pub struct BriefProposal {
 
 /// A voter ranked by voting power in the DAO.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct BriefVoter {
-    /// Lowercase 0x address.
-    pub voter_identity: String,
-    /// Voting power of the voter's most recent vote in the DAO, exact text as received (Snapshot
-    /// serves it as a float).
+    #[oai(flatten)]
+    pub names: VoterNames,
+    /// Voting power of the voter's most recent vote in the DAO, exact text as received.
     pub voting_power: String,
+    /// {{VOTING_POWER_FROM_FLOAT}}
+    pub voting_power_from_float: bool,
     /// Ingested votes cast in the DAO.
     pub votes_cast: String,
     pub last_vote_at: Timestamp,
@@ -123,10 +126,20 @@ pub struct BriefVoter {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct BriefDelegate {
-    /// Lowercase 0x address.
+    // Unlike `address` on the rows that name a voter (EIP-55), this one stays lowercase: the
+    // released v1 document states it so, and a client may compare it as text. `voterIdentity`
+    // carries the same canonical form under the name every voter row uses.
+    /// Lowercase 0x address (the same as `voterIdentity`).
     pub address: String,
+    /// The delegate's canonical handle: the lowercase 0x address. Every `voterIdentity` parameter
+    /// accepts it.
+    pub voter_identity: String,
+    /// The delegate's ENS name, when the store knows it; absent otherwise.
+    pub ens: Option<String>,
     /// Delegated voting power in tokens, exact.
     pub voting_power: String,
+    /// {{VOTING_POWER_FROM_FLOAT}}
+    pub voting_power_from_float: bool,
     /// The same in the token's smallest unit.
     pub voting_power_raw: String,
     pub decimals: i32,
@@ -220,14 +233,18 @@ impl poem_openapi::types::Example for DaoBrief {
             }]),
             recently_closed: Some(vec![]),
             top_voters: Some(vec![BriefVoter {
-                voter_identity: entropy.to_owned(),
+                names: VoterNames::new(entropy.to_owned(), None),
                 voting_power: "25022863.177013237".to_owned(),
+                voting_power_from_float: true,
                 votes_cast: "5".to_owned(),
                 last_vote_at: Timestamp::known("2025-07-31T00:00:00.000Z"),
             }]),
             top_delegates: Some(vec![BriefDelegate {
                 address: entropy.to_owned(),
+                voter_identity: entropy.to_owned(),
+                ens: None,
                 voting_power: "32356232.635466191207258781".to_owned(),
+                voting_power_from_float: DELEGATED_POWER_FROM_FLOAT,
                 voting_power_raw: "32356232635466191207258781".to_owned(),
                 decimals: 18,
                 delegators_count: Some("151".to_owned()),
@@ -307,19 +324,23 @@ fn standing(tp: TalliedProposal) -> BriefProposal {
     }
 }
 
-fn top_voter(s: voter_dao_stat::Model) -> BriefVoter {
+fn top_voter(s: voter_dao_stat::Model, known: &KnownVoters) -> BriefVoter {
     BriefVoter {
-        voter_identity: s.voter,
+        names: known.names(&s.voter),
         voting_power: s.voting_power,
+        voting_power_from_float: s.vp_from_float,
         votes_cast: s.votes_cast.to_string(),
         last_vote_at: Timestamp::from_ms(s.last_vote_ms),
     }
 }
 
-fn top_delegate(d: delegate::Model) -> BriefDelegate {
+fn top_delegate(d: delegate::Model, known: &KnownVoters) -> BriefDelegate {
     BriefDelegate {
+        ens: known.names(&d.address).ens,
+        voter_identity: d.address.clone(),
         address: d.address,
         voting_power: d.voting_power,
+        voting_power_from_float: DELEGATED_POWER_FROM_FLOAT,
         voting_power_raw: d.voting_power_raw,
         decimals: d.decimals,
         delegators_count: d.delegators_count.map(|n| n.to_string()),
@@ -401,13 +422,22 @@ impl Api {
                 recent_activity: None,
                 signals: None,
             },
-            Some(BriefData { active, recently_closed, top_voters, top_delegates, recent_events, signals }) => {
+            Some(BriefData {
+                active,
+                recently_closed,
+                top_voters,
+                top_delegates,
+                known_voters,
+                recent_events,
+                signals,
+            }) => {
+                let known = KnownVoters::from(known_voters);
                 DaoBrief {
                     dao,
                     active_proposals: Some(active.into_iter().map(standing).collect()),
                     recently_closed: Some(recently_closed.into_iter().map(standing).collect()),
-                    top_voters: Some(top_voters.into_iter().map(top_voter).collect()),
-                    top_delegates: Some(top_delegates.into_iter().map(top_delegate).collect()),
+                    top_voters: Some(top_voters.into_iter().map(|v| top_voter(v, &known)).collect()),
+                    top_delegates: Some(top_delegates.into_iter().map(|d| top_delegate(d, &known)).collect()),
                     recent_activity: Some(recent_events.into_iter().filter_map(event_from_row).collect()),
                     signals: Some(signals.into_iter().filter_map(brief_signal).collect()),
                 }

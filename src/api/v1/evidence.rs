@@ -11,6 +11,7 @@ use crate::api::{
         citation::{Citation, EvidenceFacts, citation, evidence_citations, fields},
         item::{ItemRef, topic_ref},
         proposal::{ProposalSummary, json_strings},
+        voter::{KnownVoters, VoterNames},
     },
 };
 use crate::contract::params::canonical_v1_value;
@@ -22,14 +23,13 @@ use crate::contract::{
     errors::{ApiError, Problem},
     limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
     operations::EvidenceGetV1 as Op,
-    time::rfc3339_ms,
 };
 use crate::rules::{
     evidence::{self, ChoiceShares, Quorum, choice_shares},
     tally,
 };
 use crate::store::{
-    self, address,
+    self,
     entities::{governance_event, vote},
 };
 
@@ -93,7 +93,7 @@ pub struct EvidenceTurnout {
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct TimelineEvent {
     pub kind: String,
-    pub at: String,
+    pub at: Timestamp,
     /// Lowercase 0x address of whoever caused it, when known.
     pub actor: Option<String>,
     pub url: Option<String>,
@@ -117,16 +117,15 @@ pub struct ProposalTimeline {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct EvidenceVote {
-    /// The canonical lowercase 0x address (`voterIdentity`).
+    /// The canonical lowercase 0x address (the same as `voterIdentity`).
     pub voter: String,
-    /// EIP-55 display form.
-    pub address: String,
+    #[oai(flatten)]
+    pub names: VoterNames,
     /// The choice exactly as the upstream gave it: `1`, `[1,3]`, `{'2': 1}`.
     pub choice: String,
     /// The exact voting power text received.
     pub voting_power: String,
-    /// True when the upstream served the power as a float (Snapshot `vp`): the text is exactly
-    /// what was received, which may already be rounded upstream.
+    /// {{VOTING_POWER_FROM_FLOAT}}
     pub voting_power_from_float: bool,
     /// `votingPower ÷ turnout.ingestedVotingPower`, rounded half-even to {{SHARE_DECIMALS}} decimals.
     pub share_of_ingested_power: String,
@@ -223,7 +222,11 @@ impl poem_openapi::types::Example for ProposalEvidence {
             },
             largest_votes: vec![EvidenceVote {
                 voter: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
-                address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+                names: VoterNames {
+                    voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
+                    address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+                    ens: Some("gauntletgov.eth".to_owned()),
+                },
                 choice: "2".to_owned(),
                 voting_power: "5252468.695025884".to_owned(),
                 voting_power_from_float: true,
@@ -248,11 +251,12 @@ impl poem_openapi::types::Example for ProposalEvidence {
     }
 }
 
-fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> EvidenceVote {
+fn vote_evidence(v: &vote::Model, total_power: &BigDecimal, known: &KnownVoters) -> EvidenceVote {
     let power = decimal::parse(&v.voting_power).unwrap_or_else(|_| BigDecimal::zero());
+    let voter = v.voter.lower();
     EvidenceVote {
-        voter: v.voter.lower(),
-        address: address::display(&v.voter.lower()),
+        names: known.names(&voter),
+        voter,
         choice: v.choice.clone(),
         voting_power: v.voting_power.clone(),
         voting_power_from_float: v.vp_from_float,
@@ -265,7 +269,7 @@ fn vote_evidence(v: &vote::Model, total_power: &BigDecimal) -> EvidenceVote {
 fn timeline_event(e: &governance_event::Model) -> TimelineEvent {
     TimelineEvent {
         kind: e.kind.clone(),
-        at: rfc3339_ms(e.occurred_ms),
+        at: Timestamp::from_ms(e.occurred_ms),
         actor: e.actor.clone(),
         url: e.url.clone(),
         snapshot_id: e.snapshot_id.clone(),
@@ -320,6 +324,7 @@ impl Api {
             return Err(Problem::not_found(detail).into());
         };
         let votes = store::evidence::vote_summary(db, &p, EVIDENCE_LARGEST_VOTES).await?;
+        let known = KnownVoters::load(db, votes.largest.iter().map(|v| v.voter.lower())).await?;
         let events = store::evidence::events(db, p.id, EVIDENCE_EVENTS).await?;
         let topics = store::items::topics_linked_to(db, p.id, EVIDENCE_TOPICS).await?;
 
@@ -390,7 +395,7 @@ impl Api {
                 end_at: p.end_ms.map(Timestamp::from_ms),
                 events: events.iter().map(timeline_event).collect(),
             },
-            largest_votes: votes.largest.iter().map(|v| vote_evidence(v, &tally.total_power)).collect(),
+            largest_votes: votes.largest.iter().map(|v| vote_evidence(v, &tally.total_power, &known)).collect(),
             linked_topics: topics.iter().map(topic_ref).collect(),
             citations,
         };

@@ -82,7 +82,7 @@ impl Api {
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
         let filter = SignalFilter { dao_id, kind, severity: severity.0, start_ms: start, end_ms: end };
         let (rows, total) = store::signals::list(&state.db, &filter, u64::from(limit), offset).await?;
-        let items = rows.into_iter().map(Signal::from_record).collect::<Result<Vec<_>, _>>()?;
+        let items = Signal::from_records(&state.db, rows).await?;
         let data = V1Page { items, total, limit, offset };
         super::answer(&state, req, data)
     }

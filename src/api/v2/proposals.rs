@@ -7,7 +7,10 @@ use poem_openapi::{
 };
 
 use super::{Listing, V2Tag, bound, resolve_voter};
-use crate::api::AppState;
+use crate::api::{
+    AppState,
+    views::voter::{KnownVoters, VoterNames},
+};
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
 use crate::contract::{
@@ -20,7 +23,7 @@ use crate::contract::{
 };
 use crate::store::{
     self,
-    address::{self, AccountBytes},
+    address::AccountBytes,
     entities::{proposal, vote},
     proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder},
 };
@@ -143,16 +146,13 @@ impl poem_openapi::types::Example for ProposalDetail {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct ProposalVote {
-    /// Canonical lowercase 0x address.
-    pub voter_identity: String,
-    /// EIP-55 checksummed address.
-    pub address: String,
+    #[oai(flatten)]
+    pub voter: VoterNames,
     /// The choice exactly as the upstream recorded it: `1`, `[1,3]`, `{'2': 1}`.
     pub choice: String,
     /// Exact voting power as received.
     pub voting_power: String,
-    /// True when the upstream served the power as a float (Snapshot `vp`): it is the exact text
-    /// received, which may itself be a rounded value.
+    /// {{VOTING_POWER_FROM_FLOAT}}
     pub voting_power_from_float: bool,
     pub created_at: Timestamp,
     pub reason: Option<String>,
@@ -161,8 +161,11 @@ pub struct ProposalVote {
 impl poem_openapi::types::Example for ProposalVote {
     fn example() -> Self {
         Self {
-            voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
-            address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+            voter: VoterNames {
+                voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
+                address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+                ens: Some("gauntletgov.eth".to_owned()),
+            },
             choice: "3".to_owned(),
             voting_power: "2755022.0714428956".to_owned(),
             voting_power_from_float: true,
@@ -172,11 +175,9 @@ impl poem_openapi::types::Example for ProposalVote {
     }
 }
 
-fn vote_row(v: vote::Model) -> ProposalVote {
-    let voter = v.voter.lower();
+fn vote_row(v: vote::Model, known: &KnownVoters) -> ProposalVote {
     ProposalVote {
-        address: address::display(&voter),
-        voter_identity: voter,
+        voter: known.names(&v.voter.lower()),
         choice: v.choice,
         voting_power: v.voting_power,
         voting_power_from_float: v.vp_from_float,
@@ -388,6 +389,7 @@ impl Api {
             list.rows_to_read(),
         )
         .await?;
+        let known = KnownVoters::load(&state.db, rows.iter().map(|v| v.voter.lower())).await?;
         Ok(list.page(
             rows,
             |v| match order {
@@ -400,7 +402,7 @@ impl Api {
                 ],
                 VoteOrder::Time => vec![v.created_ms.to_string(), v.id.to_string()],
             },
-            vote_row,
+            |v| vote_row(v, &known),
         ))
     }
 }

@@ -63,13 +63,9 @@ impl Api {
         ]);
         let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
         let rows = store::signals::list_after(&state.db, &filter, after, list.rows_to_read()).await?;
-        let items = rows
-            .into_iter()
-            .map(|r| {
-                let position = vec![r.signal.detected_ms.to_string(), r.signal.id.to_string()];
-                Signal::from_record(r).map(|s| (position, s))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let positions: Vec<Vec<String>> =
+            rows.iter().map(|r| vec![r.signal.detected_ms.to_string(), r.signal.id.to_string()]).collect();
+        let items: Vec<_> = positions.into_iter().zip(Signal::from_records(&state.db, rows).await?).collect();
         Ok(list.page(items, |(p, _)| p.clone(), |(_, s)| s))
     }
 }

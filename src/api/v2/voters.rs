@@ -8,10 +8,14 @@ use poem_openapi::{
 };
 
 use super::{Listing, V2Tag, bound, resolve_voter};
-use crate::api::{AppState, views::item::ItemRef};
+use crate::api::{
+    AppState,
+    views::{item::ItemRef, voter::VoterNames},
+};
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::{
+    decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
     limits::MostLists,
@@ -19,7 +23,7 @@ use crate::contract::{
     params::{V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::rules::tally::share;
-use crate::store::{self, address};
+use crate::store;
 
 /// A voter's place in one DAO's ranking.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -27,13 +31,12 @@ use crate::store::{self, address};
 pub struct RankedVoter {
     /// 1 for the largest voting power; continues across pages.
     pub rank: String,
-    /// Canonical lowercase 0x address.
-    pub voter_identity: String,
-    /// EIP-55 checksummed address.
-    pub address: String,
-    pub ens: Option<String>,
+    #[oai(flatten)]
+    pub voter: VoterNames,
     /// Voting power of the voter's most recent vote in the DAO, exact.
     pub voting_power: String,
+    /// {{VOTING_POWER_FROM_FLOAT}}
+    pub voting_power_from_float: bool,
     pub votes_cast: String,
     /// Votes cast ÷ the DAO's proposals held here, exact to {{SHARE_DECIMALS}} decimals.
     pub participation_rate: String,
@@ -45,10 +48,9 @@ impl poem_openapi::types::Example for RankedVoter {
     fn example() -> Self {
         Self {
             rank: "1".to_owned(),
-            voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
-            address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
-            ens: None,
+            voter: gauntlet(),
             voting_power: "2755022.0714428956".to_owned(),
+            voting_power_from_float: true,
             votes_cast: "17".to_owned(),
             participation_rate: "0.68".to_owned(),
             first_vote_at: Timestamp::known("2025-03-04T00:00:00.000Z"),
@@ -63,6 +65,8 @@ impl poem_openapi::types::Example for RankedVoter {
 pub struct Delegation {
     /// Token units, exact.
     pub voting_power: String,
+    /// {{VOTING_POWER_FROM_FLOAT}}
+    pub voting_power_from_float: bool,
     /// The raw integer in the token's smallest unit.
     pub voting_power_raw: String,
     pub decimals: i32,
@@ -77,6 +81,8 @@ pub struct VoterInDao {
     pub dao_id: String,
     /// Voting power of the most recent vote in the DAO, exact; absent without votes.
     pub voting_power: Option<String>,
+    /// {{VOTING_POWER_FROM_FLOAT}} Present exactly when `votingPower` is.
+    pub voting_power_from_float: Option<bool>,
     pub votes_cast: String,
     /// Votes cast ÷ the DAO's proposals held here, exact to {{SHARE_DECIMALS}} decimals.
     pub participation_rate: String,
@@ -90,9 +96,9 @@ pub struct VoterInDao {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct VoterProfile {
-    pub voter_identity: String,
-    pub address: String,
-    pub ens: Option<String>,
+    #[oai(flatten)]
+    pub voter: VoterNames,
+    /// The voter's display name, when the store knows one.
     pub name: Option<String>,
     pub daos: Vec<VoterInDao>,
 }
@@ -100,13 +106,12 @@ pub struct VoterProfile {
 impl poem_openapi::types::Example for VoterProfile {
     fn example() -> Self {
         Self {
-            voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
-            address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
-            ens: None,
-            name: None,
+            voter: gauntlet(),
+            name: Some("Gauntlet".to_owned()),
             daos: vec![VoterInDao {
                 dao_id: "uniswap".to_owned(),
                 voting_power: Some("2755022.0714428956".to_owned()),
+                voting_power_from_float: Some(true),
                 votes_cast: "17".to_owned(),
                 participation_rate: "0.68".to_owned(),
                 first_vote_at: Some(Timestamp::known("2025-03-04T00:00:00.000Z")),
@@ -121,16 +126,22 @@ impl poem_openapi::types::Example for VoterProfile {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct VoterVote {
+    #[oai(flatten)]
+    pub voter: VoterNames,
     pub proposal: ItemRef,
     /// The choice exactly as recorded.
     pub choice: String,
+    /// Exact voting power as received.
     pub voting_power: String,
+    /// {{VOTING_POWER_FROM_FLOAT}}
+    pub voting_power_from_float: bool,
     pub created_at: Timestamp,
 }
 
 impl poem_openapi::types::Example for VoterVote {
     fn example() -> Self {
         Self {
+            voter: gauntlet(),
             proposal: ItemRef {
                 kind: ItemKind::Proposal,
                 dao_id: "uniswap".to_owned(),
@@ -142,8 +153,18 @@ impl poem_openapi::types::Example for VoterVote {
             },
             choice: "3".to_owned(),
             voting_power: "2755022.0714428956".to_owned(),
+            voting_power_from_float: true,
             created_at: Timestamp::known("2025-12-03T00:00:00.000Z"),
         }
+    }
+}
+
+/// The examples' voter, as the bundled sample names it.
+fn gauntlet() -> VoterNames {
+    VoterNames {
+        voter_identity: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
+        address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
+        ens: Some("gauntletgov.eth".to_owned()),
     }
 }
 
@@ -216,11 +237,10 @@ impl Api {
             },
             |(rank, (s, v))| RankedVoter {
                 rank: rank.to_string(),
-                address: v.as_ref().map_or_else(|| address::display(&s.voter), |v| v.address_display.clone()),
-                ens: v.and_then(|v| v.ens),
                 participation_rate: rate(s.votes_cast, proposals),
-                voter_identity: s.voter,
+                voter: VoterNames::new(s.voter, v.and_then(|v| v.ens)),
                 voting_power: s.voting_power,
+                voting_power_from_float: s.vp_from_float,
                 votes_cast: s.votes_cast.to_string(),
                 first_vote_at: Timestamp::from_ms(s.first_vote_ms),
                 last_vote_at: Timestamp::from_ms(s.last_vote_ms),
@@ -255,9 +275,7 @@ impl Api {
         daos.sort();
         daos.dedup();
         let profile = VoterProfile {
-            voter_identity: voter.address.clone(),
-            address: voter.address_display,
-            ens: voter.ens,
+            voter: VoterNames::new(voter.address, voter.ens),
             name: voter.name,
             daos: daos
                 .into_iter()
@@ -266,6 +284,7 @@ impl Api {
                     let d = standing.delegations.iter().find(|d| d.dao_id == dao);
                     VoterInDao {
                         voting_power: s.map(|s| s.voting_power.clone()),
+                        voting_power_from_float: s.map(|s| s.vp_from_float),
                         votes_cast: s.map_or(0, |s| s.votes_cast).to_string(),
                         participation_rate: rate(
                             s.map_or(0, |s| s.votes_cast),
@@ -275,6 +294,7 @@ impl Api {
                         last_vote_at: s.map(|s| Timestamp::from_ms(s.last_vote_ms)),
                         delegation: d.map(|d| Delegation {
                             voting_power: d.voting_power.clone(),
+                            voting_power_from_float: DELEGATED_POWER_FROM_FLOAT,
                             voting_power_raw: d.voting_power_raw.clone(),
                             decimals: d.decimals,
                             delegators: d.delegators_count.map(|n| n.to_string()),
@@ -317,7 +337,9 @@ impl Api {
         let limit = V2Limit::resolve(limit.0);
         let window = resolve_v2_window(from.0, to.0, <VoterVotesListV2 as Operation>::WINDOW)?;
         let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
-        store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
+        let voter = store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
+        // Every row names the same voter: the one just read (no further query).
+        let names = VoterNames::new(voter.address, voter.ens);
         let list = Listing::<VoterVotesListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
             ("voter", addr.clone()),
             ("daoId", dao_id.0.clone().unwrap_or_default()),
@@ -330,6 +352,7 @@ impl Api {
             rows,
             |(v, _)| vec![v.created_ms.to_string(), v.id.to_string()],
             |(v, p)| VoterVote {
+                voter: names.clone(),
                 proposal: ItemRef {
                     kind: ItemKind::Proposal,
                     dao_id: p.dao_id,
@@ -341,6 +364,7 @@ impl Api {
                 },
                 choice: v.choice,
                 voting_power: v.voting_power,
+                voting_power_from_float: v.vp_from_float,
                 created_at: Timestamp::from_ms(v.created_ms),
             },
         ))

@@ -9,3 +9,4 @@ pub mod item;
 pub mod proposal;
 pub mod signal;
 pub mod topic;
+pub mod voter;

@@ -7,18 +7,19 @@ use poem_openapi::{
     registry::{MetaSchema, MetaSchemaRef},
     types::{ParseError, ParseFromParameter, ParseResult, Type},
 };
+use sea_orm::ConnectionTrait;
 
 use crate::api::views::{
     citation::{self, Citation, fields},
     item::ItemRef,
+    voter::{KnownVoters, VoterNames},
 };
 use crate::contract::time::Timestamp;
-use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::UnknownValue;
+use crate::contract::vocabulary::{ItemKind, ProposalSource};
 use crate::contract::{
     errors::Problem,
     signals::{Severity, SignalKind, rules_text},
-    time::rfc3339_ms,
 };
 use crate::rules::signals::{CitationRecord, Evidence};
 use crate::store::keys;
@@ -114,10 +115,14 @@ pub struct SignalChoiceScore {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct DecidingVote {
-    /// Lowercase 0x address.
+    /// Lowercase 0x address (the same as `voterIdentity`).
     pub voter: String,
+    #[oai(flatten)]
+    pub names: VoterNames,
     /// Exact voting power as received.
     pub voting_power: String,
+    /// {{VOTING_POWER_FROM_FLOAT}}
+    pub voting_power_from_float: bool,
     /// The choice exactly as the upstream gave it.
     pub choice: String,
     /// What the vote gave the leading choice minus what it gave the runner-up (margin rule).
@@ -179,8 +184,8 @@ pub struct SignalEvidence {
     pub prior_proposals: Option<String>,
     /// Posts within the spike window.
     pub posts_in_window: Option<String>,
-    pub window_start: Option<String>,
-    pub window_end: Option<String>,
+    pub window_start: Option<Timestamp>,
+    pub window_end: Option<Timestamp>,
     /// Posts of the topic held.
     pub topic_posts: Option<String>,
     /// Where each number comes from.
@@ -188,8 +193,26 @@ pub struct SignalEvidence {
 }
 
 impl SignalEvidence {
-    fn from_store(e: Evidence) -> Self {
-        Self {
+    /// The stored evidence of a signal about a proposal from `source` (the signal's
+    /// `subject_source`), its deciding voter named from `known`.
+    fn from_store(e: Evidence, source: &str, known: &KnownVoters) -> Result<Self, UnknownValue> {
+        // The stored deciding vote carries no flag (and stored evidence must keep parsing): whether
+        // its power arrived as a float is what its proposal's source declares, as for every vote.
+        let deciding_vote = e
+            .deciding_vote
+            .map(|v| {
+                Ok::<_, UnknownValue>(DecidingVote {
+                    names: known.names(&v.voter),
+                    voter: v.voter,
+                    voting_power: v.voting_power,
+                    voting_power_from_float: ProposalSource::parse(source)?.power_from_float(),
+                    choice: v.choice,
+                    effect: v.effect,
+                    created_at: Timestamp::from_ms(v.created_ms),
+                })
+            })
+            .transpose()?;
+        Ok(Self {
             voting_type: e.voting_type,
             state: e.state,
             scores_total: e.scores_total,
@@ -209,13 +232,7 @@ impl SignalEvidence {
             time_left_ms: e.time_left_ms,
             outcome_basis: e.outcome_basis,
             decided_by: e.decided_by,
-            deciding_vote: e.deciding_vote.map(|v| DecidingVote {
-                voter: v.voter,
-                voting_power: v.voting_power,
-                choice: v.choice,
-                effect: v.effect,
-                created_at: Timestamp::from_ms(v.created_ms),
-            }),
+            deciding_vote,
             scores_total_without_vote: e.scores_total_without_vote,
             median_upstream_votes: e.median_upstream_votes,
             history_proposals: e.history_proposals,
@@ -223,11 +240,11 @@ impl SignalEvidence {
             author: e.author,
             prior_proposals: e.prior_proposals,
             posts_in_window: e.posts_in_window,
-            window_start: e.window_start_ms.map(rfc3339_ms),
-            window_end: e.window_end_ms.map(rfc3339_ms),
+            window_start: e.window_start_ms.map(Timestamp::from_ms),
+            window_end: e.window_end_ms.map(Timestamp::from_ms),
             topic_posts: e.topic_posts,
             citations: e.citations.into_iter().map(citation).collect(),
-        }
+        })
     }
 }
 
@@ -269,16 +286,31 @@ pub struct Signal {
 }
 
 impl Signal {
-    pub fn from_record(r: SignalRecord) -> Result<Self, Problem> {
-        let evidence = r.evidence().map_err(|e| {
-            tracing::error!(error = %e, key = %r.signal.natural_key, "unreadable signal evidence");
-            Problem::new(crate::contract::errors::ErrorCode::InternalError, "The request failed on our side.")
-        })?;
+    /// The signals of `records`, in order. The deciding voters of the page are named from the
+    /// store's voters, read at once (one query, none when no signal has a deciding vote).
+    pub async fn from_records(db: &impl ConnectionTrait, records: Vec<SignalRecord>) -> Result<Vec<Self>, Problem> {
+        let read = records
+            .into_iter()
+            .map(|r| {
+                let evidence = r.evidence().map_err(|e| {
+                    tracing::error!(error = %e, key = %r.signal.natural_key, "unreadable signal evidence");
+                    Problem::new(crate::contract::errors::ErrorCode::InternalError, "The request failed on our side.")
+                })?;
+                Ok((r, evidence))
+            })
+            .collect::<Result<Vec<_>, Problem>>()?;
+        let voters = read.iter().filter_map(|(_, e)| Some(e.deciding_vote.as_ref()?.voter.clone()));
+        let known = KnownVoters::load(db, voters).await.map_err(|e| Problem::from_store(&e))?;
+        read.into_iter().map(|(r, evidence)| Self::from_record(r, evidence, &known)).collect()
+    }
+
+    fn from_record(r: SignalRecord, evidence: Evidence, known: &KnownVoters) -> Result<Self, Problem> {
         let s = r.signal;
         let unknown = |vocabulary, text: &str| UnknownValue { vocabulary, text: text.to_owned() };
         let kind = SignalKind::parse(&s.kind).ok_or_else(|| unknown("signal kind", &s.kind))?;
         let severity = Severity::parse(&s.severity).ok_or_else(|| unknown("severity", &s.severity))?;
         let item_kind = ItemKind::parse(&s.subject_kind)?;
+        let evidence = SignalEvidence::from_store(evidence, &s.subject_source, known)?;
         Ok(Self {
             id: keys::signal_id(&s.natural_key),
             key: s.natural_key,
@@ -297,7 +329,7 @@ impl Signal {
             dao_id: s.dao_id,
             detected_at: Timestamp::from_ms(s.detected_ms),
             summary: s.summary,
-            evidence: SignalEvidence::from_store(evidence),
+            evidence,
         })
     }
 }

@@ -13,6 +13,8 @@ pub struct Model {
     pub votes_cast: i64,
     /// Voting power of the voter's most recent vote in the DAO, exact text.
     pub voting_power: String,
+    /// The same vote's `votes.vp_from_float` (migration 12).
+    pub vp_from_float: bool,
     pub vp_sort: String,
     pub first_vote_ms: i64,
     pub last_vote_ms: i64,

@@ -17,6 +17,7 @@ mod m0008_revision_counts;
 mod m0009_ranking_covers;
 mod m0010_rate_limits;
 mod m0011_run_heartbeat;
+mod m0012_voter_stats_float;
 
 pub struct Migrator;
 
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0009_ranking_covers::Migration),
             Box::new(m0010_rate_limits::Migration),
             Box::new(m0011_run_heartbeat::Migration),
+            Box::new(m0012_voter_stats_float::Migration),
         ]
     }
 }
