@@ -45,6 +45,8 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         .at("/v1/openapi.yaml", get(document_yaml).data(Version::V1))
         .at("/v2/openapi.json", get(document_json).data(Version::V2))
         .at("/v2/openapi.yaml", get(document_yaml).data(Version::V2))
+        .at("/v1/openapi.3.1.json", get(document_json31).data(Version::V1))
+        .at("/v2/openapi.3.1.json", get(document_json31).data(Version::V2))
         .at("/llms.txt", get(llms_txt))
         .at("/docs", get(make_sync(|_| Html(DOCS_INDEX))))
         .at("/docs/v1", get(make_sync(move |_| Html(v1_redoc.clone()))))
@@ -222,6 +224,11 @@ fn redoc_page(html: &str, raw_spec: &str, published: &Published) -> String {
 #[handler]
 fn document_json(docs: Data<&AppState>, version: Data<&Version>) -> Response {
     Response::builder().content_type("application/json").body(docs.documents.get(*version.0).json_text.clone())
+}
+
+#[handler]
+fn document_json31(docs: Data<&AppState>, version: Data<&Version>) -> Response {
+    Response::builder().content_type("application/json").body(docs.documents.get(*version.0).json31_text.clone())
 }
 
 #[handler]

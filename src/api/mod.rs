@@ -87,12 +87,14 @@ impl Documents {
     }
 
     /// The published files under `openapi/`, by name, with their content.
-    pub fn files(&self) -> [(&'static str, &str); 5] {
+    pub fn files(&self) -> [(&'static str, &str); 7] {
         [
             ("v1.json", &self.v1.json_text),
             ("v1.yaml", &self.v1.yaml_text),
+            ("v1.3.1.json", &self.v1.json31_text),
             ("v2.json", &self.v2.json_text),
             ("v2.yaml", &self.v2.yaml_text),
+            ("v2.3.1.json", &self.v2.json31_text),
             ("llms.txt", &self.llms_txt),
         ]
     }

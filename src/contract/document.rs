@@ -26,6 +26,8 @@ pub struct Published {
     pub json: Value,
     pub json_text: String,
     pub yaml_text: String,
+    /// The OpenAPI 3.1 rendition (`super::openapi31`), JSON.
+    pub json31_text: String,
     paths: Vec<PathEntry>,
 }
 
@@ -62,8 +64,9 @@ impl Published {
         finish(version, &mut json, prices);
         let json_text = serde_json::to_string_pretty(&json).expect("a JSON value serialises") + "\n";
         let yaml_text = super::yaml::to_yaml(&json);
+        let json31_text = rendition_text(&json);
         let paths = path_entries(&json);
-        Self { version, json, json_text, yaml_text, paths }
+        Self { version, json, json_text, yaml_text, json31_text, paths }
     }
 
     /// The document as a deployment serves it: `servers` names `url`, the public base URL the
@@ -73,6 +76,7 @@ impl Published {
         self.json["servers"] = json!([{ "url": url, "description": "This deployment." }]);
         self.json_text = serde_json::to_string_pretty(&self.json).expect("a JSON value serialises") + "\n";
         self.yaml_text = super::yaml::to_yaml(&self.json);
+        self.json31_text = rendition_text(&self.json);
         self
     }
 
@@ -156,6 +160,10 @@ impl Published {
     pub fn operations(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.paths.iter().flat_map(|e| e.operations.iter().map(move |(m, id)| (m.as_str(), &*e.template, id.as_str())))
     }
+}
+
+fn rendition_text(doc: &Value) -> String {
+    serde_json::to_string_pretty(&super::openapi31::rendition(doc)).expect("a JSON value serialises") + "\n"
 }
 
 fn path_entries(doc: &Value) -> Vec<PathEntry> {

@@ -217,6 +217,8 @@ on_both_backends!(served_documents_are_the_generated_ones, |app: TestApp| async 
         ("/v1/openapi.yaml", "v1.yaml", "application/yaml"),
         ("/v2/openapi.json", "v2.json", "application/json"),
         ("/v2/openapi.yaml", "v2.yaml", "application/yaml"),
+        ("/v1/openapi.3.1.json", "v1.3.1.json", "application/json"),
+        ("/v2/openapi.3.1.json", "v2.3.1.json", "application/json"),
     ] {
         let r = app.get(path).await;
         assert_eq!(r.status(), 200, "{path}");
@@ -319,3 +321,49 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
     assert_eq!(text.lines().filter(|l| l.starts_with("- [GET ")).count(), lines, "no line without an operation");
     assert!(text.contains("(https://api.govdata.test/v1/meta/pricing)"));
 });
+
+// The 3.1 renditions state the same operations as the 3.0 documents, every schema in JSON Schema
+// 2020-12 form (no 3.0-only `nullable`, no schema `example`), and the same components.
+#[test]
+fn the_3_1_renditions_state_the_same_contract() {
+    let documents = Documents::build(Prices::default());
+    for published in [&documents.v1, &documents.v2] {
+        let r: Value = serde_json::from_str(&published.json31_text).unwrap();
+        assert_eq!(r["openapi"], "3.1.0");
+        let ops = |d: &Value| -> Vec<(String, String, String)> {
+            d["paths"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .flat_map(|(p, i)| {
+                    i.as_object()
+                        .unwrap()
+                        .iter()
+                        .map(move |(m, o)| (p.clone(), m.clone(), o["operationId"].to_string()))
+                })
+                .collect()
+        };
+        assert_eq!(ops(&r), ops(&published.json));
+        let names = |d: &Value| d["components"]["schemas"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&r), names(&published.json));
+        let text = serde_json::to_string(&r["components"]["schemas"]).unwrap();
+        assert!(!text.contains("\"nullable\"") && !text.contains("\"example\":"), "2020-12 keywords only");
+        assert!(text.contains("\"examples\":["), "examples carried over");
+        // Outside schemas, the paths say the same.
+        let (mut same, mut original) = (r["paths"].clone(), published.json["paths"].clone());
+        strip_schemas(&mut same);
+        strip_schemas(&mut original);
+        assert_eq!(same, original, "{:?}: only schemas differ", published.version);
+    }
+}
+
+fn strip_schemas(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("schema");
+            o.values_mut().for_each(strip_schemas);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_schemas),
+        _ => {}
+    }
+}
