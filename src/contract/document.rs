@@ -212,9 +212,31 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{TITLE_MAX_WORDS}}", lookup::TITLE_MAX_WORDS.to_string()),
         ("{{EVIDENCE_LARGEST_VOTES_WORD}}", spelled(lookup::EVIDENCE_LARGEST_VOTES)),
         ("{{LOOKUP_ALTERNATIVES_WORD}}", spelled(lookup::ALTERNATIVES)),
+        ("{{LOOKUP_CONFIDENCE_FLOOR}}", lookup::CONFIDENCE_FLOOR.to_owned()),
+        ("{{LOOKUP_CLOSEST_CANDIDATES_WORD}}", spelled(lookup::CLOSEST_CANDIDATES)),
+        ("{{LOOKUP_TYPO_EDITS}}", typo_edits()),
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
         ("{{VOTING_POWER_FROM_FLOAT}}", super::decimal::FROM_FLOAT_TEXT.to_owned()),
     ]
+}
+
+/// The typo allowance of title lookup in words: `up to one edit in a word of four or more
+/// characters, two in one of eight or more`.
+fn typo_edits() -> String {
+    let mut rules: Vec<(usize, usize)> = super::limits::lookup::TYPO_EDITS.to_vec();
+    rules.sort();
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, (min, edits))| match i {
+            0 => {
+                let unit = if *edits == 1 { "edit" } else { "edits" };
+                format!("up to {} {unit} in a word of {} or more characters", spelled(*edits), spelled(*min))
+            }
+            _ => format!("{} in one of {} or more", spelled(*edits), spelled(*min)),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A small count as prose writes it (`ten largest votes`); digits beyond twelve.
@@ -262,6 +284,7 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
                 });
                 op["x-govdata-access"] = access;
                 tidy_success_responses(op);
+                document_error_notes(decl, op);
                 if let Access::Paid(_) = decl.access {
                     any_paid = true;
                     // Alternatives: a partner token, or an x402 payment of either generation.
@@ -389,6 +412,21 @@ fn standard_integer_formats(value: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(standard_integer_formats),
         _ => {}
+    }
+}
+
+/// An error response an operation declares a note on shows the note's example body.
+fn document_error_notes(decl: &operations::OperationDecl, op: &mut Value) {
+    for note in decl.notes {
+        let status = note.code.status().to_string();
+        let media = op
+            .get_mut("responses")
+            .and_then(|r| r.get_mut(status.as_str()))
+            .and_then(|r| r.get_mut("content"))
+            .and_then(|c| c.get_mut(super::errors::PROBLEM_CONTENT_TYPE));
+        if let (Some(Value::Object(media)), Ok(example)) = (media, serde_json::to_value((note.example)())) {
+            media.insert("example".to_owned(), example);
+        }
     }
 }
 

@@ -158,17 +158,44 @@ pub struct FieldError {
     pub received: Option<String>,
 }
 
-/// An item an ambiguous identifier could mean.
+/// An item an ambiguous identifier could mean, or a proposal a title lookup found too unsure.
 #[derive(Debug, Clone, PartialEq, Eq, Object, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct Candidate {
     pub dao_id: String,
     pub kind: String,
     pub source: String,
     pub external_id: String,
     pub title: String,
+    /// A title lookup's candidates: how well the title matches, a decimal in [0, 1] by the rule of
+    /// the lookup's `match.confidence`, below {{LOOKUP_CONFIDENCE_FLOOR}}.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<String>,
 }
+
+/// What one operation's error response says beyond its code's usual text ([`ErrorCode::when`]):
+/// the description of the response in the document, and an example body.
+#[derive(Clone, Copy)]
+pub struct ErrorNote {
+    pub code: ErrorCode,
+    pub text: &'static str,
+    pub example: fn() -> Problem,
+}
+
+impl std::fmt::Debug for ErrorNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ErrorNote").field("code", &self.code).field("text", &self.text).finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for ErrorNote {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.text == other.text
+    }
+}
+
+impl Eq for ErrorNote {}
 
 /// RFC 9457 problem details, the body of every error response.
 #[derive(Debug, Clone, PartialEq, Eq, Object, Serialize)]
@@ -192,7 +219,9 @@ pub struct Problem {
     /// The invalid inputs, each by its public name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<FieldError>>,
-    /// For AMBIGUOUS_IDENTIFIER: the items the identifier matches.
+    /// For AMBIGUOUS_IDENTIFIER: the items the identifier matches. For NOT_FOUND of a title
+    /// lookup (`GET /v1/proposals/lookup?title=`): the closest proposals, each with its
+    /// `confidence`, closest first (an empty list when no title comes close).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub candidates: Option<Vec<Candidate>>,
     /// For PAYMENT_REQUIRED: the x402 v1 challenge's version (`1`). The v2 challenge travels in
@@ -239,6 +268,27 @@ impl Problem {
 
     pub fn not_found(what: impl Into<String>) -> Self {
         Self::new(ErrorCode::NotFound, what)
+    }
+
+    /// The documented 404 of a title lookup sure of nothing.
+    pub fn lookup_not_found_example() -> Self {
+        Self {
+            request_id: "01J9Z7Q4T8ZK3M2N5P6R7S8T9V".to_owned(),
+            candidates: Some(vec![Candidate {
+                dao_id: "uniswap".to_owned(),
+                kind: "proposal".to_owned(),
+                source: "snapshot".to_owned(),
+                external_id: "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned(),
+                title: "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks"
+                    .to_owned(),
+                confidence: Some("0.4167".to_owned()),
+            }]),
+            ..Self::not_found(format!(
+                "No proposal title matches `title` = `statute zebra` with a confidence of at least {}; \
+                 `candidates` lists the closest.",
+                super::limits::lookup::CONFIDENCE_FLOOR
+            ))
+        }
     }
 
     fn example_value() -> Self {
@@ -325,9 +375,10 @@ impl<Op: Operation> poem_openapi::ApiResponse for ApiError<Op> {
         // One response per status: codes sharing a status (400) share its description.
         let mut by_status: Vec<(u16, Vec<&'static str>)> = Vec::new();
         for code in Op::error_codes() {
+            let text = Op::DECL.note(code).map_or(code.when(), |n| n.text);
             match by_status.iter_mut().find(|(s, _)| *s == code.status()) {
-                Some((_, texts)) => texts.push(code.when()),
-                None => by_status.push((code.status(), vec![code.when()])),
+                Some((_, texts)) => texts.push(text),
+                None => by_status.push((code.status(), vec![text])),
             }
         }
         MetaResponses {

@@ -80,6 +80,21 @@ pub mod lookup {
     pub const CONFIDENCE_QUERY_WEIGHT: &str = "0.8";
     pub const CONFIDENCE_TITLE_WEIGHT: &str = "0.2";
     pub const CONFIDENCE_DECIMALS: i64 = 4;
+    /// Title lookup: a query word may reach the beginning of a title word through typos, as many
+    /// edits (a letter substituted, inserted or dropped, two neighbours swapped) as its length
+    /// allows: `(shortest word length, edits)`, longest first; shorter words must match exactly.
+    /// A word matched through `e` edits counts `1 - e / its letters` instead of 1 in both shares.
+    pub const TYPO_EDITS: &[(usize, usize)] = &[(8, 2), (4, 1)];
+    /// Title lookup: the lowest confidence answered. A best title match below it is no match:
+    /// 404 NOT_FOUND whose `candidates` lists the closest titles (URL and external-id matches
+    /// are exact and never below it).
+    pub const CONFIDENCE_FLOOR: &str = "0.6";
+    /// Title lookup below the floor: candidates listed in the 404, closest first.
+    pub const CLOSEST_CANDIDATES: usize = 5;
+    /// Title lookup when no title has every word: candidates come from trigram indexes (SQLite
+    /// FTS5 `trigram`, PostgreSQL `pg_trgm`), titles holding the most of the query words'
+    /// three-letter pieces first; at most this many pieces of the query are looked up.
+    pub const TITLE_MAX_TRIGRAMS: usize = 48;
     /// Items: rows an external id may match before the answer is AMBIGUOUS_IDENTIFIER; candidates listed.
     pub const ITEM_CANDIDATES: u64 = 20;
     /// Characters of a forum topic's first post shown as its excerpt.

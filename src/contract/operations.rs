@@ -3,7 +3,7 @@
 //! type (`ApiError<op::DaosListV1>`); the document, `/v1/meta/pricing` and the access gate read
 //! this table. A test checks that the table and the served documents list the same operations.
 use super::access::{Access, Tier, Version};
-use super::errors::ErrorCode;
+use super::errors::{ErrorCode, ErrorNote, Problem};
 use super::limits::{
     EVENTS, EVENTS_AND_SIGNALS_WINDOW, MOST_LISTS, PROPOSAL_VOTES, PROPOSALS_AND_HISTORY_WINDOW, PageSize, Window,
 };
@@ -40,6 +40,9 @@ pub struct OperationDecl {
     pub page: Option<PageSize>,
     /// The longest time window, for operations that take one (handlers read [`Operation::WINDOW`]).
     pub window: Option<Window>,
+    /// What an error response of this operation says beyond its code's usual text (its
+    /// description and an example body in the document).
+    pub notes: &'static [ErrorNote],
 }
 
 impl OperationDecl {
@@ -59,6 +62,11 @@ impl OperationDecl {
             Access::Free => None,
             Access::Paid(tier) => Some(tier),
         }
+    }
+
+    /// The note on `code`'s response, when the operation declares one.
+    pub fn note(&self, code: ErrorCode) -> Option<&'static ErrorNote> {
+        self.notes.iter().find(|n| n.code == code)
     }
 
     pub fn error_codes(&self) -> Vec<ErrorCode> {
@@ -90,9 +98,18 @@ macro_rules! optional {
     };
 }
 
+macro_rules! notes {
+    () => {
+        &[]
+    };
+    ($notes:ident) => {
+        $notes
+    };
+}
+
 macro_rules! operations {
     ($($(#[$doc:meta])* $name:ident = $id:literal, $version:ident, $access:expr, [$($err:ident),*]
-        $(, page $page:ident)? $(, window $window:ident)?;)*) => {
+        $(, page $page:ident)? $(, window $window:ident)? $(, notes $notes:ident)?;)*) => {
         $(
             $(#[$doc])*
             pub struct $name;
@@ -104,6 +121,7 @@ macro_rules! operations {
                     errors: &[$(ErrorCode::$err),*],
                     page: optional!($($page)?),
                     window: optional!($($window)?),
+                    notes: notes!($($notes)?),
                 };
             }
         )*
@@ -111,6 +129,15 @@ macro_rules! operations {
         pub const ALL: &[OperationDecl] = &[$(<$name as Operation>::DECL),*];
     };
 }
+
+/// A title lookup sure of nothing answers 404 with the closest candidates.
+const LOOKUP_NOTES: &[ErrorNote] = &[ErrorNote {
+    code: ErrorCode::NotFound,
+    text: "NOT_FOUND: nothing has this URL or external id; or no title matches with a confidence of at least \
+           {{LOOKUP_CONFIDENCE_FLOOR}}, and `candidates` lists up to {{LOOKUP_CLOSEST_CANDIDATES_WORD}} of the closest \
+           proposals, closest first, each with its `confidence` (an empty list when no title comes close).",
+    example: Problem::lookup_not_found_example,
+}];
 
 use Access::{Free, Paid};
 use Tier::{Plus, Standard};
@@ -127,7 +154,7 @@ operations! {
     /// `GET /v1/governance-signals`
     SignalsListV1 = "signals_list", V1, Paid(Standard), [ValidationError], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v1/proposals/lookup`
-    ProposalsLookupV1 = "proposals_lookup", V1, Paid(Standard), [ValidationError, NotFound];
+    ProposalsLookupV1 = "proposals_lookup", V1, Paid(Standard), [ValidationError, NotFound], notes LOOKUP_NOTES;
     /// `GET /v1/system/freshness`
     FreshnessGetV1 = "freshness_get", V1, Paid(Standard), [];
     /// `GET /v1/daos/{daoId}/brief`

@@ -8,7 +8,7 @@ use crate::fixtures::stores::synthetic_database;
 use crate::helpers::{TestApp, snapshot_settings, spawn_app_on};
 use crate::on_both_backends;
 
-fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
@@ -78,11 +78,61 @@ on_both_backends!(lookup_by_title_partial_and_reordered, |app: TestApp| async mo
     // The full title is a certain match.
     let (_, body) = lookup(&app, &format!("title={}", encode(RFC_TITLE))).await;
     assert_eq!(body["data"]["match"]["confidence"], "1");
-    // No title has both words: falls back to any word, at a lower confidence (0.8 × 1/2 + 0.2 × 1/12).
+    // No title has both words: the closest has one, at 0.8 × 1/2 + 0.2 × 1/12, below the floor:
+    // no match, and the 404 names it.
     let (status, body) = lookup(&app, &format!("title={}", encode("statute zebra"))).await;
-    assert_eq!(status, 200);
-    assert_eq!(body["data"]["proposal"]["externalId"], RFC_ID);
-    assert_eq!(body["data"]["match"]["confidence"], "0.4167");
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["candidates"][0]["externalId"], RFC_ID);
+    assert_eq!(body["candidates"][0]["confidence"], "0.4167");
+    // The documented example of this 404 is this answer.
+    let example = serde_json::to_value(govdata::contract::errors::Problem::lookup_not_found_example()).unwrap();
+    assert_eq!(body["detail"], example["detail"]);
+    assert_eq!(body["candidates"][0], example["candidates"][0]);
+});
+
+on_both_backends!(lookup_by_title_with_typos, |app: TestApp| async move {
+    // Swapped neighbours, dropped letters: trigrams find the title, the typo allowance scores it.
+    for (query, confidence) in [
+        // statue → statu(te): 5/6; of: 1; limitaions → limitat(ions): 9/10;
+        // 0.8 × (41/15 ÷ 3) + 0.2 × (41/15 ÷ 12).
+        ("Statue of Limitaions", "0.7744"),
+        ("Establishign a Statute of Limitatoins for Temprature Checks", "0.9013"),
+    ] {
+        let (status, body) = lookup(&app, &format!("title={}", encode(query))).await;
+        assert_eq!(status, 200, "{query}: {body}");
+        assert_eq!(body["data"]["proposal"]["externalId"], RFC_ID, "{query}");
+        assert_eq!(body["data"]["match"], serde_json::json!({"by": "title", "confidence": confidence}), "{query}");
+    }
+    let (status, body) = lookup(&app, &format!("title={}", encode("Adopt an OEV Solution on Mantel"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["proposal"]["title"], "Adopt an OEV Solution on Mantle (2025 RFP)");
+});
+
+// The example: one common word of six found is no match. The 404 lists the closest.
+on_both_backends!(lookup_nonsense_title_is_not_found_with_candidates, |app: TestApp| async move {
+    let (status, body) = lookup(&app, &format!("title={}", encode("zzzz qqqq no such proposal xkcd"))).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["code"], "NOT_FOUND");
+    let candidates = body["candidates"].as_array().expect("candidates");
+    assert!(!candidates.is_empty() && candidates.len() <= 5, "{body}");
+    for c in candidates {
+        assert_eq!(c["kind"], "proposal");
+        let confidence: f64 = c["confidence"].as_str().unwrap().parse().unwrap();
+        assert!(confidence > 0.0 && confidence < 0.6, "{c}");
+    }
+    assert_no_floats(&body, "$");
+    let mut settings = snapshot_settings();
+    settings.add_redaction(".requestId", "[requestId]");
+    settings.bind(|| insta::assert_json_snapshot!("v1_proposals_lookup_nonsense_title", body));
+
+    // Nothing close at all: an empty list.
+    let (status, body) = lookup(&app, "title=qwxzzy").await;
+    assert_eq!(status, 404);
+    assert_eq!(body["candidates"], serde_json::json!([]));
+    // Identifiers are exact: no candidates.
+    let (status, body) = lookup(&app, "externalId=0xnothing").await;
+    assert_eq!(status, 404);
+    assert!(body.get("candidates").is_none(), "{body}");
 });
 
 on_both_backends!(lookup_by_title_ranks_and_filters, |app: TestApp| async move {
@@ -148,8 +198,10 @@ on_both_backends!(lookup_rejects_and_misses, |app: TestApp| async move {
     assert_eq!(status, 400);
     assert_eq!(body["errors"][0]["name"], "title");
 
-    // Words beyond the search's limit are dropped, and the echo says which were used.
-    let words: Vec<String> = std::iter::once("statute".to_owned()).chain((2..=20).map(|i| format!("w{i}"))).collect();
+    // Words beyond the search's limit are dropped, and the echo says which were used: the
+    // title's twelve words and four others are searched (12 of 16 found: a match).
+    let words: Vec<String> =
+        govdata::rules::lookup::words(RFC_TITLE).into_iter().chain((13..=20).map(|i| format!("w{i}"))).collect();
     let (_, body) = lookup(&app, &format!("title={}", words.join("+"))).await;
     assert_eq!(
         body["request"]["adjustments"],
@@ -207,4 +259,27 @@ on_both_backends!(lookup_tally_and_discourse_urls, |backend: Backend| async move
     assert_eq!(body["data"]["match"]["by"], "title");
     // Topic title words: synthetic zebra discussion of the statute limitations (7): 0.8 + 0.2 × 1/7.
     assert_eq!(body["data"]["match"]["confidence"], "0.8286");
+});
+
+// The trigram indexes follow what publication writes, in the same transaction as the rows (SQLite
+// triggers, a PostgreSQL index): a title published, then renamed upstream, is found with typos
+// by its new title (which shares no three-letter piece with the old one, so only an updated index
+// finds it), and no longer by the old.
+on_both_backends!(lookup_trigram_indexes_follow_publication, |backend: Backend| async move {
+    use crate::fixtures::testgov::{big, options, world};
+    let w = world(backend).await;
+    govdata::ingest::run_once(&w.db, &w.registry, &options()).await.expect("first run");
+    let (status, body) = lookup(&w.app, &format!("title={}", encode("Fund the grnats progam"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["proposal"]["externalId"], big());
+
+    w.hub_data.lock().unwrap().proposals[0].title = "Scholarship committee renewal".to_owned();
+    let run = govdata::ingest::run_once(&w.db, &w.registry, &options()).await.expect("second run");
+    assert!(run.published.revision_id.is_some(), "the new title is published: {run}");
+    let (status, body) = lookup(&w.app, &format!("title={}", encode("Scholarhsip comittee renwal"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["proposal"]["externalId"], big());
+    assert_eq!(body["data"]["proposal"]["title"], "Scholarship committee renewal");
+    let (status, body) = lookup(&w.app, &format!("title={}", encode("grnats progam"))).await;
+    assert_eq!(status, 404, "the old title no longer resolves: {body}");
 });

@@ -20,6 +20,7 @@ mod ingest;
 mod items;
 mod limits;
 mod lookup;
+mod lookup_eval;
 mod migrations;
 mod observability;
 mod payments;

@@ -147,6 +147,7 @@ impl Api {
                             source: p.source.clone(),
                             external_id: p.external_id.clone(),
                             title: p.title.clone(),
+                            confidence: None,
                         })
                         .collect();
                     return Err(ambiguous("proposal", &id, candidates).into());
@@ -166,6 +167,7 @@ impl Api {
                             source: "discourse".to_owned(),
                             external_id: t.external_id.clone(),
                             title: t.title.clone(),
+                            confidence: None,
                         })
                         .collect();
                     return Err(ambiguous("forum topic", &id, candidates).into());

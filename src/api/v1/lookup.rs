@@ -8,11 +8,13 @@ use super::V1Tag;
 use crate::api::{AppState, views::proposal::ProposalSummary};
 use crate::contract::envelope::AdjustmentReason;
 use crate::contract::urls::{ProposalUrl, parse_url, split_host};
-use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{ItemKind, SourceKind};
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
-    errors::{ApiError, ErrorCode, FieldError, ParamLocation, Problem},
-    limits::lookup::{ALTERNATIVES, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS},
+    errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
+    limits::lookup::{
+        ALTERNATIVES, CLOSEST_CANDIDATES, CONFIDENCE_FLOOR, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS,
+    },
     operations::ProposalsLookupV1 as Op,
 };
 use crate::rules::lookup::{self, TitleScores, identifier_confidence};
@@ -35,8 +37,13 @@ pub struct LookupMatch {
     /// A decimal in [0, 1]. URL and external-id matches: `1` when the identifier names one
     /// proposal, `1/n` each when it names n proposals (in several DAOs). Title matches:
     /// `0.8 × (query words found in the title ÷ query words) + 0.2 × (title words matched ÷
-    /// title words)`, a query word matching the title words it begins; rounded half-even to 4
-    /// decimals. Identical on both store backends.
+    /// title words)`, a query word matching the title words it begins. A query word with typos
+    /// (characters substituted, inserted or dropped, neighbours swapped: {{LOOKUP_TYPO_EDITS}};
+    /// none in shorter words) matches a title word it begins after those edits, and counts
+    /// `1 − edits ÷ its characters` instead of 1 on both sides; each word counts its best match.
+    /// Rounded half-even to 4 decimals; identical on both store backends. A title match is
+    /// answered only at {{LOOKUP_CONFIDENCE_FLOOR}} or above: below, the answer is 404 with the
+    /// closest `candidates`.
     pub confidence: String,
 }
 
@@ -96,11 +103,14 @@ impl Api {
     /// (`https://www.tally.xyz/gov/<org>/proposal/<id>`) and Discourse topics
     /// (`https://<forum>/t/<slug>/<id>`, resolved through the topic's linked proposal). Titles
     /// are searched in a full-text index of proposal titles and of linked forum-topic titles:
-    /// each word matches as a prefix, in any order; all words must match, or, when no title has
-    /// them all, any word. A title's first {{TITLE_MAX_WORDS}} words are used; the words dropped beyond them are
+    /// each word matches as a prefix, in any order, and all words must match; when no title has
+    /// them all, titles sharing the most three-letter pieces with the words are weighed instead,
+    /// so a title with typos still resolves. A title's first {{TITLE_MAX_WORDS}} words are used; the words dropped beyond them are
     /// recorded in `request.adjustments` (`truncated_to_max_words`). Returns the best match with `match.by` and a decimal
     /// `match.confidence`, plus up to {{LOOKUP_ALTERNATIVES_WORD}} `alternatives`. Use the proposal's `daoId`, `source`
-    /// and `externalId` with the evidence and item endpoints. No match → 404.
+    /// and `externalId` with the evidence and item endpoints. No match → 404; a title lookup never guesses: when
+    /// no title matches with a confidence of at least {{LOOKUP_CONFIDENCE_FLOOR}}, the 404 lists the closest
+    /// proposals in `candidates` (up to {{LOOKUP_CLOSEST_CANDIDATES_WORD}}, each with its `confidence`).
     #[oai(path = "/proposals/lookup", method = "get", operation_id = "proposals_lookup")]
     async fn proposals_lookup(
         &self,
@@ -197,6 +207,9 @@ impl Api {
                 (MatchBy::Title, by_title(db, &words, dao.as_deref()).await?)
             }
         };
+        if by == MatchBy::Title && !ranked.first().is_some_and(|(c, _)| lookup::meets_floor(c)) {
+            return Err(too_unsure(&value, dao.as_deref(), ranked).into());
+        }
         let mut ranked = ranked.into_iter();
         let Some((confidence, best)) = ranked.next() else {
             let scope = dao.as_deref().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
@@ -212,6 +225,32 @@ impl Api {
             alternatives,
         };
         super::answer(&state, req, data)
+    }
+}
+
+/// The 404 of a title lookup whose best match is below the floor: the closest candidates,
+/// closest first.
+fn too_unsure(title: &str, dao: Option<&str>, ranked: Vec<(String, proposal::Model)>) -> Problem {
+    let scope = dao.map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
+    let candidates: Vec<Candidate> = ranked
+        .into_iter()
+        .take(CLOSEST_CANDIDATES)
+        .map(|(confidence, p)| Candidate {
+            dao_id: p.dao_id,
+            kind: ItemKind::Proposal.as_str().to_owned(),
+            source: p.source,
+            external_id: p.external_id,
+            title: p.title,
+            confidence: Some(confidence),
+        })
+        .collect();
+    let closest = if candidates.is_empty() { "no title comes close" } else { "`candidates` lists the closest" };
+    Problem {
+        candidates: Some(candidates),
+        ..Problem::not_found(format!(
+            "No proposal title{scope} matches `title` = `{title}` with a confidence of at least {CONFIDENCE_FLOOR}; \
+             {closest}."
+        ))
     }
 }
 
@@ -275,22 +314,21 @@ async fn by_url(
 }
 
 /// Title search: proposals and linked forum topics whose titles have all the words (falling back
-/// to any word), each candidate scored by [`lookup::confidence`] against the title it matched
-/// (the best of its own and its topics'), ranked by [`TitleScores::rank`].
+/// to the titles sharing the most of the words' trigrams, for typos), each candidate scored by
+/// [`lookup::confidence`] against the title it matched (the best of its own and its topics'),
+/// ranked by [`TitleScores::rank`].
 /// Two or four search queries, plus one for proposals found only through a topic.
 async fn by_title(
     db: &sea_orm::DatabaseConnection,
     words: &[String],
     dao: Option<&str>,
 ) -> Result<Vec<(String, proposal::Model)>, sea_orm::DbErr> {
-    let mut proposals = Vec::new();
-    let mut topics = Vec::new();
-    for mode in [search::Mode::All, search::Mode::Any] {
-        proposals = search::proposals(db, words, mode, dao, TITLE_CANDIDATES).await?;
-        topics = search::linked_topics(db, words, mode, dao, TITLE_CANDIDATES).await?;
-        if !proposals.is_empty() || !topics.is_empty() {
-            break;
-        }
+    let mut proposals = search::proposals(db, words, dao, TITLE_CANDIDATES).await?;
+    let mut topics = search::linked_topics(db, words, dao, TITLE_CANDIDATES).await?;
+    if proposals.is_empty() && topics.is_empty() {
+        let pieces = lookup::trigrams(words);
+        proposals = search::proposals_by_trigrams(db, &pieces, dao, TITLE_CANDIDATES).await?;
+        topics = search::linked_topics_by_trigrams(db, &pieces, dao, TITLE_CANDIDATES).await?;
     }
     let mut scores = TitleScores::new(words);
     let mut found: HashMap<i64, proposal::Model> = HashMap::new();

@@ -18,6 +18,7 @@ mod m0009_ranking_covers;
 mod m0010_rate_limits;
 mod m0011_run_heartbeat;
 mod m0012_voter_stats_float;
+mod m0013_trigram_search;
 
 pub struct Migrator;
 
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0010_rate_limits::Migration),
             Box::new(m0011_run_heartbeat::Migration),
             Box::new(m0012_voter_stats_float::Migration),
+            Box::new(m0013_trigram_search::Migration),
         ]
     }
 }

@@ -1,0 +1,280 @@
+//! An evaluation of `GET /v1/proposals/lookup` on the bundled sample, against the real server on
+//! both backends: what agents hold when they look a proposal up (its id, its URL as a browser
+//! shows it, its title whole, in part, with typos) must resolve to that proposal, and nonsense
+//! must not resolve to anything (404 with the closest `candidates`, never a guess).
+//!
+//! The cases are made from the sample's CSV file, so every proposal is asked for in every way:
+//! - `externalId`: the Snapshot id;
+//! - `url`: Snapshot URLs as the address bar shows them (snapshot.org and snapshot.box, with and
+//!   without the scheme, with a tab or query after the id);
+//! - `title`: the whole title; a partial title (its longest words, in title order, as few as make
+//!   it unique among the sample's titles); the partial title with a typo (two neighbours swapped
+//!   or a letter dropped in its longest word), or in its two longest; the partial title's words cut
+//!   to their first five letters; the whole title with typos in its two longest words, or in every
+//!   word of five letters or more.
+//!
+//! A title case is right when the best match has the title asked for (the sample holds a few
+//! proposals with identical titles, which no title can tell apart). Tally and Discourse URLs are
+//! not in the sample; `lookup_tally_and_discourse_urls` (lookup.rs) covers them on the synthetic
+//! store, and the URL forms here repeat its browser variants on that store.
+use std::collections::BTreeMap;
+
+use govdata::rules::lookup::words;
+use serde_json::Value;
+
+use crate::fixtures::sample::sample_proposals;
+use crate::fixtures::stores::synthetic_database;
+use crate::helpers::{TestApp, spawn_app_on};
+use crate::lookup::encode;
+use crate::on_both_backends;
+
+/// Top-1 accuracy each kind of case must reach. Nonsense may match nothing (no false match).
+const MIN_ACCURACY: &[(&str, f64)] = &[
+    ("externalId", 1.0),
+    ("url", 1.0),
+    ("title", 1.0),
+    ("title_partial", 0.95),
+    ("title_partial_typo", 0.95),
+    ("title_partial_two_typos", 0.9),
+    ("title_partial_beginnings", 0.95),
+    ("title_typos", 0.95),
+    ("title_typos_everywhere", 0.9),
+];
+const MIN_ACCURACY_OVERALL: f64 = 0.97;
+
+/// Queries no proposal answers: each must be 404, never a match.
+const NONSENSE: &[&str] = &[
+    "zzzz qqqq no such proposal xkcd",
+    "qwxzzy",
+    "asdf jkl",
+    "xyzzy plugh",
+    "aaaa bbbb cccc",
+    "12345 67890",
+    "lorem ipsum dolor sit amet",
+    "the quick brown fox jumps over the lazy dog",
+    "recipe for banana bread",
+    "weather in paris tomorrow",
+    "how do i reset my password",
+    "buy cheap sneakers online",
+    "football world cup final",
+    "kubernetes ingress controller",
+    "moon landing conspiracy",
+    "pizza topping election",
+    "proposal xkcd",
+    "dao vote zzzz",
+    "zzzz governance qqqq xxxx",
+    "the of and",
+    "qqqq uniswap zzzz wwww",
+    "treasury xkcd qwerty asdfgh",
+    "compound interest calculator",
+    "lido birthday cake recipe",
+    "uniswap pizza party",
+    "treasury of the dragon king",
+    "delegate lunch menu for friday",
+    "Proposl to buy a yacht for the councl",
+];
+
+/// Identifiers no proposal has: each must be 404.
+fn unknown_identifiers() -> Vec<String> {
+    let unknown = "0x1111111111111111111111111111111111111111111111111111111111111111";
+    vec![
+        format!("externalId={unknown}"),
+        format!("url={}", encode(&format!("https://snapshot.org/#/uniswapgovernance.eth/proposal/{unknown}"))),
+    ]
+}
+
+#[derive(Debug)]
+struct Case {
+    kind: &'static str,
+    query: String,
+    /// The proposal asked for (`externalId`) and its title.
+    id: String,
+    title: String,
+}
+
+/// Whether `query` (words) names another of `titles` as well as this one: every query word
+/// begins a word of it.
+fn names_another(query: &[String], title: &str, titles: &[String]) -> bool {
+    titles.iter().filter(|t| words(t) != words(title)).any(|t| {
+        let w = words(t);
+        query.iter().all(|q| w.iter().any(|x| x.starts_with(q.as_str())))
+    })
+}
+
+/// The partial title: the longest words, as few as name this title alone (at least two when the
+/// title has two), in title order.
+fn partial(title: &str, titles: &[String]) -> Vec<String> {
+    let all = words(title);
+    let mut by_length = all.clone();
+    by_length.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
+    let mut chosen: Vec<String> = Vec::new();
+    for w in by_length {
+        chosen.push(w);
+        if chosen.len() >= 2.min(all.len()) && !names_another(&chosen, title, titles) {
+            break;
+        }
+    }
+    all.into_iter().filter(|w| chosen.contains(w)).collect()
+}
+
+/// A typo in `word` (of five characters or more): `n` even swaps two neighbours, odd drops one,
+/// in the middle of the word.
+fn typo(word: &str, n: usize) -> String {
+    let mut c: Vec<char> = word.chars().collect();
+    if c.len() < 5 {
+        return word.to_owned();
+    }
+    let i = 1 + n % (c.len() - 3);
+    if n.is_multiple_of(2) {
+        c.swap(i, i + 1);
+    } else {
+        c.remove(i);
+    }
+    c.into_iter().collect()
+}
+
+/// `words` with a typo in each of the `k` longest (of five characters or more).
+fn with_typos(words: &[String], k: usize, n: usize) -> Vec<String> {
+    let mut by_length: Vec<&String> = words.iter().filter(|w| w.chars().count() >= 5).collect();
+    by_length.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
+    let targets: Vec<&String> = by_length.into_iter().take(k).collect();
+    words.iter().enumerate().map(|(i, w)| if targets.contains(&w) { typo(w, n + i) } else { w.clone() }).collect()
+}
+
+fn cases() -> Vec<Case> {
+    let proposals = sample_proposals();
+    let titles: Vec<String> = proposals.iter().map(|p| p["title"].clone()).collect();
+    let mut out = Vec::new();
+    for (n, p) in proposals.iter().enumerate() {
+        let (id, space, title) = (&p["proposal_id"], &p["space_id"], &p["title"]);
+        let case = |kind, query: String| Case { kind, query, id: id.clone(), title: title.clone() };
+        out.push(case("externalId", format!("externalId={id}")));
+        let urls = [
+            format!("https://snapshot.org/#/{space}/proposal/{id}"),
+            format!("https://snapshot.box/#/s:{space}/proposal/{id}"),
+            format!("snapshot.box/#/s:{space}/proposal/{id}"),
+            format!("https://snapshot.box/#/s:{space}/proposal/{id}/votes"),
+            format!("http://www.snapshot.org/#/{space}/proposal/{id}?tab=votes"),
+        ];
+        // Two forms per proposal, turn by turn, so every form is asked for.
+        for url in [&urls[n % urls.len()], &urls[(n + 1) % urls.len()]] {
+            out.push(case("url", format!("url={}", encode(url))));
+        }
+        out.push(case("title", format!("title={}", encode(title))));
+        let part = partial(title, &titles);
+        out.push(case("title_partial", format!("title={}", encode(&part.join(" ")))));
+        out.push(case("title_partial_typo", format!("title={}", encode(&with_typos(&part, 1, n).join(" ")))));
+        out.push(case("title_partial_two_typos", format!("title={}", encode(&with_typos(&part, 2, n).join(" ")))));
+        let beginnings: Vec<String> = part.iter().map(|w| w.chars().take(5).collect()).collect();
+        out.push(case("title_partial_beginnings", format!("title={}", encode(&beginnings.join(" ")))));
+        out.push(case("title_typos", format!("title={}", encode(&with_typos(&words(title), 2, n).join(" ")))));
+        let everywhere = with_typos(&words(title), usize::MAX, n);
+        out.push(case("title_typos_everywhere", format!("title={}", encode(&everywhere.join(" ")))));
+    }
+    out
+}
+
+async fn lookup(app: &TestApp, query: &str) -> (u16, Value) {
+    app.get_json(&format!("/v1/proposals/lookup?{query}")).await
+}
+
+on_both_backends!(lookup_evaluation_on_the_sample, |app: TestApp| async move {
+    let cases = cases();
+    // kind → (right, asked)
+    let mut tally: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut misses = Vec::new();
+    for case in &cases {
+        let (status, body) = lookup(&app, &case.query).await;
+        assert!(status == 200 || status == 404, "{}: {status} {body}", case.query);
+        let proposal = &body["data"]["proposal"];
+        let right = status == 200
+            && if case.kind.starts_with("title") {
+                proposal["title"].as_str().is_some_and(|t| words(t) == words(&case.title))
+            } else {
+                proposal["externalId"] == case.id.as_str()
+            };
+        let entry = tally.entry(case.kind).or_default();
+        entry.1 += 1;
+        if right {
+            entry.0 += 1;
+        } else {
+            let got = match status {
+                200 => format!("{} ({})", proposal["title"], body["data"]["match"]["confidence"]),
+                _ => format!("404, closest {}", body["candidates"][0]["title"]),
+            };
+            misses.push(format!("{} {}: got {got}; wanted {:?}", case.kind, case.query, case.title));
+        }
+    }
+
+    let mut false_matches = Vec::new();
+    let nonsense: Vec<String> =
+        NONSENSE.iter().map(|q| format!("title={}", encode(q))).chain(unknown_identifiers()).collect();
+    for query in &nonsense {
+        let (status, body) = lookup(&app, query).await;
+        match status {
+            404 => {
+                assert_eq!(body["code"], "NOT_FOUND", "{query}: {body}");
+                if query.starts_with("title=") {
+                    assert!(body["candidates"].is_array(), "a title lookup's 404 lists candidates: {body}");
+                }
+            }
+            200 => false_matches.push(format!(
+                "{query}: {} ({})",
+                body["data"]["proposal"]["title"], body["data"]["match"]["confidence"]
+            )),
+            other => panic!("{query}: {other} {body}"),
+        }
+    }
+
+    let (right, asked) = tally.values().fold((0, 0), |(r, a), (r2, a2)| (r + r2, a + a2));
+    let overall = right as f64 / asked as f64;
+    let mut report = String::from("lookup evaluation (top-1 accuracy):\n");
+    for (kind, (r, a)) in &tally {
+        let example = cases.iter().find(|c| c.kind == *kind).map_or("", |c| c.query.as_str());
+        report.push_str(&format!("  {kind:<26} {r:>4}/{a:<4} {:.3}   e.g. {example}\n", *r as f64 / *a as f64));
+    }
+    report.push_str(&format!("  {:<26} {right:>4}/{asked:<4} {overall:.3}\n", "overall"));
+    report.push_str(&format!("  false matches on nonsense: {}/{}\n", false_matches.len(), nonsense.len()));
+    for m in misses.iter().chain(&false_matches) {
+        report.push_str(&format!("  miss: {m}\n"));
+    }
+    println!("{report}");
+
+    for (kind, min) in MIN_ACCURACY {
+        let (r, a) = tally.get(kind).copied().unwrap_or_default();
+        assert!(a > 0, "no {kind} cases");
+        assert!(r as f64 / a as f64 >= *min, "{kind} below {min}:\n{report}");
+    }
+    assert!(overall >= MIN_ACCURACY_OVERALL, "overall below {MIN_ACCURACY_OVERALL}:\n{report}");
+    assert!(false_matches.is_empty(), "false matches:\n{report}");
+});
+
+// The Tally and Discourse URL forms a browser shows, on the synthetic store (the sample has no
+// on-chain proposals and no forum).
+on_both_backends!(lookup_evaluation_of_tally_and_forum_urls, |backend: Backend| async move {
+    let app = spawn_app_on(synthetic_database(backend)).await;
+    let rfc = crate::fixtures::sample::RFC_ID;
+    let resolve: &[(&str, &str, &str)] = &[
+        ("https://www.tally.xyz/gov/uniswap/proposal/77", "uniswap", "77"),
+        (
+            "https://tally.xyz/gov/uniswap/proposal/77?govId=eip155:1:0x408ED6354d4973f66138C91495F2f2FCbd8724C3",
+            "uniswap",
+            "77",
+        ),
+        ("www.tally.xyz/gov/uniswap/proposal/77/", "uniswap", "77"),
+        ("https://forum.example/t/synthetic-zebra-statute/4242", "uniswap", rfc),
+        ("https://forum.example/t/synthetic-zebra-statute/4242/3", "uniswap", rfc),
+        ("https://forum.example/t/synthetic-zebra-statute/4242?u=someone", "uniswap", rfc),
+        ("forum.example/t/4242", "uniswap", rfc),
+    ];
+    for (url, dao, id) in resolve {
+        let (status, body) = lookup(&app, &format!("url={}&daoId={dao}", encode(url))).await;
+        assert_eq!(status, 200, "{url}: {body}");
+        assert_eq!(body["data"]["proposal"]["externalId"], *id, "{url}");
+        assert_eq!(body["data"]["match"]["by"], "url");
+    }
+    for url in ["https://www.tally.xyz/gov/uniswap/proposal/999999", "https://forum.example/t/no-such-topic/999999"] {
+        let (status, body) = lookup(&app, &format!("url={}", encode(url))).await;
+        assert_eq!(status, 404, "{url}: {body}");
+    }
+});
