@@ -163,7 +163,7 @@ pub fn release(
         let body = report.markdown(&format!("openapi/{baseline} (before)"), &format!("{surface} (released)"));
         // The report's own heading becomes a paragraph under the release's.
         text.push('\n');
-        text.push_str(body.trim_start_matches("# "));
+        text.push_str(&body.trim_start_matches("# ").replace("\n## ", "\n### "));
     }
     std::fs::write(&log, text)?;
     Ok(Release::Moved(report))
