@@ -27,7 +27,7 @@ pub async fn partner_token(app: &TestApp, scopes: &[&str]) -> (i64, String) {
 
 /// A concrete request path for every paid operation, built from its template with values the
 /// sample holds (keys are read from the API itself).
-async fn paid_paths(app: &TestApp) -> Vec<(Version, &'static str, operations::OperationDecl, String)> {
+pub async fn paid_paths(app: &TestApp) -> Vec<(Version, &'static str, operations::OperationDecl, String)> {
     let (_, proposals) = app.get_json("/v2/proposals?limit=1&daoId=uniswap").await;
     let proposal_key = proposals["data"]["items"][0]["proposalKey"].as_str().expect("a proposal key").to_owned();
     let (_, voters) = app.get_json("/v2/daos/uniswap/voters?limit=1").await;
