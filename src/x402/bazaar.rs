@@ -6,8 +6,9 @@
 //! validates against; `routeTemplate` names the path with `:param` segments.
 //!
 //! Everything is derived from a finished OpenAPI document, once per paid operation at start-up:
-//! the method from the operation; each parameter's example from its `example`, `default` or
-//! `enum` (else a value made from its schema: a pattern's first match, a minimum, a format); the
+//! the method from the operation; each required parameter's example from its `example`, `default`
+//! or `enum` (else a value made from its schema: a pattern's first match, a minimum, a format), an
+//! optional one only with its `default`; the
 //! output example from the 200 response's schema the same way; and the schema from the
 //! parameter and response schemas, references inlined (the response as deep as fits a header).
 use std::collections::HashMap;
@@ -101,11 +102,19 @@ fn extension_at(doc: &Value, template: &str, method: &str, output_depth: usize) 
             s.entry("description").or_insert_with(|| json!(d));
         }
         let required = param["required"].as_bool().unwrap_or(false) || place == "path";
-        let example = param.get("example").cloned().or_else(|| {
-            let declared = declared_example(&param["schema"], doc);
-            // An optional parameter appears in the example only when the document suggests a value.
-            if required { Some(declared.unwrap_or_else(|| example_of(&param["schema"], doc, 0))) } else { declared }
-        });
+        // An optional parameter appears in the example only with the default the server applies
+        // anyway (an example value of a filter could narrow the answer to nothing).
+        let example = if required {
+            Some(
+                param
+                    .get("example")
+                    .cloned()
+                    .or_else(|| declared_example(&param["schema"], doc))
+                    .unwrap_or_else(|| example_of(&param["schema"], doc, 0)),
+            )
+        } else {
+            resolve(&param["schema"], doc).get("default").cloned()
+        };
         into.add(name, schema, required, example);
     }
 
