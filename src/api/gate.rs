@@ -42,6 +42,8 @@ pub struct PaidCall {
     pub description: String,
     /// The absolute URL of the requested resource (x402 `resource`).
     pub url: String,
+    /// The operation's x402 discovery extension (`bazaar`), made once at start-up.
+    pub discovery: Option<Arc<serde_json::Value>>,
     pub request_id: String,
 }
 
@@ -175,6 +177,7 @@ fn paid_call(state: &AppState, req: &Request) -> Option<PaidCall> {
         endpoint: format!("{} {}", method.to_ascii_uppercase(), route.template),
         description: published.summary(&route.template, method).unwrap_or(decl.id).to_owned(),
         url,
+        discovery: state.documents.discovery.get(decl.id),
         request_id: request_id(req),
     })
 }
@@ -216,7 +219,7 @@ pub fn challenge(state: &AppState, call: &PaidCall, error: &str, detail: String)
         accepts: Some(terms.requirement_v1(call.tier, &resource).into_iter().collect()),
         ..Problem::new(ErrorCode::PaymentRequired, detail)
     };
-    let v2 = terms.challenge_v2(call.tier, resource, error);
+    let v2 = terms.challenge_v2(call.tier, resource, error, call.discovery.as_deref());
     let mut response = problem.into_response_with(&call.request_id);
     if let Ok(value) = HeaderValue::from_str(&wire::encode_header(&v2)) {
         response.headers_mut().insert(PAYMENT_REQUIRED_HEADER, value);

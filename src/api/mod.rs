@@ -62,6 +62,8 @@ pub struct Documents {
     pub v1: Published,
     pub v2: Published,
     pub llms_txt: String,
+    /// The x402 discovery extension (`bazaar`) of every paid operation, by operationId.
+    pub discovery: crate::x402::bazaar::Catalog,
     prices: Prices,
 }
 
@@ -70,7 +72,8 @@ impl Documents {
         let v1 = Published::new(Version::V1, &v1_service().spec(), prices);
         let v2 = Published::new(Version::V2, &v2_service().spec(), prices);
         let llms_txt = llms_txt([&v1, &v2], prices, None);
-        Self { v1, v2, llms_txt, prices }
+        let discovery = crate::x402::bazaar::Catalog::of([&v1.json, &v2.json]);
+        Self { v1, v2, llms_txt, discovery, prices }
     }
 
     /// The documents as this deployment serves them: with `servers` when the operator named the
@@ -80,7 +83,7 @@ impl Documents {
             Some(url) => {
                 let (v1, v2) = (self.v1.served_at(url), self.v2.served_at(url));
                 let llms_txt = llms_txt([&v1, &v2], self.prices, Some(url));
-                Self { v1, v2, llms_txt, prices: self.prices }
+                Self { v1, v2, llms_txt, discovery: self.discovery, prices: self.prices }
             }
             None => self,
         }

@@ -3,6 +3,7 @@
 //! pass before the facilitator sees it. HTTP plumbing lives in `api::gate`; this module knows
 //! nothing of requests and responses (its v1 requirement derives a document schema, because the
 //! 402 problem body carries it).
+pub mod bazaar;
 pub mod eip3009;
 pub mod facilitator;
 pub mod wire;
@@ -158,13 +159,21 @@ impl PaymentTerms {
         })
     }
 
-    /// The v2 challenge; `error` says why payment is (still) required.
-    pub fn challenge_v2(&self, tier: Tier, resource: ResourceInfo, error: &str) -> ChallengeV2 {
+    /// The v2 challenge; `error` says why payment is (still) required; `discovery` is the
+    /// operation's `bazaar` extension (`bazaar::Catalog`).
+    pub fn challenge_v2(
+        &self,
+        tier: Tier,
+        resource: ResourceInfo,
+        error: &str,
+        discovery: Option<&serde_json::Value>,
+    ) -> ChallengeV2 {
         ChallengeV2 {
             x402_version: 2,
             error: error.to_owned(),
             accepts: self.requirement_v2(tier).into_iter().collect(),
             resource,
+            extensions: discovery.map(|d| (bazaar::BAZAAR.to_owned(), d.clone())).into_iter().collect(),
         }
     }
 

@@ -55,6 +55,9 @@ pub struct ChallengeV2 {
     pub error: String,
     pub resource: ResourceInfo,
     pub accepts: Vec<RequirementV2>,
+    /// Extensions by key; `bazaar` is discovery (`x402::bazaar`). Omitted when empty.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extensions: serde_json::Map<String, serde_json::Value>,
 }
 
 /// EIP-3009 `TransferWithAuthorization` as the client signed it; numbers are decimal strings.

@@ -15,6 +15,37 @@ const PAYER_KEY: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f46
 const PAYER: &str = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8";
 const PAY_TO: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
+/// Every paid operation's 402 carries a `bazaar` discovery extension that the reference package
+/// (`@x402/extensions`) validates and extracts (`tests/chain/discovery.mjs` fails on any refusal).
+#[tokio::test]
+async fn the_reference_package_accepts_every_discovery_extension() {
+    if !require_toolkit().await {
+        return;
+    }
+    let app = spawn_app_with(sample_database(Backend::Sqlite), |a| a.payments.pay_to = Some(PAY_TO.to_owned())).await;
+    let paths = crate::access::paid_paths(&app).await;
+    let urls: Vec<String> = paths.iter().map(|(_, _, _, path)| app.url(path)).collect();
+    let mut args = Vec::new();
+    for url in &urls {
+        args.extend(["--url", url.as_str()]);
+    }
+    let checked = script("discovery.mjs", &args).await;
+    let results = checked["results"].as_array().expect("results");
+    assert_eq!(results.len(), paths.len());
+    let documents = govdata::api::Documents::build(Default::default());
+    for ((version, id, _, path), result) in paths.iter().zip(results) {
+        assert_eq!(result["valid"], true, "{id}: {result}");
+        let discovered = &result["discovered"];
+        assert_eq!(discovered["method"], "GET", "{id}: {discovered}");
+        assert_eq!(discovered["x402Version"], 2);
+        let (_, template, _) = documents.get(*version).operations().find(|(_, _, op)| op == id).expect("documented");
+        let template = govdata::x402::bazaar::route_template(template);
+        let canonical = if template.contains(':') { template } else { path.split('?').next().unwrap().to_owned() };
+        assert!(discovered["resourceUrl"].as_str().unwrap().ends_with(&canonical), "{id}: {discovered}");
+        assert!(discovered["discoveryInfo"]["output"]["example"].is_object(), "{id}: an output example");
+    }
+}
+
 async fn balance(rpc: &str, asset: &str) -> u128 {
     let answer = script("balance.mjs", &["--rpc", rpc, "--asset", asset, "--address", PAY_TO]).await;
     answer["balance"].as_str().expect("a decimal string").parse().expect("a number")
