@@ -437,7 +437,9 @@ fn document_payment_headers(op: &mut Value) {
     if let Some(payment_required) = op["responses"].get_mut("402") {
         payment_required["headers"] = json!({
             PAYMENT_REQUIRED_HEADER: {
-                "description": "The x402 v2 challenge: base64 of `{x402Version: 2, error, resource, accepts}`.",
+                "description": "The x402 v2 challenge: base64 of `{x402Version: 2, error, resource, accepts, extensions}`; \
+                    `extensions.bazaar` describes the operation (an example input and output, and their JSON \
+                    Schema) for x402 discovery.",
                 "schema": string,
             }
         });

@@ -24,10 +24,10 @@ import govdata_v2 as v2  # noqa: E402
 from govdata_v1.api.daos import brief_get as v1_brief_get  # noqa: E402
 from govdata_v1.api.daos import daos_list as v1_daos_list  # noqa: E402
 from govdata_v1.api.pricing import pricing_get as v1_pricing_get  # noqa: E402
-from govdata_v2.api.daos import daos_get as v2_daos_get  # noqa: E402
-from govdata_v2.api.proposals import proposal_votes_list as v2_votes_list  # noqa: E402
-from govdata_v2.api.proposals import proposals_get as v2_proposals_get  # noqa: E402
-from govdata_v2.api.proposals import proposals_list as v2_proposals_list  # noqa: E402
+from govdata_v2.api.daos import v2_daos_get  # noqa: E402
+from govdata_v2.api.proposals import v2_proposal_votes_list as v2_votes_list  # noqa: E402
+from govdata_v2.api.proposals import v2_proposals_get  # noqa: E402
+from govdata_v2.api.proposals import v2_proposals_list  # noqa: E402
 
 TOKEN_HEADER = "x-service-api-token"
 failures: list[str] = []

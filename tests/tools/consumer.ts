@@ -84,7 +84,7 @@ function cache(status: C1["schemas"]["CacheStatus"]): string {
 // ---- v2 ----------------------------------------------------------------------------------------
 
 type V2ProposalList = P2["/v2/proposals"]["get"]["responses"][200]["content"]["application/json"];
-type V2ProposalQuery = NonNullable<O2["proposals_list"]["parameters"]["query"]>;
+type V2ProposalQuery = NonNullable<O2["v2_proposals_list"]["parameters"]["query"]>;
 type V2Proposal = C2["schemas"]["ProposalDetail"];
 type V2Dao = P2["/v2/daos/{daoId}"]["get"]["responses"][200]["content"]["application/json"];
 type V2Problem = C2["schemas"]["Problem"];
@@ -98,8 +98,8 @@ assertType<Equal<V2ProposalQuery["sort"], "newest" | "end_time" | undefined>>();
 assertType<Equal<V2ProposalQuery["state"], C2["schemas"]["ProposalState"] | undefined>>();
 // Every error response of every v2 operation is the same Problem document.
 assertType<Equal<P2["/v2/proposals/{proposalKey}"]["get"]["responses"][404]["content"]["application/problem+json"], V2Problem>>();
-assertType<Equal<O2["daos_get"]["responses"][400]["content"]["application/problem+json"], V2Problem>>();
-assertType<Equal<O2["voters_get"]["parameters"]["path"], { voterIdentity: string }>>();
+assertType<Equal<O2["v2_daos_get"]["responses"][400]["content"]["application/problem+json"], V2Problem>>();
+assertType<Equal<O2["v2_voters_get"]["parameters"]["path"], { voterIdentity: string }>>();
 
 /** Build the query for the next page, or null at the end. */
 export function nextPageQuery(prev: V2ProposalQuery, page: V2ProposalList): V2ProposalQuery | null {
