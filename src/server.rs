@@ -30,8 +30,14 @@ use crate::contract::{
 use crate::ingest::{self, Registry, RetryPolicy, RunOptions};
 use crate::x402::PaymentTerms;
 
-/// Builds the whole application.
-pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
+/// Builds the whole application. It holds itself weakly: an MCP tool call (`/mcp`) is a request
+/// to the application.
+pub fn app(state: AppState) -> Arc<BoxEndpoint<'static>> {
+    Arc::new_cyclic(|itself| routes(state, itself.clone()).boxed())
+}
+
+fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> impl Endpoint<Output = Response> {
+    let mcp = api::mcp::McpEndpoint::new(&state.documents.tools, itself);
     let documents = state.documents.clone();
     let draining = state.shutdown.clone();
     let gated = state.clone();
@@ -48,6 +54,7 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         .at("/v1/openapi.3.1.json", get(document_json31).data(Version::V1))
         .at("/v2/openapi.3.1.json", get(document_json31).data(Version::V2))
         .at("/llms.txt", get(llms_txt))
+        .at(api::mcp::MCP_PATH, mcp)
         .at("/docs", get(make_sync(|_| Html(DOCS_INDEX))))
         .at("/docs/v1", get(make_sync(move |_| Html(v1_redoc.clone()))))
         .at("/docs/v2", get(make_sync(move |_| Html(v2_redoc.clone()))))
@@ -64,15 +71,17 @@ pub fn app(state: AppState) -> impl Endpoint<Output = Response> {
         .with(cors())
 }
 
-/// Browsers may call the API from any origin and must be able to read the x402 headers.
+/// Browsers may call the API from any origin and must be able to read the x402 headers; MCP
+/// clients post JSON-RPC to `/mcp` with their protocol headers.
 fn cors() -> Cors {
     use crate::contract::access::PARTNER_TOKEN_HEADER;
     use crate::contract::x402::{Generation, PAYMENT_REQUIRED_HEADER};
     let payment_request = [Generation::V1, Generation::V2].map(Generation::request_header);
     let payment_response = [Generation::V1, Generation::V2].map(Generation::response_header);
+    let mcp = ["content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"];
     Cors::new()
-        .allow_methods([Method::GET, Method::HEAD])
-        .allow_headers([PARTNER_TOKEN_HEADER, REQUEST_ID_HEADER].into_iter().chain(payment_request))
+        .allow_methods([Method::GET, Method::HEAD, Method::POST])
+        .allow_headers([PARTNER_TOKEN_HEADER, REQUEST_ID_HEADER].into_iter().chain(payment_request).chain(mcp))
         .expose_headers([PAYMENT_REQUIRED_HEADER, REQUEST_ID_HEADER, "retry-after"].into_iter().chain(payment_response))
         .max_age(86_400)
 }
@@ -153,7 +162,7 @@ pub async fn bind(
         queries,
         rates,
     };
-    let app: Arc<BoxEndpoint<'static>> = Arc::new(app(state).boxed());
+    let app = app(state);
     let draining = shutdown.clone();
     let server = async move {
         connections::serve(listener, app, limits, draining).await?;

@@ -21,7 +21,7 @@ use subtle::ConstantTimeEq;
 use super::{
     AppState, payment,
     rate::{self, Decision},
-    route::{AccessNote, Route},
+    route::{AccessNote, Route, ToolCall},
 };
 use crate::contract::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 use crate::contract::{
@@ -145,8 +145,11 @@ pub fn client_key(req: &Request) -> String {
     }
 }
 
-/// Counts `req` against its client address.
+/// Counts `req` against its client address (a tool call's MCP request was counted already).
 fn client_rate(state: &AppState, req: &Request) -> Option<Decision> {
+    if req.extensions().get::<ToolCall>().is_some() {
+        return None;
+    }
     state.rates.check(RatePolicy::Client, &client_key(req), None)
 }
 

@@ -5,6 +5,7 @@ pub mod bounds;
 pub mod cache;
 pub mod gate;
 pub mod live;
+pub mod mcp;
 pub mod payment;
 pub mod rate;
 pub mod route;
@@ -64,6 +65,9 @@ pub struct Documents {
     pub llms_txt: String,
     /// The x402 discovery extension (`bazaar`) of every paid operation, by operationId.
     pub discovery: crate::x402::bazaar::Catalog,
+    /// The MCP tools, one per operation, and `tools/list`'s answer as committed.
+    pub tools: Vec<crate::contract::mcp::ToolDecl>,
+    pub tools_json: String,
     prices: Prices,
 }
 
@@ -73,7 +77,9 @@ impl Documents {
         let v2 = Published::new(Version::V2, &v2_service().spec(), prices);
         let llms_txt = llms_txt([&v1, &v2], prices, None);
         let discovery = crate::x402::bazaar::Catalog::of([&v1.json, &v2.json]);
-        Self { v1, v2, llms_txt, discovery, prices }
+        let tools = crate::contract::mcp::tools([&v1, &v2]);
+        let tools_json = crate::contract::mcp::listing(&tools);
+        Self { v1, v2, llms_txt, discovery, tools, tools_json, prices }
     }
 
     /// The documents as this deployment serves them: with `servers` when the operator named the
@@ -83,14 +89,14 @@ impl Documents {
             Some(url) => {
                 let (v1, v2) = (self.v1.served_at(url), self.v2.served_at(url));
                 let llms_txt = llms_txt([&v1, &v2], self.prices, Some(url));
-                Self { v1, v2, llms_txt, discovery: self.discovery, prices: self.prices }
+                Self { v1, v2, llms_txt, ..self }
             }
             None => self,
         }
     }
 
     /// The published files under `openapi/`, by name, with their content.
-    pub fn files(&self) -> [(&'static str, &str); 7] {
+    pub fn files(&self) -> [(&'static str, &str); 8] {
         [
             ("v1.json", &self.v1.json_text),
             ("v1.yaml", &self.v1.yaml_text),
@@ -99,6 +105,7 @@ impl Documents {
             ("v2.yaml", &self.v2.yaml_text),
             ("v2.3.1.json", &self.v2.json31_text),
             ("llms.txt", &self.llms_txt),
+            ("mcp-tools.json", &self.tools_json),
         ]
     }
 

@@ -20,6 +20,12 @@ pub struct Route {
     pub decl: Option<&'static OperationDecl>,
 }
 
+/// Marks a request the MCP endpoint (`api::mcp`) makes to the application for a tool call. The
+/// MCP request it came on was counted against the client address already; partner and payer
+/// limits still apply to the call. Only the server sets it: a client cannot send an extension.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall;
+
 /// What the layers inside the edge learn about a request, for its access-log line and metrics:
 /// set once by whoever knows (the gate: the credential).
 #[derive(Debug, Default)]
@@ -46,6 +52,7 @@ impl Route {
             None => match path {
                 "/healthz" | "/readyz" => "health".to_owned(),
                 "/metrics" => "metrics".to_owned(),
+                super::mcp::MCP_PATH => "mcp".to_owned(),
                 p if p.ends_with("/openapi.json") || p.ends_with("/openapi.yaml") => "document".to_owned(),
                 p if p == "/" || p.starts_with("/docs") => "docs".to_owned(),
                 _ => "unmatched".to_owned(),

@@ -43,6 +43,15 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
          rejected.\n\
          - [Reference]({base}/docs): both documents, browsable.\n",
     );
+    let _ = write!(
+        out,
+        "\n## MCP\n\n\
+         - [MCP endpoint]({base}/mcp): Model Context Protocol over Streamable HTTP (stateless; answers are JSON). \
+         One tool per operation below, named `<surface>_<resource>_<verb>` (`v1_daos_list`, `v2_proposals_list`); a \
+         tool's `structuredContent` is the operation's answer. A paid tool takes the partner token header on the MCP \
+         request, or x402 at the HTTP layer: an unpaid call answers HTTP 402 with the challenge; pay it and send the \
+         same request again. A refused call is a tool error whose text is the problem document.\n",
+    );
     for published in surfaces {
         let surface = &published.version.prefix()[1..];
         let _ = write!(out, "\n## {surface} operations\n\n");

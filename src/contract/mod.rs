@@ -12,6 +12,7 @@ pub mod events;
 pub mod ids;
 pub mod limits;
 pub mod llms;
+pub mod mcp;
 pub mod openapi31;
 pub mod operations;
 pub mod params;

@@ -21,6 +21,7 @@ mod items;
 mod limits;
 mod lookup;
 mod lookup_eval;
+mod mcp;
 mod migrations;
 mod observability;
 mod payments;

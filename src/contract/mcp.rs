@@ -1,0 +1,246 @@
+//! The MCP tools: one per operation of both finished documents, made from the same declarations
+//! as the documents and never written by hand. A tool is named by the operation's surface and
+//! local id (`v1_daos_list`, `v2_proposals_list`: `OperationDecl::qualified_id`, unique across
+//! the surfaces); its description is the operation's summary and description (access and price
+//! included); its `inputSchema` holds the operation's parameters and its `outputSchema` the
+//! envelope of its 200 answer, both JSON Schema 2020-12 read from the OpenAPI 3.1 rendition
+//! (`super::openapi31`). `api::mcp` serves them; `openapi/mcp-tools.json` is what `tools/list`
+//! answers, committed so a reviewer sees the MCP surface change in the same diff as the documents.
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+use super::document::Published;
+use super::errors::ParamLocation;
+use super::operations::{self, OperationDecl};
+
+/// One tool: what `tools/list` shows and what a call is dispatched to.
+#[derive(Debug, Clone)]
+pub struct ToolDecl {
+    /// `<surface>_<resource>_<verb>`.
+    pub name: String,
+    pub decl: &'static OperationDecl,
+    /// The operation's summary.
+    pub title: String,
+    /// The summary, then the operation's description (which states access and price).
+    pub description: String,
+    /// The document's path template the call is made to, e.g. `/v2/proposals/{proposalKey}`.
+    pub template: String,
+    /// The operation's parameters, in document order: the tool's arguments.
+    pub params: Vec<ToolParam>,
+    /// A self-contained JSON Schema object: every parameter inlined, nothing else accepted.
+    pub input_schema: Map<String, Value>,
+    /// The 200 answer's schema, its root inlined and the rest under `$defs`.
+    pub output_schema: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolParam {
+    pub name: String,
+    pub location: ParamLocation,
+    pub required: bool,
+}
+
+impl ToolDecl {
+    /// The tool as `tools/list` shows it (MCP's `Tool`).
+    pub fn listed(&self) -> Value {
+        let mut tool = json!({
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            // Every operation reads; calling it twice changes nothing; it reads govdata's store,
+            // not the open world.
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": true,
+                "destructiveHint": false,
+                "idempotentHint": true,
+                "openWorldHint": false,
+            },
+        });
+        if let Some(output) = &self.output_schema {
+            tool["outputSchema"] = Value::Object(output.clone());
+        }
+        tool
+    }
+}
+
+/// The tools of both surfaces, in document order (v1 first).
+pub fn tools(surfaces: [&Published; 2]) -> Vec<ToolDecl> {
+    let mut all = Vec::new();
+    for published in surfaces {
+        let doc: Value = serde_json::from_str(&published.json31_text).expect("the 3.1 rendition is JSON");
+        for (method, template, id) in published.operations() {
+            let decl = operations::find(published.version, id)
+                .unwrap_or_else(|| panic!("{id}: a documented operation has a declaration"));
+            let op = &doc["paths"][template][method];
+            all.push(tool(decl, template, op, &doc));
+        }
+    }
+    all
+}
+
+/// `tools/list`'s answer for `tools`, as committed under `openapi/`.
+pub fn listing(tools: &[ToolDecl]) -> String {
+    let listed: Vec<Value> = tools.iter().map(ToolDecl::listed).collect();
+    serde_json::to_string_pretty(&json!({ "tools": listed })).expect("a JSON value serialises") + "\n"
+}
+
+fn tool(decl: &'static OperationDecl, template: &str, op: &Value, doc: &Value) -> ToolDecl {
+    let title = op["summary"].as_str().unwrap_or(decl.id).to_owned();
+    let description = match op["description"].as_str() {
+        Some(text) => format!("{title}.\n\n{}", text.trim()),
+        None => format!("{title}."),
+    };
+    let mut params = Vec::new();
+    let mut properties = Map::new();
+    for param in op["parameters"].as_array().into_iter().flatten() {
+        let name = param["name"].as_str().expect("a parameter has a name");
+        let location = match param["in"].as_str() {
+            Some("path") => ParamLocation::Path,
+            Some("query") => ParamLocation::Query,
+            // Headers carry credentials; a tool call carries them on its own HTTP request.
+            _ => continue,
+        };
+        let required = location == ParamLocation::Path || param["required"].as_bool() == Some(true);
+        // Inlined: tool-calling clients are most at home with flat argument schemas, and a
+        // parameter's schema is small (a pattern, an enum, bounds).
+        let mut schema = inlined(&param["schema"], doc);
+        if let (Some(text), Some(s)) = (param["description"].as_str(), schema.as_object_mut()) {
+            s.entry("description").or_insert_with(|| json!(text));
+        }
+        properties.insert(name.to_owned(), schema);
+        params.push(ToolParam { name: name.to_owned(), location, required });
+    }
+    let mut input_schema = Map::new();
+    input_schema.insert("type".to_owned(), json!("object"));
+    input_schema.insert("properties".to_owned(), Value::Object(properties));
+    let required: Vec<&str> = params.iter().filter(|p| p.required).map(|p| p.name.as_str()).collect();
+    if !required.is_empty() {
+        input_schema.insert("required".to_owned(), json!(required));
+    }
+    input_schema.insert("additionalProperties".to_owned(), json!(false));
+    let response = &op["responses"]["200"]["content"]["application/json"]["schema"];
+    let output_schema = (!response.is_null()).then(|| standalone(response, doc));
+    ToolDecl {
+        name: decl.qualified_id(),
+        decl,
+        title,
+        description,
+        template: template.to_owned(),
+        params,
+        input_schema,
+        output_schema,
+    }
+}
+
+const COMPONENT: &str = "#/components/schemas/";
+/// Components are not recursive; this only guards the inlining.
+const MAX_DEPTH: usize = 32;
+
+/// `schema` with every component reference replaced by the component.
+fn inlined(schema: &Value, doc: &Value) -> Value {
+    fn go(value: &Value, doc: &Value, depth: usize) -> Value {
+        match value {
+            Value::Object(o) => {
+                if let Some(name) = o.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix(COMPONENT))
+                    && depth < MAX_DEPTH
+                {
+                    let mut target = go(&doc["components"]["schemas"][name], doc, depth + 1);
+                    // 2020-12 applies a reference's siblings too: keep them.
+                    if let Some(t) = target.as_object_mut() {
+                        for (k, v) in o.iter().filter(|(k, _)| *k != "$ref") {
+                            t.insert(k.clone(), v.clone());
+                        }
+                    }
+                    return target;
+                }
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), go(v, doc, depth))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| go(v, doc, depth)).collect()),
+            other => other.clone(),
+        }
+    }
+    go(schema, doc, 0)
+}
+
+/// `schema` as a self-contained JSON Schema object: a root reference is replaced by its component
+/// (MCP wants `type: object` at the root), and every component it reaches is copied under
+/// `$defs`, its references pointing there.
+fn standalone(schema: &Value, doc: &Value) -> Map<String, Value> {
+    let mut root = schema.clone();
+    for _ in 0..MAX_DEPTH {
+        match root.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix(COMPONENT)) {
+            Some(name) => root = doc["components"]["schemas"][name].clone(),
+            None => break,
+        }
+    }
+    let mut reached = BTreeSet::new();
+    let mut pending = references(&root);
+    while let Some(name) = pending.pop() {
+        if reached.insert(name.clone()) {
+            pending.extend(references(&doc["components"]["schemas"][&name]));
+        }
+    }
+    let mut out = match repointed(&root) {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    if !reached.is_empty() {
+        let defs: Map<String, Value> =
+            reached.into_iter().map(|n| (n.clone(), repointed(&doc["components"]["schemas"][&n]))).collect();
+        out.insert("$defs".to_owned(), Value::Object(defs));
+    }
+    out
+}
+
+/// The component names `value` refers to.
+fn references(value: &Value) -> Vec<String> {
+    match value {
+        Value::Object(o) => {
+            let own = o.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix(COMPONENT)).map(str::to_owned);
+            own.into_iter().chain(o.values().flat_map(references)).collect()
+        }
+        Value::Array(items) => items.iter().flat_map(references).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `value` with component references pointing into `$defs`.
+fn repointed(value: &Value) -> Value {
+    match value {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| match (k.as_str(), v.as_str().and_then(|r| r.strip_prefix(COMPONENT))) {
+                    ("$ref", Some(name)) => (k.clone(), json!(format!("#/$defs/{name}"))),
+                    _ => (k.clone(), repointed(v)),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(repointed).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_stands_alone() {
+        let doc = json!({"components": {"schemas": {
+            "Page": {"type": "object", "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Row"}}}},
+            "Row": {"type": "object", "properties": {"kind": {"$ref": "#/components/schemas/Kind"}}},
+            "Kind": {"type": "string", "enum": ["a", "b"]},
+            "Unused": {"type": "string"},
+        }}});
+        let out = standalone(&json!({"$ref": "#/components/schemas/Page"}), &doc);
+        assert_eq!(out["type"], "object");
+        assert_eq!(out["properties"]["data"]["items"]["$ref"], "#/$defs/Row");
+        assert_eq!(out["$defs"]["Row"]["properties"]["kind"]["$ref"], "#/$defs/Kind");
+        assert_eq!(out["$defs"].as_object().unwrap().len(), 2, "only what the root reaches");
+        let param = inlined(&json!({"$ref": "#/components/schemas/Kind", "description": "Which."}), &doc);
+        assert_eq!(param, json!({"type": "string", "enum": ["a", "b"], "description": "Which."}));
+    }
+}
