@@ -7,13 +7,8 @@
 //! `fixtures::chain`.
 use serde_json::Value;
 
-use crate::fixtures::chain::{require_toolkit, script, start_chain, start_facilitator};
+use crate::fixtures::chain::{PAY_TO, PAYER, PAYER_KEY, PayingRig, require_toolkit, script};
 use crate::helpers::{Backend, TestApp, sample_database, spawn_app_with};
-
-/// anvil's well-known dev accounts: #1 pays, #2 is paid (#0 runs the facilitator).
-const PAYER_KEY: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const PAYER: &str = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8";
-const PAY_TO: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
 /// Every paid operation's 402 carries a `bazaar` discovery extension that the reference package
 /// (`@x402/extensions`) validates and extracts (`tests/chain/discovery.mjs` fails on any refusal).
@@ -46,11 +41,6 @@ async fn the_reference_package_accepts_every_discovery_extension() {
     }
 }
 
-async fn balance(rpc: &str, asset: &str) -> u128 {
-    let answer = script("balance.mjs", &["--rpc", rpc, "--asset", asset, "--address", PAY_TO]).await;
-    answer["balance"].as_str().expect("a decimal string").parse().expect("a number")
-}
-
 async fn reference_view(app: &TestApp, path: &str) -> Value {
     let (status, body) = app.get_json(path).await;
     assert_eq!(status, 200, "{path}");
@@ -62,20 +52,8 @@ async fn the_reference_clients_pay_on_a_local_chain() {
     if !require_toolkit().await {
         return;
     }
-    let (_chain, rpc) = start_chain().await;
-    let token = script("deploy-token.mjs", &["--rpc", &rpc]).await;
-    let asset = token["asset"].as_str().expect("asset").to_owned();
-    let (_facilitator, facilitator_url) = start_facilitator(&rpc).await;
-
-    let app = spawn_app_with(sample_database(Backend::Sqlite), |a| {
-        a.payments.facilitator_url = Some(facilitator_url);
-        a.payments.pay_to = Some(PAY_TO.to_owned());
-        a.payments.network = "eip155:84532".to_owned();
-        a.payments.asset = asset.clone();
-        a.payments.asset_name = token["name"].as_str().unwrap().to_owned();
-        a.payments.asset_version = token["version"].as_str().unwrap().to_owned();
-    })
-    .await;
+    let rig = PayingRig::start().await;
+    let app = &rig.app;
     let db = govdata::store::connect(&app.database_url).await.expect("connect");
 
     // v1 pays a standard v1 endpoint, v2 a plus v2 endpoint.
@@ -83,11 +61,11 @@ async fn the_reference_clients_pay_on_a_local_chain() {
         ("v1", "/v1/daos/uniswap/brief", 1_000u128, "X-PAYMENT-RESPONSE"),
         ("v2", "/v2/daos/uniswap/voters?limit=3", 5_000, "PAYMENT-RESPONSE"),
     ] {
-        let before = balance(&rpc, &asset).await;
+        let before = rig.balance().await;
         let paid = script("pay.mjs", &["--client", client, "--url", &app.url(path), "--key", PAYER_KEY]).await;
         assert_eq!(paid["status"], 200, "{client}: {paid}");
         let mut data = paid["body"]["data"].clone();
-        let mut expected = reference_view(&app, path).await;
+        let mut expected = reference_view(app, path).await;
         for view in [&mut data, &mut expected] {
             if let Some(object) = view.as_object_mut() {
                 object.remove("generatedAt");
@@ -101,7 +79,7 @@ async fn the_reference_clients_pay_on_a_local_chain() {
         let transaction = receipt["transaction"].as_str().expect("a transaction hash").to_owned();
         assert_eq!(transaction.len(), 66, "{transaction}");
 
-        assert_eq!(balance(&rpc, &asset).await, before + price, "{client}: the payee got exactly the price");
+        assert_eq!(rig.balance().await, before + price, "{client}: the payee got exactly the price");
 
         let ledger = govdata::store::payments::list(&db).await.expect("payments");
         let row = ledger.iter().find(|p| p.transaction.as_deref() == Some(&transaction)).expect("recorded");
@@ -122,6 +100,6 @@ async fn the_reference_clients_pay_on_a_local_chain() {
         let body: Value = replay.json().await.unwrap();
         assert_eq!(body["error"], "invalid_exact_evm_payload_authorization_nonce_used", "{body}");
         assert!(body.get("data").is_none());
-        assert_eq!(balance(&rpc, &asset).await, before + price, "{client}: the replay moved nothing");
+        assert_eq!(rig.balance().await, before + price, "{client}: the replay moved nothing");
     }
 }

@@ -14,11 +14,10 @@ use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use crate::access::{paid_paths, partner_token};
-use crate::fixtures::chain::{require_toolkit, script, start_chain, start_facilitator, toolkit};
-use crate::helpers::{Backend, TestApp, sample_database, spawn_app_with};
+use crate::fixtures::chain::{PAY_TO, PAYER_KEY, PayingRig, require_toolkit, script, toolkit};
+use crate::helpers::{TestApp, sample_database, spawn_app_with};
 use crate::on_both_backends;
 
-const PAY_TO: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 const PROTOCOL: &str = "2025-11-25";
 
 /// One JSON-RPC request to `/mcp`, with `headers`: the status, headers and body of the answer.
@@ -321,19 +320,8 @@ async fn the_reference_clients_list_call_and_pay() {
     if !require_toolkit().await {
         return;
     }
-    let (_chain, rpc_url) = start_chain().await;
-    let token = script("deploy-token.mjs", &["--rpc", &rpc_url]).await;
-    let asset = token["asset"].as_str().expect("asset").to_owned();
-    let (_facilitator, facilitator_url) = start_facilitator(&rpc_url).await;
-    let app = spawn_app_with(sample_database(Backend::Sqlite), |a| {
-        a.payments.facilitator_url = Some(facilitator_url);
-        a.payments.pay_to = Some(PAY_TO.to_owned());
-        a.payments.network = "eip155:84532".to_owned();
-        a.payments.asset = asset.clone();
-        a.payments.asset_name = token["name"].as_str().unwrap().to_owned();
-        a.payments.asset_version = token["version"].as_str().unwrap().to_owned();
-    })
-    .await;
+    let rig = PayingRig::start().await;
+    let app = &rig.app;
     let url = app.url("/mcp");
     let declared: BTreeSet<String> = operations::ALL.iter().map(|d| d.qualified_id()).collect();
     let names = |tools: &Value| -> BTreeSet<String> {
@@ -341,7 +329,7 @@ async fn the_reference_clients_list_call_and_pay() {
     };
 
     // The TypeScript SDK: free and partner-token calls, its output-schema check on each answer.
-    let (_, partner) = partner_token(&app, &["v2:paid:*"]).await;
+    let (_, partner) = partner_token(app, &["v2:paid:*"]).await;
     let session = script(
         "mcp.mjs",
         &[
@@ -379,18 +367,14 @@ async fn the_reference_clients_list_call_and_pay() {
 
     // Paying through @x402/fetch as the transport's fetch: the payee gets exactly the price, and
     // the ledger records it; a paid call the operation refuses (404) is never charged.
-    let balance = || async {
-        let answer = script("balance.mjs", &["--rpc", &rpc_url, "--asset", &asset, "--address", PAY_TO]).await;
-        answer["balance"].as_str().unwrap().parse::<u128>().unwrap()
-    };
-    let before = balance().await;
+    let before = rig.balance().await;
     let paid = script(
         "mcp.mjs",
         &[
             "--url",
             &url,
             "--key",
-            "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+            PAYER_KEY,
             "--call",
             r#"v2_voters_list {"daoId": "uniswap", "limit": 3}"#,
             "--call",
@@ -406,7 +390,7 @@ async fn the_reference_clients_list_call_and_pay() {
     let receipts = paid["payments"].as_array().unwrap();
     assert_eq!(receipts.len(), 1, "one settled payment: {paid}");
     assert_eq!(receipts[0]["paymentResponse"]["success"], true);
-    assert_eq!(balance().await, before + 5_000, "the plus tier's price, once");
+    assert_eq!(rig.balance().await, before + 5_000, "the plus tier's price, once");
     // The sample store is shared with other payment tests: find this payment by its transaction.
     let transaction = receipts[0]["paymentResponse"]["transaction"].as_str().expect("a transaction");
     let db = govdata::store::connect(&app.database_url).await.unwrap();

@@ -10,22 +10,12 @@
 // stdout: {"server":{name,version},"instructions":…,"tools":[…],
 //          "calls":[{"name","result":<CallToolResult>} | {"name","error":"…","code":<HTTP status>|null}],
 //          "payments":[{"status","paymentResponse"}]}   (payments: every answer with a PAYMENT-RESPONSE)
-import { args, checkUrl, emit, fail, log, normalizeKey, required, run } from "./lib/common.mjs";
+import { args, checkUrl, emit, fail, log, normalizeKey, parseHeaders, required, run } from "./lib/common.mjs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { privateKeyToAccount } from "viem/accounts";
 
 const USAGE = "usage: mcp.mjs --url URL [--header NAME:VALUE]... [--key HEX] [--call 'NAME {JSON}']...";
-
-function parseHeaders(list) {
-  const headers = {};
-  for (const h of list ?? []) {
-    const i = h.indexOf(":");
-    if (i <= 0) fail(`--header must be NAME:VALUE, got ${JSON.stringify(h)}`, 2);
-    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
-  }
-  return headers;
-}
 
 function parseCall(text) {
   const i = text.indexOf(" ");

@@ -8,7 +8,7 @@
 //          "paymentResponse":<decoded header JSON>|null,"sentPaymentHeader":{"name","value"}|null}
 //   or, when the client throws: {"error":"message"} and exit code 1.
 // A non-2xx final status is not an error here: it is reported in "status" (exit 0).
-import { POLLING_INTERVAL_MS, args, checkUrl, emit, fail, localChain, log, normalizeKey, required, run } from "./lib/common.mjs";
+import { POLLING_INTERVAL_MS, args, checkUrl, emit, fail, localChain, log, normalizeKey, parseHeaders, required, run } from "./lib/common.mjs";
 import { createWalletClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
@@ -19,16 +19,6 @@ const USAGE = `usage: pay.mjs --client v1|v2 --url URL --key HEX [--header NAME:
   --timeout-ms  overall request timeout (default 60000)`;
 
 const PAYMENT_HEADERS = ["PAYMENT-SIGNATURE", "X-PAYMENT"];
-
-function parseHeaders(list) {
-  const headers = {};
-  for (const h of list ?? []) {
-    const i = h.indexOf(":");
-    if (i <= 0) fail(`--header must be NAME:VALUE, got ${JSON.stringify(h)}`, 2);
-    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
-  }
-  return headers; // a plain object: x402-fetch spreads init.headers, which loses a Headers instance
-}
 
 function decodeBase64Json(value) {
   try {

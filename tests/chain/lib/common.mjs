@@ -128,3 +128,15 @@ export function solcInput(files, outputSelection) {
     settings: { optimizer: { enabled: true, runs: 200 }, evmVersion: "cancun", outputSelection },
   };
 }
+
+/** `--header NAME:VALUE` values as a plain object (x402-fetch spreads init.headers, which loses a
+ * Headers instance). */
+export function parseHeaders(list) {
+  const headers = {};
+  for (const h of list ?? []) {
+    const i = h.indexOf(":");
+    if (i <= 0) fail(`--header must be NAME:VALUE, got ${JSON.stringify(h)}`, 2);
+    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+  }
+  return headers;
+}
