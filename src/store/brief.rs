@@ -3,7 +3,7 @@
 //! Queries: the DAO with its summary, sources and watermarks (4, `daos::get`); then, only when the
 //! DAO has been ingested: active proposals (1), recently closed proposals (1), their stored tallies
 //! (1, `store::facts`: never their votes), top voters (1), top
-//! delegates (1), the stored voters among both (1, for their ENS names: `voters::by_address`),
+//! delegates (1), the stored voters among both (1, for their ENS names: `voters::ens_names`),
 //! recent events (1), latest signals (1). Every list is capped by `contract::events::BRIEF`.
 use std::collections::HashMap;
 
@@ -13,7 +13,7 @@ use sea_orm::{
 };
 
 use super::daos::{self, DaoRecord};
-use super::entities::{delegate, proposal, voter, voter_dao_stat};
+use super::entities::{delegate, proposal, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
 use crate::contract::events::BRIEF;
 use crate::contract::vocabulary::ProposalState;
@@ -51,8 +51,8 @@ pub struct BriefData {
     pub recently_closed: Vec<TalliedProposal>,
     pub top_voters: Vec<voter_dao_stat::Model>,
     pub top_delegates: Vec<delegate::Model>,
-    /// The stored voters among the top voters and delegates, by canonical address.
-    pub known_voters: HashMap<String, voter::Model>,
+    /// The ENS names of the top voters and delegates the store knows, by canonical address.
+    pub known_voters: HashMap<String, String>,
     pub recent_events: Vec<EventRow>,
     pub signals: Vec<SignalRow>,
 }
@@ -109,7 +109,7 @@ pub async fn get<C: ConnectionTrait + StreamTrait>(
         .all(db)
         .await?;
     let named = top_voters.iter().map(|v| v.voter.clone()).chain(top_delegates.iter().map(|d| d.address.clone()));
-    let known_voters = super::voters::by_address(db, named).await?;
+    let known_voters = super::voters::ens_names(db, named).await?;
     let filter = EventFilter { dao_id: Some(dao_id.to_owned()), ..Default::default() };
     let (recent_events, _) = events::list(db, &filter, BRIEF.recent_activity, 0, false).await?;
     let signals = latest_signals(db, dao_id, BRIEF.open_signals).await?;

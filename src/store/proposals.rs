@@ -1,9 +1,13 @@
 //! Read queries: proposals and their votes, keyset-paginated (no OFFSET: a deep page costs what
 //! the first one costs, each served by an index of migration 1).
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
+    QuerySelect, sea_query::Expr,
+};
 
-use super::address::AccountBytes;
+use super::address::{self, AccountBytes};
 use super::entities::{proposal, vote};
+use super::voters::VOTER_ENS;
 
 /// Proposal list orders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +84,22 @@ pub enum VoteAfter {
 
 /// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
 /// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs.
+/// A vote with its voter's ENS name, when the store knows one.
+#[derive(Debug, Clone)]
+pub struct VoteRow {
+    pub vote: vote::Model,
+    pub ens: Option<String>,
+}
+
+impl FromQueryResult for VoteRow {
+    fn from_query_result(res: &QueryResult, pre: &str) -> Result<Self, DbErr> {
+        Ok(Self { vote: vote::Model::from_query_result(res, pre)?, ens: res.try_get(pre, VOTER_ENS)? })
+    }
+}
+
+/// A proposal's votes in `order` after a keyset position, each with its voter's ENS name: one
+/// statement, the name looked up by the voters' primary key for each row returned (no second
+/// query binding every address of the page: that cost a third of the page's throughput).
 pub async fn votes(
     db: &impl ConnectionTrait,
     proposal_id: i64,
@@ -88,9 +108,12 @@ pub async fn votes(
     order: VoteOrder,
     after: Option<VoteAfter>,
     limit: u64,
-) -> Result<Vec<vote::Model>, DbErr> {
+) -> Result<Vec<VoteRow>, DbErr> {
     use vote::Column as C;
-    let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
+    let voter_sql = address::lower_sql(db.get_database_backend(), r#""votes"."voter""#);
+    let mut q = vote::Entity::find()
+        .column_as(Expr::cust(super::voters::ens_sql(&voter_sql)), VOTER_ENS)
+        .filter(C::ProposalId.eq(proposal_id));
     if let Some(v) = voter {
         q = q.filter(C::Voter.eq(v.clone()));
     }
@@ -108,5 +131,5 @@ pub async fn votes(
         VoteOrder::Power => q.order_by_desc(C::VpSort).order_by_asc(C::Voter),
         VoteOrder::Time => q.order_by_desc(C::CreatedMs).order_by_desc(C::Id),
     };
-    q.limit(limit).all(db).await
+    q.limit(limit).into_model::<VoteRow>().all(db).await
 }

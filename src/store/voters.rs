@@ -1,7 +1,10 @@
 //! Read queries: voters, their per-DAO standing and their voting history.
 use std::collections::HashMap;
 
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
+    QuerySelect, sea_query::Expr,
+};
 
 use super::entities::{dao_summary, delegate, proposal, vote, voter, voter_dao_stat};
 
@@ -47,49 +50,76 @@ pub async fn standing(db: &impl ConnectionTrait, address: &str) -> Result<Standi
     Ok(Standing { stats, delegations, proposals_per_dao })
 }
 
-/// One DAO's voters by voting power (then address), after a keyset position.
+/// One DAO's voters by voting power (then address), after a keyset position, each with the ENS name
+/// the store knows for the voter (one statement: see [`ens_sql`]).
 pub async fn ranking(
     db: &impl ConnectionTrait,
     dao_id: &str,
     after: Option<(String, String)>,
     limit: u64,
-) -> Result<Vec<(voter_dao_stat::Model, Option<voter::Model>)>, DbErr> {
+) -> Result<Vec<(voter_dao_stat::Model, Option<String>)>, DbErr> {
     use voter_dao_stat::Column as C;
     let mut q = voter_dao_stat::Entity::find().filter(C::DaoId.eq(dao_id));
     if let Some((vp_sort, voter)) = after {
         q = q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter)));
     }
-    let rows = q.order_by_desc(C::VpSort).order_by_asc(C::Voter).limit(limit).all(db).await?;
-    let voters = by_address(db, rows.iter().map(|r| r.voter.clone())).await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let v = voters.get(&r.voter).cloned();
-            (r, v)
-        })
-        .collect())
+    q.column_as(Expr::cust(ens_sql(r#""voter_dao_stats"."voter""#)), VOTER_ENS)
+        .order_by_desc(C::VpSort)
+        .order_by_asc(C::Voter)
+        .limit(limit)
+        .into_model::<RankedRow>()
+        .all(db)
+        .await
+        .map(|rows| rows.into_iter().map(|r| (r.stats, r.ens)).collect())
 }
 
-/// The stored voters among `addresses` (canonical lowercase), by address: one `IN` query
-/// whatever the number (a page is at most a few hundred rows), none for an empty list. Every
-/// answer that names several voters reads their ENS names through this, once per request.
-pub async fn by_address(
+/// A voter's standing in a DAO with the voter's ENS name, read in one statement.
+struct RankedRow {
+    stats: voter_dao_stat::Model,
+    ens: Option<String>,
+}
+
+impl FromQueryResult for RankedRow {
+    fn from_query_result(res: &QueryResult, pre: &str) -> Result<Self, DbErr> {
+        Ok(Self { stats: voter_dao_stat::Model::from_query_result(res, pre)?, ens: res.try_get(pre, VOTER_ENS)? })
+    }
+}
+
+/// The alias of the ENS name [`ens_sql`] selects beside a row.
+pub const VOTER_ENS: &str = "voter_ens";
+
+/// SQL for the ENS name the store knows for the canonical address `address_sql` (NULL when it
+/// knows none): a lookup by the voters' primary key, made for each row a statement returns.
+pub fn ens_sql(address_sql: &str) -> String {
+    format!(r#"(SELECT "ens" FROM "voters" WHERE "voters"."address" = {address_sql})"#)
+}
+
+/// The ENS names the store knows for `addresses` (canonical lowercase), by address: one `IN`
+/// query whatever the number (a page is at most a few hundred rows), none for an empty list.
+/// Every answer that names several voters reads their ENS names through this, once per request.
+/// Only named voters come back, two columns each: most voters have no ENS name, and on SQLite
+/// every row returned is a hop between the database thread and the request (a page of 100 votes
+/// read 100 more rows when this returned every voter whole; see issue 18's measurements).
+pub async fn ens_names(
     db: &impl ConnectionTrait,
     addresses: impl IntoIterator<Item = String>,
-) -> Result<HashMap<String, voter::Model>, DbErr> {
+) -> Result<HashMap<String, String>, DbErr> {
     let mut addresses: Vec<String> = addresses.into_iter().collect();
     addresses.sort();
     addresses.dedup();
     if addresses.is_empty() {
         return Ok(HashMap::new());
     }
-    Ok(voter::Entity::find()
+    voter::Entity::find()
+        .select_only()
+        .column(voter::Column::Address)
+        .column(voter::Column::Ens)
         .filter(voter::Column::Address.is_in(addresses))
+        .filter(voter::Column::Ens.is_not_null())
+        .into_tuple::<(String, String)>()
         .all(db)
-        .await?
-        .into_iter()
-        .map(|v| (v.address.clone(), v))
-        .collect())
+        .await
+        .map(HashMap::from_iter)
 }
 
 /// A voter's votes newest first, with their proposals (two queries).

@@ -7,10 +7,7 @@ use poem_openapi::{
 };
 
 use super::{Listing, V2Tag, bound, resolve_voter};
-use crate::api::{
-    AppState,
-    views::voter::{KnownVoters, VoterNames},
-};
+use crate::api::{AppState, views::voter::VoterNames};
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
 use crate::contract::{
@@ -24,8 +21,8 @@ use crate::contract::{
 use crate::store::{
     self,
     address::AccountBytes,
-    entities::{proposal, vote},
-    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder},
+    entities::proposal,
+    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder, VoteRow},
 };
 
 /// Vote counts of a proposal, kept apart.
@@ -175,9 +172,9 @@ impl poem_openapi::types::Example for ProposalVote {
     }
 }
 
-fn vote_row(v: vote::Model, known: &KnownVoters) -> ProposalVote {
+fn vote_row(VoteRow { vote: v, ens }: VoteRow) -> ProposalVote {
     ProposalVote {
-        voter: known.names(&v.voter.lower()),
+        voter: VoterNames::new(v.voter.lower(), ens),
         choice: v.choice,
         voting_power: v.voting_power,
         voting_power_from_float: v.vp_from_float,
@@ -389,10 +386,9 @@ impl Api {
             list.rows_to_read(),
         )
         .await?;
-        let known = KnownVoters::load(&state.db, rows.iter().map(|v| v.voter.lower())).await?;
         Ok(list.page(
             rows,
-            |v| match order {
+            |VoteRow { vote: v, .. }| match order {
                 // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
                 VoteOrder::Power => vec![
                     crate::contract::decimal::plain(
@@ -402,7 +398,7 @@ impl Api {
                 ],
                 VoteOrder::Time => vec![v.created_ms.to_string(), v.id.to_string()],
             },
-            |v| vote_row(v, &known),
+            vote_row,
         ))
     }
 }

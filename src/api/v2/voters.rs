@@ -238,7 +238,7 @@ impl Api {
             |(rank, (s, v))| RankedVoter {
                 rank: rank.to_string(),
                 participation_rate: rate(s.votes_cast, proposals),
-                voter: VoterNames::new(s.voter, v.and_then(|v| v.ens)),
+                voter: VoterNames::new(s.voter, v),
                 voting_power: s.voting_power,
                 voting_power_from_float: s.vp_from_float,
                 votes_cast: s.votes_cast.to_string(),

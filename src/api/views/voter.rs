@@ -3,13 +3,13 @@
 //! meaning on both surfaces. The rows flatten [`VoterNames`] in (`#[oai(flatten)]`).
 //!
 //! The ENS names of an answer's voters are read at once ([`KnownVoters::load`], one `IN` query
-//! through `store::voters::by_address`), never once per row.
+//! through `store::voters::ens_names`), never once per row.
 use std::collections::HashMap;
 
 use poem_openapi::Object;
 use sea_orm::{ConnectionTrait, DbErr};
 
-use crate::store::{self, address, entities::voter};
+use crate::store::{self, address};
 
 /// A voter's names, as every row that names a voter carries them.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -32,25 +32,25 @@ impl VoterNames {
     }
 }
 
-/// The stored voters of one answer, read at once, for their ENS names.
+/// The ENS names of one answer's voters, read at once, by canonical address.
 #[derive(Debug, Clone, Default)]
-pub struct KnownVoters(HashMap<String, voter::Model>);
+pub struct KnownVoters(HashMap<String, String>);
 
 impl KnownVoters {
     /// The stored voters among `voters` (canonical lowercase addresses): one query, none for an
     /// empty list.
     pub async fn load(db: &impl ConnectionTrait, voters: impl IntoIterator<Item = String>) -> Result<Self, DbErr> {
-        Ok(Self(store::voters::by_address(db, voters).await?))
+        Ok(Self(store::voters::ens_names(db, voters).await?))
     }
 
     /// The names of the voter `lower`, with the ENS name the store knows, if any.
     pub fn names(&self, lower: &str) -> VoterNames {
-        VoterNames::new(lower.to_owned(), self.0.get(lower).and_then(|v| v.ens.clone()))
+        VoterNames::new(lower.to_owned(), self.0.get(lower).cloned())
     }
 }
 
-impl From<HashMap<String, voter::Model>> for KnownVoters {
-    fn from(voters: HashMap<String, voter::Model>) -> Self {
+impl From<HashMap<String, String>> for KnownVoters {
+    fn from(voters: HashMap<String, String>) -> Self {
         Self(voters)
     }
 }
@@ -65,16 +65,7 @@ mod tests {
     #[test]
     fn names_are_canonical_checksummed_and_ens_only_when_known() {
         let lower = "0x683a4f9915d6216f73d6df50151725036bd26c02";
-        let known = KnownVoters::from(HashMap::from([(
-            lower.to_owned(),
-            voter::Model {
-                address: lower.to_owned(),
-                address_display: address::display(lower),
-                ens: Some("gauntletgov.eth".to_owned()),
-                name: None,
-                first_seen_ms: 0,
-            },
-        )]));
+        let known = KnownVoters::from(HashMap::from([(lower.to_owned(), "gauntletgov.eth".to_owned())]));
         assert_eq!(
             known.names(lower).to_json(),
             Some(json!({
