@@ -45,8 +45,7 @@ use crate::contract::{
     x402::Generation,
 };
 
-/// Where the MCP endpoint is mounted.
-pub const MCP_PATH: &str = "/mcp";
+pub use crate::contract::mcp::MCP_PATH;
 /// A tool call's arguments are a handful of scalars.
 const MAX_BODY_BYTES: usize = 64 * 1024;
 
@@ -128,12 +127,12 @@ impl ServerHandler for Tools {
     fn get_info(&self) -> InitializeResult {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("govdata", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
+            .with_instructions(format!(
                 "Read-only DAO governance data. One tool per operation of govdata's HTTP API, named \
                  `<surface>_<resource>_<verb>`; a tool's answer is the HTTP answer's envelope. Paid tools take a \
-                 partner token in the `x-service-api-token` header of the MCP request, or an x402 payment: an \
-                 unpaid call answers HTTP 402 with the challenge; pay it and send the same request again.",
-            )
+                 partner token in the `{PARTNER_TOKEN_HEADER}` header of the MCP request, or an x402 payment: an \
+                 unpaid call answers HTTP 402 with the challenge; pay it and send the same request again."
+            ))
     }
 
     async fn list_tools(

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::access::{Access, PARTNER_TOKEN_HEADER, Prices, Scope};
 use super::document::Published;
+use super::mcp::MCP_PATH;
 use super::operations;
 use super::x402::Generation;
 
@@ -46,7 +47,7 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
     let _ = write!(
         out,
         "\n## MCP\n\n\
-         - [MCP endpoint]({base}/mcp): Model Context Protocol over Streamable HTTP (stateless; answers are JSON). \
+         - [MCP endpoint]({base}{MCP_PATH}): Model Context Protocol over Streamable HTTP (stateless; answers are JSON). \
          One tool per operation below, named `<surface>_<resource>_<verb>` (`v1_daos_list`, `v2_proposals_list`); a \
          tool's `structuredContent` is the operation's answer. A paid tool takes the partner token header on the MCP \
          request, or x402 at the HTTP layer: an unpaid call answers HTTP 402 with the challenge; pay it and send the \

@@ -14,6 +14,9 @@ use super::document::Published;
 use super::errors::ParamLocation;
 use super::operations::{self, OperationDecl};
 
+/// Where the MCP endpoint is mounted (`api::mcp` serves it; `/llms.txt` links it).
+pub const MCP_PATH: &str = "/mcp";
+
 /// One tool: what `tools/list` shows and what a call is dispatched to.
 #[derive(Debug, Clone)]
 pub struct ToolDecl {
