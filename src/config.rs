@@ -183,14 +183,28 @@ impl ServeArgs {
 /// What one process accepts before it refuses (connections, time, concurrent store work).
 #[derive(Debug, Clone, Copy, Args)]
 pub struct LimitArgs {
-    /// Open connections at most; one more is answered 503 and closed. Fitted under the
+    /// Open connections at most. At the cap the longest-idle connection is closed to admit a
+    /// new one; when every connection is busy the newcomer is answered 503. Fitted under the
     /// process's descriptor limit (raised to its hard limit at start).
     #[arg(long, env = "GOVDATA_MAX_CONNECTIONS", default_value_t = 4096)]
     pub max_connections: usize,
-    /// Longest wait for a request's head (slowloris), counted from when a connection is ready for
-    /// its next request, so it is also the idle keep-alive timeout.
+    /// Open connections at most from one client address (IPv4 address or IPv6 /64); one more is
+    /// answered 429. Generous enough for an office behind one NAT address; set it to the global
+    /// cap behind a proxy that does not pass the client's address.
+    #[arg(long, env = "GOVDATA_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256)]
+    pub max_connections_per_address: usize,
+    /// Longest wait for a whole request head, counted from accept and again from the end of each
+    /// answer: bounds a connection that never sends a byte, a slow head (slowloris) and an idle
+    /// keep-alive connection.
     #[arg(long, env = "GOVDATA_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub header_read_timeout: std::time::Duration,
+    /// Longest a write of an answer may wait for the client to read it: a client that stops
+    /// reading, or reads a byte a second, is cut.
+    #[arg(long, env = "GOVDATA_WRITE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub write_timeout: std::time::Duration,
+    /// Longest wait for a request body (`/mcp`) to arrive whole, from the end of its head.
+    #[arg(long, env = "GOVDATA_BODY_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub body_read_timeout: std::time::Duration,
     /// Longest a request may take (waiting for a query slot included); past it the answer is
     /// 503 with `Retry-After`, and a paid request is not charged.
     #[arg(long, env = "GOVDATA_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]

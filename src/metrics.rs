@@ -26,7 +26,7 @@ pub struct Metrics {
     pub cache_bytes: IntGauge,
     pub cache_entries: IntGauge,
     pub connections_open: IntGauge,
-    pub connections_refused: IntCounter,
+    pub refusals: IntCounterVec,
     pub ingest_runs: IntCounterVec,
     pub ingest_source_seconds: HistogramVec,
     pub ingest_source_rows: IntCounterVec,
@@ -87,7 +87,13 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         cache_bytes: gauge(&r, "response_cache_bytes", "Bytes the response cache holds (entries with their overhead)."),
         cache_entries: gauge(&r, "response_cache_entries", "Entries in the response cache."),
         connections_open: gauge(&r, "connections_open", "Open client connections."),
-        connections_refused: plain_counter(&r, "connections_refused_total", "Connections refused over the cap."),
+        refusals: counter(
+            &r,
+            "refusals_total",
+            "Connections refused or cut and requests refused for their client's behaviour, by cause \
+             (connections::Cause).",
+            &["cause"],
+        ),
         ingest_runs: counter(
             &r,
             "ingest_runs_total",

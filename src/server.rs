@@ -37,7 +37,7 @@ pub fn app(state: AppState) -> Arc<BoxEndpoint<'static>> {
 }
 
 fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> impl Endpoint<Output = Response> {
-    let mcp = api::mcp::McpEndpoint::new(&state.documents.tools, itself);
+    let mcp = api::mcp::McpEndpoint::new(&state.documents.tools, itself, state.settings.limits.body_read_timeout);
     let documents = state.documents.clone();
     let draining = state.shutdown.clone();
     let gated = state.clone();
@@ -143,7 +143,9 @@ pub async fn bind(
     };
     let limits = connections::ConnectionLimits {
         max_connections: connections::fit_connection_cap(settings.limits.max_connections),
+        max_per_address: settings.limits.max_connections_per_address,
         header_read_timeout: settings.limits.header_read_timeout,
+        write_timeout: settings.limits.write_timeout,
         drain_delay: settings.limits.drain_delay,
         drain_timeout: settings.limits.drain_timeout,
     };
@@ -330,6 +332,7 @@ async fn edge<E: Endpoint>(
     req.extensions_mut().insert(note.clone());
     let (method, path, query) =
         (req.method().clone(), req.uri().path().to_owned(), req.uri().query().map(str::to_owned));
+    let client_ip = req.remote_addr().as_socket_addr().map(|a| a.ip());
     let refused = oversized(&req).or_else(|| nul_parameter(&req));
     let outcome = match refused {
         Some(problem) => Err(problem.into()),
@@ -341,6 +344,9 @@ async fn edge<E: Endpoint>(
     };
     if let Ok(v) = HeaderValue::from_str(&rid) {
         response.headers_mut().insert(REQUEST_ID_HEADER, v);
+    }
+    if response.status() == StatusCode::TOO_MANY_REQUESTS {
+        connections::report::record(connections::Cause::RateLimited, client_ip);
     }
     if shutdown.draining() {
         // Keep-alive clients reconnect (elsewhere) instead of reusing a connection about to close.

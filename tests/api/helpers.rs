@@ -171,6 +171,24 @@ impl TestApp {
     }
 }
 
+/// Reads what the server sends on a raw connection until it closes it (or `within` passes:
+/// `None`). A reset after some bytes ends the read too.
+pub async fn read_to_close(stream: &mut tokio::net::TcpStream, within: std::time::Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    let read = async {
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(within, read).await.ok()?;
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// Starts a server over the shared sample database of `backend`.
 pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_on(sample_database(backend)).await

@@ -1,59 +1,16 @@
-//! Abuse cannot starve anyone: connection cap, header-read timeout, request timeout, oversized
-//! and NUL-bearing requests, a terminated store connection. Every refusal is a problem document.
+//! Requests that cannot starve anyone: request timeout, oversized and NUL-bearing requests, a
+//! terminated store connection. Every refusal is a problem document. (Connections themselves:
+//! `connections.rs`.)
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::helpers::{Backend, TestApp, fresh_database, require, spawn_app, spawn_app_on, spawn_app_with};
+use crate::helpers::{
+    Backend, TestApp, fresh_database, read_to_close, require, spawn_app, spawn_app_on, spawn_app_with,
+};
 use crate::on_both_backends;
-
-/// Reads what the server sends until it closes the connection (or `within` passes).
-async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<String> {
-    let mut out = Vec::new();
-    match tokio::time::timeout(within, stream.read_to_end(&mut out)).await {
-        Ok(_) => Some(String::from_utf8_lossy(&out).into_owned()),
-        Err(_) => None,
-    }
-}
-
-#[tokio::test]
-async fn connections_over_the_cap_get_a_503_problem_and_the_cap_frees_up() {
-    let app = spawn_app_with(fresh_database(Backend::Sqlite).await, |a| a.limits.max_connections = 2).await;
-    let held = [TcpStream::connect(app.addr).await.unwrap(), TcpStream::connect(app.addr).await.unwrap()];
-    // Let the server take both before the third arrives.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut third = TcpStream::connect(app.addr).await.unwrap();
-    let answer = read_to_close(&mut third, Duration::from_secs(5)).await.expect("answered and closed at once");
-    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(answer.contains("content-type: application/problem+json") && answer.contains("retry-after: 1"));
-    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
-    assert_eq!(body["code"], "UNAVAILABLE");
-    assert!(body["detail"].as_str().unwrap().contains("maximum of 2 connections"));
-    drop(held);
-    crate::helpers::eventually("a freed slot is served again", || async {
-        reqwest::Client::new().get(app.url("/healthz")).send().await.is_ok_and(|r| r.status() == 200)
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn a_slow_or_idle_connection_is_closed_after_the_header_read_timeout() {
-    let app = spawn_app_with(fresh_database(Backend::Sqlite).await, |a| {
-        a.limits.header_read_timeout = Duration::from_millis(300);
-    })
-    .await;
-    // Slowloris: a head that never ends.
-    let mut slow = TcpStream::connect(app.addr).await.unwrap();
-    slow.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n").await.unwrap();
-    assert!(read_to_close(&mut slow, Duration::from_secs(5)).await.is_some(), "closed, not held");
-    // An idle keep-alive connection after an answer.
-    let mut idle = TcpStream::connect(app.addr).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
-    let answer = read_to_close(&mut idle, Duration::from_secs(5)).await.expect("closed once idle");
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-}
 
 /// A request held past its deadline (here by a lock another session holds on the table it
 /// reads) answers 503 with `Retry-After` instead of hanging, and the next one is served.

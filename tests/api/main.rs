@@ -7,6 +7,7 @@ mod activity;
 mod brief;
 mod chain;
 mod cli;
+mod connections;
 mod daos;
 mod documents;
 mod errors;

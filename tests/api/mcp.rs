@@ -308,9 +308,11 @@ on_both_backends!(bad_calls_are_tool_errors_never_failures, |app: TestApp| async
     let status = app.anonymous.get(app.url("/mcp")).send().await.unwrap().status().as_u16();
     assert!((400..500).contains(&status), "{status}");
     let big = "x".repeat(100 * 1024);
-    let (status, _, _) =
+    let (status, headers, body) =
         rpc(&app, "tools/call", json!({ "name": "v1_daos_list", "arguments": { "q": big } }), &[]).await;
-    assert_eq!(status, 413, "the body is bounded");
+    assert_eq!(status, 400, "the body is bounded, and its refusal is a problem document");
+    assert_eq!(headers["content-type"], "application/problem+json");
+    assert_eq!(body["code"], "VALIDATION_ERROR");
 });
 
 /// The MCP TypeScript SDK and the MCP Inspector CLI list and call the tools; `@x402/fetch` as the

@@ -15,10 +15,14 @@
 //! freshness, which is never cached). Prints the time from the cut to the first 503,
 //! whether every 503 carried `Retry-After`, and the time from recovery to the first 200.
 //!
+//! `soak abuse`: see `abuse.rs`: legitimate clients under idle sockets, slowloris heads, slow
+//! readers and a hammering address at once, against the same clients alone.
+//!
 //! ```sh
 //! cargo build --release --bin govdata --bin soak
 //! target/release/soak load                           # 10 minutes, 64 connections, SQLite
 //! DATABASE_URL=postgres://postgres@127.0.0.1:5432/soak target/release/soak outage
+//! target/release/soak abuse                          # 10,000 idle sockets and the rest, SQLite
 //! ```
 //! The figures belong in the README's Benchmarks section, never in timed tests.
 use std::collections::BTreeMap;
@@ -33,6 +37,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
+
+mod abuse;
 
 #[derive(Debug, Parser)]
 #[command(name = "soak", about = "Soak and database-outage runs against a govdata serve process")]
@@ -62,6 +68,29 @@ enum Run {
         #[arg(long, default_value_t = 32)]
         max_rss_growth_mb: u64,
     },
+    /// Legitimate clients while hostile ones attack at once, against the same clients alone.
+    Abuse {
+        #[arg(long, default_value_t = 10_000)]
+        idle: usize,
+        #[arg(long, default_value_t = 500)]
+        slowloris: usize,
+        #[arg(long, default_value_t = 100)]
+        slow_readers: usize,
+        /// Connections of the one address that hammers past its rate limit.
+        #[arg(long, default_value_t = 1)]
+        hammer: usize,
+        /// Legitimate keep-alive connections.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// How long each measured phase (quiet, under attack) lasts.
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        phase: Duration,
+        /// How long the attack runs before the measured phase.
+        #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+        warm_up: Duration,
+        #[arg(long, default_value_t = 2.0)]
+        max_p99_ratio: f64,
+    },
     /// PostgreSQL refuses connections for a while, under polling; needs a PostgreSQL `DATABASE_URL`.
     Outage {
         #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
@@ -86,11 +115,16 @@ async fn main() -> anyhow::Result<()> {
     result
 }
 
-async fn run(args: Args, govdata: &PathBuf, url: &str) -> anyhow::Result<()> {
+async fn run(args: Args, govdata: &std::path::Path, url: &str) -> anyhow::Result<()> {
     match args.run {
         Run::Load { duration, connections, every, max_rss_growth_mb } => {
-            let server = Server::start(govdata, url).await?;
+            let server = Server::start(govdata, url, &[]).await?;
             load(&server, duration, connections, every, max_rss_growth_mb).await
+        }
+        Run::Abuse { idle, slowloris, slow_readers, hammer, clients, phase, warm_up, max_p99_ratio } => {
+            let attack =
+                abuse::Attack { idle, slowloris, slow_readers, hammer, clients, phase, warm_up, max_p99_ratio };
+            abuse::run(govdata, url, attack).await
         }
         Run::Outage { outage: cut, pollers } => outage(govdata, url, cut, pollers).await,
     }
@@ -104,7 +138,7 @@ struct Server {
 }
 
 impl Server {
-    async fn start(govdata: &PathBuf, url: &str) -> anyhow::Result<Self> {
+    async fn start(govdata: &std::path::Path, url: &str, env: &[(&str, &str)]) -> anyhow::Result<Self> {
         // The sample is imported on the first start; the token needs the migrated store.
         let migrate = Command::new(govdata).arg("migrate").env("DATABASE_URL", url).output().await?;
         if !migrate.status.success() {
@@ -124,6 +158,7 @@ impl Server {
             .env("DATABASE_URL", url)
             .env("RUST_LOG", "warn,govdata=info")
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stderr(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -152,9 +187,15 @@ impl Server {
     }
 
     fn client(&self) -> reqwest::Client {
+        self.client_from(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+    }
+
+    /// A partner's client whose connections come from the loopback address `from`.
+    fn client_from(&self, from: std::net::IpAddr) -> reqwest::Client {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert("x-service-api-token", self.token.parse().expect("a token is a header value"));
         reqwest::Client::builder()
+            .local_address(from)
             .default_headers(headers)
             .pool_max_idle_per_host(1)
             .timeout(Duration::from_secs(60))
@@ -438,7 +479,7 @@ impl Relay {
     }
 }
 
-async fn outage(govdata: &PathBuf, url: &str, cut_for: Duration, pollers: usize) -> anyhow::Result<()> {
+async fn outage(govdata: &std::path::Path, url: &str, cut_for: Duration, pollers: usize) -> anyhow::Result<()> {
     let Some(rest) = url.strip_prefix("postgres://").or_else(|| url.strip_prefix("postgresql://")) else {
         bail!("the outage run needs a PostgreSQL DATABASE_URL");
     };
@@ -449,7 +490,7 @@ async fn outage(govdata: &PathBuf, url: &str, cut_for: Duration, pollers: usize)
     let relay = Relay::start(hostport).await?;
     let at = if auth.is_empty() { String::new() } else { format!("{auth}@") };
     let relayed = format!("postgres://{at}{}/{db}", relay.addr);
-    let server = Server::start(govdata, &relayed).await?;
+    let server = Server::start(govdata, &relayed, &[]).await?;
     // Freshness is never cached: every poll needs the store.
     let events: Arc<Mutex<Vec<(Instant, u16, bool)>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
