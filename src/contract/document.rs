@@ -213,6 +213,7 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{EVIDENCE_LARGEST_VOTES_WORD}}", spelled(lookup::EVIDENCE_LARGEST_VOTES)),
         ("{{LOOKUP_ALTERNATIVES_WORD}}", spelled(lookup::ALTERNATIVES)),
         ("{{LOOKUP_CONFIDENCE_FLOOR}}", lookup::CONFIDENCE_FLOOR.to_owned()),
+        ("{{LOOKUP_TITLE_MARGIN}}", lookup::TITLE_MARGIN.to_owned()),
         ("{{LOOKUP_CLOSEST_CANDIDATES_WORD}}", spelled(lookup::CLOSEST_CANDIDATES)),
         ("{{LOOKUP_TYPO_EDITS}}", typo_edits()),
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),

@@ -169,7 +169,8 @@ pub struct Candidate {
     pub external_id: String,
     pub title: String,
     /// A title lookup's candidates: how well the title matches, a decimal in [0, 1] by the rule of
-    /// the lookup's `match.confidence`, below {{LOOKUP_CONFIDENCE_FLOOR}}.
+    /// the lookup's `match.confidence`: below {{LOOKUP_CONFIDENCE_FLOOR}}, or above it for titles
+    /// none of which stands clearly above the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confidence: Option<String>,
 }

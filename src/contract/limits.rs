@@ -89,6 +89,20 @@ pub mod lookup {
     /// 404 NOT_FOUND whose `candidates` lists the closest titles (URL and external-id matches
     /// are exact and never below it).
     pub const CONFIDENCE_FLOOR: &str = "0.6";
+    /// Title lookup: how clearly the best match must stand above every other title found to be
+    /// answered, beside the floor. Confidence rewards a short title (its second term is the share
+    /// of the title's words the query matched), so between titles that each hold every query word
+    /// it measures overlap, not identification: a common word fits dozens of titles and the
+    /// shortest would win. The best is answered only when, against each other candidate, the
+    /// query's words fit it at least this much better (query words found ÷ query words, typos
+    /// counted as in the confidence), or fit it at least as well while the query names every word
+    /// of its title and not every word of the other's (the whole title given). Otherwise 404
+    /// NOT_FOUND with `candidates`, never a guess. Proposals with the same title in the same DAO
+    /// (a proposal posted twice, or in two sources) do not compete: no title tells them apart, and
+    /// they are listed in `alternatives`. A query word fits every title holding it equally, so only
+    /// typos and missing words make a difference; 0.02 is a fiftieth of the query, below one edit
+    /// in one word of a two-word query (≥ 0.038 for words of up to 13 letters).
+    pub const TITLE_MARGIN: &str = "0.02";
     /// Title lookup below the floor: candidates listed in the 404, closest first.
     pub const CLOSEST_CANDIDATES: usize = 5;
     /// Title lookup when no title has every word: candidates come from trigram indexes (SQLite

@@ -130,12 +130,15 @@ macro_rules! operations {
     };
 }
 
-/// A title lookup sure of nothing answers 404 with the closest candidates.
+/// A title lookup sure of nothing, or of no single title, answers 404 with the closest candidates.
 const LOOKUP_NOTES: &[ErrorNote] = &[ErrorNote {
     code: ErrorCode::NotFound,
     text: "NOT_FOUND: nothing has this URL or external id; or no title matches with a confidence of at least \
-           {{LOOKUP_CONFIDENCE_FLOOR}}, and `candidates` lists up to {{LOOKUP_CLOSEST_CANDIDATES_WORD}} of the closest \
-           proposals, closest first, each with its `confidence` (an empty list when no title comes close).",
+           {{LOOKUP_CONFIDENCE_FLOOR}}, or the best title does not stand clearly above the next ones (the query's \
+           words must fit it at least {{LOOKUP_TITLE_MARGIN}} better, as query words found ÷ query words, or name \
+           its whole title; a word common to many titles identifies none), and `candidates` lists up to \
+           {{LOOKUP_CLOSEST_CANDIDATES_WORD}} of the closest proposals, closest first, each with its `confidence` \
+           (an empty list when no title comes close).",
     example: Problem::lookup_not_found_example,
 }];
 

@@ -9,8 +9,8 @@ use bigdecimal::{BigDecimal, RoundingMode, Zero, num_bigint::BigInt};
 use super::tally;
 use crate::contract::decimal;
 use crate::contract::limits::lookup::{
-    CONFIDENCE_DECIMALS, CONFIDENCE_FLOOR, CONFIDENCE_QUERY_WEIGHT, CONFIDENCE_TITLE_WEIGHT, TITLE_MAX_TRIGRAMS,
-    TITLE_MAX_WORDS, TYPO_EDITS,
+    CONFIDENCE_DECIMALS, CONFIDENCE_FLOOR, CONFIDENCE_QUERY_WEIGHT, CONFIDENCE_TITLE_WEIGHT, TITLE_MARGIN,
+    TITLE_MAX_TRIGRAMS, TITLE_MAX_WORDS, TYPO_EDITS,
 };
 
 /// The distinct lowercase words of `text`, in order of first appearance: maximal runs of letters
@@ -126,6 +126,97 @@ impl Sum {
     }
 }
 
+/// An exact fraction, positive denominator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Share {
+    num: BigInt,
+    den: BigInt,
+}
+
+impl Share {
+    fn zero() -> Self {
+        Self { num: BigInt::from(0), den: BigInt::from(1) }
+    }
+
+    /// `self - other ≥ at_least`, exactly.
+    fn exceeds(&self, other: &Self, at_least: &BigDecimal) -> bool {
+        let diff = BigDecimal::from(&self.num * &other.den - &other.num * &self.den);
+        diff >= at_least * BigDecimal::from(&self.den * &other.den)
+    }
+}
+
+/// How one title fits a query: the two shares the confidence weighs, exactly, and whether the
+/// query names every word of the title.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fit {
+    /// Query words found in the title (each counting its credit) ÷ query words.
+    found: Share,
+    /// Title words matched by a query word (each counting its best credit) ÷ title words.
+    covered: Share,
+    /// Every word of the title is matched by a query word (typos within their allowance count).
+    named_in_full: bool,
+}
+
+impl Fit {
+    /// How `title` fits `query` (its words); see [`confidence`].
+    pub fn of(query: &[String], title: &str) -> Self {
+        let title_words: Vec<Vec<char>> = words(title).iter().map(|w| w.chars().collect()).collect();
+        let query_words: Vec<Vec<char>> = query.iter().map(|w| w.chars().collect()).collect();
+        if query_words.is_empty() || title_words.is_empty() {
+            return Self { found: Share::zero(), covered: Share::zero(), named_in_full: false };
+        }
+        let credits: Vec<Vec<Option<(usize, usize)>>> =
+            query_words.iter().map(|q| title_words.iter().map(|t| credit(q, t)).collect()).collect();
+        let mut found = Sum::new();
+        for row in &credits {
+            if let Some(c) = row.iter().copied().fold(None, better) {
+                found.add(c);
+            }
+        }
+        let mut covered = Sum::new();
+        let mut named_in_full = true;
+        for j in 0..title_words.len() {
+            match credits.iter().map(|row| row[j]).fold(None, better) {
+                Some(c) => covered.add(c),
+                None => named_in_full = false,
+            }
+        }
+        let (nq, nt) = (BigInt::from(query_words.len()), BigInt::from(title_words.len()));
+        Self {
+            found: Share { num: found.num, den: found.den * nq },
+            covered: Share { num: covered.num, den: covered.den * nt },
+            named_in_full,
+        }
+    }
+
+    /// The confidence: `wq × found + wt × covered`, computed exactly, then rounded half-even to
+    /// [`CONFIDENCE_DECIMALS`].
+    pub fn confidence(&self) -> String {
+        let weight = |w: &str| decimal::parse(w).unwrap_or_else(|_| BigDecimal::zero());
+        let (f, c) = (&self.found, &self.covered);
+        // wq × Fn/Fd + wt × Cn/Cd over one denominator: a single (exact where it ends) division.
+        let numerator = weight(CONFIDENCE_QUERY_WEIGHT) * BigDecimal::from(&f.num * &c.den)
+            + weight(CONFIDENCE_TITLE_WEIGHT) * BigDecimal::from(&c.num * &f.den);
+        let value = numerator / BigDecimal::from(&f.den * &c.den);
+        decimal::plain(&value.with_scale_round(CONFIDENCE_DECIMALS, RoundingMode::HalfEven))
+    }
+
+    /// Whether the query names every word of the title.
+    pub fn named_in_full(&self) -> bool {
+        self.named_in_full
+    }
+
+    /// Whether a title that fits like `self` stands clearly above one that fits like `other`
+    /// ([`TITLE_MARGIN`]): the query's words fit it at least the margin better (query words
+    /// found ÷ query words), or at least as well while the query names every word of this title
+    /// and not every word of the other.
+    pub fn stands_above(&self, other: &Fit) -> bool {
+        let margin = decimal::parse(TITLE_MARGIN).unwrap_or_else(|_| BigDecimal::zero());
+        self.found.exceeds(&other.found, &margin)
+            || (self.named_in_full && !other.named_in_full && self.found.exceeds(&other.found, &BigDecimal::zero()))
+    }
+}
+
 /// Confidence that `title` is what `query` (its words) names, in [0, 1], as a plain decimal:
 /// `0.8 × (query words found in the title ÷ query words) + 0.2 × (title words matched by a
 /// query word ÷ title words)` (weights in `contract::limits::lookup`), a query word matching the
@@ -134,33 +225,7 @@ impl Sum {
 /// characters` on both sides (each word counts its best match). Computed exactly, then rounded
 /// half-even to 4 decimals. Same words → `1`.
 pub fn confidence(query: &[String], title: &str) -> String {
-    let title_words: Vec<Vec<char>> = words(title).iter().map(|w| w.chars().collect()).collect();
-    let query_words: Vec<Vec<char>> = query.iter().map(|w| w.chars().collect()).collect();
-    if query_words.is_empty() || title_words.is_empty() {
-        return "0".to_owned();
-    }
-    let credits: Vec<Vec<Option<(usize, usize)>>> =
-        query_words.iter().map(|q| title_words.iter().map(|t| credit(q, t)).collect()).collect();
-    let mut found = Sum::new();
-    for row in &credits {
-        if let Some(c) = row.iter().copied().fold(None, better) {
-            found.add(c);
-        }
-    }
-    let mut covered = Sum::new();
-    for j in 0..title_words.len() {
-        if let Some(c) = credits.iter().map(|row| row[j]).fold(None, better) {
-            covered.add(c);
-        }
-    }
-    let weight = |w: &str| decimal::parse(w).unwrap_or_else(|_| BigDecimal::zero());
-    let (nq, nt) = (BigInt::from(query_words.len()), BigInt::from(title_words.len()));
-    // wq × F/nq + wt × C/nt over one denominator: a single (exact where it ends) division.
-    let numerator = weight(CONFIDENCE_QUERY_WEIGHT) * BigDecimal::from(&found.num * &nt * &covered.den)
-        + weight(CONFIDENCE_TITLE_WEIGHT) * BigDecimal::from(&covered.num * &nq * &found.den);
-    let denominator = BigDecimal::from(found.den * nq * covered.den * nt);
-    let value = numerator / denominator;
-    decimal::plain(&value.with_scale_round(CONFIDENCE_DECIMALS, RoundingMode::HalfEven))
+    Fit::of(query, title).confidence()
 }
 
 /// Whether a title match of `confidence` is sure enough to answer ([`CONFIDENCE_FLOOR`]).
@@ -184,11 +249,21 @@ pub trait Candidate {
     fn identity(&self) -> (&str, &str, &str);
 }
 
+/// What a candidate's best title scored.
+#[derive(Debug, Clone)]
+struct Scored {
+    value: BigDecimal,
+    text: String,
+    fit: Fit,
+    /// The words of the title that scored it.
+    title: Vec<String>,
+}
+
 /// The best title confidence of each candidate: a proposal is scored against its own title and
 /// the titles of the forum topics linked to it, and the best counts.
 pub struct TitleScores<'w> {
     words: &'w [String],
-    best: HashMap<i64, (BigDecimal, String)>,
+    best: HashMap<i64, Scored>,
 }
 
 impl<'w> TitleScores<'w> {
@@ -198,11 +273,16 @@ impl<'w> TitleScores<'w> {
 
     /// Scores proposal `id` against `title`, keeping its best score.
     pub fn offer(&mut self, id: i64, title: &str) {
-        let text = confidence(self.words, title);
+        let fit = Fit::of(self.words, title);
+        let text = fit.confidence();
         let value = decimal::parse(&text).unwrap_or_default();
-        let entry = self.best.entry(id).or_insert_with(|| (value.clone(), text.clone()));
-        if value > entry.0 {
-            *entry = (value, text);
+        let scored = Scored { value, text, fit, title: words(title) };
+        match self.best.get_mut(&id) {
+            Some(entry) if scored.value > entry.value => *entry = scored,
+            Some(_) => {}
+            None => {
+                self.best.insert(id, scored);
+            }
         }
     }
 
@@ -213,20 +293,72 @@ impl<'w> TitleScores<'w> {
 
     /// The scored `candidates` with their confidence, best first, then newest, then by
     /// identity; candidates never offered, and those no query word matches, are left out.
-    pub fn rank<P: Candidate>(self, candidates: Vec<P>) -> Vec<(String, P)> {
+    pub fn rank<P: Candidate>(self, candidates: Vec<P>) -> Vec<Ranked<P>> {
         let mut best = self.best;
-        let mut ranked: Vec<(BigDecimal, String, P)> = candidates
+        let mut ranked: Vec<(BigDecimal, Ranked<P>)> = candidates
             .into_iter()
-            .filter_map(|p| best.remove(&p.id()).map(|(value, text)| (value, text, p)))
-            .filter(|(value, _, _)| !value.is_zero())
+            .filter_map(|p| {
+                best.remove(&p.id())
+                    .map(|s| (s.value, Ranked { confidence: s.text, fit: s.fit, title: s.title, proposal: p }))
+            })
+            .filter(|(value, _)| !value.is_zero())
             .collect();
-        ranked.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then(b.2.created_ms().cmp(&a.2.created_ms()))
-                .then_with(|| a.2.identity().cmp(&b.2.identity()))
+        ranked.sort_by(|(a, ra), (b, rb)| {
+            b.cmp(a)
+                .then(rb.proposal.created_ms().cmp(&ra.proposal.created_ms()))
+                .then_with(|| ra.proposal.identity().cmp(&rb.proposal.identity()))
         });
-        ranked.into_iter().map(|(_, text, p)| (text, p)).collect()
+        ranked.into_iter().map(|(_, r)| r).collect()
     }
+}
+
+/// A ranked candidate of a title lookup.
+#[derive(Debug, Clone)]
+pub struct Ranked<P> {
+    /// [`confidence`] of its best title.
+    pub confidence: String,
+    fit: Fit,
+    title: Vec<String>,
+    pub proposal: P,
+}
+
+impl<P: Candidate> Ranked<P> {
+    /// `(confidence, proposal)`.
+    pub fn into_pair(self) -> (String, P) {
+        (self.confidence, self.proposal)
+    }
+
+    /// The same title (its words) in the same DAO: a proposal posted twice, or in two sources,
+    /// which no title can tell apart.
+    fn same_title(&self, other: &Self) -> bool {
+        self.title == other.title && self.proposal.identity().0 == other.proposal.identity().0
+    }
+}
+
+/// Whether a title lookup answers its best candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The best is sure enough and stands clearly above every other title.
+    Match,
+    /// Nothing was found, or the best is below [`CONFIDENCE_FLOOR`].
+    BelowFloor,
+    /// The best is above the floor but does not stand clearly above `rivals` other proposals
+    /// ([`Fit::stands_above`], [`TITLE_MARGIN`]).
+    Ambiguous { rivals: usize },
+}
+
+/// Judges `ranked` (best first, as [`TitleScores::rank`] orders them): the best is answered only
+/// at or above the floor and when it stands clearly above every other candidate, the same title
+/// in the same DAO excepted.
+pub fn verdict<P: Candidate>(ranked: &[Ranked<P>]) -> Verdict {
+    let Some((best, others)) = ranked.split_first() else {
+        return Verdict::BelowFloor;
+    };
+    if !meets_floor(&best.confidence) {
+        return Verdict::BelowFloor;
+    }
+    let rivals = others.iter().filter(|o| !best.same_title(o) && !best.fit.stands_above(&o.fit)).count();
+    if rivals == 0 { Verdict::Match } else { Verdict::Ambiguous { rivals } }
 }
 
 #[cfg(test)]
@@ -353,8 +485,118 @@ mod tests {
         scores.offer(6, "Nothing in common");
         let ranked =
             scores.rank(vec![P(1, 10, "a"), P(2, 20, "b"), P(3, 20, "a"), P(4, 99, "z"), P(5, 99, "x"), P(6, 99, "y")]);
-        let order: Vec<_> = ranked.iter().map(|(c, p)| (c.as_str(), p.0)).collect();
+        let order: Vec<_> = ranked.iter().map(|r| (r.confidence.as_str(), r.proposal.0)).collect();
         // 3 and 2 tie on score and time: identity decides; 5 was never offered; 6 matches no word.
         assert_eq!(order, [("0.9333", 3), ("0.9333", 2), ("0.9333", 1), ("0.6", 4)]);
+    }
+
+    /// A candidate in a DAO, for the same-title rule.
+    struct D(i64, &'static str);
+
+    impl Candidate for D {
+        fn id(&self) -> i64 {
+            self.0
+        }
+        fn created_ms(&self) -> i64 {
+            self.0
+        }
+        fn identity(&self) -> (&str, &str, &str) {
+            (self.1, "snapshot", "x")
+        }
+    }
+
+    /// Ranks `titles` (`(id, dao, title)`, newest last) for `query` and judges the best.
+    fn judge(query: &str, titles: &[(i64, &'static str, &str)]) -> (Verdict, Vec<(String, i64)>) {
+        let q = w(query);
+        let mut scores = TitleScores::new(&q);
+        for (id, _, title) in titles {
+            scores.offer(*id, title);
+        }
+        let ranked = scores.rank(titles.iter().map(|(id, dao, _)| D(*id, dao)).collect());
+        (verdict(&ranked), ranked.into_iter().map(|r| (r.confidence, r.proposal.0)).collect())
+    }
+
+    const PHASE: &str = "Phase 1 of the $COMP Distribution is Live Following a Successful DAO Vote!";
+    const AFTER: &str = "After a Successful DAO Vote, Compound decided to Launch the 1 Phase of the $COMP Distribution";
+
+    #[test]
+    fn a_common_word_identifies_nothing() {
+        // The example: `vote` is in four titles (three the same re-posted one); the
+        // shortest title wins on confidence by 0.0021, but the word fits every title alike.
+        let titles = [(1, "compound", AFTER), (2, "compound", AFTER), (3, "compound", AFTER), (4, "compound", PHASE)];
+        let (v, order) = judge("vote", &titles);
+        assert_eq!(order[0], ("0.8154".to_owned(), 4));
+        assert_eq!(order[1].0, "0.8133");
+        assert_eq!(v, Verdict::Ambiguous { rivals: 3 });
+        assert!(!Fit::of(&w("vote"), PHASE).stands_above(&Fit::of(&w("vote"), AFTER)));
+        // Both fit every word of `successful dao vote`: still a tie on the words.
+        assert_eq!(judge("successful dao vote", &titles).0, Verdict::Ambiguous { rivals: 3 });
+        // Words only the re-posted title holds: the copies do not compete with each other.
+        assert_eq!(judge("compound decided launch", &titles).0, Verdict::Match);
+        // One title alone: nothing to stand above.
+        assert_eq!(judge("vote", &[(4, "compound", PHASE)]).0, Verdict::Match);
+    }
+
+    #[test]
+    fn the_same_title_competes_only_in_another_dao() {
+        let title = "Treasury Report";
+        assert_eq!(judge("treasury report", &[(1, "lido", title), (2, "lido", title)]).0, Verdict::Match);
+        // The same title in two DAOs: which DAO is meant is not said.
+        let (v, _) = judge("treasury report", &[(1, "lido", title), (2, "uniswap", title)]);
+        assert_eq!(v, Verdict::Ambiguous { rivals: 1 });
+    }
+
+    #[test]
+    fn a_whole_title_stands_above_a_longer_one_holding_its_words() {
+        let short = "[Temp Check] Treasury Delegation Round 2";
+        let long = "[Temp Check/Revised] Treasury Delegation Round 2";
+        // Every query word is in both (1 vs 0.9714): the query names all of the first only.
+        let (v, order) = judge(short, &[(1, "arbitrum", short), (2, "arbitrum", long)]);
+        assert_eq!(order, [("1".to_owned(), 1), ("0.9714".to_owned(), 2)]);
+        assert_eq!(v, Verdict::Match);
+        // With typos too: each word still matches within its allowance.
+        assert_eq!(judge("temp chck traesury delegaton ruond 2", &[(1, "a", short), (2, "a", long)]).0, Verdict::Match);
+        // Part of the title fits both alike, whatever their lengths.
+        let (v, _) = judge("treasury delegation round 2", &[(1, "arbitrum", short), (2, "arbitrum", long)]);
+        assert_eq!(v, Verdict::Ambiguous { rivals: 1 });
+    }
+
+    #[test]
+    fn a_query_fitting_one_title_better_by_the_margin_stands_above() {
+        // `cnosolidation` reaches `consolidation` in one edit (12/13), `consolidating` in two
+        // (11/13): the words fit the first 1/26 better, though its longer title gives it only
+        // 0.0077 more confidence.
+        let first = "Automate the Consolidation of Idle Funds into the Treasury Management Portfolio";
+        let second = "Arbitrum Treasury Management Council - Consolidating Efforts";
+        let (v, order) = judge("cnosolidation management", &[(1, "arbitrum", first), (2, "arbitrum", second)]);
+        assert_eq!(order, [("0.8077".to_owned(), 1), ("0.8".to_owned(), 2)]);
+        assert_eq!(v, Verdict::Match);
+        // Cut to their beginnings, the words fit both alike: no answer, either way round.
+        assert!(matches!(judge("conso manag", &[(1, "a", first), (2, "a", second)]).0, Verdict::Ambiguous { .. }));
+    }
+
+    #[test]
+    fn the_margin_is_inclusive_and_declared_once() {
+        let fit = |num: u32, den: u32, named_in_full| Fit {
+            found: Share { num: num.into(), den: den.into() },
+            covered: Share::zero(),
+            named_in_full,
+        };
+        assert_eq!(TITLE_MARGIN, "0.02");
+        assert!(fit(1, 1, false).stands_above(&fit(49, 50, false)));
+        assert!(!fit(1, 1, false).stands_above(&fit(9801, 10000, false)));
+        assert!(!fit(1, 1, false).stands_above(&fit(1, 1, false)));
+        // Named in full: at least as good on the words is enough, against a title not named in full.
+        assert!(fit(1, 1, true).stands_above(&fit(1, 1, false)));
+        assert!(!fit(1, 1, true).stands_above(&fit(1, 1, true)));
+        assert!(!fit(99, 100, true).stands_above(&fit(1, 1, false)));
+    }
+
+    #[test]
+    fn below_the_floor_is_judged_before_the_margin() {
+        assert_eq!(judge("banana", &[]).0, Verdict::BelowFloor);
+        let title = "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks";
+        assert_eq!(judge("statute zebra", &[(1, "uniswap", title)]).0, Verdict::BelowFloor);
+        assert_eq!(judge("statute limitations", &[(1, "uniswap", title)]).0, Verdict::Match);
     }
 }

@@ -13,11 +13,12 @@ use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
     limits::lookup::{
-        ALTERNATIVES, CLOSEST_CANDIDATES, CONFIDENCE_FLOOR, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MAX_WORDS,
+        ALTERNATIVES, CLOSEST_CANDIDATES, CONFIDENCE_FLOOR, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MARGIN,
+        TITLE_MAX_WORDS,
     },
     operations::ProposalsLookupV1 as Op,
 };
-use crate::rules::lookup::{self, TitleScores, identifier_confidence};
+use crate::rules::lookup::{self, Ranked, TitleScores, Verdict, identifier_confidence};
 use crate::store::{self, entities::proposal, search};
 
 /// Which input the match was made on.
@@ -42,8 +43,13 @@ pub struct LookupMatch {
     /// none in shorter words) matches a title word it begins after those edits, and counts
     /// `1 − edits ÷ its characters` instead of 1 on both sides; each word counts its best match.
     /// Rounded half-even to 4 decimals; identical on both store backends. A title match is
-    /// answered only at {{LOOKUP_CONFIDENCE_FLOOR}} or above: below, the answer is 404 with the
-    /// closest `candidates`.
+    /// answered only at {{LOOKUP_CONFIDENCE_FLOOR}} or above, and only when it stands clearly
+    /// above every other title found: the query's words fit it at least {{LOOKUP_TITLE_MARGIN}}
+    /// better (query words found ÷ query words), or at least as well while the query names every
+    /// word of its title and not every word of the other's. A word common to many titles fits
+    /// them all alike and answers none. Otherwise the answer is 404 with the closest
+    /// `candidates`. Proposals with the same title in the same DAO (posted twice, or in two
+    /// sources) do not compete: the newest is answered, the others are in `alternatives`.
     pub confidence: String,
 }
 
@@ -109,7 +115,9 @@ impl Api {
     /// recorded in `request.adjustments` (`truncated_to_max_words`). Returns the best match with `match.by` and a decimal
     /// `match.confidence`, plus up to {{LOOKUP_ALTERNATIVES_WORD}} `alternatives`. Use the proposal's `daoId`, `source`
     /// and `externalId` with the evidence and item endpoints. No match → 404; a title lookup never guesses: when
-    /// no title matches with a confidence of at least {{LOOKUP_CONFIDENCE_FLOOR}}, the 404 lists the closest
+    /// no title matches with a confidence of at least {{LOOKUP_CONFIDENCE_FLOOR}}, or the best does not stand
+    /// clearly above the next ones (the query's words must fit it at least {{LOOKUP_TITLE_MARGIN}} better, as
+    /// query words found ÷ query words, or name its whole title), the 404 lists the closest
     /// proposals in `candidates` (up to {{LOOKUP_CLOSEST_CANDIDATES_WORD}}, each with its `confidence`).
     #[oai(path = "/proposals/lookup", method = "get", operation_id = "proposals_lookup")]
     async fn proposals_lookup(
@@ -204,12 +212,17 @@ impl Api {
                     // The search uses the first words only: say which.
                     req.adjust("title", &value, words.join(" "), AdjustmentReason::TruncatedToMaxWords);
                 }
-                (MatchBy::Title, by_title(db, &words, dao.as_deref()).await?)
+                let ranked = by_title(db, &words, dao.as_deref()).await?;
+                match lookup::verdict(&ranked) {
+                    Verdict::Match => {}
+                    Verdict::BelowFloor => return Err(below_floor(&value, dao.as_deref(), ranked).into()),
+                    Verdict::Ambiguous { rivals } => {
+                        return Err(ambiguous(&value, dao.as_deref(), rivals, ranked).into());
+                    }
+                }
+                (MatchBy::Title, ranked.into_iter().map(Ranked::into_pair).collect())
             }
         };
-        if by == MatchBy::Title && !ranked.first().is_some_and(|(c, _)| lookup::meets_floor(c)) {
-            return Err(too_unsure(&value, dao.as_deref(), ranked).into());
-        }
         let mut ranked = ranked.into_iter();
         let Some((confidence, best)) = ranked.next() else {
             let scope = dao.as_deref().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
@@ -228,28 +241,50 @@ impl Api {
     }
 }
 
-/// The 404 of a title lookup whose best match is below the floor: the closest candidates,
-/// closest first.
-fn too_unsure(title: &str, dao: Option<&str>, ranked: Vec<(String, proposal::Model)>) -> Problem {
-    let scope = dao.map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
-    let candidates: Vec<Candidate> = ranked
+/// The closest candidates of a title lookup that does not answer, closest first.
+fn closest(ranked: Vec<Ranked<proposal::Model>>) -> Vec<Candidate> {
+    ranked
         .into_iter()
         .take(CLOSEST_CANDIDATES)
-        .map(|(confidence, p)| Candidate {
-            dao_id: p.dao_id,
+        .map(|r| Candidate {
+            dao_id: r.proposal.dao_id,
             kind: ItemKind::Proposal.as_str().to_owned(),
-            source: p.source,
-            external_id: p.external_id,
-            title: p.title,
-            confidence: Some(confidence),
+            source: r.proposal.source,
+            external_id: r.proposal.external_id,
+            title: r.proposal.title,
+            confidence: Some(r.confidence),
         })
-        .collect();
+        .collect()
+}
+
+/// The 404 of a title lookup whose best match is below the floor: the closest candidates,
+/// closest first.
+fn below_floor(title: &str, dao: Option<&str>, ranked: Vec<Ranked<proposal::Model>>) -> Problem {
+    let scope = dao.map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
+    let candidates = closest(ranked);
     let closest = if candidates.is_empty() { "no title comes close" } else { "`candidates` lists the closest" };
     Problem {
         candidates: Some(candidates),
         ..Problem::not_found(format!(
             "No proposal title{scope} matches `title` = `{title}` with a confidence of at least {CONFIDENCE_FLOOR}; \
              {closest}."
+        ))
+    }
+}
+
+/// The 404 of a title lookup whose best match does not stand clearly above `rivals` other
+/// proposals ([`lookup::verdict`]): the closest candidates, closest first.
+fn ambiguous(title: &str, dao: Option<&str>, rivals: usize, ranked: Vec<Ranked<proposal::Model>>) -> Problem {
+    let scope = dao.map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
+    let best = ranked.first().map(|r| r.confidence.clone()).unwrap_or_default();
+    let others = if rivals == 1 { "1 other proposal".to_owned() } else { format!("{rivals} other proposals") };
+    Problem {
+        candidates: Some(closest(ranked)),
+        ..Problem::not_found(format!(
+            "No single proposal title{scope} matches `title` = `{title}`: the best match (confidence {best}) does not \
+             stand clearly above the next ones ({others} fit the words about as well). A title is answered only when \
+             the words fit it at least {TITLE_MARGIN} better (query words found ÷ query words) than every other title, \
+             or name all of its words and not all of the other's; `candidates` lists the closest."
         ))
     }
 }
@@ -316,13 +351,13 @@ async fn by_url(
 /// Title search: proposals and linked forum topics whose titles have all the words (falling back
 /// to the titles sharing the most of the words' trigrams, for typos), each candidate scored by
 /// [`lookup::confidence`] against the title it matched (the best of its own and its topics'),
-/// ranked by [`TitleScores::rank`].
+/// ranked by [`TitleScores::rank`] (judged by [`lookup::verdict`]).
 /// Two or four search queries, plus one for proposals found only through a topic.
 async fn by_title(
     db: &sea_orm::DatabaseConnection,
     words: &[String],
     dao: Option<&str>,
-) -> Result<Vec<(String, proposal::Model)>, sea_orm::DbErr> {
+) -> Result<Vec<Ranked<proposal::Model>>, sea_orm::DbErr> {
     let mut proposals = search::proposals(db, words, dao, TITLE_CANDIDATES).await?;
     let mut topics = search::linked_topics(db, words, dao, TITLE_CANDIDATES).await?;
     if proposals.is_empty() && topics.is_empty() {
