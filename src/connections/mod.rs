@@ -242,19 +242,21 @@ fn serve_one(
 
 /// Resolves when the connection is to be closed, with why: no whole head within the head-read
 /// timeout of accept or of its last answer, a write waiting on the client past the write
-/// timeout (the socket `fd` is then reset), or closed by the table to admit another.
+/// timeout, or closed by the table to admit another. A connection closed with an answer still
+/// waiting on the client is reset (socket `fd`), so the kernel stops sending it.
 async fn watchdog(conn: &table::Conn, limits: ConnectionLimits, fd: std::os::fd::RawFd) -> Cause {
     let head_ms = limits.header_read_timeout.as_millis() as u64;
     let write_ms = limits.write_timeout.as_millis() as u64;
     loop {
         match conn.verdict(conn.now_ms(), head_ms, write_ms) {
-            Verdict::Close(Cause::WriteTimeout) => {
-                // Here, while the connection (polled beside this watchdog) still holds the socket
-                // open: `select!` drops it before running the winning arm.
-                reset_on_close(fd);
-                return Cause::WriteTimeout;
+            Verdict::Close(cause) => {
+                if conn.write_stalled() {
+                    // Here, while the connection (polled beside this watchdog) still holds the
+                    // socket open: `select!` drops it before running the winning arm.
+                    reset_on_close(fd);
+                }
+                return cause;
             }
-            Verdict::Close(cause) => return cause,
             Verdict::Until(Some(due)) => {
                 tokio::select! {
                     () = tokio::time::sleep_until(conn.instant(due).into()) => {}

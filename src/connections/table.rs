@@ -211,14 +211,12 @@ impl Conn {
         if self.evicted.load(Ordering::Acquire) {
             return Verdict::Close(Cause::Evicted);
         }
-        let mut next = None::<u64>;
+        // While an answer waits on the client, the write timeout is the only clock: the
+        // connection is not waiting for a head (and its cut is counted as what it is).
         let stalled = self.stalled_since.load(Ordering::Relaxed);
         if stalled != 0 {
             let due = stalled - 1 + write_ms;
-            if now >= due {
-                return Verdict::Close(Cause::WriteTimeout);
-            }
-            next = Some(due);
+            return if now >= due { Verdict::Close(Cause::WriteTimeout) } else { Verdict::Until(Some(due)) };
         }
         if self.busy.load(Ordering::Acquire) == 0 {
             let due = self.idle_since.load(Ordering::Relaxed) + head_ms;
@@ -226,9 +224,14 @@ impl Conn {
                 let first = self.heads.load(Ordering::Relaxed) == 0;
                 return Verdict::Close(if first { Cause::HeadTimeout } else { Cause::IdleTimeout });
             }
-            next = Some(next.map_or(due, |n| n.min(due)));
+            return Verdict::Until(Some(due));
         }
-        Verdict::Until(next)
+        Verdict::Until(None)
+    }
+
+    /// Whether a write is waiting for the client to read.
+    pub fn write_stalled(&self) -> bool {
+        self.stalled_since.load(Ordering::Relaxed) != 0
     }
 }
 
@@ -315,8 +318,13 @@ mod tests {
         let since = c.stalled_since.load(Ordering::Relaxed) - 1;
         assert_eq!(c.verdict(since + 999, 100, 1_000), Verdict::Until(Some(since + 1_000)));
         assert_eq!(c.verdict(since + 1_000, 100, 1_000), Verdict::Close(Cause::WriteTimeout));
-        c.write_flowed();
+        // Idle with an answer still waiting on the client: the write timeout governs.
         drop(req);
+        let idle = c.idle_since.load(Ordering::Relaxed);
+        assert_eq!(c.verdict(idle + 100, 100, 1_000), Verdict::Until(Some(since + 1_000)));
+        assert_eq!(c.verdict(since + 1_000, 100, 1_000), Verdict::Close(Cause::WriteTimeout));
+        c.write_flowed();
+        assert!(!c.write_stalled());
         // Idle after an answer: the keep-alive idle timeout.
         let idle = c.idle_since.load(Ordering::Relaxed);
         assert_eq!(c.verdict(idle + 100, 100, 1_000), Verdict::Close(Cause::IdleTimeout));
