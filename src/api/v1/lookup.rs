@@ -238,7 +238,7 @@ fn too_unsure(title: &str, dao: Option<&str>, ranked: Vec<(String, proposal::Mod
         .map(|(confidence, p)| Candidate {
             dao_id: p.dao_id,
             kind: ItemKind::Proposal.as_str().to_owned(),
-            source: p.source,
+            source: p.source.as_str().to_owned(),
             external_id: p.external_id,
             title: p.title,
             confidence: Some(confidence),
