@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 use govdata::config::{DEFAULT_DATABASE_URL, ServeArgs, Settings};
-use govdata::contract::vocabulary::{ProposalSource, RunStatus, RunTrigger};
+use govdata::contract::vocabulary::{RunStatus, RunTrigger};
 use govdata::store::{
     self,
     entities::{proposal, voter_dao_stat},
@@ -216,16 +216,16 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
     let now = govdata::contract::time::now_ms();
     let outcome = || SourceOutcome {
         dao_id: busiest.dao_id.clone(),
-        source: busiest.source.clone(),
+        source: busiest.source.source(),
         result: Ok(Watermark { data_as_of_ms: govdata::contract::time::now_ms(), position: None }),
         skipped: Vec::new(),
     };
     let new_run = || async {
         govdata::store::entities::ingestion_run::ActiveModel {
-            trigger: Set(RunTrigger::Manual.as_str().to_owned()),
+            trigger: Set(RunTrigger::Manual),
             dao_filter: Set(Some(busiest.dao_id.clone())),
             started_ms: Set(govdata::contract::time::now_ms()),
-            status: Set(RunStatus::Running.as_str().to_owned()),
+            status: Set(RunStatus::Running),
             rows_written: Set(0),
             rows_skipped: Set(0),
             ..Default::default()
@@ -248,12 +248,12 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
 
     let run = new_run().await?;
     // The votes are flagged as every writer flags votes of the proposal's source.
-    let from_float = ProposalSource::parse(&busiest.source)?.power_from_float();
+    let from_float = busiest.source.power_from_float();
     let records: Vec<Record> = (0..1000u64)
         .map(|i| {
             Record::Vote(VoteRecord {
                 dao_id: busiest.dao_id.clone(),
-                proposal: ProposalRef { source: busiest.source.clone(), external_id: busiest.external_id.clone() },
+                proposal: ProposalRef { source: busiest.source, external_id: busiest.external_id.clone() },
                 voter: format!("0x{:024x}{:016x}", now, i),
                 choice: (1 + i % 3).to_string(),
                 voting_power: format!("{}.{:04}", 1 + i * 7, i),
@@ -266,7 +266,7 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
             })
         })
         .collect();
-    staging::append(db, run.id, &busiest.source, &records).await?;
+    staging::append(db, run.id, busiest.source.source(), &records).await?;
     let started = Instant::now();
     let report = publish_run(db, run.id, &[outcome()], None).await?;
     println!(

@@ -6,65 +6,34 @@
 //! `/v1/governance-events`, `/v1/activity` and `/v1/daos/{daoId}/brief` serve them.
 use poem_openapi::Enum;
 
-use super::vocabulary::ProposalState;
+use super::vocabulary::{ProposalState, vocabulary};
 
-/// What happened. Every governance event has exactly one kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum EventKind {
-    /// A proposal was created (`occurredAt`: its creation time; for the bundled Snapshot sample,
-    /// which has no creation time, its voting start). `actor` is the author.
-    ProposalCreated,
-    /// Voting on a proposal opened (`occurredAt`: its voting start).
-    VotingStarted,
-    /// A notable vote was cast: its voting power is at least `NOTABLE_VOTE_MIN_SHARE` of the
-    /// proposal's upstream total (`scores_total`). `actor` is the voter; `details.votingPower` is the
-    /// exact power as received, `details.choice` the choice as received.
-    VoteCast,
-    /// Voting on a proposal ended (`occurredAt`: its voting end); `details.state` is the final state.
-    ProposalClosed,
-    /// An on-chain proposal was queued in the timelock.
-    ProposalQueued,
-    /// An on-chain proposal was executed.
-    ProposalExecuted,
-    /// A proposal was canceled.
-    ProposalCanceled,
-    /// A forum topic was opened (`actor`: its author).
-    ForumTopicCreated,
-    /// A delegate's delegation changed (on-chain `DelegateChanged`); written by the on-chain connector.
-    DelegationChanged,
-}
-
-impl EventKind {
-    pub const ALL: [Self; 9] = [
-        Self::ProposalCreated,
-        Self::VotingStarted,
-        Self::VoteCast,
-        Self::ProposalClosed,
-        Self::ProposalQueued,
-        Self::ProposalExecuted,
-        Self::ProposalCanceled,
-        Self::ForumTopicCreated,
-        Self::DelegationChanged,
-    ];
-
-    /// The name stored in `governance_events.kind` and served in `kind`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::ProposalCreated => "proposal_created",
-            Self::VotingStarted => "voting_started",
-            Self::VoteCast => "vote_cast",
-            Self::ProposalClosed => "proposal_closed",
-            Self::ProposalQueued => "proposal_queued",
-            Self::ProposalExecuted => "proposal_executed",
-            Self::ProposalCanceled => "proposal_canceled",
-            Self::ForumTopicCreated => "forum_topic_created",
-            Self::DelegationChanged => "delegation_changed",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text)
+vocabulary! {
+    /// What happened. Every governance event has exactly one kind.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    EventKind ("event kind") {
+        /// A proposal was created (`occurredAt`: its creation time; for the bundled Snapshot sample,
+        /// which has no creation time, its voting start). `actor` is the author.
+        ProposalCreated = "proposal_created",
+        /// Voting on a proposal opened (`occurredAt`: its voting start).
+        VotingStarted = "voting_started",
+        /// A notable vote was cast: its voting power is at least `NOTABLE_VOTE_MIN_SHARE` of the
+        /// proposal's upstream total (`scores_total`). `actor` is the voter; `details.votingPower` is the
+        /// exact power as received, `details.choice` the choice as received.
+        VoteCast = "vote_cast",
+        /// Voting on a proposal ended (`occurredAt`: its voting end); `details.state` is the final state.
+        ProposalClosed = "proposal_closed",
+        /// An on-chain proposal was queued in the timelock.
+        ProposalQueued = "proposal_queued",
+        /// An on-chain proposal was executed.
+        ProposalExecuted = "proposal_executed",
+        /// A proposal was canceled.
+        ProposalCanceled = "proposal_canceled",
+        /// A forum topic was opened (`actor`: its author).
+        ForumTopicCreated = "forum_topic_created",
+        /// A delegate's delegation changed (on-chain `DelegateChanged`); written by the on-chain connector.
+        DelegationChanged = "delegation_changed",
     }
 }
 
@@ -116,7 +85,7 @@ impl ActivityKind {
 
     /// The event kind behind this activity kind; `None` for `signal`.
     pub fn event_kind(self) -> Option<EventKind> {
-        EventKind::ALL.into_iter().find(|k| Self::from_event(*k) == self)
+        EventKind::ALL.iter().copied().find(|k| Self::from_event(*k) == self)
     }
 }
 
@@ -190,12 +159,12 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_and_activity_covers_every_event_kind() {
-        for k in EventKind::ALL {
-            assert_eq!(EventKind::parse(k.as_str()), Some(k));
+        for &k in EventKind::ALL {
+            assert_eq!(EventKind::parse(k.as_str()), Ok(k));
             assert_eq!(ActivityKind::from_event(k).event_kind(), Some(k));
         }
         assert_eq!(ActivityKind::Signal.event_kind(), None);
-        assert_eq!(EventKind::parse("nope"), None);
+        assert!(EventKind::parse("nope").is_err());
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! revision's `dataAsOf`, and a signal's `detectedAt` is the data time that triggered it.
 use poem_openapi::Enum;
 
+use super::vocabulary::vocabulary;
+
 /// One hour in milliseconds.
 const HOUR_MS: i64 = 3_600_000;
 
@@ -32,58 +34,45 @@ pub const FORUM_SPIKE_MIN_POSTS: u64 = 20;
 /// `forum_discussion_spike`: the sliding window.
 pub const FORUM_SPIKE_WINDOW_MS: i64 = 24 * HOUR_MS;
 
-/// The kind of a signal: one per rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum SignalKind {
-    /// The two leading choices are within a small margin at the deadline.
-    CloseRace,
-    /// The upstream score total reached the proposal's quorum.
-    QuorumReached,
-    /// An active proposal is well below its quorum close to its deadline.
-    QuorumAtRisk,
-    /// One vote decided the outcome (the margin or the quorum).
-    SingleVoterDecisive,
-    /// A proposal's vote count is far from the DAO's median.
-    UnusualTurnout,
-    /// A closed proposal passed.
-    ProposalPassed,
-    /// A closed proposal failed.
-    ProposalFailed,
-    /// An author's first proposal in the DAO.
-    NewAuthor,
-    /// Many forum posts on one topic within a short window.
-    ForumDiscussionSpike,
-}
-
-/// How much attention a signal deserves. Ordered: `info` < `notice` < `warning` < `critical`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum Severity {
-    /// A fact worth recording (quorum reached, a proposal passed, a new author).
-    Info,
-    /// Worth a look (a failure, unusual turnout, a discussion spike).
-    Notice,
-    /// The outcome is fragile (a close race, a single decisive voter).
-    Warning,
-    /// Action may be needed before the deadline (quorum at risk).
-    Critical,
-}
-
-impl Severity {
-    pub const ALL: [Severity; 4] = [Self::Info, Self::Notice, Self::Warning, Self::Critical];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Info => "info",
-            Self::Notice => "notice",
-            Self::Warning => "warning",
-            Self::Critical => "critical",
-        }
+vocabulary! {
+    /// The kind of a signal: one per rule.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    SignalKind ("signal kind") {
+        /// The two leading choices are within a small margin at the deadline.
+        CloseRace = "close_race",
+        /// The upstream score total reached the proposal's quorum.
+        QuorumReached = "quorum_reached",
+        /// An active proposal is well below its quorum close to its deadline.
+        QuorumAtRisk = "quorum_at_risk",
+        /// One vote decided the outcome (the margin or the quorum).
+        SingleVoterDecisive = "single_voter_decisive",
+        /// A proposal's vote count is far from the DAO's median.
+        UnusualTurnout = "unusual_turnout",
+        /// A closed proposal passed.
+        ProposalPassed = "proposal_passed",
+        /// A closed proposal failed.
+        ProposalFailed = "proposal_failed",
+        /// An author's first proposal in the DAO.
+        NewAuthor = "new_author",
+        /// Many forum posts on one topic within a short window.
+        ForumDiscussionSpike = "forum_discussion_spike",
     }
+}
 
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == text)
+vocabulary! {
+    /// How much attention a signal deserves. Ordered: `info` < `notice` < `warning` < `critical`.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    Severity ("severity") {
+        /// A fact worth recording (quorum reached, a proposal passed, a new author).
+        Info = "info",
+        /// Worth a look (a failure, unusual turnout, a discussion spike).
+        Notice = "notice",
+        /// The outcome is fragile (a close race, a single decisive voter).
+        Warning = "warning",
+        /// Action may be needed before the deadline (quorum at risk).
+        Critical = "critical",
     }
 }
 
@@ -96,37 +85,6 @@ pub struct Threshold {
 }
 
 impl SignalKind {
-    pub const ALL: [SignalKind; 9] = [
-        Self::CloseRace,
-        Self::QuorumReached,
-        Self::QuorumAtRisk,
-        Self::SingleVoterDecisive,
-        Self::UnusualTurnout,
-        Self::ProposalPassed,
-        Self::ProposalFailed,
-        Self::NewAuthor,
-        Self::ForumDiscussionSpike,
-    ];
-
-    /// The rule's name, also the kind's wire value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::CloseRace => "close_race",
-            Self::QuorumReached => "quorum_reached",
-            Self::QuorumAtRisk => "quorum_at_risk",
-            Self::SingleVoterDecisive => "single_voter_decisive",
-            Self::UnusualTurnout => "unusual_turnout",
-            Self::ProposalPassed => "proposal_passed",
-            Self::ProposalFailed => "proposal_failed",
-            Self::NewAuthor => "new_author",
-            Self::ForumDiscussionSpike => "forum_discussion_spike",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text)
-    }
-
     /// Every signal of a kind has this severity.
     pub const fn severity(self) -> Severity {
         match self {
@@ -240,14 +198,14 @@ mod tests {
 
     #[test]
     fn kinds_and_severities_round_trip() {
-        for k in SignalKind::ALL {
-            assert_eq!(SignalKind::parse(k.as_str()), Some(k));
+        for &k in SignalKind::ALL {
+            assert_eq!(SignalKind::parse(k.as_str()), Ok(k));
             assert!(!k.definition().is_empty());
         }
-        for s in Severity::ALL {
-            assert_eq!(Severity::parse(s.as_str()), Some(s));
+        for &s in Severity::ALL {
+            assert_eq!(Severity::parse(s.as_str()), Ok(s));
         }
-        assert_eq!(SignalKind::parse("close-race"), None);
+        assert!(SignalKind::parse("close-race").is_err());
     }
 
     #[test]

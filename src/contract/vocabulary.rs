@@ -4,7 +4,8 @@
 //!
 //! Each value is stored and served as its text ([`SourceKind::as_str`] and the like) and read
 //! back with `parse`, which refuses text it does not know: a stored value the code does not
-//! know is an error, never silently another value. The enums the documents show derive
+//! know is an error, never silently another value. The store reads every such column as its
+//! enum (`store::stored`), so a row is parsed once, when it is read. The enums the documents show derive
 //! poem-openapi's `Enum` as well; a test holds their document text equal to `as_str`.
 use std::fmt;
 
@@ -43,21 +44,39 @@ macro_rules! vocabulary {
             }
 
             /// The value `text` names; unknown text is an error.
-            pub fn parse(text: &str) -> Result<Self, UnknownValue> {
+            pub fn parse(text: &str) -> Result<Self, $crate::contract::vocabulary::UnknownValue> {
                 match text {
                     $($text => Ok(Self::$variant),)+
-                    _ => Err(UnknownValue { vocabulary: $what, text: text.to_owned() }),
+                    _ => Err($crate::contract::vocabulary::UnknownValue { vocabulary: $what, text: text.to_owned() }),
                 }
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Records that travel as JSON (staged ingestion records) carry the value as its text.
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(d)?;
+                Self::parse(&text).map_err(::serde::de::Error::custom)
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
     };
 }
+
+/// The declaration of a closed set (also used by `contract::events` and `contract::signals`);
+/// `store::stored` makes each one a string-valued column type.
+pub(crate) use vocabulary;
 
 vocabulary! {
     /// Where a DAO's data comes from.
@@ -91,6 +110,11 @@ impl ProposalSource {
             Self::Snapshot => SourceKind::Snapshot,
             Self::Onchain => SourceKind::Onchain,
         }
+    }
+
+    /// The proposal source `source` is; a source of no proposals (`discourse`, `tally`) is an error.
+    pub fn of(source: SourceKind) -> Result<Self, UnknownValue> {
+        Self::parse(source.as_str())
     }
 
     /// Whether the source serves a vote's voting power as a float: Snapshot's `vp` is a JSON

@@ -14,7 +14,7 @@ use super::registry::DiscourseSource;
 use super::{Connector, Resume, Sink, Upstream};
 use crate::contract::time::parse_rfc3339_ms;
 use crate::contract::urls::{ProposalUrl, parse_url};
-use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::ProposalSource;
 use crate::store::apply::Watermark;
 use crate::store::publish::now_ms;
 use crate::store::staging::{PostRecord, ProposalRef, Record, TopicRecord};
@@ -188,10 +188,10 @@ impl DiscourseConnector {
             for href in hrefs(&p.cooked) {
                 let link = match parse_url(&href) {
                     Some(ProposalUrl::Snapshot { id, .. }) => {
-                        ProposalRef { source: SourceKind::Snapshot.as_str().to_owned(), external_id: id }
+                        ProposalRef { source: ProposalSource::Snapshot, external_id: id }
                     }
                     Some(ProposalUrl::Tally { id, .. }) => {
-                        ProposalRef { source: SourceKind::Onchain.as_str().to_owned(), external_id: id }
+                        ProposalRef { source: ProposalSource::Onchain, external_id: id }
                     }
                     _ => continue,
                 };

@@ -20,7 +20,6 @@ use serde_json::json;
 
 use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
-use crate::contract::vocabulary::SourceKind;
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
 use crate::store::apply::Watermark;
 use crate::store::staging::{
@@ -194,8 +193,8 @@ impl Connector for GovernorConnector {
             let view = self.view(*id, head, &mut times).await?;
             sink.push(Record::ProposalUpdate(ProposalUpdate {
                 dao_id: self.dao_id.clone(),
-                proposal: ProposalRef { source: SourceKind::Onchain.as_str().to_owned(), external_id: id.to_string() },
-                state: view.state.clone(),
+                proposal: ProposalRef { source: ProposalSource::Onchain, external_id: id.to_string() },
+                state: view.state,
                 scores: view.scores.clone(),
                 scores_total: view.total.clone(),
                 quorum: view.quorum.clone(),
@@ -235,7 +234,7 @@ impl Connector for GovernorConnector {
 /// (GovernorBravo has no `proposalVotes`, a quorum is only defined once voting started).
 #[derive(Debug, Default)]
 struct View {
-    state: Option<String>,
+    state: Option<ProposalState>,
     scores: Option<Vec<String>>,
     total: Option<String>,
     quorum: Option<String>,
@@ -289,7 +288,7 @@ impl GovernorConnector {
     async fn view(&self, id: U256, head: u64, times: &mut BlockTimes) -> anyhow::Result<View> {
         let mut view = View::default();
         let state = self.call(stateCall { proposalId: id }).await.context("governor.state")?;
-        view.state = STATES.get(state as usize).map(|s| s.as_str().to_owned());
+        view.state = STATES.get(state as usize).copied();
         if let Ok(votes) = self.call(proposalVotesCall { proposalId: id }).await {
             let scores = [votes.againstVotes, votes.forVotes, votes.abstainVotes];
             view.total = Some(scores.iter().fold(U256::ZERO, |a, b| a.saturating_add(*b)).to_string());
@@ -317,13 +316,13 @@ impl GovernorConnector {
         let description = e.description;
         ProposalRecord {
             dao_id: self.dao_id.clone(),
-            source: SourceKind::Onchain.as_str().to_owned(),
+            source: ProposalSource::Onchain,
             external_id: e.proposalId.to_string(),
             title: title(&description),
             body: Some(description),
             author: lower(e.proposer),
             voting_type: Some("governor".to_owned()),
-            state: view.state.unwrap_or_else(|| "pending".to_owned()),
+            state: view.state.unwrap_or(ProposalState::Pending),
             choices: Some(CHOICES.iter().map(|c| (*c).to_owned()).collect()),
             scores: view.scores,
             scores_total: view.total,
@@ -346,10 +345,7 @@ impl GovernorConnector {
     fn vote(&self, cast: Cast, created_ms: i64, block: u64, tx: B256) -> VoteRecord {
         VoteRecord {
             dao_id: self.dao_id.clone(),
-            proposal: ProposalRef {
-                source: SourceKind::Onchain.as_str().to_owned(),
-                external_id: cast.proposal.to_string(),
-            },
+            proposal: ProposalRef { source: ProposalSource::Onchain, external_id: cast.proposal.to_string() },
             voter: lower(cast.voter),
             choice: (u32::from(cast.support) + 1).to_string(),
             voting_power: cast.weight.to_string(),

@@ -81,7 +81,7 @@ impl<'a> Sink<'a> {
 
     pub async fn flush(&mut self) -> anyhow::Result<()> {
         if !self.buffer.is_empty() {
-            staging::append(self.db, self.run_id, self.source.as_str(), &self.buffer).await?;
+            staging::append(self.db, self.run_id, self.source, &self.buffer).await?;
             self.staged += self.buffer.len() as u64;
             self.buffer.clear();
         }
@@ -227,12 +227,7 @@ async fn run_job(
             tracing::warn!(run = run_id, dao = dao.id, source = %kind, "source failed: {e:#}")
         }
     }
-    SourceOutcome {
-        dao_id: dao.id.clone(),
-        source: kind.as_str().to_owned(),
-        result: result.map_err(|e| format!("{e:#}")),
-        skipped,
-    }
+    SourceOutcome { dao_id: dao.id.clone(), source: kind, result: result.map_err(|e| format!("{e:#}")), skipped }
 }
 
 async fn fetch(
@@ -242,7 +237,7 @@ async fn fetch(
     kind: SourceKind,
     policy: &RetryPolicy,
 ) -> anyhow::Result<(Watermark, Vec<String>)> {
-    let resume = crate::store::staging::resume(db, &dao.id, kind.as_str()).await?;
+    let resume = crate::store::staging::resume(db, &dao.id, kind).await?;
     let resume = Resume { position: resume.0, open_proposals: resume.1 };
     let upstream = Upstream::new(policy.clone());
     let mut sink = Sink::new(db, run_id, kind);
@@ -277,16 +272,16 @@ fn registry_row(d: &DaoEntry) -> apply::RegistryDao {
     let mut sources = Vec::new();
     if let Some(s) = &d.snapshot {
         sources.push((
-            SourceKind::Snapshot.as_str(),
+            SourceKind::Snapshot,
             s.space.clone(),
             Some(crate::contract::urls::snapshot_space_url(&s.space)),
         ));
     }
     if let Some(s) = &d.discourse {
-        sources.push((SourceKind::Discourse.as_str(), s.url.clone(), Some(s.url.clone())));
+        sources.push((SourceKind::Discourse, s.url.clone(), Some(s.url.clone())));
     }
     if let Some(s) = &d.onchain {
-        sources.push((SourceKind::Onchain.as_str(), s.governor.to_ascii_lowercase(), None));
+        sources.push((SourceKind::Onchain, s.governor.to_ascii_lowercase(), None));
     }
     apply::RegistryDao {
         id: d.id.clone(),
@@ -297,7 +292,7 @@ fn registry_row(d: &DaoEntry) -> apply::RegistryDao {
         chain_id: d.onchain.as_ref().map(|s| s.chain_id as i64),
         governor: d.onchain.as_ref().map(|s| s.governor.to_ascii_lowercase()),
         token: d.onchain.as_ref().map(|s| s.token.to_ascii_lowercase()),
-        sources: sources.into_iter().map(|(k, l, u)| (k.to_owned(), l, u)).collect(),
+        sources,
     }
 }
 
@@ -334,12 +329,12 @@ impl Drop for Heartbeat {
 async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Result<ingestion_run::Model> {
     let now = crate::store::publish::now_ms();
     Ok(ingestion_run::ActiveModel {
-        trigger: Set(options.trigger.as_str().to_owned()),
+        trigger: Set(options.trigger),
         dao_filter: Set(options.dao.clone()),
         source_filter: Set(options.source.map(|k| k.as_str().to_owned())),
         started_ms: Set(now),
         heartbeat_ms: Set(Some(now)),
-        status: Set(RunStatus::Running.as_str().to_owned()),
+        status: Set(RunStatus::Running),
         rows_written: Set(0),
         rows_skipped: Set(0),
         ..Default::default()
@@ -351,7 +346,7 @@ async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Res
 async fn fail_run(db: &DatabaseConnection, run: ingestion_run::Model, error: &anyhow::Error) {
     let mut run: ingestion_run::ActiveModel = run.into();
     run.finished_ms = Set(Some(crate::store::publish::now_ms()));
-    run.status = Set(RunStatus::Failed.as_str().to_owned());
+    run.status = Set(RunStatus::Failed);
     run.error = Set(Some(format!("{error:#}")));
     if let Err(e) = run.update(db).await {
         tracing::error!("could not mark the failed ingestion run: {e}");

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::registry::SnapshotSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
-use crate::contract::vocabulary::{ProposalSource, SourceKind};
+use crate::contract::vocabulary::{ProposalSource, ProposalState};
 use crate::store::apply::Watermark;
 use crate::store::staging::{ProposalRecord, ProposalRef, Record, VoteRecord};
 use crate::store::{address, publish::now_ms};
@@ -314,13 +314,13 @@ impl SnapshotConnector {
         let number = |raw: &Option<Box<RawValue>>| raw.as_ref().map(|r| number_text(r.get())).transpose();
         Ok(ProposalRecord {
             dao_id: self.dao_id.clone(),
-            source: SourceKind::Snapshot.as_str().to_owned(),
+            source: ProposalSource::Snapshot,
             url: Some(crate::contract::urls::snapshot_proposal_url(&self.source.space, &p.id)),
             title: p.title,
             body: p.body.filter(|b| !b.is_empty()),
             author,
             voting_type: p.voting_type,
-            state: p.state,
+            state: ProposalState::parse(&p.state).with_context(|| format!("proposal {}: state", p.id))?,
             choices: Some(p.choices),
             scores: p.scores.map(|s| s.iter().map(|r| number_text(r.get())).collect()).transpose()?,
             scores_total: number(&p.scores_total)?,
@@ -344,10 +344,7 @@ impl SnapshotConnector {
         let voter = address::normalize(&v.voter).with_context(|| format!("vote {}: voter", v.id))?;
         Ok(VoteRecord {
             dao_id: self.dao_id.clone(),
-            proposal: ProposalRef {
-                source: SourceKind::Snapshot.as_str().to_owned(),
-                external_id: proposal.to_owned(),
-            },
+            proposal: ProposalRef { source: ProposalSource::Snapshot, external_id: proposal.to_owned() },
             voter,
             choice: v.choice.get().to_owned(),
             voting_power: number_text(v.vp.get()).with_context(|| format!("vote {}: vp", v.id))?,

@@ -191,11 +191,11 @@ async fn write_and_publish(db: &DatabaseConnection, files: &SampleFiles, run_id:
 
 async fn start_run(db: &DatabaseConnection, trigger: RunTrigger) -> anyhow::Result<ingestion_run::Model> {
     let run = ingestion_run::ActiveModel {
-        trigger: Set(trigger.as_str().to_owned()),
+        trigger: Set(trigger),
         dao_filter: Set(None),
         source_filter: Set(None),
         started_ms: Set(now_ms()),
-        status: Set(RunStatus::Running.as_str().to_owned()),
+        status: Set(RunStatus::Running),
         rows_written: Set(0),
         rows_skipped: Set(0),
         ..Default::default()
@@ -209,7 +209,7 @@ async fn finish_run(txn: &sea_orm::DatabaseTransaction, run_id: i64, report: &Im
     let run = ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),
         finished_ms: Set(Some(now_ms())),
-        status: Set(RunStatus::Succeeded.as_str().to_owned()),
+        status: Set(RunStatus::Succeeded),
         rows_written: Set(i64::try_from(report.rows_written())?),
         rows_skipped: Set(i64::try_from(report.skipped.len())?),
         ..Default::default()
@@ -221,7 +221,7 @@ async fn finish_run(txn: &sea_orm::DatabaseTransaction, run_id: i64, report: &Im
 async fn fail_run(db: &DatabaseConnection, run: ingestion_run::Model, error: &anyhow::Error) -> anyhow::Result<()> {
     let mut run: ingestion_run::ActiveModel = run.into();
     run.finished_ms = Set(Some(now_ms()));
-    run.status = Set(RunStatus::Failed.as_str().to_owned());
+    run.status = Set(RunStatus::Failed);
     run.error = Set(Some(format!("{error:#}")));
     run.update(db).await?;
     Ok(())

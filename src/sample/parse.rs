@@ -44,7 +44,7 @@ pub struct ProposalRow {
     pub external_id: String,
     pub title: String,
     pub voting_type: String,
-    pub state: String,
+    pub state: ProposalState,
     pub start_ms: i64,
     pub end_ms: i64,
     pub upstream_vote_count: i64,
@@ -88,7 +88,7 @@ pub struct VoterRow {
 
 pub struct WatermarkRow {
     pub dao_id: &'static str,
-    pub source: &'static str,
+    pub source: SourceKind,
     pub data_as_of_ms: i64,
 }
 
@@ -162,10 +162,10 @@ fn proposal(fields: &[&str]) -> Result<ProposalRow, String> {
     };
     let dao = registry::by_space(space).ok_or_else(|| format!("unknown Snapshot space `{space}`"))?;
     check_symbol(symbol, dao)?;
-    if !SNAPSHOT_STATES.iter().any(|s| s.as_str() == state) {
+    let Some(&state) = SNAPSHOT_STATES.iter().find(|s| s.as_str() == state) else {
         let known: Vec<&str> = SNAPSHOT_STATES.iter().map(|s| s.as_str()).collect();
         return Err(format!("state `{state}` is not one of {}", known.join(", ")));
-    }
+    };
     if voting_type.is_empty() {
         return Err("type is empty".into());
     }
@@ -175,7 +175,7 @@ fn proposal(fields: &[&str]) -> Result<ProposalRow, String> {
         external_id: proposal_id(id)?,
         title: title.to_owned(),
         voting_type: voting_type.to_owned(),
-        state: state.to_owned(),
+        state,
         start_ms: date_ms("start", start)?,
         end_ms: date_ms("end", end)?,
         upstream_vote_count: count("votes", votes)?,
@@ -300,10 +300,10 @@ fn watermarks(
         *newest = (*newest).max(ms);
     }
     let tally: BTreeMap<&'static str, i64> = delegates.iter().map(|d| (d.dao_id, as_of_ms)).collect();
-    let rows = |source: &'static str, map: BTreeMap<&'static str, i64>| {
+    let rows = |source: SourceKind, map: BTreeMap<&'static str, i64>| {
         map.into_iter().map(move |(dao_id, data_as_of_ms)| WatermarkRow { dao_id, source, data_as_of_ms })
     };
-    rows(SourceKind::Snapshot.as_str(), snapshot).chain(rows(SourceKind::Tally.as_str(), tally)).collect()
+    rows(SourceKind::Snapshot, snapshot).chain(rows(SourceKind::Tally, tally)).collect()
 }
 
 fn newest(proposals: &[ProposalRow], votes: &[VoteRow]) -> Option<i64> {

@@ -112,11 +112,11 @@ pub async fn synth(db: &DatabaseConnection, spec: &SynthSpec) -> anyhow::Result<
         );
     }
     let run = ingestion_run::ActiveModel {
-        trigger: Set(RunTrigger::Manual.as_str().to_owned()),
+        trigger: Set(RunTrigger::Manual),
         dao_filter: Set(Some(spec.dao_id.clone())),
         source_filter: Set(Some(SourceKind::Snapshot.as_str().to_owned())),
         started_ms: Set(now_ms()),
-        status: Set(RunStatus::Running.as_str().to_owned()),
+        status: Set(RunStatus::Running),
         rows_written: Set(0),
         rows_skipped: Set(0),
         ..Default::default()
@@ -128,7 +128,7 @@ pub async fn synth(db: &DatabaseConnection, spec: &SynthSpec) -> anyhow::Result<
         Err(error) => {
             let mut failed: ingestion_run::ActiveModel = run.into();
             failed.finished_ms = Set(Some(now_ms()));
-            failed.status = Set(RunStatus::Failed.as_str().to_owned());
+            failed.status = Set(RunStatus::Failed);
             failed.error = Set(Some(format!("{error:#}")));
             if let Err(mark) = failed.update(db).await {
                 tracing::error!(%mark, "could not mark the failed synth run");
@@ -255,7 +255,7 @@ async fn generate_and_publish(
     ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),
         finished_ms: Set(Some(now_ms())),
-        status: Set(RunStatus::Succeeded.as_str().to_owned()),
+        status: Set(RunStatus::Succeeded),
         rows_written: Set(i64::try_from(rows_written)?),
         rows_skipped: Set(0),
         ..Default::default()
@@ -310,7 +310,7 @@ async fn write_dao(txn: &DatabaseTransaction, dao_id: &str, now: i64, as_of: i64
     if source.is_none() {
         data_source::ActiveModel {
             dao_id: Set(dao_id.to_owned()),
-            kind: Set(SourceKind::Snapshot.as_str().to_owned()),
+            kind: Set(SourceKind::Snapshot),
             locator: Set(space.clone()),
             url: Set(Some(format!("https://snapshot.org/#/{space}"))),
             ..Default::default()
@@ -325,7 +325,7 @@ async fn write_dao(txn: &DatabaseTransaction, dao_id: &str, now: i64, as_of: i64
         .await?;
     source_watermark::ActiveModel {
         dao_id: Set(dao_id.to_owned()),
-        source: Set(SourceKind::Snapshot.as_str().to_owned()),
+        source: Set(SourceKind::Snapshot),
         data_as_of_ms: Set(Some(as_of)),
         position: Set(None),
         last_run_id: Set(Some(run_id)),
@@ -369,14 +369,14 @@ async fn write_proposals(
         let start = proposal_start(i);
         rows.push(proposal::ActiveModel {
             dao_id: Set(spec.dao_id.clone()),
-            source: Set(SourceKind::Snapshot.as_str().to_owned()),
+            source: Set(ProposalSource::Snapshot),
             external_id: Set(external_id.clone()),
             proposal_key: Set(key.clone()),
             title: Set(format!("[synthetic] Proposal {} of {}", i + 1, plans.len())),
             body: Set(Some(format!("Synthetic benchmark proposal {} ({} votes).", i + 1, plan.len()))),
             author: Set(addresses[i % addresses.len()].clone()),
             voting_type: Set(Some("single-choice".to_owned())),
-            state: Set(ProposalState::Closed.as_str().to_owned()),
+            state: Set(ProposalState::Closed),
             choices: Set(Some(CHOICES.to_owned())),
             scores: Set(Some(serde_json::to_string(&score_texts)?)),
             scores_total: Set(Some(micro_text(total))),

@@ -61,29 +61,19 @@ impl Writer<'_> {
     pub async fn data_sources(&self, parsed: &Parsed) -> Result<TableCounts, DbErr> {
         let snapshot = DEFAULT_REGISTRY.iter().filter_map(|d| {
             let space = d.snapshot_space?;
-            Some((
-                d.id,
-                SourceKind::Snapshot.as_str(),
-                space.to_owned(),
-                Some(crate::contract::urls::snapshot_space_url(space)),
-            ))
+            Some((d.id, SourceKind::Snapshot, space.to_owned(), Some(crate::contract::urls::snapshot_space_url(space))))
         });
         let tally_daos: BTreeSet<&str> = parsed.delegates.iter().map(|d| d.dao_id).collect();
-        let tally = tally_daos.into_iter().map(|dao_id| {
-            (dao_id, SourceKind::Tally.as_str(), crate::contract::dataset::DELEGATES_FILE.to_owned(), None)
-        });
+        let tally = tally_daos
+            .into_iter()
+            .map(|dao_id| (dao_id, SourceKind::Tally, crate::contract::dataset::DELEGATES_FILE.to_owned(), None));
 
-        let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind.clone()));
+        let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind));
         let mut changes = Changes::default();
         for (dao_id, kind, locator, url) in snapshot.chain(tally) {
-            let old = stored.get(&(dao_id.to_owned(), kind.to_owned()));
-            let desired = data_source::Model {
-                id: old.map_or(0, |s| s.id),
-                dao_id: dao_id.to_owned(),
-                kind: kind.to_owned(),
-                locator,
-                url,
-            };
+            let old = stored.get(&(dao_id.to_owned(), kind));
+            let desired =
+                data_source::Model { id: old.map_or(0, |s| s.id), dao_id: dao_id.to_owned(), kind, locator, url };
             changes.offer(old, desired, |_| {});
         }
         let natural = [data_source::Column::DaoId, data_source::Column::Kind];
@@ -117,7 +107,7 @@ impl Writer<'_> {
         external_ids: impl Iterator<Item = String>,
     ) -> Result<Vec<proposal::Model>, DbErr> {
         let found = stored::<proposal::Entity, _>(self.txn, proposal::Column::ExternalId, external_ids).await?;
-        Ok(found.into_iter().filter(|m| m.source == SourceKind::Snapshot.as_str()).collect())
+        Ok(found.into_iter().filter(|m| m.source == ProposalSource::Snapshot).collect())
     }
 
     pub async fn votes(
@@ -197,15 +187,15 @@ impl Writer<'_> {
     pub async fn watermarks(&self, rows: &[WatermarkRow]) -> Result<TableCounts, DbErr> {
         let dao_ids = rows.iter().map(|r| r.dao_id.to_owned());
         let stored = stored::<source_watermark::Entity, _>(self.txn, source_watermark::Column::DaoId, dao_ids).await?;
-        let stored = by_key(stored, |m| (m.dao_id.clone(), m.source.clone()));
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.source));
         let mut changes = Changes::default();
         for r in rows {
-            let old = stored.get(&(r.dao_id.to_owned(), r.source.to_owned()));
+            let old = stored.get(&(r.dao_id.to_owned(), r.source));
             let as_of = old.and_then(|s| s.data_as_of_ms).map_or(r.data_as_of_ms, |s| s.max(r.data_as_of_ms));
             let desired = source_watermark::Model {
                 id: old.map_or(0, |s| s.id),
                 dao_id: r.dao_id.to_owned(),
-                source: r.source.to_owned(),
+                source: r.source,
                 data_as_of_ms: Some(as_of),
                 position: kept!(old, position),
                 last_run_id: old.and_then(|s| s.last_run_id),
@@ -232,14 +222,14 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal:
     proposal::Model {
         id: old.map_or(0, |s| s.id),
         dao_id: r.dao.id.to_owned(),
-        source: SourceKind::Snapshot.as_str().to_owned(),
+        source: ProposalSource::Snapshot,
         external_id: r.external_id.clone(),
-        proposal_key: keys::proposal_key(r.dao.id, SourceKind::Snapshot.as_str(), &r.external_id),
+        proposal_key: keys::proposal_key(r.dao.id, ProposalSource::Snapshot.as_str(), &r.external_id),
         title: r.title.clone(),
         body: kept!(old, body),
         author: r.author.clone(),
         voting_type: Some(r.voting_type.clone()),
-        state: r.state.clone(),
+        state: r.state,
         choices: kept!(old, choices),
         scores: kept!(old, scores),
         scores_total: r.scores_total.clone(),

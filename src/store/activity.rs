@@ -2,10 +2,12 @@
 //!
 //! Each side is read from its own time index and cut to `offset + limit` rows before the two
 //! are merged, so a page costs two bounded index scans, one small sort, and one count per side.
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, QueryResult, Statement, Value};
 
 use super::events::{EventRow, SUBJECT_JOIN, count, to_i64};
 use crate::contract::events::{ActivityKind, EventKind};
+use crate::contract::signals::{Severity, SignalKind};
+use crate::contract::vocabulary::{ItemKind, SourceKind};
 
 /// Filters of the activity list.
 #[derive(Debug, Clone, Default)]
@@ -22,20 +24,28 @@ pub struct ActivityFilter {
 pub const ENTRY_EVENT: &str = "event";
 pub const ENTRY_SIGNAL: &str = "signal";
 
+/// What an activity entry is, read with its row: an event of a kind, or a signal of a kind
+/// with its severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    Event(EventKind),
+    Signal(SignalKind, Severity),
+}
+
 /// One entry: an event (`entry = "event"`) or a signal (`entry = "signal"`).
-#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActivityRow {
     pub entry: String,
     pub id: i64,
     /// The event's or signal's natural key: its public id derives from it.
     pub natural_key: String,
     pub dao_id: String,
-    /// The event kind, or the signal's rule name.
-    pub kind: String,
+    /// The event kind, or the signal's rule and severity.
+    pub kind: EntryKind,
     pub occurred_ms: i64,
-    pub subject_kind: String,
+    pub subject_kind: ItemKind,
     pub subject_external_id: String,
-    pub subject_source: String,
+    pub subject_source: SourceKind,
     pub actor: Option<String>,
     pub url: Option<String>,
     pub snapshot_id: Option<String>,
@@ -43,8 +53,6 @@ pub struct ActivityRow {
     pub block_number: Option<i64>,
     /// Event details (JSON object); absent for signals.
     pub details: Option<String>,
-    /// Signal severity; absent for events.
-    pub severity: Option<String>,
     /// Signal one-line summary; absent for events.
     pub summary: Option<String>,
     pub subject_key: Option<String>,
@@ -52,13 +60,47 @@ pub struct ActivityRow {
     pub subject_url: Option<String>,
 }
 
+impl FromQueryResult for ActivityRow {
+    fn from_query_result(row: &QueryResult, pre: &str) -> Result<Self, DbErr> {
+        let entry: String = row.try_get(pre, "entry")?;
+        // The `kind` column holds an event kind or a rule name, as `entry` says; each is parsed
+        // as its enum (`store::stored`), so an unknown one fails the read.
+        let kind = match entry.as_str() {
+            ENTRY_EVENT => EntryKind::Event(row.try_get(pre, "kind")?),
+            ENTRY_SIGNAL => EntryKind::Signal(row.try_get(pre, "kind")?, row.try_get(pre, "severity")?),
+            other => return Err(DbErr::Type(format!("`{other}` is not an activity entry"))),
+        };
+        Ok(Self {
+            entry,
+            id: row.try_get(pre, "id")?,
+            natural_key: row.try_get(pre, "natural_key")?,
+            dao_id: row.try_get(pre, "dao_id")?,
+            kind,
+            occurred_ms: row.try_get(pre, "occurred_ms")?,
+            subject_kind: row.try_get(pre, "subject_kind")?,
+            subject_external_id: row.try_get(pre, "subject_external_id")?,
+            subject_source: row.try_get(pre, "subject_source")?,
+            actor: row.try_get(pre, "actor")?,
+            url: row.try_get(pre, "url")?,
+            snapshot_id: row.try_get(pre, "snapshot_id")?,
+            tx_hash: row.try_get(pre, "tx_hash")?,
+            block_number: row.try_get(pre, "block_number")?,
+            details: row.try_get(pre, "details")?,
+            summary: row.try_get(pre, "summary")?,
+            subject_key: row.try_get(pre, "subject_key")?,
+            subject_title: row.try_get(pre, "subject_title")?,
+            subject_url: row.try_get(pre, "subject_url")?,
+        })
+    }
+}
+
 impl ActivityRow {
-    /// An event entry as the event row it was read from (signal entries have no event form).
-    pub fn into_event(self) -> EventRow {
+    /// An event entry of `kind` as the event row it was read from.
+    pub fn into_event(self, kind: EventKind) -> EventRow {
         EventRow {
             id: self.id,
             natural_key: self.natural_key,
-            kind: self.kind,
+            kind,
             dao_id: self.dao_id,
             occurred_ms: self.occurred_ms,
             subject_kind: self.subject_kind,

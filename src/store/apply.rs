@@ -26,7 +26,7 @@ use super::staging::{
 use super::upsert::{Changes, TableCounts, by_key, stored, upsert};
 use super::{address, keys, publish, sort_keys};
 use crate::contract::decimal;
-use crate::contract::vocabulary::RunStatus;
+use crate::contract::vocabulary::{ProposalSource, RunStatus, SourceKind};
 use crate::store::upsert::kept;
 
 /// Staged records read per round trip while applying.
@@ -36,7 +36,7 @@ const PAGE: u64 = 1000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceOutcome {
     pub dao_id: String,
-    pub source: String,
+    pub source: SourceKind,
     pub result: Result<Watermark, String>,
     /// Upstream items the connector could not read, with the reason: reported and skipped,
     /// never guessed, and never a reason to stop the source.
@@ -131,7 +131,7 @@ pub async fn publish_run(
 ) -> Result<PublishReport, DbErr> {
     let failed: Vec<&SourceOutcome> = outcomes.iter().filter(|o| o.result.is_err()).collect();
     for f in &failed {
-        staging::discard(db, run_id, &f.dao_id, &f.source).await?;
+        staging::discard(db, run_id, &f.dao_id, f.source).await?;
     }
     let now = publish::now_ms();
     let txn = db.begin().await?;
@@ -262,7 +262,7 @@ async fn finish_run(
     ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),
         finished_ms: Set(Some(publish::now_ms())),
-        status: Set(run_status(outcomes).as_str().to_owned()),
+        status: Set(run_status(outcomes)),
         rows_written: Set(report.rows_written() as i64),
         rows_skipped: Set(report.skipped.len() as i64),
         error: Set((!errors.is_empty()).then(|| errors.join("; "))),
@@ -290,7 +290,7 @@ pub struct RegistryDao {
     pub governor: Option<String>,
     pub token: Option<String>,
     /// (kind, locator, url) per configured source.
-    pub sources: Vec<(String, String, Option<String>)>,
+    pub sources: Vec<(SourceKind, String, Option<String>)>,
 }
 
 struct Applier<'a> {
@@ -322,15 +322,15 @@ impl Applier<'_> {
         let mut touched: BTreeSet<String> = daos.rows.iter().map(|d| d.id.clone()).collect();
         upsert::<dao::Entity>(self.txn, daos.rows, &[dao::Column::Id], None).await?;
 
-        let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind.clone()));
+        let stored = by_key(data_source::Entity::find().all(self.txn).await?, |m| (m.dao_id.clone(), m.kind));
         let mut sources = Changes::default();
         for r in &registry.daos {
             for (kind, locator, url) in &r.sources {
-                let old = stored.get(&(r.id.clone(), kind.clone()));
+                let old = stored.get(&(r.id.clone(), *kind));
                 let desired = data_source::Model {
                     id: old.map_or(0, |s| s.id),
                     dao_id: r.id.clone(),
-                    kind: kind.clone(),
+                    kind: *kind,
                     locator: locator.clone(),
                     url: url.clone(),
                 };
@@ -434,9 +434,9 @@ impl Applier<'_> {
     async fn stored_proposals(
         &self,
         ids: BTreeSet<String>,
-    ) -> Result<HashMap<(String, String, String), proposal::Model>, DbErr> {
+    ) -> Result<HashMap<(String, ProposalSource, String), proposal::Model>, DbErr> {
         let found = stored::<proposal::Entity, _>(self.txn, proposal::Column::ExternalId, ids).await?;
-        Ok(by_key(found, |m| (m.dao_id.clone(), m.source.clone(), m.external_id.clone())))
+        Ok(by_key(found, |m| (m.dao_id.clone(), m.source, m.external_id.clone())))
     }
 
     async fn proposals(&self, rows: &[ProposalRecord], touched: &mut Touched) -> Result<TableCounts, DbErr> {
@@ -446,18 +446,18 @@ impl Applier<'_> {
         let stored = self.stored_proposals(rows.iter().map(|r| r.external_id.clone()).collect()).await?;
         let mut changes = Changes::default();
         for r in rows {
-            let old = stored.get(&(r.dao_id.clone(), r.source.clone(), r.external_id.clone()));
+            let old = stored.get(&(r.dao_id.clone(), r.source, r.external_id.clone()));
             let desired = proposal::Model {
                 id: old.map_or(0, |s| s.id),
                 dao_id: r.dao_id.clone(),
-                source: r.source.clone(),
+                source: r.source,
                 external_id: r.external_id.clone(),
-                proposal_key: keys::proposal_key(&r.dao_id, &r.source, &r.external_id),
+                proposal_key: keys::proposal_key(&r.dao_id, r.source.as_str(), &r.external_id),
                 title: r.title.clone(),
                 body: r.body.clone().or_else(|| kept!(old, body)),
                 author: r.author.clone(),
                 voting_type: r.voting_type.clone().or_else(|| kept!(old, voting_type)),
-                state: r.state.clone(),
+                state: r.state,
                 choices: json_list(&r.choices).or_else(|| kept!(old, choices)),
                 scores: json_list(&r.scores).or_else(|| kept!(old, scores)),
                 scores_total: r.scores_total.clone().or_else(|| kept!(old, scores_total)),
@@ -482,8 +482,8 @@ impl Applier<'_> {
             let now = self.now_ms;
             changes.offer(old, desired, |m| m.updated_ms = now);
         }
-        let written: BTreeSet<(String, String, String)> =
-            changes.rows.iter().map(|p| (p.dao_id.clone(), p.source.clone(), p.external_id.clone())).collect();
+        let written: BTreeSet<(String, ProposalSource, String)> =
+            changes.rows.iter().map(|p| (p.dao_id.clone(), p.source, p.external_id.clone())).collect();
         let natural = [proposal::Column::DaoId, proposal::Column::Source, proposal::Column::ExternalId];
         upsert::<proposal::Entity>(self.txn, changes.rows, &natural, Some(proposal::Column::Id)).await?;
         // New rows got their ids from the database.
@@ -504,11 +504,11 @@ impl Applier<'_> {
         let stored = self.stored_proposals(rows.iter().map(|r| r.proposal.external_id.clone()).collect()).await?;
         let mut changes = Changes::default();
         for r in rows {
-            let key = (r.dao_id.clone(), r.proposal.source.clone(), r.proposal.external_id.clone());
+            let key = (r.dao_id.clone(), r.proposal.source, r.proposal.external_id.clone());
             let Some(old) = stored.get(&key) else { continue };
             let mut desired = old.clone();
-            if let Some(state) = &r.state {
-                desired.state = state.clone();
+            if let Some(state) = r.state {
+                desired.state = state;
             }
             desired.scores = json_list(&r.scores).or(desired.scores);
             desired.scores_total = r.scores_total.clone().or(desired.scores_total);
@@ -541,7 +541,7 @@ impl Applier<'_> {
         let mut first_seen: HashMap<String, i64> = HashMap::new();
         let mut changes = Changes::default();
         for r in rows {
-            let key = (r.dao_id.clone(), r.proposal.source.clone(), r.proposal.external_id.clone());
+            let key = (r.dao_id.clone(), r.proposal.source, r.proposal.external_id.clone());
             let Some(proposal) = proposals.get(&key) else {
                 skipped.push(format!("vote of {} on {}: the proposal is not stored", r.voter, r.proposal.external_id));
                 continue;
@@ -604,12 +604,12 @@ impl Applier<'_> {
     async fn stored_votes(
         &self,
         rows: &[VoteRecord],
-        proposals: &HashMap<(String, String, String), proposal::Model>,
+        proposals: &HashMap<(String, ProposalSource, String), proposal::Model>,
     ) -> Result<HashMap<(i64, AccountBytes), vote::Model>, DbErr> {
         use sea_orm::{ColumnTrait, QueryFilter};
         let mut by_proposal: HashMap<i64, BTreeSet<AccountBytes>> = HashMap::new();
         for r in rows {
-            let key = (r.dao_id.clone(), r.proposal.source.clone(), r.proposal.external_id.clone());
+            let key = (r.dao_id.clone(), r.proposal.source, r.proposal.external_id.clone());
             if let (Some(p), Ok(voter)) = (proposals.get(&key), AccountBytes::parse(&r.voter)) {
                 by_proposal.entry(p.id).or_default().insert(voter);
             }
@@ -819,13 +819,13 @@ impl Applier<'_> {
     async fn watermarks(&self, run_id: i64, outcomes: &[SourceOutcome]) -> Result<BTreeSet<String>, DbErr> {
         let daos: BTreeSet<String> = outcomes.iter().map(|o| o.dao_id.clone()).collect();
         let stored = stored::<source_watermark::Entity, _>(self.txn, source_watermark::Column::DaoId, daos).await?;
-        let stored = by_key(stored, |m| (m.dao_id.clone(), m.source.clone()));
+        let stored = by_key(stored, |m| (m.dao_id.clone(), m.source));
         let had_time: BTreeSet<&str> =
             stored.values().filter(|w| w.data_as_of_ms.is_some()).map(|w| w.dao_id.as_str()).collect();
         let mut first = BTreeSet::new();
         let mut rows = Vec::new();
         for o in outcomes {
-            let old = stored.get(&(o.dao_id.clone(), o.source.clone()));
+            let old = stored.get(&(o.dao_id.clone(), o.source));
             let (data_as_of_ms, position, status, error) = match &o.result {
                 Ok(w) => {
                     let as_of = old.and_then(|s| s.data_as_of_ms).map_or(w.data_as_of_ms, |s| s.max(w.data_as_of_ms));
@@ -839,7 +839,7 @@ impl Applier<'_> {
             rows.push(source_watermark::Model {
                 id: old.map_or(0, |s| s.id),
                 dao_id: o.dao_id.clone(),
-                source: o.source.clone(),
+                source: o.source,
                 data_as_of_ms,
                 position,
                 last_run_id: Some(run_id),

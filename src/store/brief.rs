@@ -16,7 +16,8 @@ use super::daos::{self, DaoRecord};
 use super::entities::{delegate, proposal, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
 use crate::contract::events::BRIEF;
-use crate::contract::vocabulary::ProposalState;
+use crate::contract::signals::{Severity, SignalKind};
+use crate::contract::vocabulary::{ItemKind, ProposalState, SourceKind};
 use crate::rules::tally::Tally;
 
 /// A proposal with the tally of its ingested votes.
@@ -32,11 +33,11 @@ pub struct SignalRow {
     pub id: i64,
     pub natural_key: String,
     pub dao_id: String,
-    pub kind: String,
-    pub severity: String,
-    pub subject_kind: String,
+    pub kind: SignalKind,
+    pub severity: Severity,
+    pub subject_kind: ItemKind,
     pub subject_external_id: String,
-    pub subject_source: String,
+    pub subject_source: SourceKind,
     pub detected_ms: i64,
     pub summary: String,
     pub subject_key: Option<String>,

@@ -17,7 +17,7 @@ use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
 use super::sort_keys;
 use crate::contract::decimal;
 use crate::contract::events::{EventKind, NOTABLE_VOTE_MIN_SHARE, STATE_EVENTS};
-use crate::contract::vocabulary::ProposalState;
+use crate::contract::vocabulary::{ItemKind, ProposalState, SourceKind};
 
 const INSERT_COLUMNS: &str = "INSERT INTO governance_events
     (natural_key, dao_id, kind, occurred_ms, subject_kind, subject_external_id, subject_source, proposal_id, topic_id,
@@ -295,12 +295,12 @@ pub struct EventRow {
     pub id: i64,
     /// What the event is (`governance_events.natural_key`): its public id derives from it.
     pub natural_key: String,
-    pub kind: String,
+    pub kind: EventKind,
     pub dao_id: String,
     pub occurred_ms: i64,
-    pub subject_kind: String,
+    pub subject_kind: ItemKind,
     pub subject_external_id: String,
-    pub subject_source: String,
+    pub subject_source: SourceKind,
     pub actor: Option<String>,
     pub url: Option<String>,
     pub snapshot_id: Option<String>,

@@ -7,6 +7,7 @@ use sea_orm::{
 };
 
 use super::entities::{dao, forum_post, forum_topic, proposal};
+use crate::contract::vocabulary::ProposalSource;
 
 /// Proposals with `external_id`, of any source (or of `source` when given), in `dao_id` when
 /// given; at most `limit`, ordered by DAO then source.
@@ -43,7 +44,7 @@ pub async fn snapshot_proposals_in_space(
         .to_owned();
     let mut q = proposal::Entity::find()
         .filter(proposal::Column::ExternalId.eq(external_id))
-        .filter(proposal::Column::Source.eq("snapshot"))
+        .filter(proposal::Column::Source.eq(ProposalSource::Snapshot))
         .filter(proposal::Column::DaoId.in_subquery(daos_of_space));
     if let Some(dao_id) = dao_id {
         q = q.filter(proposal::Column::DaoId.eq(dao_id));

@@ -22,6 +22,7 @@ pub mod settings;
 pub mod signals;
 pub mod sort_keys;
 pub mod staging;
+pub mod stored;
 pub mod tokens;
 pub mod topics;
 pub mod upsert;

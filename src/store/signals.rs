@@ -54,11 +54,8 @@ impl FromQueryResult for ProposalRow {
             title: row.try_get(pre, "title")?,
             author: row.try_get(pre, "author")?,
             voting_type: row.try_get(pre, "voting_type")?,
-            state: {
-                let state: String = row.try_get(pre, "state")?;
-                // A state this build does not know is an error, never read as another.
-                ProposalState::parse(&state).map_err(|e| DbErr::Type(e.to_string()))?
-            },
+            // Parsed as its enum (`store::stored`): an unknown state fails the read.
+            state: row.try_get(pre, "state")?,
             choices: row.try_get(pre, "choices")?,
             scores_total: row.try_get(pre, "scores_total")?,
             quorum: row.try_get(pre, "quorum")?,
@@ -278,9 +275,9 @@ async fn reconcile<C: ConnectionTrait>(
             id: 0,
             natural_key: d.natural_key,
             dao_id: d.dao_id,
-            kind: d.kind.as_str().to_owned(),
-            severity: d.kind.severity().as_str().to_owned(),
-            subject_kind: d.subject_kind.as_str().to_owned(),
+            kind: d.kind,
+            severity: d.kind.severity(),
+            subject_kind: d.subject_kind,
             subject_external_id: d.subject_external_id,
             subject_source: d.subject_source,
             proposal_id: d.proposal_id,

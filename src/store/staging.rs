@@ -14,13 +14,12 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use super::entities::staged_record;
-use crate::contract::vocabulary::SourceKind;
-use crate::contract::vocabulary::{ProposalState, RunStatus};
+use crate::contract::vocabulary::{ProposalSource, ProposalState, RunStatus, SourceKind};
 
 /// Which stored proposal a record refers to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ProposalRef {
-    pub source: String,
+    pub source: ProposalSource,
     pub external_id: String,
 }
 
@@ -28,14 +27,14 @@ pub struct ProposalRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProposalRecord {
     pub dao_id: String,
-    pub source: String,
+    pub source: ProposalSource,
     pub external_id: String,
     pub title: String,
     pub body: Option<String>,
     /// Lowercase 0x address.
     pub author: String,
     pub voting_type: Option<String>,
-    pub state: String,
+    pub state: ProposalState,
     pub choices: Option<Vec<String>>,
     /// Exact decimal text per choice.
     pub scores: Option<Vec<String>>,
@@ -62,7 +61,7 @@ pub struct ProposalRecord {
 pub struct ProposalUpdate {
     pub dao_id: String,
     pub proposal: ProposalRef,
-    pub state: Option<String>,
+    pub state: Option<ProposalState>,
     pub scores: Option<Vec<String>>,
     pub scores_total: Option<String>,
     pub quorum: Option<String>,
@@ -188,7 +187,12 @@ impl Record {
 }
 
 /// Appends `records` fetched by run `run_id` from `source` (one committed statement per batch).
-pub async fn append(db: &impl ConnectionTrait, run_id: i64, source: &str, records: &[Record]) -> Result<(), DbErr> {
+pub async fn append(
+    db: &impl ConnectionTrait,
+    run_id: i64,
+    source: SourceKind,
+    records: &[Record],
+) -> Result<(), DbErr> {
     for chunk in records.chunks(super::upsert::BATCH) {
         let rows = chunk
             .iter()
@@ -197,7 +201,7 @@ pub async fn append(db: &impl ConnectionTrait, run_id: i64, source: &str, record
                 Ok(staged_record::ActiveModel {
                     run_id: Set(run_id),
                     dao_id: Set(r.dao_id().to_owned()),
-                    source: Set(source.to_owned()),
+                    source: Set(source),
                     stage: Set(r.stage()),
                     payload: Set(payload),
                     ..Default::default()
@@ -217,7 +221,7 @@ pub async fn page(
     stage: i32,
     after: i64,
     limit: u64,
-) -> Result<Vec<(i64, String, String, Record)>, DbErr> {
+) -> Result<Vec<(i64, String, SourceKind, Record)>, DbErr> {
     use staged_record::Column as C;
     let rows = staged_record::Entity::find()
         .filter(C::RunId.eq(run_id))
@@ -238,7 +242,7 @@ pub async fn page(
 
 /// Drops the records of run `run_id` from one (dao, source): the source failed, and a partial
 /// fetch is not published.
-pub async fn discard(db: &impl ConnectionTrait, run_id: i64, dao_id: &str, source: &str) -> Result<u64, DbErr> {
+pub async fn discard(db: &impl ConnectionTrait, run_id: i64, dao_id: &str, source: SourceKind) -> Result<u64, DbErr> {
     use staged_record::Column as C;
     let done = staged_record::Entity::delete_many()
         .filter(C::RunId.eq(run_id))
@@ -316,7 +320,7 @@ const OPEN_PROPOSALS_MAX: u64 = 1000;
 pub async fn resume(
     db: &impl ConnectionTrait,
     dao_id: &str,
-    source: &str,
+    source: SourceKind,
 ) -> Result<(Option<String>, Vec<String>), DbErr> {
     use super::entities::{proposal::Column as P, proposal::Entity as Proposals, source_watermark::Column as W};
     use sea_orm::Condition;
@@ -327,15 +331,15 @@ pub async fn resume(
         .await?
         .and_then(|w| w.position);
     let open = Condition::any()
-        .add(
-            P::State.is_in(
-                [ProposalState::Pending, ProposalState::Active, ProposalState::Succeeded, ProposalState::Queued]
-                    .map(ProposalState::as_str),
-            ),
-        )
+        .add(P::State.is_in([
+            ProposalState::Pending,
+            ProposalState::Active,
+            ProposalState::Succeeded,
+            ProposalState::Queued,
+        ]))
         .add(
             Condition::all()
-                .add(P::Source.eq(SourceKind::Snapshot.as_str()))
+                .add(P::Source.eq(ProposalSource::Snapshot))
                 .add(Condition::any().add(P::ScoresState.is_null()).add(P::ScoresState.ne("final"))),
         );
     let ids = Proposals::find()

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use govdata::contract::vocabulary::SourceKind;
+use govdata::contract::vocabulary::{RunStatus, RunTrigger, SourceKind};
 use govdata::ingest::{Registry, RunOptions, run_once};
 use govdata::store::entities::{forum_post, forum_topic, ingestion_run, proposal, staged_record, vote};
 use govdata::store::staging::{self, STALE_AFTER};
@@ -174,10 +174,10 @@ async fn upstream_faults_are_retried_or_recorded_and_never_block_other_sources()
     w.hub_data.lock().unwrap().proposals[5].title = "Renamed upstream".to_owned();
     w.hub_data.lock().unwrap().proposals[5].created = UNREADABLE_CREATED;
     let report = run_once(&w.db, &w.registry, &options()).await.unwrap();
-    let outcome = |source: &str| report.outcomes.iter().find(|o| o.source == source).unwrap().result.clone();
-    let error = outcome("discourse").unwrap_err();
+    let outcome = |source: SourceKind| report.outcomes.iter().find(|o| o.source == source).unwrap().result.clone();
+    let error = outcome(SourceKind::Discourse).unwrap_err();
     assert!(error.contains("not the expected JSON"), "{error}");
-    assert!(outcome("snapshot").is_ok());
+    assert!(outcome(SourceKind::Snapshot).is_ok());
     assert_eq!(report.published.topics.written(), 0, "a failed source publishes nothing");
     let renamed = proposal::Entity::find()
         .filter(proposal::Column::ExternalId.eq(proposal_id(5)))
@@ -187,7 +187,7 @@ async fn upstream_faults_are_retried_or_recorded_and_never_block_other_sources()
         .unwrap();
     assert_eq!(renamed.title, "Renamed upstream");
     let run = ingestion_run::Entity::find().order_by_desc(ingestion_run::Column::Id).one(&w.db).await.unwrap().unwrap();
-    assert_eq!(run.status, "partial");
+    assert_eq!(run.status, RunStatus::Partial);
     assert!(run.error.as_deref().unwrap_or_default().contains("testgov/discourse"), "{run:?}");
     let (_, fresh) = w.app.get_json("/v1/system/freshness").await;
     let forum = fresh["data"]["sources"]
@@ -378,10 +378,10 @@ on_both_backends!(a_run_beats_while_it_runs, |backend: Backend| async move {
     use sea_orm::{ActiveModelTrait, ActiveValue::Set};
     let db = govdata::store::connect(&fresh_database(backend).await).await.unwrap();
     let run = ingestion_run::ActiveModel {
-        trigger: Set("manual".to_owned()),
+        trigger: Set(RunTrigger::Manual),
         started_ms: Set(1),
         heartbeat_ms: Set(Some(1)),
-        status: Set("running".to_owned()),
+        status: Set(RunStatus::Running),
         rows_written: Set(0),
         rows_skipped: Set(0),
         ..Default::default()
@@ -398,7 +398,7 @@ on_both_backends!(a_run_beats_while_it_runs, |backend: Backend| async move {
     // Another process saw it silent and reclaimed it: no more beats, and no publication.
     staging::reclaim(&db, 0, i64::MAX).await.unwrap();
     let stored = ingestion_run::Entity::find_by_id(run.id).one(&db).await.unwrap().unwrap();
-    assert_eq!(stored.status, "abandoned");
+    assert_eq!(stored.status, RunStatus::Abandoned);
     assert!(!staging::beat(&db, run.id, 2).await.unwrap(), "an abandoned run beats no more");
     let refused = govdata::store::apply::publish_run(&db, run.id, &[], None).await.unwrap_err();
     assert!(refused.to_string().contains("is abandoned and can no longer publish"), "{refused}");
@@ -565,7 +565,7 @@ async fn serve_ingests_on_a_schedule() {
         let db = govdata::store::connect(&url).await.unwrap();
         let runs = ingestion_run::Entity::find().all(&db).await.unwrap();
         db.close().await.unwrap();
-        let scheduled = runs.iter().filter(|r| r.trigger == "schedule" && r.status == "succeeded").count();
+        let scheduled = runs.iter().filter(|r| r.trigger == RunTrigger::Schedule && r.status == RunStatus::Succeeded).count();
         if scheduled >= 2 {
             let dao = dao.expect("the DAO is registered by the first run");
             assert_eq!(dao["counts"]["proposals"], PROPOSALS.to_string(), "{dao}");
@@ -615,8 +615,8 @@ async fn a_slow_live_refresh_serves_the_stored_data_and_finishes_in_the_backgrou
     )
     .await;
     let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
-    assert_eq!(runs.iter().filter(|r| r.trigger == "live").count(), 1, "one refresh for all those requests: {runs:?}");
-    assert!(runs.iter().all(|r| r.status == "succeeded"), "{runs:?}");
+    assert_eq!(runs.iter().filter(|r| r.trigger == RunTrigger::Live).count(), 1, "one refresh for all those requests: {runs:?}");
+    assert!(runs.iter().all(|r| r.status == RunStatus::Succeeded), "{runs:?}");
 }
 
 // Two `govdata ingest` processes on one store: the second reaches its publication while the

@@ -68,7 +68,7 @@ impl Api {
         let since = resolve_v1_since("since_ms", since_ms.0.map(|s| s.0), newest, <Op as Operation>::WINDOW, &mut req);
         let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: Some(since), after: None };
         let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?;
-        let data = V1Page { items: rows.into_iter().filter_map(entry_from_row).collect(), total, limit, offset };
+        let data = V1Page { items: rows.into_iter().map(entry_from_row).collect(), total, limit, offset };
         super::answer(&state, req, data)
     }
 }

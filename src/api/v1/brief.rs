@@ -16,6 +16,7 @@ use crate::contract::params::canonical_v1_value;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
     decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
@@ -191,7 +192,7 @@ impl poem_openapi::types::Example for DaoBrief {
                 proposal: ItemRef {
                     kind: ItemKind::Proposal,
                     dao_id: "arbitrum".to_owned(),
-                    source: "snapshot".to_owned(),
+                    source: SourceKind::Snapshot.as_str().to_owned(),
                     external_id: id.to_owned(),
                     key: Some("p_jBoe944IRWGAxKmax-bd0Q".to_owned()),
                     title: Some("[Constitutional] AIP: ArbOS 60 Elara".to_owned()),
@@ -303,13 +304,13 @@ fn standing(tp: TalliedProposal) -> BriefProposal {
         proposal: ItemRef {
             kind: ItemKind::Proposal,
             dao_id: p.dao_id,
-            source: p.source,
+            source: p.source.as_str().to_owned(),
             external_id: p.external_id,
             key: Some(p.proposal_key),
             title: Some(p.title),
             url: p.url,
         },
-        state: p.state,
+        state: p.state.as_str().to_owned(),
         voting_type: p.voting_type,
         start_at: p.start_ms.map(Timestamp::from_ms),
         end_at: p.end_ms.map(Timestamp::from_ms),
@@ -348,26 +349,24 @@ fn top_delegate(d: delegate::Model, known: &KnownVoters) -> BriefDelegate {
     }
 }
 
-fn brief_signal(s: SignalRow) -> Option<BriefSignal> {
-    let kind = SignalKind::parse(&s.kind)?;
-    let severity = Severity::parse(&s.severity)?;
+fn brief_signal(s: SignalRow) -> BriefSignal {
     let subject = item_ref(
-        &s.subject_kind,
+        s.subject_kind,
         &s.dao_id,
-        &s.subject_source,
+        s.subject_source,
         &s.subject_external_id,
         s.subject_key,
         s.subject_title,
         s.subject_url,
-    )?;
-    Some(BriefSignal {
+    );
+    BriefSignal {
         id: keys::signal_id(&s.natural_key),
-        kind,
-        severity,
+        kind: s.kind,
+        severity: s.severity,
         detected_at: Timestamp::from_ms(s.detected_ms),
         summary: s.summary,
         subject,
-    })
+    }
 }
 
 pub struct Api;
@@ -438,8 +437,8 @@ impl Api {
                     recently_closed: Some(recently_closed.into_iter().map(standing).collect()),
                     top_voters: Some(top_voters.into_iter().map(|v| top_voter(v, &known)).collect()),
                     top_delegates: Some(top_delegates.into_iter().map(|d| top_delegate(d, &known)).collect()),
-                    recent_activity: Some(recent_events.into_iter().filter_map(event_from_row).collect()),
-                    signals: Some(signals.into_iter().filter_map(brief_signal).collect()),
+                    recent_activity: Some(recent_events.into_iter().map(event_from_row).collect()),
+                    signals: Some(signals.into_iter().map(brief_signal).collect()),
                 }
             }
         };

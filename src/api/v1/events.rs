@@ -67,7 +67,7 @@ impl Api {
         }
         let filter = EventFilter { dao_id: dao_id.0, kind: kind.0, from_ms: Some(from), to_ms: Some(to), after: None };
         let (rows, total) = store::events::list(&state.db, &filter, u64::from(limit), offset, true).await?;
-        let data = V1Page { items: rows.into_iter().filter_map(event_from_row).collect(), total, limit, offset };
+        let data = V1Page { items: rows.into_iter().map(event_from_row).collect(), total, limit, offset };
         super::answer(&state, req, data)
     }
 }

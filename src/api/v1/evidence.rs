@@ -17,6 +17,7 @@ use crate::api::{
 use crate::contract::params::canonical_v1_value;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ProposalSource;
+use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
     decimal,
     envelope::{V1Envelope, V1Request},
@@ -175,7 +176,7 @@ impl poem_openapi::types::Example for ProposalEvidence {
         Self {
             proposal: ProposalSummary {
                 dao_id: "uniswap".to_owned(),
-                source: "snapshot".to_owned(),
+                source: SourceKind::Snapshot.as_str().to_owned(),
                 external_id: id.to_owned(),
                 proposal_key: "p_TG-Bp7qX4sxD-yzk0iaGvA".to_owned(),
                 title: "Trial run a Technical Advisory Board (TAB)".to_owned(),
@@ -239,12 +240,18 @@ impl poem_openapi::types::Example for ProposalEvidence {
                 Citation {
                     url: Some(url),
                     snapshot_id: Some(id.to_owned()),
-                    ..citation("snapshot", fields(&["proposal.title", "proposal.state", "scoresTotal", "quorum"]))
+                    ..citation(
+                        SourceKind::Snapshot.as_str(),
+                        fields(&["proposal.title", "proposal.state", "scoresTotal", "quorum"]),
+                    )
                 },
                 Citation {
                     snapshot_id: Some(id.to_owned()),
                     dataset: Some("data/sample/snapshot_votes.csv".to_owned()),
-                    ..citation("snapshot", fields(&["choices[].score", "choices[].share", "largestVotes[]"]))
+                    ..citation(
+                        SourceKind::Snapshot.as_str(),
+                        fields(&["choices[].score", "choices[].share", "largestVotes[]"]),
+                    )
                 },
             ],
         }
@@ -268,7 +275,7 @@ fn vote_evidence(v: &vote::Model, total_power: &BigDecimal, known: &KnownVoters)
 
 fn timeline_event(e: &governance_event::Model) -> TimelineEvent {
     TimelineEvent {
-        kind: e.kind.clone(),
+        kind: e.kind.as_str().to_owned(),
         at: Timestamp::from_ms(e.occurred_ms),
         actor: e.actor.clone(),
         url: e.url.clone(),

@@ -5,7 +5,8 @@ use poem_openapi::{Object, OpenApi, payload::Json};
 use super::V1Tag;
 use crate::api::AppState;
 use crate::contract::time::Timestamp;
-use crate::contract::vocabulary::{RunStatus, RunTrigger, UnknownValue};
+use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{RunStatus, RunTrigger};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::ApiError,
@@ -113,7 +114,7 @@ impl poem_openapi::types::Example for SystemFreshness {
             }),
             sources: vec![SourceFreshness {
                 dao_id: "arbitrum".to_owned(),
-                source: "snapshot".to_owned(),
+                source: SourceKind::Snapshot.as_str().to_owned(),
                 data_as_of: Some(at),
                 lag_seconds: Some("20995200".to_owned()),
                 last_status: Some(RunStatus::Succeeded.as_str().to_owned()),
@@ -166,7 +167,7 @@ impl Api {
                 data_as_of: Timestamp::from_ms(r.data_as_of_ms),
                 summary: r.summary.clone(),
             }),
-            last_run: s.last_run.map(|r| run(r, now)).transpose()?,
+            last_run: s.last_run.map(|r| run(r, now)),
             sources: s
                 .watermarks
                 .into_iter()
@@ -174,7 +175,7 @@ impl Api {
                     lag_seconds: w.data_as_of_ms.map(|t| lag_seconds(now, t)),
                     data_as_of: w.data_as_of_ms.map(Timestamp::from_ms),
                     dao_id: w.dao_id,
-                    source: w.source,
+                    source: w.source.as_str().to_owned(),
                     last_status: w.last_status,
                     last_error: w.last_error,
                     updated_at: Timestamp::from_ms(w.updated_ms),
@@ -197,17 +198,17 @@ impl Api {
     }
 }
 
-fn run(r: ingestion_run::Model, now_ms: i64) -> Result<Run, UnknownValue> {
-    Ok(Run {
+fn run(r: ingestion_run::Model, now_ms: i64) -> Run {
+    Run {
         id: r.id.to_string(),
-        status: r.status_at(now_ms)?.as_str().to_owned(),
-        trigger: RunTrigger::parse(&r.trigger)?.as_str().to_owned(),
+        status: r.status_at(now_ms).as_str().to_owned(),
+        trigger: r.trigger.as_str().to_owned(),
         started_at: Timestamp::from_ms(r.started_ms),
         finished_at: r.finished_ms.map(Timestamp::from_ms),
         rows_written: r.rows_written.to_string(),
         rows_skipped: r.rows_skipped.to_string(),
         error: r.error,
-    })
+    }
 }
 
 /// Whole milliseconds as exact seconds: `1500` → `1.5`.

@@ -18,6 +18,7 @@ use crate::api::{
 use crate::contract::params::canonical_v1_value;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, Candidate, ErrorCode, Problem},
@@ -46,7 +47,7 @@ impl poem_openapi::types::Example for Item {
                 .collect();
         let proposal = ProposalItem {
             dao_id: "uniswap".to_owned(),
-            source: "snapshot".to_owned(),
+            source: SourceKind::Snapshot.as_str().to_owned(),
             external_id: id.to_owned(),
             proposal_key: "p_ySkDsluXC6HK7X-44EjAaQ".to_owned(),
             title: "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks"
@@ -74,11 +75,15 @@ impl poem_openapi::types::Example for Item {
             block_number: None,
             origin: SAMPLE_PROPOSAL_ORIGIN.to_owned(),
             citations: vec![
-                Citation { url: Some(url), snapshot_id: Some(id.to_owned()), ..citation("snapshot", supports.clone()) },
+                Citation {
+                    url: Some(url),
+                    snapshot_id: Some(id.to_owned()),
+                    ..citation(SourceKind::Snapshot.as_str(), supports.clone())
+                },
                 Citation {
                     snapshot_id: Some(id.to_owned()),
                     dataset: Some("data/sample/snapshot_proposals.csv".to_owned()),
-                    ..citation("snapshot", supports)
+                    ..citation(SourceKind::Snapshot.as_str(), supports)
                 },
             ],
         };
@@ -144,7 +149,7 @@ impl Api {
                         .map(|p| Candidate {
                             dao_id: p.dao_id.clone(),
                             kind: "proposal".to_owned(),
-                            source: p.source.clone(),
+                            source: p.source.as_str().to_owned(),
                             external_id: p.external_id.clone(),
                             title: p.title.clone(),
                             confidence: None,
@@ -164,7 +169,7 @@ impl Api {
                         .map(|t| Candidate {
                             dao_id: t.dao_id.clone(),
                             kind: "forum_topic".to_owned(),
-                            source: "discourse".to_owned(),
+                            source: SourceKind::Discourse.as_str().to_owned(),
                             external_id: t.external_id.clone(),
                             title: t.title.clone(),
                             confidence: None,

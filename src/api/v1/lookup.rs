@@ -249,7 +249,7 @@ fn closest(ranked: Vec<Ranked<proposal::Model>>) -> Vec<Candidate> {
         .map(|r| Candidate {
             dao_id: r.proposal.dao_id,
             kind: ItemKind::Proposal.as_str().to_owned(),
-            source: r.proposal.source,
+            source: r.proposal.source.as_str().to_owned(),
             external_id: r.proposal.external_id,
             title: r.proposal.title,
             confidence: Some(r.confidence),

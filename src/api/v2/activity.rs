@@ -67,10 +67,6 @@ impl Api {
         };
         let filter = ActivityFilter { dao_id, kind: kind.0, since_ms: Some(since_ms), after };
         let (rows, _) = store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
-        Ok(list.page_filter_map(
-            rows,
-            |r| vec![r.occurred_ms.to_string(), r.entry.clone(), r.id.to_string()],
-            entry_from_row,
-        ))
+        Ok(list.page(rows, |r| vec![r.occurred_ms.to_string(), r.entry.clone(), r.id.to_string()], entry_from_row))
     }
 }

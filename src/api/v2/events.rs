@@ -61,11 +61,6 @@ impl Api {
         let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
         let filter = EventFilter { dao_id, kind: kind.0, from_ms: Some(from_ms), to_ms: Some(to_ms), after };
         let (rows, _) = store::events::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
-        Ok(list.page_filter_map(
-            rows,
-            |r| vec![r.occurred_ms.to_string(), r.id.to_string()],
-            // A row whose subject cannot be shown is skipped (and logged) exactly as v1 does.
-            event_from_row,
-        ))
+        Ok(list.page(rows, |r| vec![r.occurred_ms.to_string(), r.id.to_string()], event_from_row))
     }
 }

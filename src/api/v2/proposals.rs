@@ -9,6 +9,7 @@ use poem_openapi::{
 use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::{AppState, views::voter::VoterNames};
 use crate::contract::time::Timestamp;
+use crate::contract::vocabulary::SourceKind;
 use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
@@ -69,7 +70,7 @@ impl poem_openapi::types::Example for ProposalSummary {
         Self {
             proposal_key: "p_3q2-7wAAAAAAAAAAAAAAAA".to_owned(),
             dao_id: "uniswap".to_owned(),
-            source: "snapshot".to_owned(),
+            source: SourceKind::Snapshot.as_str().to_owned(),
             external_id: "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf".to_owned(),
             title: "Strategic Renewal of Gnosis, Linea, and Mantle Deployments".to_owned(),
             author: "0xa6e8772af29b29b9202a073f8e36f447689beef6".to_owned(),
@@ -92,11 +93,11 @@ impl ProposalSummary {
         Self {
             proposal_key: p.proposal_key.clone(),
             dao_id: p.dao_id.clone(),
-            source: p.source.clone(),
+            source: p.source.as_str().to_owned(),
             external_id: p.external_id.clone(),
             title: p.title.clone(),
             author: p.author.clone(),
-            state: p.state.clone(),
+            state: p.state.as_str().to_owned(),
             voting_type: p.voting_type.clone(),
             created_at: Timestamp::from_ms(p.created_ms),
             start_at: p.start_ms.map(Timestamp::from_ms),

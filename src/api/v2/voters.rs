@@ -14,6 +14,7 @@ use crate::api::{
 };
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
     decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
@@ -145,7 +146,7 @@ impl poem_openapi::types::Example for VoterVote {
             proposal: ItemRef {
                 kind: ItemKind::Proposal,
                 dao_id: "uniswap".to_owned(),
-                source: "snapshot".to_owned(),
+                source: SourceKind::Snapshot.as_str().to_owned(),
                 external_id: "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf".to_owned(),
                 key: Some("p_3q2-7wAAAAAAAAAAAAAAAA".to_owned()),
                 title: Some("Strategic Renewal of Gnosis, Linea, and Mantle Deployments".to_owned()),
@@ -356,7 +357,7 @@ impl Api {
                 proposal: ItemRef {
                     kind: ItemKind::Proposal,
                     dao_id: p.dao_id,
-                    source: p.source,
+                    source: p.source.as_str().to_owned(),
                     external_id: p.external_id,
                     key: Some(p.proposal_key),
                     title: Some(p.title),

@@ -12,10 +12,10 @@ use crate::contract::time::Timestamp;
 use crate::contract::{
     events::ActivityKind,
     signals::{Severity, SignalKind},
-    vocabulary::ItemKind,
+    vocabulary::{ItemKind, SourceKind},
 };
 use crate::store::{
-    activity::{ActivityRow, ENTRY_EVENT},
+    activity::{ActivityRow, EntryKind},
     keys,
 };
 
@@ -58,7 +58,7 @@ impl poem_openapi::types::Example for ActivityEntry {
             subject: ItemRef {
                 kind: ItemKind::Proposal,
                 dao_id: "arbitrum".to_owned(),
-                source: "snapshot".to_owned(),
+                source: SourceKind::Snapshot.as_str().to_owned(),
                 external_id: id.to_owned(),
                 key: Some("p_Qm1x2y3z4a5b6c7d8e9f0g".to_owned()),
                 title: Some("Updating the Code of Conduct & DAO Procedures to Become Living Documents".to_owned()),
@@ -74,45 +74,37 @@ impl poem_openapi::types::Example for ActivityEntry {
     }
 }
 
-pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
-    if r.entry == ENTRY_EVENT {
-        // An event entry is the event `/v1/governance-events` serves, in the feed's shape.
-        let e = event_from_row(r.into_event())?;
-        return Some(ActivityEntry {
-            id: e.id,
-            kind: ActivityKind::from_event(e.kind),
-            dao_id: e.dao_id,
-            occurred_at: e.occurred_at,
-            subject: e.subject,
-            summary: e.summary,
-            actor: e.actor,
-            signal_kind: None,
-            severity: None,
-            citation: Some(e.citation),
-            details: Some(e.details),
-        });
-    }
+pub(crate) fn entry_from_row(r: ActivityRow) -> ActivityEntry {
+    let (signal_kind, severity) = match r.kind {
+        EntryKind::Event(kind) => {
+            // An event entry is the event `/v1/governance-events` serves, in the feed's shape.
+            let e = event_from_row(r.into_event(kind));
+            return ActivityEntry {
+                id: e.id,
+                kind: ActivityKind::from_event(e.kind),
+                dao_id: e.dao_id,
+                occurred_at: e.occurred_at,
+                subject: e.subject,
+                summary: e.summary,
+                actor: e.actor,
+                signal_kind: None,
+                severity: None,
+                citation: Some(e.citation),
+                details: Some(e.details),
+            };
+        }
+        EntryKind::Signal(kind, severity) => (kind, severity),
+    };
     let subject = item_ref(
-        &r.subject_kind,
+        r.subject_kind,
         &r.dao_id,
-        &r.subject_source,
+        r.subject_source,
         &r.subject_external_id,
         r.subject_key,
         r.subject_title,
         r.subject_url,
     );
-    let Some(subject) = subject else {
-        tracing::warn!(id = r.id, subject = %r.subject_kind, "signal about an unaddressable subject skipped");
-        return None;
-    };
-    let (Some(signal_kind), Some(severity)) =
-        (SignalKind::parse(&r.kind), r.severity.as_deref().and_then(Severity::parse))
-    else {
-        // A stored kind or severity this build does not know is never shown as another (or none).
-        tracing::error!(id = r.id, kind = %r.kind, severity = ?r.severity, "signal of an unknown kind or severity skipped");
-        return None;
-    };
-    Some(ActivityEntry {
+    ActivityEntry {
         id: keys::signal_id(&r.natural_key),
         kind: ActivityKind::Signal,
         dao_id: r.dao_id,
@@ -124,5 +116,5 @@ pub(crate) fn entry_from_row(r: ActivityRow) -> Option<ActivityEntry> {
         severity: Some(severity),
         citation: None,
         details: None,
-    })
+    }
 }

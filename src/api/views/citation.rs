@@ -2,7 +2,7 @@
 use poem_openapi::Object;
 
 use crate::contract::dataset;
-use crate::contract::vocabulary::SourceKind;
+use crate::contract::vocabulary::{ProposalSource, SourceKind};
 use crate::rules::tally::Tally;
 use crate::store::{
     entities::{forum_topic, governance_event, proposal, vote},
@@ -47,7 +47,7 @@ pub fn citation(source: &str, supports: Vec<String>) -> Citation {
 /// dataset file they were read from.
 pub fn proposal_citations(p: &proposal::Model, supports: Vec<String>) -> Vec<Citation> {
     let mut out = Vec::new();
-    if p.source == SourceKind::Onchain.as_str() {
+    if p.source == ProposalSource::Onchain {
         out.push(Citation {
             url: p.url.clone(),
             tx_hash: p.tx_hash.clone(),
@@ -74,7 +74,7 @@ pub fn proposal_citations(p: &proposal::Model, supports: Vec<String>) -> Vec<Cit
 
 /// The citation of an event: the upstream record it was derived from.
 pub(crate) fn event_citation(
-    source: &str,
+    source: SourceKind,
     url: Option<String>,
     snapshot_id: Option<String>,
     tx_hash: Option<String>,
@@ -91,7 +91,7 @@ pub(crate) fn event_citation(
     }
     Citation {
         supports,
-        source: source.to_owned(),
+        source: source.as_str().to_owned(),
         url,
         snapshot_id,
         ipfs: None,
@@ -161,7 +161,7 @@ pub fn evidence_citations(facts: &EvidenceFacts<'_>) -> Vec<Citation> {
                 dataset: Some(dataset::cited_path(dataset::VOTES_FILE)),
                 ..citation(SourceKind::Snapshot.as_str(), from_votes)
             });
-        } else if p.source == SourceKind::Onchain.as_str() {
+        } else if p.source == ProposalSource::Onchain {
             citations.push(Citation { url: p.url.clone(), ..citation(SourceKind::Onchain.as_str(), from_votes) });
         } else {
             citations.push(Citation {

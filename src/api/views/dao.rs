@@ -80,7 +80,7 @@ impl Dao {
             .map(|s| {
                 let watermark = r.watermarks.iter().find(|w| w.source == s.kind);
                 Ok(DaoSource {
-                    source: SourceKind::parse(&s.kind)?,
+                    source: s.kind,
                     locator: s.locator.clone(),
                     url: s.url.clone(),
                     data_as_of: watermark.and_then(|w| w.data_as_of_ms).map(Timestamp::from_ms),

@@ -10,6 +10,7 @@ use crate::api::views::{
 use crate::contract::events::EventKind;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::SourceKind;
 use crate::store::events::EventRow;
 use crate::store::keys;
 
@@ -58,7 +59,7 @@ impl poem_openapi::types::Example for GovernanceEvent {
             subject: ItemRef {
                 kind: ItemKind::Proposal,
                 dao_id: "arbitrum".to_owned(),
-                source: "snapshot".to_owned(),
+                source: SourceKind::Snapshot.as_str().to_owned(),
                 external_id: id.to_owned(),
                 key: Some("p_3Zb1X9kq0m4V2nR7sT8uWw".to_owned()),
                 title: Some("[Constitutional] AIP: ArbOS 60 Elara".to_owned()),
@@ -71,7 +72,7 @@ impl poem_openapi::types::Example for GovernanceEvent {
             citation: Citation {
                 url: Some(url),
                 snapshot_id: Some(id.to_owned()),
-                ..citation("snapshot", fields(&["occurredAt", "actor", "details"]))
+                ..citation(SourceKind::Snapshot.as_str(), fields(&["occurredAt", "actor", "details"]))
             },
             details,
         }
@@ -106,33 +107,27 @@ pub(crate) fn event_summary(
     }
 }
 
-/// A stored event as served; `None` (logged) for a row the contract cannot describe.
-pub(crate) fn event_from_row(r: EventRow) -> Option<GovernanceEvent> {
-    let Some(kind) = EventKind::parse(&r.kind) else {
-        tracing::warn!(id = r.id, kind = %r.kind, "governance event of an undeclared kind skipped");
-        return None;
-    };
+/// A stored event as served.
+pub(crate) fn event_from_row(r: EventRow) -> GovernanceEvent {
+    let kind = r.kind;
     let details = r.details_map();
-    let Some(subject) = item_ref(
-        &r.subject_kind,
+    let subject = item_ref(
+        r.subject_kind,
         &r.dao_id,
-        &r.subject_source,
+        r.subject_source,
         &r.subject_external_id,
         r.subject_key,
         r.subject_title,
         r.subject_url,
-    ) else {
-        tracing::warn!(id = r.id, subject = %r.subject_kind, "governance event about an unaddressable subject skipped");
-        return None;
-    };
-    Some(GovernanceEvent {
+    );
+    GovernanceEvent {
         id: keys::event_id(&r.natural_key),
         kind,
         summary: event_summary(kind, subject.title.as_deref(), r.actor.as_deref(), &details),
         dao_id: r.dao_id,
         occurred_at: Timestamp::from_ms(r.occurred_ms),
         citation: event_citation(
-            &r.subject_source,
+            r.subject_source,
             r.url,
             r.snapshot_id,
             r.tx_hash,
@@ -143,5 +138,5 @@ pub(crate) fn event_from_row(r: EventRow) -> Option<GovernanceEvent> {
         subject,
         actor: r.actor,
         details,
-    })
+    }
 }

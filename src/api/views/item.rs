@@ -1,7 +1,7 @@
 //! References to items (proposals and forum topics) that events, signals and other items name.
 use poem_openapi::Object;
 
-use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::{ItemKind, SourceKind};
 use crate::store::entities::{forum_topic, proposal};
 
 /// The item an event, signal or activity entry is about.
@@ -21,26 +21,25 @@ pub struct ItemRef {
     pub url: Option<String>,
 }
 
-/// The subject of an event or signal row. `None` for a subject kind items cannot address yet.
+/// The subject of an event or signal row.
 pub(crate) fn item_ref(
-    subject_kind: &str,
+    kind: ItemKind,
     dao_id: &str,
-    source: &str,
+    source: SourceKind,
     external_id: &str,
     key: Option<String>,
     title: Option<String>,
     url: Option<String>,
-) -> Option<ItemRef> {
-    let kind = ItemKind::parse(subject_kind).ok()?;
-    Some(ItemRef {
+) -> ItemRef {
+    ItemRef {
         kind,
         dao_id: dao_id.to_owned(),
-        source: source.to_owned(),
+        source: source.as_str().to_owned(),
         external_id: external_id.to_owned(),
         key,
         title,
         url,
-    })
+    }
 }
 
 /// A reference to a proposal.
@@ -48,7 +47,7 @@ pub fn proposal_ref(p: &proposal::Model) -> ItemRef {
     ItemRef {
         kind: ItemKind::Proposal,
         dao_id: p.dao_id.clone(),
-        source: p.source.clone(),
+        source: p.source.as_str().to_owned(),
         external_id: p.external_id.clone(),
         key: Some(p.proposal_key.clone()),
         title: Some(p.title.clone()),
@@ -61,7 +60,7 @@ pub fn topic_ref(t: &forum_topic::Model) -> ItemRef {
     ItemRef {
         kind: ItemKind::ForumTopic,
         dao_id: t.dao_id.clone(),
-        source: "discourse".to_owned(),
+        source: SourceKind::Discourse.as_str().to_owned(),
         external_id: t.external_id.clone(),
         key: Some(t.topic_key.clone()),
         title: Some(t.title.clone()),

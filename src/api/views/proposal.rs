@@ -6,6 +6,7 @@ use crate::contract::time::Timestamp;
 pub use crate::contract::urls::ProposalUrl;
 pub use crate::contract::urls::parse_url;
 pub use crate::contract::urls::split_host;
+use crate::contract::vocabulary::SourceKind;
 use crate::store::{entities::proposal, evidence::SAMPLE_PROPOSAL_ORIGIN};
 
 /// A proposal with everything stored about it.
@@ -81,14 +82,14 @@ impl ProposalItem {
         let scores = json_strings(p.scores.as_deref());
         let mut item = Self {
             dao_id: p.dao_id.clone(),
-            source: p.source.clone(),
+            source: p.source.as_str().to_owned(),
             external_id: p.external_id.clone(),
             proposal_key: p.proposal_key.clone(),
             title: p.title.clone(),
             body: p.body.clone(),
             author: p.author.clone(),
             voting_type: p.voting_type.clone(),
-            state: p.state.clone(),
+            state: p.state.as_str().to_owned(),
             choices,
             scores,
             scores_total: p.scores_total.clone(),
@@ -173,11 +174,11 @@ impl ProposalSummary {
     pub fn from_model(p: &proposal::Model) -> Self {
         Self {
             dao_id: p.dao_id.clone(),
-            source: p.source.clone(),
+            source: p.source.as_str().to_owned(),
             external_id: p.external_id.clone(),
             proposal_key: p.proposal_key.clone(),
             title: p.title.clone(),
-            state: p.state.clone(),
+            state: p.state.as_str().to_owned(),
             voting_type: p.voting_type.clone(),
             author: p.author.clone(),
             created_at: Timestamp::from_ms(p.created_ms),
@@ -194,7 +195,7 @@ impl poem_openapi::types::Example for ProposalSummary {
     fn example() -> Self {
         Self {
             dao_id: "uniswap".to_owned(),
-            source: "snapshot".to_owned(),
+            source: SourceKind::Snapshot.as_str().to_owned(),
             external_id: "0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned(),
             proposal_key: "p_8Gx1cQmV3sYtR2kZ0aW9nB".to_owned(),
             title: "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks"

@@ -16,7 +16,7 @@ use crate::api::views::{
 };
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::UnknownValue;
-use crate::contract::vocabulary::{ItemKind, ProposalSource};
+use crate::contract::vocabulary::{ItemKind, ProposalSource, SourceKind};
 use crate::contract::{
     errors::Problem,
     signals::{Severity, SignalKind, rules_text},
@@ -61,7 +61,7 @@ impl Type for KindFilter {
 
 impl ParseFromParameter for KindFilter {
     fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        SignalKind::parse(value).map(Self).ok_or_else(|| ParseError::custom(format!("`{value}` is not a signal kind")))
+        SignalKind::parse(value).map(Self).map_err(|_| ParseError::custom(format!("`{value}` is not a signal kind")))
     }
 }
 
@@ -195,7 +195,7 @@ pub struct SignalEvidence {
 impl SignalEvidence {
     /// The stored evidence of a signal about a proposal from `source` (the signal's
     /// `subject_source`), its deciding voter named from `known`.
-    fn from_store(e: Evidence, source: &str, known: &KnownVoters) -> Result<Self, UnknownValue> {
+    fn from_store(e: Evidence, source: SourceKind, known: &KnownVoters) -> Result<Self, UnknownValue> {
         // The stored deciding vote carries no flag (and stored evidence must keep parsing): whether
         // its power arrived as a float is what its proposal's source declares, as for every vote.
         let deciding_vote = e
@@ -205,7 +205,7 @@ impl SignalEvidence {
                     names: known.names(&v.voter),
                     voter: v.voter,
                     voting_power: v.voting_power,
-                    voting_power_from_float: ProposalSource::parse(source)?.power_from_float(),
+                    voting_power_from_float: ProposalSource::of(source)?.power_from_float(),
                     choice: v.choice,
                     effect: v.effect,
                     created_at: Timestamp::from_ms(v.created_ms),
@@ -306,21 +306,17 @@ impl Signal {
 
     fn from_record(r: SignalRecord, evidence: Evidence, known: &KnownVoters) -> Result<Self, Problem> {
         let s = r.signal;
-        let unknown = |vocabulary, text: &str| UnknownValue { vocabulary, text: text.to_owned() };
-        let kind = SignalKind::parse(&s.kind).ok_or_else(|| unknown("signal kind", &s.kind))?;
-        let severity = Severity::parse(&s.severity).ok_or_else(|| unknown("severity", &s.severity))?;
-        let item_kind = ItemKind::parse(&s.subject_kind)?;
-        let evidence = SignalEvidence::from_store(evidence, &s.subject_source, known)?;
+        let evidence = SignalEvidence::from_store(evidence, s.subject_source, known)?;
         Ok(Self {
             id: keys::signal_id(&s.natural_key),
             key: s.natural_key,
-            kind,
-            severity,
-            rule: SignalRule::of(kind),
+            kind: s.kind,
+            severity: s.severity,
+            rule: SignalRule::of(s.kind),
             subject: ItemRef {
-                kind: item_kind,
+                kind: s.subject_kind,
                 dao_id: s.dao_id.clone(),
-                source: s.subject_source,
+                source: s.subject_source.as_str().to_owned(),
                 external_id: s.subject_external_id,
                 key: r.subject.as_ref().map(|x| x.key.clone()),
                 title: r.subject.as_ref().map(|x| x.title.clone()),
@@ -348,7 +344,7 @@ impl poem_openapi::types::Example for Signal {
             subject: ItemRef {
                 kind: ItemKind::Proposal,
                 dao_id: "uniswap".to_owned(),
-                source: "snapshot".to_owned(),
+                source: SourceKind::Snapshot.as_str().to_owned(),
                 external_id: id.to_owned(),
                 key: Some("p_3kq2Xg5t0r8yH1aBcDeFgA".to_owned()),
                 title: Some("Uniswap Unleashed: Protocol Fee".to_owned()),
@@ -390,7 +386,10 @@ impl poem_openapi::types::Example for Signal {
                 citations: vec![Citation {
                     url: Some(url),
                     snapshot_id: Some(id.to_owned()),
-                    ..citation::citation("snapshot", fields(&["scoresTotal", "quorum", "upstreamVotes"]))
+                    ..citation::citation(
+                        SourceKind::Snapshot.as_str(),
+                        fields(&["scoresTotal", "quorum", "upstreamVotes"]),
+                    )
                 }],
             },
         }

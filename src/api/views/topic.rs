@@ -8,6 +8,7 @@ use crate::api::views::{
 };
 use crate::contract::limits::lookup::EXCERPT_CHARS;
 use crate::contract::time::Timestamp;
+use crate::contract::vocabulary::SourceKind;
 use crate::store::entities::{forum_post, forum_topic, proposal};
 
 /// A Discourse forum topic.
@@ -49,7 +50,7 @@ impl poem_openapi::types::Example for ForumTopicItem {
         let url = "https://gov.uniswap.org/t/temperature-check-protocol-fee-expansion/25000".to_owned();
         Self {
             dao_id: "uniswap".to_owned(),
-            source: "discourse".to_owned(),
+            source: SourceKind::Discourse.as_str().to_owned(),
             external_id: "25000".to_owned(),
             topic_key: "t_Qm9yZ2VkRXhhbXBsZUtleQ".to_owned(),
             title: "Temperature Check: Protocol Fee Expansion".to_owned(),
@@ -70,7 +71,7 @@ impl poem_openapi::types::Example for ForumTopicItem {
             excerpt: Some("This proposal extends the protocol fee to eight more chains…".to_owned()),
             citations: vec![Citation {
                 supports: vec!["title".to_owned(), "postsCount".to_owned()],
-                source: "discourse".to_owned(),
+                source: SourceKind::Discourse.as_str().to_owned(),
                 url: Some(url),
                 snapshot_id: None,
                 ipfs: None,
@@ -119,7 +120,7 @@ impl ForumTopicItem {
         let supports = fields.iter().filter(|(_, on)| *on).map(|(f, _)| (*f).to_owned()).collect();
         Self {
             dao_id: t.dao_id.clone(),
-            source: "discourse".to_owned(),
+            source: SourceKind::Discourse.as_str().to_owned(),
             external_id: t.external_id.clone(),
             topic_key: t.topic_key.clone(),
             title: t.title.clone(),
@@ -140,7 +141,7 @@ impl ForumTopicItem {
             excerpt,
             citations: vec![Citation {
                 supports,
-                source: "discourse".to_owned(),
+                source: SourceKind::Discourse.as_str().to_owned(),
                 url: Some(t.url.clone()),
                 snapshot_id: None,
                 ipfs: None,

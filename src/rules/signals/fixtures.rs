@@ -3,7 +3,7 @@ use bigdecimal::BigDecimal;
 
 use super::{DaoContext, Desired, Proposal, ProposalRow, Rule, VoteFacts, VoteRow, analyse_votes, dao_contexts};
 use crate::contract::decimal;
-use crate::contract::vocabulary::ProposalState;
+use crate::contract::vocabulary::{ProposalSource, ProposalState};
 
 pub const H: i64 = 3_600_000;
 /// The fixture proposal's end.
@@ -14,7 +14,7 @@ pub fn proposal(voting_type: &str, state: &str, scores_total: &str, quorum: &str
     ProposalRow {
         id: 1,
         dao_id: "testdao".to_owned(),
-        source: "snapshot".to_owned(),
+        source: ProposalSource::Snapshot,
         external_id: "0xp".to_owned(),
         title: "T".to_owned(),
         author: "0xauthor".to_owned(),

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use super::{CitationRecord, Desired, Evidence, TopicRow, short_title};
-use crate::contract::vocabulary::ItemKind;
+use crate::contract::vocabulary::{ItemKind, SourceKind};
 use crate::contract::{
     signals::{self as contract, SignalKind},
     time::rfc3339_ms,
@@ -39,7 +39,7 @@ pub fn evaluate(topic: &TopicRow, posts: &[(i64, i64)]) -> Option<Desired> {
         citations: vec![
             CitationRecord {
                 supports: vec!["topicPosts".to_owned()],
-                source: "discourse".to_owned(),
+                source: SourceKind::Discourse.as_str().to_owned(),
                 url: Some(topic.url.clone()),
                 snapshot_id: None,
                 ipfs: None,
@@ -48,7 +48,7 @@ pub fn evaluate(topic: &TopicRow, posts: &[(i64, i64)]) -> Option<Desired> {
             },
             CitationRecord {
                 supports: vec!["windowStart".to_owned(), "windowEnd".to_owned(), "postsInWindow".to_owned()],
-                source: "discourse".to_owned(),
+                source: SourceKind::Discourse.as_str().to_owned(),
                 url: Some(format!("{}/{}", topic.url.trim_end_matches('/'), posts[last].1)),
                 snapshot_id: None,
                 ipfs: None,
@@ -60,15 +60,16 @@ pub fn evaluate(topic: &TopicRow, posts: &[(i64, i64)]) -> Option<Desired> {
     };
     Some(Desired {
         natural_key: format!(
-            "{}:{}:discourse:{}",
+            "{}:{}:{}:{}",
             SignalKind::ForumDiscussionSpike.as_str(),
             topic.dao_id,
+            SourceKind::Discourse.as_str(),
             topic.external_id
         ),
         kind: SignalKind::ForumDiscussionSpike,
         dao_id: topic.dao_id.clone(),
         subject_kind: ItemKind::ForumTopic,
-        subject_source: "discourse".to_owned(),
+        subject_source: SourceKind::Discourse,
         subject_external_id: topic.external_id.clone(),
         proposal_id: None,
         topic_id: Some(topic.id),

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::decimal;
 use crate::contract::signals::SignalKind;
-use crate::contract::vocabulary::{ItemKind, ProposalState};
+use crate::contract::vocabulary::{ItemKind, ProposalSource, ProposalState, SourceKind};
 use crate::rules::tally;
 
 pub mod close_race;
@@ -159,7 +159,7 @@ pub struct CitationRecord {
 pub struct ProposalRow {
     pub id: i64,
     pub dao_id: String,
-    pub source: String,
+    pub source: ProposalSource,
     pub external_id: String,
     pub title: String,
     pub author: String,
@@ -250,7 +250,7 @@ pub struct Desired {
     pub kind: SignalKind,
     pub dao_id: String,
     pub subject_kind: ItemKind,
-    pub subject_source: String,
+    pub subject_source: SourceKind,
     pub subject_external_id: String,
     pub proposal_id: Option<i64>,
     pub topic_id: Option<i64>,
@@ -393,7 +393,7 @@ impl<'a> Proposal<'a> {
             kind,
             dao_id: p.dao_id.clone(),
             subject_kind: ItemKind::Proposal,
-            subject_source: p.source.clone(),
+            subject_source: p.source.source(),
             subject_external_id: p.external_id.clone(),
             proposal_id: Some(p.id),
             topic_id: None,
@@ -465,9 +465,9 @@ fn short_title(title: &str) -> String {
 fn proposal_citation(p: &ProposalRow, supports: &[&str]) -> CitationRecord {
     CitationRecord {
         supports: supports.iter().map(|s| (*s).to_owned()).collect(),
-        source: p.source.clone(),
+        source: p.source.as_str().to_owned(),
         url: p.url.clone(),
-        snapshot_id: (p.source == "snapshot").then(|| p.external_id.clone()),
+        snapshot_id: (p.source == ProposalSource::Snapshot).then(|| p.external_id.clone()),
         ipfs: p.ipfs.clone(),
         tx_hash: p.tx_hash.clone(),
         block_number: p.block_number.map(|b| b.to_string()),
@@ -477,7 +477,7 @@ fn proposal_citation(p: &ProposalRow, supports: &[&str]) -> CitationRecord {
 fn vote_citation(p: &ProposalRow, v: &VoteRow) -> CitationRecord {
     CitationRecord {
         supports: vec!["decidingVote".to_owned()],
-        source: p.source.clone(),
+        source: p.source.as_str().to_owned(),
         url: p.url.clone(),
         snapshot_id: None,
         ipfs: v.ipfs.clone(),

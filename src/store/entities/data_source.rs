@@ -1,6 +1,8 @@
 //! Where one DAO's data of one kind comes from (snapshot space, forum, governor, tally export).
 use sea_orm::entity::prelude::*;
 
+use crate::contract::vocabulary::SourceKind;
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "data_sources")]
 pub struct Model {
@@ -8,9 +10,8 @@ pub struct Model {
     pub id: i64,
     #[sea_orm(unique_key = "data_source_natural")]
     pub dao_id: String,
-    /// snapshot | discourse | onchain | tally
     #[sea_orm(unique_key = "data_source_natural")]
-    pub kind: String,
+    pub kind: SourceKind,
     /// The upstream handle: Snapshot space, forum base URL, governor address, or dataset name.
     pub locator: String,
     /// A link a person or agent can open to see the upstream.

@@ -1,6 +1,9 @@
 //! A dated governance event with its subject and its source citation.
 use sea_orm::entity::prelude::*;
 
+use crate::contract::events::EventKind;
+use crate::contract::vocabulary::{ItemKind, SourceKind};
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "governance_events")]
 pub struct Model {
@@ -10,12 +13,11 @@ pub struct Model {
     #[sea_orm(unique)]
     pub natural_key: String,
     pub dao_id: String,
-    pub kind: String,
+    pub kind: EventKind,
     pub occurred_ms: i64,
-    /// proposal | forum_topic | delegate
-    pub subject_kind: String,
+    pub subject_kind: ItemKind,
     pub subject_external_id: String,
-    pub subject_source: String,
+    pub subject_source: SourceKind,
     pub proposal_id: Option<i64>,
     pub topic_id: Option<i64>,
     pub actor: Option<String>,

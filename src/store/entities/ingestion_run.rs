@@ -1,15 +1,14 @@
 //! One run of an importer or connector; the audit trail behind freshness.
 use sea_orm::entity::prelude::*;
 
-use crate::contract::vocabulary::{RunStatus, UnknownValue};
+use crate::contract::vocabulary::{RunStatus, RunTrigger};
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "ingestion_runs")]
 pub struct Model {
     #[sea_orm(primary_key)]
     pub id: i64,
-    /// import | schedule | manual
-    pub trigger: String,
+    pub trigger: RunTrigger,
     pub dao_filter: Option<String>,
     pub source_filter: Option<String>,
     pub started_ms: i64,
@@ -17,8 +16,8 @@ pub struct Model {
     /// When the process running it last said it was alive (`store::staging::beat`); `None` on
     /// runs recorded before heartbeats.
     pub heartbeat_ms: Option<i64>,
-    /// running | succeeded | failed
-    pub status: String,
+    /// As recorded; `status_at` tells a stopped `running` run from a live one.
+    pub status: RunStatus,
     pub rows_written: i64,
     pub rows_skipped: i64,
     pub error: Option<String>,
@@ -33,9 +32,8 @@ impl ActiveModelBehavior for ActiveModel {}
 impl Model {
     /// The status as it stands at `now_ms`: a run still marked `running` whose process stopped
     /// beating is `abandoned`, whether or not a later run has recorded it so yet.
-    pub fn status_at(&self, now_ms: i64) -> Result<RunStatus, UnknownValue> {
-        let status = RunStatus::parse(&self.status)?;
+    pub fn status_at(&self, now_ms: i64) -> RunStatus {
         let stale = self.heartbeat_ms.unwrap_or(self.started_ms) < crate::store::staging::stale_before(now_ms);
-        Ok(if status == RunStatus::Running && stale { RunStatus::Abandoned } else { status })
+        if self.status == RunStatus::Running && stale { RunStatus::Abandoned } else { self.status }
     }
 }

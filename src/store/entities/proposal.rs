@@ -1,6 +1,8 @@
 //! A proposal, Snapshot (off-chain) or on-chain. Numbers are exact decimal text.
 use sea_orm::entity::prelude::*;
 
+use crate::contract::vocabulary::{ProposalSource, ProposalState};
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "proposals")]
 pub struct Model {
@@ -8,9 +10,8 @@ pub struct Model {
     pub id: i64,
     #[sea_orm(unique_key = "proposal_natural")]
     pub dao_id: String,
-    /// snapshot | onchain
     #[sea_orm(unique_key = "proposal_natural")]
-    pub source: String,
+    pub source: ProposalSource,
     #[sea_orm(unique_key = "proposal_natural")]
     pub external_id: String,
     /// Opaque v2 key, derived from (dao_id, source, external_id).
@@ -22,8 +23,7 @@ pub struct Model {
     pub author: String,
     /// Snapshot voting type (basic, single-choice, weighted, approval, ranked-choice) or `governor`.
     pub voting_type: Option<String>,
-    /// pending | active | closed | queued | executed | canceled | defeated | succeeded | expired
-    pub state: String,
+    pub state: ProposalState,
     /// JSON array of choice labels, when known.
     pub choices: Option<String>,
     /// JSON array of exact decimal strings, one per choice, when known.
@@ -71,6 +71,6 @@ impl crate::rules::lookup::Candidate for Model {
     }
 
     fn identity(&self) -> (&str, &str, &str) {
-        (&self.dao_id, &self.source, &self.external_id)
+        (&self.dao_id, self.source.as_str(), &self.external_id)
     }
 }

@@ -1,6 +1,9 @@
 //! A curated signal produced by a named rule, with the evidence that triggered it.
 use sea_orm::entity::prelude::*;
 
+use crate::contract::signals::{Severity, SignalKind};
+use crate::contract::vocabulary::{ItemKind, SourceKind};
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "signals")]
 pub struct Model {
@@ -9,11 +12,11 @@ pub struct Model {
     #[sea_orm(unique)]
     pub natural_key: String,
     pub dao_id: String,
-    pub kind: String,
-    pub severity: String,
-    pub subject_kind: String,
+    pub kind: SignalKind,
+    pub severity: Severity,
+    pub subject_kind: ItemKind,
     pub subject_external_id: String,
-    pub subject_source: String,
+    pub subject_source: SourceKind,
     pub proposal_id: Option<i64>,
     pub topic_id: Option<i64>,
     pub detected_ms: i64,

@@ -1,6 +1,8 @@
 //! How far ingestion of one DAO from one source has got: the basis of dataAsOf.
 use sea_orm::entity::prelude::*;
 
+use crate::contract::vocabulary::SourceKind;
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "source_watermarks")]
 pub struct Model {
@@ -9,7 +11,7 @@ pub struct Model {
     #[sea_orm(unique_key = "watermark_natural")]
     pub dao_id: String,
     #[sea_orm(unique_key = "watermark_natural")]
-    pub source: String,
+    pub source: SourceKind,
     /// Upstream time up to which the data is complete (epoch ms).
     pub data_as_of_ms: Option<i64>,
     /// Connector-specific resume position (Snapshot `created`, block number, ...).

@@ -3,6 +3,8 @@
 //! table to answer a request.
 use sea_orm::entity::prelude::*;
 
+use crate::contract::vocabulary::SourceKind;
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "staged_records")]
 pub struct Model {
@@ -10,8 +12,7 @@ pub struct Model {
     pub id: i64,
     pub run_id: i64,
     pub dao_id: String,
-    /// snapshot | discourse | onchain
-    pub source: String,
+    pub source: SourceKind,
     /// Application order: referenced records (proposals, topics) before the records that
     /// reference them (votes, posts).
     pub stage: i32,

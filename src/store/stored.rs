@@ -1,0 +1,122 @@
+//! Where a stored value is parsed: the vocabulary (`contract::vocabulary`, `contract::events`,
+//! `contract::signals`) as sea-orm column types, string-valued active enums over the existing text
+//! columns (no schema change: each reports `String`'s column type).
+//!
+//! Entities and read rows carry these enums, so a value is parsed once, when its row is read,
+//! and nothing downstream parses stored text again.
+//!
+//! **An unknown stored value fails the read.** Text a column holds that this build does not know
+//! (a kind added by a newer writer, a typo written by hand) makes the row's decoding fail with
+//! `DbErr::Type` naming the value and its vocabulary; the API answers such a failure as every
+//! other store defect: a logged `store error` and a 500 `INTERNAL_ERROR`
+//! (`api::store_errors`). Why not skip the row: a skipped row makes a list, a total, a brief or
+//! a cursor page silently incomplete while saying it is whole, and a value is never served as
+//! another one. A loud failure is the only answer that stays honest, and it cannot happen with
+//! the writers of this build (they write from the same enums).
+use sea_orm::sea_query::{ArrayType, ColumnType, Nullable, Value, ValueType, ValueTypeErr};
+use sea_orm::{ActiveEnum, ColIdx, ColumnDef, DbErr, QueryResult, TryGetError, TryGetable};
+
+use crate::contract::events::EventKind;
+use crate::contract::signals::{Severity, SignalKind};
+use crate::contract::vocabulary::{ItemKind, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
+
+/// Makes each vocabulary a string-valued active enum (what `DeriveActiveEnum` with
+/// `rs_type = "String"` generates, written here because `contract` stays free of the database).
+macro_rules! stored_as_text {
+    ($($name:ident),+ $(,)?) => {$(
+        impl sea_orm::Iterable for $name {
+            type Iterator = std::iter::Copied<std::slice::Iter<'static, Self>>;
+
+            fn iter() -> Self::Iterator {
+                Self::ALL.iter().copied()
+            }
+        }
+
+        impl ActiveEnum for $name {
+            type Value = String;
+            type ValueVec = Vec<String>;
+
+            fn name() -> sea_orm::sea_query::DynIden {
+                sea_orm::sea_query::Alias::new(stringify!($name)).into()
+            }
+
+            fn to_value(&self) -> String {
+                self.as_str().to_owned()
+            }
+
+            fn try_from_value(v: &String) -> Result<Self, DbErr> {
+                Self::parse(v).map_err(|e| DbErr::Type(e.to_string()))
+            }
+
+            fn db_type() -> ColumnDef {
+                sea_orm::prelude::ColumnTypeTrait::def(<String as ValueType>::column_type())
+            }
+        }
+
+        impl From<$name> for Value {
+            fn from(v: $name) -> Value {
+                Value::from(v.as_str())
+            }
+        }
+
+        impl Nullable for $name {
+            fn null() -> Value {
+                <String as Nullable>::null()
+            }
+        }
+
+        impl ValueType for $name {
+            fn try_from(v: Value) -> Result<Self, ValueTypeErr> {
+                let text = <String as ValueType>::try_from(v)?;
+                Self::parse(&text).map_err(|_| ValueTypeErr)
+            }
+
+            fn type_name() -> String {
+                stringify!($name).to_owned()
+            }
+
+            fn array_type() -> ArrayType {
+                <String as ValueType>::array_type()
+            }
+
+            fn column_type() -> ColumnType {
+                <String as ValueType>::column_type()
+            }
+        }
+
+        impl TryGetable for $name {
+            fn try_get_by<I: ColIdx>(res: &QueryResult, idx: I) -> Result<Self, TryGetError> {
+                let text = <String as TryGetable>::try_get_by(res, idx)?;
+                <Self as ActiveEnum>::try_from_value(&text).map_err(TryGetError::DbErr)
+            }
+        }
+    )+};
+}
+
+stored_as_text!(
+    SourceKind,
+    ProposalSource,
+    ItemKind,
+    ProposalState,
+    RunStatus,
+    RunTrigger,
+    EventKind,
+    SignalKind,
+    Severity
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_text_is_the_served_text_and_unknown_text_fails() {
+        for &s in ProposalState::ALL {
+            assert_eq!(<ProposalState as ActiveEnum>::try_from_value(&s.as_str().to_owned()).ok(), Some(s));
+            assert_eq!(Value::from(s), Value::from(s.as_str()));
+        }
+        let err = <SignalKind as ActiveEnum>::try_from_value(&"close-race".to_owned()).unwrap_err();
+        assert_eq!(err.to_string(), "Type Error: `close-race` is not a known signal kind");
+        assert_eq!(<EventKind as ValueType>::column_type(), <String as ValueType>::column_type());
+    }
+}
