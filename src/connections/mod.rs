@@ -247,6 +247,9 @@ fn serve_one(
 async fn watchdog(conn: &table::Conn, limits: ConnectionLimits, fd: std::os::fd::RawFd) -> Cause {
     let head_ms = limits.header_read_timeout.as_millis() as u64;
     let write_ms = limits.write_timeout.as_millis() as u64;
+    // One timer for the connection's life, moved as the deadline moves.
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
     loop {
         match conn.verdict(conn.now_ms(), head_ms, write_ms) {
             Verdict::Close(cause) => {
@@ -257,13 +260,13 @@ async fn watchdog(conn: &table::Conn, limits: ConnectionLimits, fd: std::os::fd:
                 }
                 return cause;
             }
-            Verdict::Until(Some(due)) => {
+            Verdict::Until(due) => {
+                timer.as_mut().reset(conn.instant(due).into());
                 tokio::select! {
-                    () = tokio::time::sleep_until(conn.instant(due).into()) => {}
+                    () = &mut timer => {}
                     () = conn.wake.notified() => {}
                 }
             }
-            Verdict::Until(None) => conn.wake.notified().await,
         }
     }
 }

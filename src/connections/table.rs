@@ -69,7 +69,7 @@ pub struct Conn {
     stalled_since: AtomicU64,
     /// Set when the table closes the connection to admit another.
     evicted: AtomicBool,
-    /// Wakes the connection's watchdog: it was evicted, went idle, or a write stalled.
+    /// Wakes the connection's watchdog: it was evicted, or a write stalled.
     pub(super) wake: Notify,
 }
 
@@ -117,7 +117,8 @@ impl Table {
                 .open
                 .values()
                 .filter(|c| c.is_idle())
-                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed))
+                // Of two idle since the same millisecond, the one accepted first.
+                .min_by_key(|c| (c.idle_since.load(Ordering::Relaxed), c.id))
                 .map(|c| c.id);
             let Some(victim) = idlest.and_then(|id| inner.remove(id)) else {
                 return Err(Cause::ConnectionCap);
@@ -165,7 +166,7 @@ pub enum Verdict {
     /// Close it now, for this cause.
     Close(Cause),
     /// Look again at this instant (ms since the epoch), or when woken.
-    Until(Option<u64>),
+    Until(u64),
 }
 
 impl Conn {
@@ -216,7 +217,7 @@ impl Conn {
         let stalled = self.stalled_since.load(Ordering::Relaxed);
         if stalled != 0 {
             let due = stalled - 1 + write_ms;
-            return if now >= due { Verdict::Close(Cause::WriteTimeout) } else { Verdict::Until(Some(due)) };
+            return if now >= due { Verdict::Close(Cause::WriteTimeout) } else { Verdict::Until(due) };
         }
         if self.busy.load(Ordering::Acquire) == 0 {
             let due = self.idle_since.load(Ordering::Relaxed) + head_ms;
@@ -224,9 +225,12 @@ impl Conn {
                 let first = self.heads.load(Ordering::Relaxed) == 0;
                 return Verdict::Close(if first { Cause::HeadTimeout } else { Cause::IdleTimeout });
             }
-            return Verdict::Until(Some(due));
+            return Verdict::Until(due);
         }
-        Verdict::Until(None)
+        // Busy: look again a head timeout from now. An answer ending does not wake the watchdog
+        // (that would cost every request a task wake-up); whenever it looks next and finds the
+        // connection idle, it waits for exactly the idle clock's end.
+        Verdict::Until(now + head_ms)
     }
 
     /// Whether a write is waiting for the client to read.
@@ -244,9 +248,7 @@ impl Drop for Busy {
         // The idle clock starts before the count falls, so an observer never sees an idle
         // connection with a stale start.
         conn.idle_since.store(conn.now_ms(), Ordering::Relaxed);
-        if conn.busy.fetch_sub(1, Ordering::AcqRel) == 1 {
-            conn.wake.notify_one();
-        }
+        conn.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -286,7 +288,7 @@ mod tests {
         let newer_idle = table.admit(ip("127.0.0.2")).unwrap();
         let newcomer = table.admit(ip("127.0.0.4")).expect("room made");
         assert_eq!(oldest_idle.conn.verdict(oldest_idle.conn.now_ms(), 10_000, 10_000), Verdict::Close(Cause::Evicted));
-        assert!(matches!(newer_idle.conn.verdict(0, 10_000, 10_000), Verdict::Until(Some(_))));
+        assert!(matches!(newer_idle.conn.verdict(0, 10_000, 10_000), Verdict::Until(_)));
         assert_eq!(table.len(), 3);
         drop(oldest_idle); // its task ends: nothing is counted twice
         assert_eq!(table.len(), 3);
@@ -308,20 +310,20 @@ mod tests {
         let slot = table.admit(ip("127.0.0.2")).unwrap();
         let c = &slot.conn;
         // Never a head: the head-read timeout runs from accept.
-        assert_eq!(c.verdict(99, 100, 1_000), Verdict::Until(Some(100)));
+        assert_eq!(c.verdict(99, 100, 1_000), Verdict::Until(100));
         assert_eq!(c.verdict(100, 100, 1_000), Verdict::Close(Cause::HeadTimeout));
-        // Busy: no head deadline.
+        // Busy: no head deadline; looked at again a head timeout later.
         let req = c.begin();
-        assert_eq!(c.verdict(10_000, 100, 1_000), Verdict::Until(None));
+        assert_eq!(c.verdict(10_000, 100, 1_000), Verdict::Until(10_100));
         // A stalled write is cut after the write timeout, busy or not.
         c.write_blocked();
         let since = c.stalled_since.load(Ordering::Relaxed) - 1;
-        assert_eq!(c.verdict(since + 999, 100, 1_000), Verdict::Until(Some(since + 1_000)));
+        assert_eq!(c.verdict(since + 999, 100, 1_000), Verdict::Until(since + 1_000));
         assert_eq!(c.verdict(since + 1_000, 100, 1_000), Verdict::Close(Cause::WriteTimeout));
         // Idle with an answer still waiting on the client: the write timeout governs.
         drop(req);
         let idle = c.idle_since.load(Ordering::Relaxed);
-        assert_eq!(c.verdict(idle + 100, 100, 1_000), Verdict::Until(Some(since + 1_000)));
+        assert_eq!(c.verdict(idle + 100, 100, 1_000), Verdict::Until(since + 1_000));
         assert_eq!(c.verdict(since + 1_000, 100, 1_000), Verdict::Close(Cause::WriteTimeout));
         c.write_flowed();
         assert!(!c.write_stalled());

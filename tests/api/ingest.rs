@@ -565,7 +565,8 @@ async fn serve_ingests_on_a_schedule() {
         let db = govdata::store::connect(&url).await.unwrap();
         let runs = ingestion_run::Entity::find().all(&db).await.unwrap();
         db.close().await.unwrap();
-        let scheduled = runs.iter().filter(|r| r.trigger == RunTrigger::Schedule && r.status == RunStatus::Succeeded).count();
+        let scheduled =
+            runs.iter().filter(|r| r.trigger == RunTrigger::Schedule && r.status == RunStatus::Succeeded).count();
         if scheduled >= 2 {
             let dao = dao.expect("the DAO is registered by the first run");
             assert_eq!(dao["counts"]["proposals"], PROPOSALS.to_string(), "{dao}");
@@ -615,7 +616,11 @@ async fn a_slow_live_refresh_serves_the_stored_data_and_finishes_in_the_backgrou
     )
     .await;
     let runs = ingestion_run::Entity::find().order_by_asc(ingestion_run::Column::Id).all(&w.db).await.unwrap();
-    assert_eq!(runs.iter().filter(|r| r.trigger == RunTrigger::Live).count(), 1, "one refresh for all those requests: {runs:?}");
+    assert_eq!(
+        runs.iter().filter(|r| r.trigger == RunTrigger::Live).count(),
+        1,
+        "one refresh for all those requests: {runs:?}"
+    );
     assert!(runs.iter().all(|r| r.status == RunStatus::Succeeded), "{runs:?}");
 }
 
