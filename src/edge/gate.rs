@@ -5,7 +5,7 @@
 //! - the internal first-party token opens everything;
 //! - a partner token opens what its scopes grant: unknown or revoked → 401, lacking scope → 403;
 //! - an x402 payment (`PAYMENT-SIGNATURE` v2, `X-PAYMENT` v1) is checked, reserved, verified,
-//!   and settled only after the handler succeeded (`api::payment`);
+//!   and settled only after the handler succeeded (`edge::payment`);
 //! - no credentials → 402 with the challenge of both x402 generations.
 //!
 //! A partner token wins over a payment sent with it, as in the reference servers: a partner is

@@ -1,4 +1,4 @@
-//! The operation a request is for, found once per request by the edge (`server::edge`) and read
+//! The operation a request is for, found once per request by the edge (`edge::front`) and read
 //! by the access gate, the response cache and the handlers: the path is matched once.
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ pub struct Route {
     pub decl: Option<&'static OperationDecl>,
 }
 
-/// Marks a request the MCP endpoint (`api::mcp`) makes to the application for a tool call. The
+/// Marks a request the MCP endpoint (`edge::mcp`) makes to the application for a tool call. The
 /// MCP request it came on was counted against the client address already; partner and payer
 /// limits still apply to the call. Only the server sets it: a client cannot send an extension.
 #[derive(Debug, Clone, Copy)]
