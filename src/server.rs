@@ -1,21 +1,17 @@
 //! Wiring, and nothing else: binds the listener, assembles the state from the settings, and
-//! builds the route tree: the surfaces (`api`) behind the edge (`edge`), served by
+//! builds the route tree: the surfaces (`api`) and the paths that are not operations
+//! (`contract::paths`, mounted by `edge::paths`) behind the edge (`edge`), served by
 //! `connections`. Live refresh reaches the writers here (`Ingestion`, the one adapter from
 //! `edge::live::Refresh` to `ingest`), since only the wiring may know both.
 use std::{net::SocketAddr, sync::Arc};
 
-use poem::{
-    Endpoint, EndpointExt, Response, Route,
-    endpoint::{BoxEndpoint, make_sync},
-    get,
-    web::Html,
-};
+use poem::{Endpoint, EndpointExt, Response, Route, endpoint::BoxEndpoint};
 use sea_orm::DatabaseConnection;
 
 use crate::api;
 use crate::config::Settings;
 use crate::connections::{self, Shutdown};
-use crate::contract::{access::Version, cursor::CursorCodec, vocabulary::RunTrigger};
+use crate::contract::{cursor::CursorCodec, vocabulary::RunTrigger};
 use crate::edge::{self, AppState, paths};
 use crate::ingest::{self, Registry, RetryPolicy, RunOptions};
 use crate::x402::PaymentTerms;
@@ -32,25 +28,8 @@ fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> imp
     let draining = state.shutdown.clone();
     let gated = state.clone();
     let served = state.clone();
-    let [v1_redoc, v2_redoc] = api::reference_pages(&documents);
-    Route::new()
-        .nest_no_strip("/v1", api::v1_service())
-        .nest_no_strip("/v2", api::v2_service())
-        .at("/v1/openapi.json", get(paths::document_json).data(Version::V1))
-        .at("/v1/openapi.yaml", get(paths::document_yaml).data(Version::V1))
-        .at("/v2/openapi.json", get(paths::document_json).data(Version::V2))
-        .at("/v2/openapi.yaml", get(paths::document_yaml).data(Version::V2))
-        .at("/v1/openapi.3.1.json", get(paths::document_json31).data(Version::V1))
-        .at("/v2/openapi.3.1.json", get(paths::document_json31).data(Version::V2))
-        .at("/llms.txt", get(paths::llms_txt))
-        .at(edge::mcp::MCP_PATH, mcp)
-        .at("/docs", get(make_sync(|_| Html(paths::DOCS_INDEX))))
-        .at("/docs/v1", get(make_sync(move |_| Html(v1_redoc.clone()))))
-        .at("/docs/v2", get(make_sync(move |_| Html(v2_redoc.clone()))))
-        .at("/healthz", get(paths::healthz))
-        .at("/readyz", get(paths::readyz))
-        .at("/metrics", get(paths::metrics))
-        .at("/", get(paths::root_index))
+    let surfaces = Route::new().nest_no_strip("/v1", api::v1_service()).nest_no_strip("/v2", api::v2_service());
+    paths::mount(surfaces, api::reference_pages(&documents), mcp)
         .data(state)
         // Inside the gate: a cached answer is still authorised or paid for.
         .around(move |ep, req| edge::cache::serve(ep, req, served.clone()))

@@ -19,8 +19,10 @@ use super::{
 };
 use crate::connections::{self, MAX_HEAD_BYTES, MAX_URI_BYTES, Shutdown};
 use crate::contract::{
+    access::Version,
     envelope::{REQUEST_ID_HEADER, RequestId},
     errors::{ErrorCode, FieldError, ParamLocation, Problem},
+    paths::{self, Format},
 };
 
 /// Browsers may call the API from any origin and must be able to read the x402 headers; MCP
@@ -155,7 +157,10 @@ fn problem_response(
     } else if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
         Problem::new(ErrorCode::ValidationError, format!("This API takes no request body: {}", e.reason))
     } else if err.is::<MethodNotAllowedError>() || err.status() == StatusCode::METHOD_NOT_ALLOWED {
-        let methods = matched.map(|m| m.methods).unwrap_or_else(|| vec!["GET".to_owned()]);
+        let methods = matched
+            .map(|m| m.methods)
+            .or_else(|| paths::find(path).map(|p| p.methods.iter().map(|m| (*m).to_owned()).collect()))
+            .unwrap_or_else(|| vec!["GET".to_owned()]);
         allow = Some(methods.join(", "));
         Problem::new(
             ErrorCode::MethodNotAllowed,
@@ -163,7 +168,9 @@ fn problem_response(
         )
     } else if err.is::<NotFoundError>() || err.status() == StatusCode::NOT_FOUND {
         Problem::not_found(format!(
-            "No endpoint at {path}. The documents at /v1/openapi.json and /v2/openapi.json list every path."
+            "No endpoint at {path}. The documents at {} and {} list every path.",
+            paths::document(Version::V1, Format::Json),
+            paths::document(Version::V2, Format::Json),
         ))
     } else if err.status().is_client_error() {
         Problem::new(ErrorCode::ValidationError, err.to_string())

@@ -8,6 +8,7 @@ use super::Documents;
 use crate::contract::{
     access::Version,
     operations::{self, OperationDecl},
+    paths,
 };
 
 #[derive(Debug, Clone)]
@@ -45,18 +46,11 @@ impl AccessNote {
 
 impl Route {
     /// The metrics and log label of a route: `v1.daos_list`; a path of no operation is named
-    /// by what it serves.
+    /// by its declaration in `contract::paths` (`document`, `health`…), any other `unmatched`.
     pub fn label(route: Option<&Self>, path: &str) -> String {
         match route.and_then(|r| r.decl.map(|d| (r.version, d))) {
             Some((version, decl)) => format!("{}.{}", &version.prefix()[1..], decl.local_id()),
-            None => match path {
-                "/healthz" | "/readyz" => "health".to_owned(),
-                "/metrics" => "metrics".to_owned(),
-                super::mcp::MCP_PATH => "mcp".to_owned(),
-                p if p.ends_with("/openapi.json") || p.ends_with("/openapi.yaml") => "document".to_owned(),
-                p if p == "/" || p.starts_with("/docs") => "docs".to_owned(),
-                _ => "unmatched".to_owned(),
-            },
+            None => paths::find(path).map_or("unmatched", |p| p.label).to_owned(),
         }
     }
 
