@@ -4,7 +4,12 @@
 //! `contract` declares the public facts and depends on nothing of the crate; `rules` are pure
 //! domain rules over facts (signals, lookup ranking, evidence assembly) that `store` and `api`
 //! apply; `config` is plain data read from flags; `server` wires everything (live refresh
-//! reaches `ingest` only through the `api::live::Refresh` trait it implements there).
+//! reaches `ingest` only through the `edge::live::Refresh` trait it implements there).
+//!
+//! A request meets the `edge` before the surfaces (`api`): the edge routes, gates, caches and
+//! answers errors, and holds the state the handlers are handed (`edge::AppState`). So `api`
+//! may import `edge`, and `edge` never imports `api`: it finds operations through the published
+//! documents and `contract`, and is handed the surfaces' documents as text (`api::documents`).
 //!
 //! Inside `api`, a controller (`api/v1/<resource>.rs`, `api/v2/<resource>.rs`) never imports
 //! another controller: what two of them share (response types, request plumbing) lives in
@@ -21,8 +26,9 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("connections", &["contract", "metrics"]),
     ("sample", &["contract", "rules", "store"]),
     ("ingest", &["contract", "rules", "store", "sample", "metrics", "connections", "config"]),
-    ("api", &["contract", "rules", "store", "x402", "config", "metrics", "connections"]),
-    ("server", &["contract", "store", "x402", "config", "metrics", "connections", "api", "ingest", "sample"]),
+    ("edge", &["contract", "store", "x402", "config", "metrics", "connections"]),
+    ("api", &["contract", "rules", "store", "edge"]),
+    ("server", &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest"]),
 ];
 
 /// External crates a module must not name: the contract and the settings know no database, and

@@ -10,11 +10,15 @@
 //!   facts it loads and publishes revisions atomically.
 //! - `sample` and `ingest`: the only writers (the bundled sample; Snapshot, Discourse and
 //!   on-chain connectors), writing through `store`.
-//! - `api`: HTTP, reading only: one controller per resource in `api/v1` and `api/v2`, shared
-//!   response types in `api::views`, the access gate, cache, limits.
+//! - `api`: the HTTP surfaces, reading only: one controller per resource in `api/v1` and
+//!   `api/v2`, shared response types in `api::views`, the documents made from them.
+//! - `edge`: everything around the surfaces: the request id and problem bodies, routing to an
+//!   operation, the access gate, payment, rate limits, the response cache and live refresh, the
+//!   serving watch, query bounds, store errors, MCP, and the paths that are not operations.
 //! - `x402`: the payment protocol the gate speaks; `config`: plain settings from flags;
-//!   `connections` serves the app (caps, timeouts, drain); `server` wires everything, including
-//!   live refresh (`api::live::Refresh`, implemented over `ingest`).
+//!   `connections` serves the app (caps, timeouts, drain); `server` only wires: binds, assembles
+//!   the state, builds the route tree, and adapts live refresh (`edge::live::Refresh`) to
+//!   `ingest`.
 //!
 //! `layers` holds which module may import which, and a test keeps the code to it.
 
@@ -25,6 +29,7 @@ pub mod api;
 pub mod config;
 pub mod connections;
 pub mod contract;
+pub mod edge;
 pub mod ingest;
 pub mod layers;
 pub mod metrics;

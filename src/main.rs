@@ -148,7 +148,7 @@ async fn tokens(url: &str, cmd: TokensCommand) -> anyhow::Result<()> {
             }
         }
         TokensCommand::Revoke { id } => {
-            if govdata::api::serving::revoke_token(&db, id).await? {
+            if govdata::edge::serving::revoke_token(&db, id).await? {
                 println!("token {id} revoked; every server refuses it from now on");
             } else {
                 anyhow::bail!("no token with id {id}");

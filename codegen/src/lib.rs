@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use govdata::api::Documents;
+use govdata::api;
 use govdata::contract::access::{Prices, Version};
 use openapiv3::OpenAPI;
 
@@ -44,7 +44,7 @@ pub fn load(path: &Path) -> anyhow::Result<(OpenAPI, serde_json::Value)> {
 /// Every file codegen writes under `openapi/`, with its content, from the code as it is. The
 /// committed documents show the default prices; a deployment serves its configured ones.
 pub fn generated() -> anyhow::Result<Vec<(String, String)>> {
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     let mut files: Vec<(String, String)> =
         documents.files().into_iter().map(|(name, content)| (name.to_owned(), content.to_owned())).collect();
     let text = |name: &str| files.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone()).expect("generated");

@@ -5,7 +5,7 @@
 //!
 //! The revision is the one that last changed the DAO the query is about (its `daoId` filter,
 //! the DAO of its path or of its proposal), or the serving revision for a query over every DAO
-//! (`api::serving::Serving::revision_of`): a publication that touches only DAO X leaves cursors
+//! (`edge::serving::Serving::revision_of`): a publication that touches only DAO X leaves cursors
 //! paging DAO Y valid, and a run that publishes nothing leaves every cursor valid.
 use base64::Engine;
 use hmac::{Hmac, Mac};

@@ -3,7 +3,7 @@
 //! Handlers return `ApiError<Op>`; `Op` is the operation's declaration (`operations.rs`), which
 //! decides which error responses its document lists. Every error, whoever raises it (handler,
 //! parameter parsing, router, access gate), leaves the server through `Problem`, and the
-//! middleware in `server.rs` stamps the request id on it.
+//! middleware at the edge (`edge::front`) stamps the request id on it.
 use std::marker::PhantomData;
 
 use poem::http::StatusCode;

@@ -3,10 +3,10 @@
 //! its access (free, or its tier and price) and the link to its reference section.
 use std::fmt::Write as _;
 
-use super::access::{Access, PARTNER_TOKEN_HEADER, Prices, Scope};
+use super::access::{Access, PARTNER_TOKEN_HEADER, Prices, Scope, Version};
 use super::document::Published;
-use super::mcp::MCP_PATH;
 use super::operations;
+use super::paths::{self, Format, PathKind};
 use super::x402::Generation;
 
 /// The text, with links under `base` (the public URL when the operator named one; otherwise
@@ -38,23 +38,28 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
     let _ = write!(
         out,
         "## Documents\n\n\
-         - [v1 OpenAPI]({base}/v1/openapi.json): the stable surface; `{{request, freshness, data}}` answers, \
+         - [v1 OpenAPI]({base}{}): the stable surface; `{{request, freshness, data}}` answers, \
          out-of-range values clamped and reported.\n\
-         - [v2 OpenAPI]({base}/v2/openapi.json): the additive surface; keyset cursors, out-of-range values \
+         - [v2 OpenAPI]({base}{}): the additive surface; keyset cursors, out-of-range values \
          rejected.\n\
-         - [Reference]({base}/docs): both documents, browsable.\n",
+         - [Reference]({base}{}): both documents, browsable.\n",
+        paths::document(Version::V1, Format::Json),
+        paths::document(Version::V2, Format::Json),
+        paths::of(PathKind::Docs(None)),
     );
     let _ = write!(
         out,
         "\n## MCP\n\n\
-         - [MCP endpoint]({base}{MCP_PATH}): Model Context Protocol over Streamable HTTP (stateless; answers are JSON). \
+         - [MCP endpoint]({base}{}): Model Context Protocol over Streamable HTTP (stateless; answers are JSON). \
          One tool per operation below, named `<surface>_<resource>_<verb>` (`v1_daos_list`, `v2_proposals_list`); a \
          tool's `structuredContent` is the operation's answer. A paid tool takes the partner token header on the MCP \
          request, or x402 at the HTTP layer: an unpaid call answers HTTP 402 with the challenge; pay it and send the \
          same request again. A refused call is a tool error whose text is the problem document.\n",
+        paths::of(PathKind::Mcp),
     );
     for published in surfaces {
         let surface = &published.version.prefix()[1..];
+        let reference = paths::of(PathKind::Docs(Some(published.version)));
         let _ = write!(out, "\n## {surface} operations\n\n");
         for (method, template, id) in published.operations() {
             let Some(decl) = operations::find(published.version, id) else { continue };
@@ -65,7 +70,7 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
             };
             let _ = writeln!(
                 out,
-                "- [{} {template}]({base}/docs/{surface}#operation/{id}): {summary} ({access}).",
+                "- [{} {template}]({base}{reference}#operation/{id}): {summary} ({access}).",
                 method.to_ascii_uppercase()
             );
         }

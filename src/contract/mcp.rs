@@ -4,7 +4,7 @@
 //! the surfaces); its description is the operation's summary and description (access and price
 //! included); its `inputSchema` holds the operation's parameters and its `outputSchema` the
 //! envelope of its 200 answer, both JSON Schema 2020-12 read from the OpenAPI 3.1 rendition
-//! (`super::openapi31`). `api::mcp` serves them; `openapi/mcp-tools.json` is what `tools/list`
+//! (`super::openapi31`). `edge::mcp` serves them; `openapi/mcp-tools.json` is what `tools/list`
 //! answers, committed so a reviewer sees the MCP surface change in the same diff as the documents.
 use std::collections::BTreeSet;
 
@@ -14,7 +14,7 @@ use super::document::Published;
 use super::errors::ParamLocation;
 use super::operations::{self, OperationDecl};
 
-/// Where the MCP endpoint is mounted (`api::mcp` serves it; `/llms.txt` links it).
+/// Where the MCP endpoint is mounted (`edge::mcp` serves it; `/llms.txt` links it).
 pub const MCP_PATH: &str = "/mcp";
 
 /// One tool: what `tools/list` shows and what a call is dispatched to.

@@ -1,5 +1,6 @@
 //! The public contract, declared once: error codes and problem bodies, envelopes, limits,
-//! tiers, scopes and prices, the operation table, parameter types, and the published documents.
+//! tiers, scopes and prices, the operation table, the paths that are not operations, parameter
+//! types, and the published documents.
 //! Routing, validation, the documents, `/v1/meta/pricing` and the access gate all read from here.
 pub mod access;
 pub mod cursor;
@@ -16,6 +17,7 @@ pub mod mcp;
 pub mod openapi31;
 pub mod operations;
 pub mod params;
+pub mod paths;
 pub mod signals;
 pub mod time;
 pub mod urls;

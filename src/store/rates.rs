@@ -1,4 +1,4 @@
-//! The shared side of rate limiting (`api::rate` counts in memory): each process adds the
+//! The shared side of rate limiting (`edge::rate` counts in memory): each process adds the
 //! requests it admitted per key and window, and reads every process's total back, in one
 //! statement per batch.
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};

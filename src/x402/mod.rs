@@ -1,6 +1,6 @@
 //! x402 payments for the paid endpoints: the terms a server offers (from configuration and the
 //! tier prices), the challenge of a 402 in both wire generations, and the checks a payment must
-//! pass before the facilitator sees it. HTTP plumbing lives in `api::gate`; this module knows
+//! pass before the facilitator sees it. HTTP plumbing lives in `edge::gate`; this module knows
 //! nothing of requests and responses (its v1 requirement derives a document schema, because the
 //! 402 problem body carries it).
 pub mod bazaar;

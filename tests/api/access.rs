@@ -3,7 +3,7 @@
 //! 402 challenge of both x402 generations, and CORS.
 use base64::Engine;
 use govdata::{
-    api::Documents,
+    api,
     contract::{
         access::{Access, Prices, Scope, Version},
         operations,
@@ -32,7 +32,7 @@ pub async fn paid_paths(app: &TestApp) -> Vec<(Version, &'static str, operations
     let proposal_key = proposals["data"]["items"][0]["proposalKey"].as_str().expect("a proposal key").to_owned();
     let (_, voters) = app.get_json("/v2/daos/uniswap/voters?limit=1").await;
     let voter = voters["data"]["items"][0]["voterIdentity"].as_str().expect("a voter").to_owned();
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     let mut paths = Vec::new();
     for version in [Version::V1, Version::V2] {
         for (method, template, id) in documents.get(version).operations() {
@@ -150,10 +150,10 @@ on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp|
     // The server now answers the token from memory (the watch reloaded its tokens); revocation
     // still takes effect on the next request once `revoke_token` (what `govdata tokens revoke`
     // runs) has returned.
-    tokio::time::sleep(2 * govdata::api::serving::WATCH_INTERVAL).await;
+    tokio::time::sleep(2 * govdata::edge::serving::WATCH_INTERVAL).await;
     let (status, _) = get_with(&app, "/v1/activity", ("x-service-api-token", &token)).await;
     assert_eq!(status, 200);
-    assert!(govdata::api::serving::revoke_token(&db, id).await.unwrap());
+    assert!(govdata::edge::serving::revoke_token(&db, id).await.unwrap());
     let (status, body) = get_with(&app, "/v1/activity", ("x-service-api-token", &token)).await;
     assert_eq!(status, 401, "revocation takes effect on the next request: {body}");
 
@@ -284,7 +284,7 @@ on_both_backends!(every_402_carries_its_bazaar_discovery_extension, |backend: Ba
         a.payments.pay_to = Some(PAY_TO.to_owned());
     })
     .await;
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     // (surface, template, request path): a v1 and a v2 operation with path parameters, v1 with
     // required query parameters, v2 with optional ones only.
     let cases = [

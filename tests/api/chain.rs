@@ -27,7 +27,7 @@ async fn the_reference_package_accepts_every_discovery_extension() {
     let checked = script("discovery.mjs", &args).await;
     let results = checked["results"].as_array().expect("results");
     assert_eq!(results.len(), paths.len());
-    let documents = govdata::api::Documents::build(Default::default());
+    let documents = govdata::api::documents(Default::default());
     for ((version, id, _, path), result) in paths.iter().zip(results) {
         assert_eq!(result["valid"], true, "{id}: {result}");
         let discovered = &result["discovered"];

@@ -3,7 +3,7 @@
 //! (`documents_<surface>_<format>`) guard v1. That the committed `openapi/` equals what the code
 //! generates is checked in one place: `codegen check`, run as a test by `codegen/tests/contract.rs`.
 use govdata::{
-    api::Documents,
+    api,
     contract::{access::Prices, operations},
 };
 use serde_json::Value;
@@ -14,7 +14,7 @@ use crate::on_both_backends;
 /// The documents as the code generates them, with the default prices (what a test server and
 /// the committed files show).
 fn generated(name: &str) -> String {
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     let file = documents.files().into_iter().find(|(n, _)| *n == name);
     file.unwrap_or_else(|| panic!("{name} is generated")).1.to_owned()
 }
@@ -33,7 +33,7 @@ fn documents_parse_as_openapi_3() {
 
 #[test]
 fn every_operation_is_documented_for_agents() {
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     let mut seen = Vec::new();
     for published in [&documents.v1, &documents.v2] {
         let doc = &published.json;
@@ -143,7 +143,7 @@ fn has_example(doc: &Value, schema: &Value, depth: u8) -> bool {
 /// finds none fails.
 #[test]
 fn voters_and_powers_have_one_shape_in_every_schema() {
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     let text = govdata::contract::decimal::FROM_FLOAT_TEXT;
     let mut found = Vec::new();
     for published in [&documents.v1, &documents.v2] {
@@ -204,7 +204,7 @@ fn voters_and_powers_have_one_shape_in_every_schema() {
 
 #[test]
 fn document_snapshots() {
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     snapshot_settings().bind(|| {
         insta::assert_json_snapshot!("documents_v1_json", documents.v1.json);
         insta::assert_json_snapshot!("documents_v2_json", documents.v2.json);
@@ -236,7 +236,7 @@ on_both_backends!(served_documents_are_the_generated_ones, |app: TestApp| async 
 /// document, and this keeps the two one fact.
 #[test]
 fn declared_limits_match_the_documents() {
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     for version in [govdata::contract::access::Version::V1, govdata::contract::access::Version::V2] {
         let doc = &documents.get(version).json;
         for (path, item) in doc["paths"].as_object().unwrap() {
@@ -300,7 +300,7 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
     let text = response.text().await.unwrap();
     assert!(text.starts_with("# govdata\n\n> "), "the llms.txt heading and summary: {text}");
     let prices = Prices::default();
-    let documents = Documents::build(prices);
+    let documents = api::documents(prices);
     let mut lines = 0;
     for decl in operations::ALL {
         let published = documents.get(decl.version);
@@ -326,7 +326,7 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
 // 2020-12 form (no 3.0-only `nullable`, no schema `example`), and the same components.
 #[test]
 fn the_3_1_renditions_state_the_same_contract() {
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     for published in [&documents.v1, &documents.v2] {
         let r: Value = serde_json::from_str(&published.json31_text).unwrap();
         assert_eq!(r["openapi"], "3.1.0");

@@ -140,7 +140,7 @@ pub struct TestApp {
     /// The store the server reads, for tests that compare with it directly.
     pub database_url: String,
     /// The server's watch of the serving revision.
-    pub serving: std::sync::Arc<govdata::api::serving::ServingWatch>,
+    pub serving: std::sync::Arc<govdata::edge::serving::ServingWatch>,
 }
 
 impl TestApp {

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use base64::Engine;
 use govdata::{
-    api::Documents,
+    api,
     contract::{access::Prices, operations},
 };
 use reqwest::header::HeaderMap;
@@ -133,7 +133,7 @@ on_both_backends!(the_tools_are_the_operations, |app: TestApp| async move {
     assert_eq!(names.len(), tools.len(), "names are unique");
     assert_eq!(names, declared.iter().map(String::as_str).collect(), "one tool per declared operation");
     // What is served is what is committed (`openapi/mcp-tools.json`, kept fresh by codegen).
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
     let committed: Value = serde_json::from_str(&documents.tools_json).unwrap();
     assert_eq!(body["result"]["tools"], committed["tools"]);
 
@@ -181,7 +181,7 @@ on_both_backends!(every_tool_answers_what_its_operation_answers, |app: TestApp| 
     let credential = [("x-service-api-token", token.as_str())];
     let (_, _, listed) = rpc(&app, "tools/list", json!({}), &[]).await;
     let tools = listed["result"]["tools"].as_array().unwrap().clone();
-    let documents = Documents::build(Prices::default());
+    let documents = api::documents(Prices::default());
 
     let mut cases: Vec<(String, String, bool)> = vec![
         ("daos_list".into(), "/v1/daos?limit=3&offset=1".into(), false),

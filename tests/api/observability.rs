@@ -125,3 +125,54 @@ async fn json_logs_have_one_line_per_request() {
     assert_eq!(seen[1]["request_id"], "trace-me-43");
     assert_eq!((seen[1]["status"].as_u64(), seen[1]["credential"].as_str()), (Some(401), Some("partner")));
 }
+
+// Every path the server serves is labelled in the metrics by what it serves, never
+// `unmatched`: each operation of both surfaces (`v1.daos_list`), and each path that is not an
+// operation by its declaration (`contract::paths`: `document`, `llms`, `health`…).
+on_both_backends!(every_served_path_has_a_metrics_label, |app: TestApp| async move {
+    use std::collections::BTreeMap;
+
+    use govdata::contract::{
+        access::{Prices, Version},
+        operations,
+        paths::PATHS,
+    };
+
+    let documents = govdata::api::documents(Prices::default());
+    // (method, path, the label it must be counted under)
+    let mut requests: Vec<(&str, String, String)> =
+        PATHS.iter().map(|p| (p.methods[0], p.path.to_owned(), p.label.to_owned())).collect();
+    for version in [Version::V1, Version::V2] {
+        for (method, template, id) in documents.get(version).operations() {
+            let decl = operations::find(version, id).expect("every operation is declared");
+            // Any value labels the request: the route is found before the handler reads it.
+            let path: Vec<&str> = template.split('/').map(|s| if s.starts_with('{') { "uniswap" } else { s }).collect();
+            requests.push((method, path.join("/"), format!("{}.{}", &version.prefix()[1..], decl.local_id())));
+        }
+    }
+    let counts = || async {
+        let text = app.get("/metrics").await.text().await.unwrap();
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        let mut counts = BTreeMap::<String, f64>::new();
+        for s in scrape.samples.iter().filter(|s| s.metric == "govdata_http_requests_total") {
+            *counts.entry(s.labels.get("operation").unwrap_or_default().to_owned()).or_default() += value(s);
+        }
+        counts
+    };
+    let before = counts().await;
+    let mut expected = BTreeMap::<String, f64>::new();
+    for (method, path, label) in &requests {
+        assert_ne!(label, "unmatched", "{method} {path}");
+        let method: reqwest::Method = method.parse().unwrap();
+        let status = app.client.request(method.clone(), app.url(path)).send().await.unwrap().status();
+        if PATHS.iter().any(|p| p.path == path) {
+            assert!(![404, 405].contains(&status.as_u16()), "{method} {path} is served: {status}");
+        }
+        *expected.entry(label.clone()).or_default() += 1.0;
+    }
+    let after = counts().await;
+    for (label, n) in expected {
+        let counted = after.get(&label).copied().unwrap_or_default() - before.get(&label).copied().unwrap_or_default();
+        assert!(counted >= n, "{n} requests should be counted under `{label}`, {counted} were\n{after:#?}");
+    }
+});

@@ -3,7 +3,7 @@
 //! caches within the watch's bound, and a revocation holds on the next request in both.
 use std::time::{Duration, Instant};
 
-use govdata::api::serving::WATCH_INTERVAL;
+use govdata::edge::serving::WATCH_INTERVAL;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -151,7 +151,7 @@ on_both_backends!(a_rate_limit_holds_across_processes, |backend: Backend| async 
     let mut statuses = Vec::new();
     for n in 0..8 {
         statuses.push(servers[n % 2].get_with_token("/v2/daos?limit=1", token).await);
-        tokio::time::sleep(3 * govdata::api::rate::SYNC_INTERVAL + Duration::from_millis(50)).await;
+        tokio::time::sleep(3 * govdata::edge::rate::SYNC_INTERVAL + Duration::from_millis(50)).await;
     }
     assert_eq!(statuses, [200, 200, 200, 200, 429, 429, 429, 429], "4 per hour across both servers");
 });

@@ -16,8 +16,6 @@ use poem_openapi::{
 };
 
 use crate::api::AppState;
-#[cfg(doc)]
-use crate::api::serving::Serving;
 use crate::contract::{
     cursor::{QueryShape, unreadable_position},
     envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
@@ -27,6 +25,8 @@ use crate::contract::{
     operations::Operation,
     params::{V2Timestamp, resolve_v2_since, resolve_v2_window},
 };
+#[cfg(doc)]
+use crate::edge::serving::Serving;
 use crate::store;
 
 /// One tag per resource.

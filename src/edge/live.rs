@@ -3,7 +3,7 @@
 //! TTL after that, the DAO's answers say `cached_live`. One refresh per DAO at a time: concurrent
 //! requests wait for the same one, at most the deadline.
 //!
-//! The API never imports the writers: it asks a [`Refresh`], which `server.rs` implements over
+//! The edge never imports the writers: it asks a [`Refresh`], which `server.rs` implements over
 //! `ingest`.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

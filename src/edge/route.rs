@@ -1,4 +1,4 @@
-//! The operation a request is for, found once per request by the edge (`server::edge`) and read
+//! The operation a request is for, found once per request by the edge (`edge::front`) and read
 //! by the access gate, the response cache and the handlers: the path is matched once.
 use std::sync::Arc;
 
@@ -8,6 +8,7 @@ use super::Documents;
 use crate::contract::{
     access::Version,
     operations::{self, OperationDecl},
+    paths,
 };
 
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ pub struct Route {
     pub decl: Option<&'static OperationDecl>,
 }
 
-/// Marks a request the MCP endpoint (`api::mcp`) makes to the application for a tool call. The
+/// Marks a request the MCP endpoint (`edge::mcp`) makes to the application for a tool call. The
 /// MCP request it came on was counted against the client address already; partner and payer
 /// limits still apply to the call. Only the server sets it: a client cannot send an extension.
 #[derive(Debug, Clone, Copy)]
@@ -45,18 +46,11 @@ impl AccessNote {
 
 impl Route {
     /// The metrics and log label of a route: `v1.daos_list`; a path of no operation is named
-    /// by what it serves.
+    /// by its declaration in `contract::paths` (`document`, `health`…), any other `unmatched`.
     pub fn label(route: Option<&Self>, path: &str) -> String {
         match route.and_then(|r| r.decl.map(|d| (r.version, d))) {
             Some((version, decl)) => format!("{}.{}", &version.prefix()[1..], decl.local_id()),
-            None => match path {
-                "/healthz" | "/readyz" => "health".to_owned(),
-                "/metrics" => "metrics".to_owned(),
-                super::mcp::MCP_PATH => "mcp".to_owned(),
-                p if p.ends_with("/openapi.json") || p.ends_with("/openapi.yaml") => "document".to_owned(),
-                p if p == "/" || p.starts_with("/docs") => "docs".to_owned(),
-                _ => "unmatched".to_owned(),
-            },
+            None => paths::find(path).map_or("unmatched", |p| p.label).to_owned(),
         }
     }
 

@@ -1,11 +1,13 @@
 //! The access gate, in front of every handler. It finds the operation a request is for in the
 //! published document, reads its tier from `contract::operations`, and decides:
 //!
-//! - free operations (and anything unmatched, which the router answers) pass untouched;
+//! - free operations (and anything unmatched, which the router answers) pass, counted against
+//!   the client address; of the paths that are not operations (`contract::paths`), the probes
+//!   pass uncounted and the internal token's (metrics) are a 404 to anyone else;
 //! - the internal first-party token opens everything;
 //! - a partner token opens what its scopes grant: unknown or revoked → 401, lacking scope → 403;
 //! - an x402 payment (`PAYMENT-SIGNATURE` v2, `X-PAYMENT` v1) is checked, reserved, verified,
-//!   and settled only after the handler succeeded (`api::payment`);
+//!   and settled only after the handler succeeded (`edge::payment`);
 //! - no credentials → 402 with the challenge of both x402 generations.
 //!
 //! A partner token wins over a payment sent with it, as in the reference servers: a partner is
@@ -14,6 +16,7 @@ use std::sync::Arc;
 
 use poem::{
     Endpoint, IntoResponse, Request, Response,
+    error::NotFoundError,
     http::{HeaderValue, Method, header},
 };
 use subtle::ConstantTimeEq;
@@ -28,6 +31,7 @@ use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, RatePolicy, Scope, Tier, Version},
     envelope::RequestId,
     errors::{ErrorCode, Problem},
+    paths::{self, PathAccess},
 };
 use crate::x402::wire;
 
@@ -47,21 +51,21 @@ pub struct PaidCall {
     pub request_id: String,
 }
 
-/// Paths no rate limit applies to: the probes an orchestrator polls.
-const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];
-
 pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
     let internal = internal_token_matches(&state, &req);
     if internal {
         AccessNote::credential(&req, "internal");
     }
     let Some(call) = paid_call(&state, &req) else {
-        if internal || UNLIMITED_PATHS.contains(&req.uri().path()) {
+        let access = paths::find(req.uri().path()).map(|p| p.access);
+        if internal || access == Some(PathAccess::Probe) {
             return ep.call(req).await.map(IntoResponse::into_response);
         }
         // Free operations, documents and unknown paths count against the client address.
         return match client_rate(&state, &req) {
             Some(d) if !d.allowed => Ok(d.refusal(&request_id(&req))),
+            // The internal token's paths do not exist for anyone else.
+            _ if access == Some(PathAccess::Internal) => Err(NotFoundError.into()),
             decision => Ok(rate::stamped(decision, ep.call(req).await?.into_response())),
         };
     };

@@ -2,11 +2,11 @@
 //!
 //! A middleware inside the access gate (so every cached answer is still paid for or
 //! authorised):
-//! 1. **Live refresh** (opt-in, `api::live`): a request about a stale registered DAO ingests it
+//! 1. **Live refresh** (opt-in, `edge::live`): a request about a stale registered DAO ingests it
 //!    first (`refreshed_live`, then `cached_live` for the TTL).
 //! 2. **Memory cache**: successful GET answers are kept per serving revision, keyed by path and
 //!    query, and served again with `memory_cache`. A new revision (any process's publication,
-//!    seen by `api::serving`) empties it. Entries are evicted oldest first beyond the byte budget.
+//!    seen by `edge::serving`) empties it. Entries are evicted oldest first beyond the byte budget.
 //!
 //! A replayed answer is re-stamped: `generatedAt`, `dataAsOf`, the v1 `request.requestId`, and
 //! `cacheStatus`. Everything else is the body as first served.

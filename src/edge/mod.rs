@@ -1,0 +1,131 @@
+//! The HTTP edge: everything a request meets before and after the operation that answers it,
+//! and the state the surfaces (`api::v1`, `api::v2`) are handed. It knows no surface: it finds
+//! operations through the published documents and `contract::operations`, and the paths that
+//! are not operations through `contract::paths`.
+//!
+//! Outermost first, as a request meets them (`server::routes` wires them in this order):
+//! - `front`: the request id, the problem body of every error whoever raised it, refusals of
+//!   what no handler should read (oversized heads, NUL in parameters), the access log and the
+//!   request metrics. `route` is the operation a request is for, found there once.
+//! - `gate`: who may (free, internal token, partner token, x402), with `payment` (check,
+//!   reserve, verify, settle) and `rate` (limits per client, partner and payer).
+//! - `cache`: answers of the serving revision, and `live` refresh of a stale DAO first.
+//! - `paths`: the handlers of the paths that are not operations (documents, `/llms.txt`,
+//!   `/docs`, health, readiness, metrics), and `mcp`, the MCP endpoint, whose tool calls are
+//!   requests to the whole application again.
+//!
+//! And what the handlers use of it: `serving` (the watched serving revision, `dataAsOf` and
+//! partner tokens), `bounds` (the request deadline and the cap on concurrent store work),
+//! `store_errors` (how a store failure is answered: 503 or 500). They are the edge's because
+//! they are about serving HTTP under load and failure, not about what any operation answers.
+pub mod bounds;
+pub mod cache;
+pub mod front;
+pub mod gate;
+pub mod live;
+pub mod mcp;
+pub mod paths;
+pub mod payment;
+pub mod rate;
+pub mod route;
+pub mod serving;
+pub mod store_errors;
+
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+
+use crate::config::Settings;
+use crate::contract::{
+    access::{Prices, Version},
+    cursor::CursorCodec,
+    document::Published,
+    llms::llms_txt,
+};
+use crate::x402::PaymentTerms;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub settings: Arc<Settings>,
+    pub documents: Arc<Documents>,
+    /// Signs and checks v2 cursors.
+    pub cursors: CursorCodec,
+    /// What paid endpoints cost and how they are paid (checked at start-up).
+    pub payments: Arc<PaymentTerms>,
+    /// Answers of the serving revision.
+    pub cache: Arc<cache::ResponseCache>,
+    /// On-demand refresh of stale DAOs, when enabled.
+    pub live: Option<Arc<live::LiveRefresh>>,
+    /// The serving revision, `dataAsOf` and partner tokens, watched rather than read per request.
+    pub serving: Arc<serving::ServingWatch>,
+    /// Set when the process begins draining.
+    pub shutdown: crate::connections::Shutdown,
+    /// The request deadline and the cap on concurrent store work.
+    pub queries: bounds::QuerySlots,
+    /// Rate limits per client, partner token and payer.
+    pub rates: Arc<rate::RateLimiter>,
+}
+
+/// Both finished documents, and `/llms.txt` made from them.
+#[derive(Debug)]
+pub struct Documents {
+    pub v1: Published,
+    pub v2: Published,
+    pub llms_txt: String,
+    /// The x402 discovery extension (`bazaar`) of every paid operation, by operationId.
+    pub discovery: crate::x402::bazaar::Catalog,
+    /// The MCP tools, one per operation, and `tools/list`'s answer as committed.
+    pub tools: Vec<crate::contract::mcp::ToolDecl>,
+    pub tools_json: String,
+    prices: Prices,
+}
+
+impl Documents {
+    /// The documents of the surfaces whose raw (poem-openapi) documents are `v1` and `v2`
+    /// (`api::documents` passes them).
+    pub fn build(v1: &str, v2: &str, prices: Prices) -> Self {
+        let v1 = Published::new(Version::V1, v1, prices);
+        let v2 = Published::new(Version::V2, v2, prices);
+        let llms_txt = llms_txt([&v1, &v2], prices, None);
+        let discovery = crate::x402::bazaar::Catalog::of([&v1.json, &v2.json]);
+        let tools = crate::contract::mcp::tools([&v1, &v2]);
+        let tools_json = crate::contract::mcp::listing(&tools);
+        Self { v1, v2, llms_txt, discovery, tools, tools_json, prices }
+    }
+
+    /// The documents as this deployment serves them: with `servers` when the operator named the
+    /// public URL, and `/llms.txt` linking under it (the committed files stay host-neutral).
+    pub fn served_at(self, public_url: Option<&str>) -> Self {
+        match public_url {
+            Some(url) => {
+                let (v1, v2) = (self.v1.served_at(url), self.v2.served_at(url));
+                let llms_txt = llms_txt([&v1, &v2], self.prices, Some(url));
+                Self { v1, v2, llms_txt, ..self }
+            }
+            None => self,
+        }
+    }
+
+    /// The published files under `openapi/`, by name, with their content.
+    pub fn files(&self) -> [(&'static str, &str); 8] {
+        [
+            ("v1.json", &self.v1.json_text),
+            ("v1.yaml", &self.v1.yaml_text),
+            ("v1.3.1.json", &self.v1.json31_text),
+            ("v2.json", &self.v2.json_text),
+            ("v2.yaml", &self.v2.yaml_text),
+            ("v2.3.1.json", &self.v2.json31_text),
+            ("llms.txt", &self.llms_txt),
+            ("mcp-tools.json", &self.tools_json),
+        ]
+    }
+
+    pub fn get(&self, version: Version) -> &Published {
+        match version {
+            Version::V1 => &self.v1,
+            Version::V2 => &self.v2,
+        }
+    }
+}
