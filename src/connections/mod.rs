@@ -36,7 +36,7 @@ pub use report::Cause;
 use table::{Caps, Slot, Table, Verdict};
 
 /// The longest request target (path and query) the app reads; a longer one is refused with a
-/// problem document before any parsing (`server::edge`).
+/// problem document before any parsing (`edge::front`).
 pub const MAX_URI_BYTES: usize = 8 * 1024;
 /// The most bytes of request headers (names and values) the app reads.
 pub const MAX_HEAD_BYTES: usize = 32 * 1024;
