@@ -24,7 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::watch;
 
-use super::{Server, paths, percentile};
+use super::{Server, fetch, paths, percentile};
 
 /// The sizes of one run.
 #[derive(Debug, Clone, Copy)]
@@ -179,20 +179,10 @@ async fn legit(server: &Server, paths: &Arc<Vec<String>>, attack: Attack) -> Pha
                 let path = &paths[i % paths.len()];
                 i += 1;
                 let started = Instant::now();
-                let outcome = match client.get(format!("{base}{path}")).send().await {
-                    Ok(r) => {
-                        let status = r.status();
-                        match r.bytes().await {
-                            Ok(_) if status.is_success() => None,
-                            Ok(_) => Some(status.as_u16().to_string()),
-                            Err(e) => Some(format!("body error: {e}")),
-                        }
-                    }
-                    Err(e) => Some(format!("request error: {e}")),
-                };
+                let outcome = fetch(&client, &format!("{base}{path}")).await;
                 micros.push(started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
-                if let Some(failure) = outcome {
-                    *failures.entry(failure).or_default() += 1;
+                if !outcome.starts_with('2') {
+                    *failures.entry(outcome).or_default() += 1;
                 }
             }
             (micros, failures)

@@ -285,6 +285,20 @@ async fn paths(server: &Server) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     Ok((paths, churn))
 }
 
+/// GETs `url` and reads its whole answer: the status (`"200"`), or what went wrong.
+async fn fetch(client: &reqwest::Client, url: &str) -> String {
+    match client.get(url).send().await {
+        Ok(r) => {
+            let status = r.status();
+            match r.bytes().await {
+                Ok(_) => status.as_u16().to_string(),
+                Err(e) => format!("body error: {e}"),
+            }
+        }
+        Err(e) => format!("request error: {e}"),
+    }
+}
+
 /// What one reporting interval saw.
 #[derive(Default)]
 struct Interval {
@@ -338,16 +352,7 @@ async fn load(
                 let path = &path;
                 i += 1;
                 let started = Instant::now();
-                let outcome = match client.get(format!("{base}{path}")).send().await {
-                    Ok(r) => {
-                        let status = r.status();
-                        match r.bytes().await {
-                            Ok(_) => status.as_u16().to_string(),
-                            Err(e) => format!("body error: {e}"),
-                        }
-                    }
-                    Err(e) => format!("request error: {e}"),
-                };
+                let outcome = fetch(&client, &format!("{base}{path}")).await;
                 let micros = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
                 let mut seen = interval.lock().expect("not poisoned");
                 seen.requests += 1;
