@@ -253,10 +253,13 @@ async fn watchdog(conn: &table::Conn, limits: ConnectionLimits, fd: std::os::fd:
     loop {
         match conn.verdict(conn.now_ms(), head_ms, write_ms) {
             Verdict::Close(cause) => {
-                if conn.write_stalled() {
-                    // Here, while the connection (polled beside this watchdog) still holds the
-                    // socket open: `select!` drops it before running the winning arm.
+                // Here, while the connection (polled beside this watchdog) still holds the socket
+                // open: `select!` drops it before running the winning arm. An answer the client
+                // has not read (a write waiting, or bytes the kernel still holds for it) means a
+                // client that stopped reading: reset, and count it as such.
+                if conn.write_stalled() || unsent_bytes(fd) > 0 {
                     reset_on_close(fd);
+                    return if cause == Cause::IdleTimeout { Cause::WriteTimeout } else { cause };
                 }
                 return cause;
             }
@@ -269,6 +272,16 @@ async fn watchdog(conn: &table::Conn, limits: ConnectionLimits, fd: std::os::fd:
             }
         }
     }
+}
+
+/// Bytes written to the socket that the client has not yet acknowledged (`TIOCOUTQ`): an answer
+/// the kernel holds whole once hyper is done, for a client that reads slowly.
+fn unsent_bytes(fd: std::os::fd::RawFd) -> libc::c_int {
+    let mut unsent: libc::c_int = 0;
+    // SAFETY: `fd` is the connection's open socket (see `reset_on_close`); the ioctl writes one
+    // int through the pointer passed.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &raw mut unsent) } == 0;
+    if ok { unsent } else { 0 }
 }
 
 /// Makes closing the socket a reset that discards what the client has not read, as nginx's
