@@ -127,7 +127,9 @@ impl Table {
             victim.wake.notify_one();
         }
         inner.next_id += 1;
-        let now = self.epoch.elapsed().as_millis() as u64;
+        // Clocks start at the next millisecond: truncated, a deadline could fall up to a
+        // millisecond early.
+        let now = self.epoch.elapsed().as_millis() as u64 + 1;
         let conn = Arc::new(Conn {
             id: inner.next_id,
             client: canonical(client),
@@ -289,7 +291,7 @@ impl Drop for Busy {
         let conn = &self.0;
         // The idle clock starts before the count falls, so an observer never sees an idle
         // connection with a stale start.
-        conn.idle_since.store(conn.now_ms(), Ordering::Relaxed);
+        conn.idle_since.store(conn.now_ms() + 1, Ordering::Relaxed);
         conn.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -375,8 +377,9 @@ mod tests {
         let slot = table.admit(ip("127.0.0.2")).unwrap();
         let c = &slot.conn;
         // Never a head: the head-read timeout runs from accept.
-        assert_eq!(c.verdict(99, 100, 1_000), Verdict::Until(100));
-        assert_eq!(c.verdict(100, 100, 1_000), Verdict::Close(Cause::HeadTimeout));
+        let accepted = c.idle_since.load(Ordering::Relaxed);
+        assert_eq!(c.verdict(accepted + 99, 100, 1_000), Verdict::Until(accepted + 100));
+        assert_eq!(c.verdict(accepted + 100, 100, 1_000), Verdict::Close(Cause::HeadTimeout));
         // Busy: no head deadline; looked at again a head timeout later.
         let req = c.begin();
         assert_eq!(c.verdict(10_000, 100, 1_000), Verdict::Until(10_100));
