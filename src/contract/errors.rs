@@ -271,6 +271,11 @@ impl Problem {
         Self::new(ErrorCode::NotFound, what)
     }
 
+    /// The 404 of a `daoId` no DAO has (a text that is no DAO id included), pointing at the list.
+    pub fn unknown_dao(dao_id: &str) -> Self {
+        Self::not_found(format!("No DAO has the id `{dao_id}`; GET /v1/daos lists them."))
+    }
+
     /// The documented 404 of a title lookup sure of nothing.
     pub fn lookup_not_found_example() -> Self {
         Self {
