@@ -10,7 +10,7 @@ use crate::api::{
     views::{
         citation::{Citation, EvidenceFacts, citation, evidence_citations, fields},
         item::{ItemRef, topic_ref},
-        proposal::{ProposalSummary, json_strings},
+        proposal::{V1ProposalSummary, json_strings},
         voter::{KnownVoters, VoterNames},
     },
 };
@@ -138,7 +138,7 @@ pub struct EvidenceVote {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct ProposalEvidence {
-    pub proposal: ProposalSummary,
+    pub proposal: V1ProposalSummary,
     /// The full text, when known (the bundled sample carries none).
     pub body: Option<String>,
     pub discussion_url: Option<String>,
@@ -174,7 +174,7 @@ impl poem_openapi::types::Example for ProposalEvidence {
             share: share.to_owned(),
         };
         Self {
-            proposal: ProposalSummary {
+            proposal: V1ProposalSummary {
                 dao_id: "uniswap".to_owned(),
                 source: SourceKind::Snapshot.as_str().to_owned(),
                 external_id: id.to_owned(),
@@ -382,7 +382,7 @@ impl Api {
             topics: &topics,
         });
         let data = ProposalEvidence {
-            proposal: ProposalSummary::from_model(&p),
+            proposal: V1ProposalSummary::from_model(&p),
             body: p.body.clone(),
             discussion_url: p.discussion_url.clone(),
             scores_from,

@@ -24,7 +24,7 @@ use crate::store::{
     self,
     address::AccountBytes,
     entities::proposal,
-    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder, VoteRow},
+    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder, VoteWithEns},
 };
 
 /// Vote counts of a proposal, kept apart.
@@ -174,7 +174,7 @@ impl poem_openapi::types::Example for ProposalVote {
     }
 }
 
-fn vote_row(VoteRow { vote: v, ens }: VoteRow) -> ProposalVote {
+fn vote_row(VoteWithEns { vote: v, ens }: VoteWithEns) -> ProposalVote {
     ProposalVote {
         voter: VoterNames::new(v.voter.lower(), ens),
         choice: v.choice,
@@ -390,7 +390,7 @@ impl Api {
         .await?;
         Ok(list.page(
             rows,
-            |VoteRow { vote: v, .. }| match order {
+            |VoteWithEns { vote: v, .. }| match order {
                 // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
                 VoteOrder::Power => vec![
                     crate::contract::decimal::plain(
