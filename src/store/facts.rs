@@ -109,22 +109,6 @@ impl Computed {
     }
 }
 
-// `rules` knows no entities: a vote row becomes the rules' vote here, where votes are read.
-impl From<vote::Model> for VoteInput {
-    fn from(v: vote::Model) -> Self {
-        Self {
-            proposal_id: v.proposal_id,
-            voter: v.voter.lower(),
-            choice: v.choice,
-            voting_power: v.voting_power,
-            created_ms: v.created_ms,
-            ipfs: v.ipfs,
-            tx_hash: v.tx_hash,
-            block_number: v.block_number,
-        }
-    }
-}
-
 /// A vote and its exact effect on the margin, as stored.
 #[derive(Serialize, Deserialize)]
 struct Effective(VoteInput, String);

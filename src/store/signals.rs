@@ -18,7 +18,7 @@ use sea_orm::{
     ActiveModelTrait,
     ActiveValue::{self, Set},
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder,
-    QueryResult, QuerySelect, QueryTrait,
+    QuerySelect, QueryTrait,
     sea_query::{Expr, ExprTrait},
 };
 
@@ -41,48 +41,6 @@ const INSERT_CHUNK: usize = 200;
 // ---------------------------------------------------------------------------------------------
 // Loading the facts the rules read.
 // ---------------------------------------------------------------------------------------------
-
-// The rules' row types are plain structs (`rules` knows no database): they are read from the
-// columns of the same names.
-impl FromQueryResult for ProposalInput {
-    fn from_query_result(row: &QueryResult, pre: &str) -> Result<Self, DbErr> {
-        Ok(Self {
-            id: row.try_get(pre, "id")?,
-            dao_id: row.try_get(pre, "dao_id")?,
-            source: row.try_get(pre, "source")?,
-            external_id: row.try_get(pre, "external_id")?,
-            title: row.try_get(pre, "title")?,
-            author: row.try_get(pre, "author")?,
-            voting_type: row.try_get(pre, "voting_type")?,
-            // Parsed as its enum (`store::stored`): an unknown state fails the read.
-            state: row.try_get(pre, "state")?,
-            choices: row.try_get(pre, "choices")?,
-            scores_total: row.try_get(pre, "scores_total")?,
-            quorum: row.try_get(pre, "quorum")?,
-            start_ms: row.try_get(pre, "start_ms")?,
-            end_ms: row.try_get(pre, "end_ms")?,
-            created_ms: row.try_get(pre, "created_ms")?,
-            upstream_vote_count: row.try_get(pre, "upstream_vote_count")?,
-            ingested_vote_count: row.try_get(pre, "ingested_vote_count")?,
-            url: row.try_get(pre, "url")?,
-            ipfs: row.try_get(pre, "ipfs")?,
-            tx_hash: row.try_get(pre, "tx_hash")?,
-            block_number: row.try_get(pre, "block_number")?,
-        })
-    }
-}
-
-impl FromQueryResult for TopicInput {
-    fn from_query_result(row: &QueryResult, pre: &str) -> Result<Self, DbErr> {
-        Ok(Self {
-            id: row.try_get(pre, "id")?,
-            dao_id: row.try_get(pre, "dao_id")?,
-            external_id: row.try_get(pre, "external_id")?,
-            title: row.try_get(pre, "title")?,
-            url: row.try_get(pre, "url")?,
-        })
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
 struct PostRow {
