@@ -229,17 +229,14 @@ pub fn resolve_v1_window(start: (&str, i64), end: (&str, i64), window: Window, r
     (start_ms, end_ms)
 }
 
-/// A v1 path or query value in its canonical form, recording the change when there was one: DAO
-/// slugs and 0x hex ids are lowercase (`Uniswap` → `uniswap`, `0xAB…` → `0xab…`); other ids are
-/// kept as received.
+/// A v1 path or query value in its canonical form, recording the change when there was one: 0x
+/// hex ids are lowercase (`0xAB…` → `0xab…`); other ids are kept as received. (DAO slugs are
+/// lowercased by [`DaoIdParam::resolve_v1`].)
 pub fn canonical_v1_value(name: &str, received: &str, req: &mut V1Request) -> String {
     let hex_id = received.len() > 2
         && (received.starts_with("0x") || received.starts_with("0X"))
         && received[2..].bytes().all(|b| b.is_ascii_hexdigit());
-    let lower = received.to_ascii_lowercase();
-    // A DAO id is normalised only when its lowercase form is a slug (the rule of `DaoId`).
-    let slug = name == "daoId" && super::vocabulary::DaoId::parse(&lower).is_some();
-    let canonical = if hex_id || slug { lower } else { received.to_owned() };
+    let canonical = if hex_id { received.to_ascii_lowercase() } else { received.to_owned() };
     if canonical != received {
         req.adjust(name, received, &canonical, AdjustmentReason::Normalized);
     }
@@ -296,11 +293,20 @@ impl DaoIdParam {
         DaoId::parse(&self.0).ok_or(self.0)
     }
 
-    /// The DAO id in its canonical (lowercase) form, the normalisation recorded
-    /// ([`canonical_v1_value`]), or the canonical text when it is none.
+    /// The DAO id in its canonical form: another letter case of a slug is served under the
+    /// lowercase slug (`Uniswap` → `uniswap`), the normalisation recorded. A text whose lowercase
+    /// form is no slug is handed back as [`canonical_v1_value`] makes it.
     pub fn resolve_v1(self, req: &mut V1Request) -> Result<DaoId, String> {
-        let canonical = canonical_v1_value("daoId", &self.0, req);
-        DaoId::parse(&canonical).ok_or(canonical)
+        let lower = self.0.to_ascii_lowercase();
+        match DaoId::parse(&lower) {
+            Some(id) => {
+                if lower != self.0 {
+                    req.adjust("daoId", &self.0, &lower, AdjustmentReason::Normalized);
+                }
+                Ok(id)
+            }
+            None => Err(canonical_v1_value("daoId", &self.0, req)),
+        }
     }
 }
 
