@@ -271,6 +271,16 @@ impl Problem {
         Self::new(ErrorCode::NotFound, what)
     }
 
+    /// The 500 that says no more than that: what failed is logged, never answered.
+    pub fn internal() -> Self {
+        Self::new(ErrorCode::InternalError, "The request failed on our side.")
+    }
+
+    /// The 404 of a `daoId` no DAO has (a text that is no DAO id included), pointing at the list.
+    pub fn unknown_dao(dao_id: &str) -> Self {
+        Self::not_found(format!("No DAO has the id `{dao_id}`; GET /v1/daos lists them."))
+    }
+
     /// The documented 404 of a title lookup sure of nothing.
     pub fn lookup_not_found_example() -> Self {
         Self {

@@ -1,4 +1,6 @@
 //! Public identifiers: how callers may write them and their canonical forms.
+use std::fmt;
+
 use super::errors::{FieldError, ParamLocation, Problem};
 use super::vocabulary::KeyKind;
 
@@ -116,6 +118,50 @@ pub fn check_key(text: &str, kind: KeyKind) -> Result<(), Problem> {
         }))
     }
 }
+
+/// A key this API issues, of one kind: checked once by [`IssuedKey::parse`] (as [`check_key`]
+/// checks), then carried as its type.
+pub trait IssuedKey: Sized + Send + Sync + 'static {
+    const KIND: KeyKind;
+    /// `text` as a key of this kind, or the VALIDATION_ERROR that names the parameter.
+    fn parse(text: &str) -> Result<Self, Problem>;
+    fn as_str(&self) -> &str;
+}
+
+macro_rules! issued_key {
+    ($(#[$doc:meta])* $name:ident = $kind:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct $name(String);
+
+        impl IssuedKey for $name {
+            const KIND: KeyKind = $kind;
+
+            fn parse(text: &str) -> Result<Self, Problem> {
+                check_key(text, Self::KIND).map(|()| Self(text.to_owned()))
+            }
+
+            fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+issued_key!(
+    /// A proposal's opaque v2 key (`p_…`), as `proposalKey` carries it.
+    ProposalKey = KeyKind::Proposal
+);
+issued_key!(
+    /// A forum topic's opaque v2 key (`t_…`), as `topicKey` carries it.
+    TopicKey = KeyKind::Topic
+);
 
 #[cfg(test)]
 mod tests {

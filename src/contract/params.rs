@@ -15,7 +15,10 @@ use poem_openapi::{
 
 use super::{
     envelope::{AdjustmentReason, V1Request},
+    errors::Problem,
+    ids::IssuedKey,
     limits::{PageSizeDecl, Window},
+    vocabulary::DaoId,
 };
 
 /// Document metadata wants `&'static str`; texts built from declarations are interned so each
@@ -226,21 +229,107 @@ pub fn resolve_v1_window(start: (&str, i64), end: (&str, i64), window: Window, r
     (start_ms, end_ms)
 }
 
-/// A v1 path or query value in its canonical form, recording the change when there was one: DAO
-/// slugs and 0x hex ids are lowercase (`Uniswap` → `uniswap`, `0xAB…` → `0xab…`); other ids are
-/// kept as received.
+/// A v1 path or query value in its canonical form, recording the change when there was one: 0x
+/// hex ids are lowercase (`0xAB…` → `0xab…`); other ids are kept as received. (DAO slugs are
+/// lowercased by [`DaoIdParam::resolve_v1`].)
 pub fn canonical_v1_value(name: &str, received: &str, req: &mut V1Request) -> String {
     let hex_id = received.len() > 2
         && (received.starts_with("0x") || received.starts_with("0X"))
         && received[2..].bytes().all(|b| b.is_ascii_hexdigit());
-    let lower = received.to_ascii_lowercase();
-    // A DAO id is normalised only when its lowercase form is a slug (the rule of `DaoId`).
-    let slug = name == "daoId" && super::vocabulary::DaoId::parse(&lower).is_some();
-    let canonical = if hex_id || slug { lower } else { received.to_owned() };
+    let canonical = if hex_id { received.to_ascii_lowercase() } else { received.to_owned() };
     if canonical != received {
         req.adjust(name, received, &canonical, AdjustmentReason::Normalized);
     }
     canonical
+}
+
+/// Declares a parameter type published as a plain string, exactly as `String` is (the released
+/// documents show no pattern for it, or add their own), that takes any text at parse time: the
+/// handler parses it once into the contract's type, so a malformed value gets that type's answer
+/// rather than the generic one of an unparsable parameter.
+macro_rules! plain_string_param {
+    ($ty:ident $(<$g:ident: $bound:path>)?) => {
+        impl$(<$g: $bound>)? Type for $ty$(<$g>)? {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> Cow<'static, str> {
+                <String as Type>::name()
+            }
+
+            fn schema_ref() -> MetaSchemaRef {
+                <String as Type>::schema_ref()
+            }
+
+            fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+                Box::new(self.as_raw_value().into_iter())
+            }
+        }
+    };
+}
+
+/// `daoId` in a path: any text parses; [`DaoIdParam::parse`] (v2) or
+/// [`DaoIdParam::resolve_v1`] (v1, which lowercases and records it) makes it a [`DaoId`], or
+/// hands back the text, which no DAO has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaoIdParam(String);
+
+plain_string_param!(DaoIdParam);
+
+impl ParseFromParameter for DaoIdParam {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self(value.to_owned()))
+    }
+}
+
+impl DaoIdParam {
+    /// The DAO id as received, or the text when it is none.
+    pub fn parse(self) -> Result<DaoId, String> {
+        DaoId::parse(&self.0).ok_or(self.0)
+    }
+
+    /// The DAO id in its canonical form: another letter case of a slug is served under the
+    /// lowercase slug (`Uniswap` → `uniswap`), the normalisation recorded. A text whose lowercase
+    /// form is no slug is handed back as [`canonical_v1_value`] makes it.
+    pub fn resolve_v1(self, req: &mut V1Request) -> Result<DaoId, String> {
+        let lower = self.0.to_ascii_lowercase();
+        match DaoId::parse(&lower) {
+            Some(id) => {
+                if lower != self.0 {
+                    req.adjust("daoId", &self.0, &lower, AdjustmentReason::Normalized);
+                }
+                Ok(id)
+            }
+            None => Err(canonical_v1_value("daoId", &self.0, req)),
+        }
+    }
+}
+
+/// `proposalKey` / `topicKey` in a path: any text parses (the document adds the key pattern);
+/// [`KeyParam::parse`] makes it a `K`, or the VALIDATION_ERROR [`IssuedKey::parse`] answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyParam<K> {
+    text: String,
+    key: PhantomData<K>,
+}
+
+plain_string_param!(KeyParam<K: IssuedKey>);
+
+impl<K: IssuedKey> ParseFromParameter for KeyParam<K> {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self { text: value.to_owned(), key: PhantomData })
+    }
+}
+
+impl<K: IssuedKey> KeyParam<K> {
+    pub fn parse(&self) -> Result<K, Problem> {
+        K::parse(&self.text)
+    }
 }
 
 /// v1 `since_ms` of a feed that reaches at most `window` back from `end_ms` (the newest data): an

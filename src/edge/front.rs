@@ -176,7 +176,7 @@ fn problem_response(
         Problem::new(ErrorCode::ValidationError, err.to_string())
     } else {
         tracing::error!(error = %err, %path, request_id = rid, "unhandled error");
-        Problem::new(ErrorCode::InternalError, "The request failed on our side.")
+        Problem::internal()
     };
     let mut response = problem.into_response_with(rid);
     if let Some(allow) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {

@@ -221,7 +221,7 @@ impl ServerHandler for Tools {
             Ok(body) => body,
             Err(err) => {
                 tracing::error!(error = %err, request = %request_id, "a tool call's answer could not be read");
-                let problem = Problem::new(ErrorCode::InternalError, "The request failed on our side.");
+                let problem = Problem::internal();
                 return Ok(refused(problem, &request_id).into());
             }
         };

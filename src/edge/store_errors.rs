@@ -16,7 +16,7 @@ impl Problem {
             }
             false => {
                 tracing::error!(error = %err, "store error");
-                Self::new(ErrorCode::InternalError, "The request failed on our side.")
+                Self::internal()
             }
         }
     }
@@ -28,7 +28,7 @@ impl Problem {
 impl From<UnknownValue> for Problem {
     fn from(err: UnknownValue) -> Self {
         tracing::error!(error = %err, "unknown stored value");
-        Self::new(ErrorCode::InternalError, "The request failed on our side.")
+        Self::internal()
     }
 }
 

@@ -242,7 +242,7 @@ pub fn identifier_confidence(n: usize) -> String {
 }
 
 /// What ranking needs to know of a candidate proposal.
-pub trait Candidate {
+pub trait Rankable {
     fn id(&self) -> i64;
     fn created_ms(&self) -> i64;
     /// `(daoId, source, externalId)`: the last tie-break, so the order is total.
@@ -293,7 +293,7 @@ impl<'w> TitleScores<'w> {
 
     /// The scored `candidates` with their confidence, best first, then newest, then by
     /// identity; candidates never offered, and those no query word matches, are left out.
-    pub fn rank<P: Candidate>(self, candidates: Vec<P>) -> Vec<Ranked<P>> {
+    pub fn rank<P: Rankable>(self, candidates: Vec<P>) -> Vec<Ranked<P>> {
         let mut best = self.best;
         let mut ranked: Vec<(BigDecimal, Ranked<P>)> = candidates
             .into_iter()
@@ -322,7 +322,7 @@ pub struct Ranked<P> {
     pub proposal: P,
 }
 
-impl<P: Candidate> Ranked<P> {
+impl<P: Rankable> Ranked<P> {
     /// `(confidence, proposal)`.
     pub fn into_pair(self) -> (String, P) {
         (self.confidence, self.proposal)
@@ -350,7 +350,7 @@ pub enum Verdict {
 /// Judges `ranked` (best first, as [`TitleScores::rank`] orders them): the best is answered only
 /// at or above the floor and when it stands clearly above every other candidate, the same title
 /// in the same DAO excepted.
-pub fn verdict<P: Candidate>(ranked: &[Ranked<P>]) -> Verdict {
+pub fn verdict<P: Rankable>(ranked: &[Ranked<P>]) -> Verdict {
     let Some((best, others)) = ranked.split_first() else {
         return Verdict::BelowFloor;
     };
@@ -459,7 +459,7 @@ mod tests {
 
     struct P(i64, i64, &'static str);
 
-    impl Candidate for P {
+    impl Rankable for P {
         fn id(&self) -> i64 {
             self.0
         }
@@ -493,7 +493,7 @@ mod tests {
     /// A candidate in a DAO, for the same-title rule.
     struct D(i64, &'static str);
 
-    impl Candidate for D {
+    impl Rankable for D {
         fn id(&self) -> i64 {
             self.0
         }

@@ -38,7 +38,7 @@ const SNAPSHOT_STATES: [ProposalState; 3] = [ProposalState::Pending, ProposalSta
 /// All five Tally tokens (AAVE, COMP, UNI, ARB, OP) are 18-decimal ERC-20s.
 pub const TALLY_DECIMALS: u32 = 18;
 
-pub struct ProposalRow {
+pub struct SampleProposal {
     pub dao: &'static RegistryDao,
     pub space: String,
     pub external_id: String,
@@ -55,7 +55,7 @@ pub struct ProposalRow {
     pub author: String,
 }
 
-pub struct VoteRow {
+pub struct SampleVote {
     pub dao_id: &'static str,
     pub proposal_external_id: String,
     /// Lowercase.
@@ -67,7 +67,7 @@ pub struct VoteRow {
     pub created_ms: i64,
 }
 
-pub struct DelegateRow {
+pub struct SampleDelegate {
     pub dao_id: &'static str,
     /// Lowercase.
     pub address: String,
@@ -79,14 +79,14 @@ pub struct DelegateRow {
     pub delegators_count: Option<i64>,
 }
 
-pub struct VoterRow {
+pub struct SampleVoter {
     pub address: String,
     pub first_seen_ms: i64,
     pub ens: Option<String>,
     pub name: Option<String>,
 }
 
-pub struct WatermarkRow {
+pub struct SampleWatermark {
     pub dao_id: &'static str,
     pub source: SourceKind,
     pub data_as_of_ms: i64,
@@ -94,12 +94,12 @@ pub struct WatermarkRow {
 
 /// Everything the sample holds, validated, plus the rows that were not.
 pub struct Parsed {
-    pub proposals: Vec<ProposalRow>,
-    pub votes: Vec<VoteRow>,
-    pub delegates: Vec<DelegateRow>,
+    pub proposals: Vec<SampleProposal>,
+    pub votes: Vec<SampleVote>,
+    pub delegates: Vec<SampleDelegate>,
     /// Everyone who voted or is a delegate, in address order.
-    pub voters: Vec<VoterRow>,
-    pub watermarks: Vec<WatermarkRow>,
+    pub voters: Vec<SampleVoter>,
+    pub watermarks: Vec<SampleWatermark>,
     /// The newest timestamp anywhere in the sample (its dataAsOf); `None` for an empty sample.
     pub as_of_ms: Option<i64>,
     pub skipped: Vec<RowProblem>,
@@ -127,7 +127,7 @@ pub fn parse(proposals: &str, votes: &str, delegates: &str) -> anyhow::Result<Pa
     })
 }
 
-fn parse_proposals(text: &str, skipped: &mut Vec<RowProblem>) -> anyhow::Result<Vec<ProposalRow>> {
+fn parse_proposals(text: &str, skipped: &mut Vec<RowProblem>) -> anyhow::Result<Vec<SampleProposal>> {
     let mut seen = HashSet::new();
     let mut rows = Vec::new();
     for_each_row(PROPOSALS_FILE, text, PROPOSAL_COLUMNS, skipped, |fields| {
@@ -141,7 +141,7 @@ fn parse_proposals(text: &str, skipped: &mut Vec<RowProblem>) -> anyhow::Result<
     Ok(rows)
 }
 
-fn proposal(fields: &[&str]) -> Result<ProposalRow, String> {
+fn proposal(fields: &[&str]) -> Result<SampleProposal, String> {
     let &[
         symbol,
         space,
@@ -169,7 +169,7 @@ fn proposal(fields: &[&str]) -> Result<ProposalRow, String> {
     if voting_type.is_empty() {
         return Err("type is empty".into());
     }
-    Ok(ProposalRow {
+    Ok(SampleProposal {
         dao,
         space: space.to_owned(),
         external_id: proposal_id(id)?,
@@ -186,9 +186,13 @@ fn proposal(fields: &[&str]) -> Result<ProposalRow, String> {
     })
 }
 
-fn parse_votes(text: &str, proposals: &[ProposalRow], skipped: &mut Vec<RowProblem>) -> anyhow::Result<Vec<VoteRow>> {
+fn parse_votes(
+    text: &str,
+    proposals: &[SampleProposal],
+    skipped: &mut Vec<RowProblem>,
+) -> anyhow::Result<Vec<SampleVote>> {
     // Snapshot proposal ids are unique across spaces, so the id alone finds the proposal.
-    let by_id: HashMap<&str, &ProposalRow> = proposals.iter().map(|p| (p.external_id.as_str(), p)).collect();
+    let by_id: HashMap<&str, &SampleProposal> = proposals.iter().map(|p| (p.external_id.as_str(), p)).collect();
     let mut seen = HashSet::new();
     let mut rows = Vec::new();
     for_each_row(VOTES_FILE, text, VOTE_COLUMNS, skipped, |fields| {
@@ -202,7 +206,7 @@ fn parse_votes(text: &str, proposals: &[ProposalRow], skipped: &mut Vec<RowProbl
     Ok(rows)
 }
 
-fn vote(fields: &[&str], proposals: &HashMap<&str, &ProposalRow>) -> Result<VoteRow, String> {
+fn vote(fields: &[&str], proposals: &HashMap<&str, &SampleProposal>) -> Result<SampleVote, String> {
     let &[symbol, proposal_id, voter, voting_power, choice, created] = fields else {
         return Err(format!("expected {} columns, found {}", VOTE_COLUMNS.len(), fields.len()));
     };
@@ -214,7 +218,7 @@ fn vote(fields: &[&str], proposals: &HashMap<&str, &ProposalRow>) -> Result<Vote
     if choice.is_empty() {
         return Err("choice is empty".into());
     }
-    Ok(VoteRow {
+    Ok(SampleVote {
         dao_id: proposal.dao.id,
         proposal_external_id: proposal.external_id.clone(),
         voter: account("voter", voter)?,
@@ -225,7 +229,7 @@ fn vote(fields: &[&str], proposals: &HashMap<&str, &ProposalRow>) -> Result<Vote
     })
 }
 
-fn parse_delegates(text: &str, skipped: &mut Vec<RowProblem>) -> anyhow::Result<Vec<DelegateRow>> {
+fn parse_delegates(text: &str, skipped: &mut Vec<RowProblem>) -> anyhow::Result<Vec<SampleDelegate>> {
     let mut seen = HashSet::new();
     let mut rows = Vec::new();
     for_each_row(DELEGATES_FILE, text, DELEGATE_COLUMNS, skipped, |fields| {
@@ -239,7 +243,7 @@ fn parse_delegates(text: &str, skipped: &mut Vec<RowProblem>) -> anyhow::Result<
     Ok(rows)
 }
 
-fn delegate(fields: &[&str]) -> Result<DelegateRow, String> {
+fn delegate(fields: &[&str]) -> Result<SampleDelegate, String> {
     let &[symbol, address, ens, name, votes_count, delegators_count] = fields else {
         return Err(format!("expected {} columns, found {}", DELEGATE_COLUMNS.len(), fields.len()));
     };
@@ -247,7 +251,7 @@ fn delegate(fields: &[&str]) -> Result<DelegateRow, String> {
     let scaled = decimal::scale_down(votes_count, TALLY_DECIMALS)
         .map_err(|_| format!("votes_count `{votes_count}` is not a non-negative integer"))?;
     let vp_sort = sort_keys::sort_key(&scaled).map_err(|e| format!("votes_count: {e}"))?;
-    Ok(DelegateRow {
+    Ok(SampleDelegate {
         dao_id: dao.id,
         address: account("address", address)?,
         ens: non_empty(ens),
@@ -265,15 +269,15 @@ fn delegate(fields: &[&str]) -> Result<DelegateRow, String> {
 /// Voters from votes (first seen at their earliest vote) and delegates (first seen at the
 /// sample's dataAsOf unless they also voted). A delegate's ENS name and display name are taken
 /// from the first export row that has one.
-fn collect_voters(votes: &[VoteRow], delegates: &[DelegateRow], as_of_ms: i64) -> Vec<VoterRow> {
-    let mut voters: BTreeMap<&str, VoterRow> = BTreeMap::new();
+fn collect_voters(votes: &[SampleVote], delegates: &[SampleDelegate], as_of_ms: i64) -> Vec<SampleVoter> {
+    let mut voters: BTreeMap<&str, SampleVoter> = BTreeMap::new();
     for v in votes {
         voters.entry(&v.voter).and_modify(|r| r.first_seen_ms = r.first_seen_ms.min(v.created_ms)).or_insert_with(
-            || VoterRow { address: v.voter.clone(), first_seen_ms: v.created_ms, ens: None, name: None },
+            || SampleVoter { address: v.voter.clone(), first_seen_ms: v.created_ms, ens: None, name: None },
         );
     }
     for d in delegates {
-        let r = voters.entry(&d.address).or_insert_with(|| VoterRow {
+        let r = voters.entry(&d.address).or_insert_with(|| SampleVoter {
             address: d.address.clone(),
             first_seen_ms: as_of_ms,
             ens: None,
@@ -288,11 +292,11 @@ fn collect_voters(votes: &[VoteRow], delegates: &[DelegateRow], as_of_ms: i64) -
 /// Snapshot: per DAO, the newest vote or proposal start. Tally: the sample's dataAsOf, because
 /// the export carries no collection time of its own.
 fn watermarks(
-    proposals: &[ProposalRow],
-    votes: &[VoteRow],
-    delegates: &[DelegateRow],
+    proposals: &[SampleProposal],
+    votes: &[SampleVote],
+    delegates: &[SampleDelegate],
     as_of_ms: i64,
-) -> Vec<WatermarkRow> {
+) -> Vec<SampleWatermark> {
     let mut snapshot: BTreeMap<&'static str, i64> = BTreeMap::new();
     let dated = proposals.iter().map(|p| (p.dao.id, p.start_ms)).chain(votes.iter().map(|v| (v.dao_id, v.created_ms)));
     for (dao_id, ms) in dated {
@@ -301,12 +305,12 @@ fn watermarks(
     }
     let tally: BTreeMap<&'static str, i64> = delegates.iter().map(|d| (d.dao_id, as_of_ms)).collect();
     let rows = |source: SourceKind, map: BTreeMap<&'static str, i64>| {
-        map.into_iter().map(move |(dao_id, data_as_of_ms)| WatermarkRow { dao_id, source, data_as_of_ms })
+        map.into_iter().map(move |(dao_id, data_as_of_ms)| SampleWatermark { dao_id, source, data_as_of_ms })
     };
     rows(SourceKind::Snapshot, snapshot).chain(rows(SourceKind::Tally, tally)).collect()
 }
 
-fn newest(proposals: &[ProposalRow], votes: &[VoteRow]) -> Option<i64> {
+fn newest(proposals: &[SampleProposal], votes: &[SampleVote]) -> Option<i64> {
     proposals.iter().map(|p| p.start_ms).chain(votes.iter().map(|v| v.created_ms)).max()
 }
 

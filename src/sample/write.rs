@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use sea_orm::{DatabaseTransaction, DbErr, EntityTrait};
 
-use super::parse::{DelegateRow, Parsed, ProposalRow, TALLY_DECIMALS, VoteRow, VoterRow, WatermarkRow};
+use super::parse::{Parsed, SampleDelegate, SampleProposal, SampleVote, SampleVoter, SampleWatermark, TALLY_DECIMALS};
 use super::registry::DEFAULT_REGISTRY;
 use crate::contract::vocabulary::{ProposalSource, RunStatus, SourceKind};
 use crate::store::address::AccountBytes;
@@ -84,7 +84,7 @@ impl Writer<'_> {
     /// Writes the proposals and returns their store ids by (dao, external id) for the votes.
     pub async fn proposals(
         &self,
-        rows: &[ProposalRow],
+        rows: &[SampleProposal],
     ) -> Result<(TableCounts, HashMap<(String, String), i64>), DbErr> {
         let external_ids = rows.iter().map(|r| r.external_id.clone());
         let stored = by_key(self.stored_proposals(external_ids).await?, |m| (m.dao_id.clone(), m.external_id.clone()));
@@ -112,7 +112,7 @@ impl Writer<'_> {
 
     pub async fn votes(
         &self,
-        rows: &[VoteRow],
+        rows: &[SampleVote],
         proposal_ids: &HashMap<(String, String), i64>,
     ) -> Result<TableCounts, DbErr> {
         let stored =
@@ -135,7 +135,7 @@ impl Writer<'_> {
 
     /// Voters merge with what is stored: the earliest sighting wins, and names the sample does
     /// not give are kept.
-    pub async fn voters(&self, rows: &[VoterRow]) -> Result<TableCounts, DbErr> {
+    pub async fn voters(&self, rows: &[SampleVoter]) -> Result<TableCounts, DbErr> {
         let addresses = rows.iter().map(|r| r.address.clone());
         let stored = by_key(stored::<voter::Entity, _>(self.txn, voter::Column::Address, addresses).await?, |m| {
             m.address.clone()
@@ -156,7 +156,7 @@ impl Writer<'_> {
         Ok(changes.counts)
     }
 
-    pub async fn delegates(&self, rows: &[DelegateRow], as_of_ms: i64) -> Result<TableCounts, DbErr> {
+    pub async fn delegates(&self, rows: &[SampleDelegate], as_of_ms: i64) -> Result<TableCounts, DbErr> {
         let dao_ids: BTreeSet<String> = rows.iter().map(|r| r.dao_id.to_owned()).collect();
         let stored = stored::<delegate::Entity, _>(self.txn, delegate::Column::DaoId, dao_ids).await?;
         let stored = by_key(stored, |m| (m.dao_id.clone(), m.address.clone()));
@@ -184,7 +184,7 @@ impl Writer<'_> {
 
     /// Watermarks only move forward: a live connector may already have gone past the sample.
     /// A row is stamped with this run only when it actually changes.
-    pub async fn watermarks(&self, rows: &[WatermarkRow]) -> Result<TableCounts, DbErr> {
+    pub async fn watermarks(&self, rows: &[SampleWatermark]) -> Result<TableCounts, DbErr> {
         let dao_ids = rows.iter().map(|r| r.dao_id.to_owned());
         let stored = stored::<source_watermark::Entity, _>(self.txn, source_watermark::Column::DaoId, dao_ids).await?;
         let stored = by_key(stored, |m| (m.dao_id.clone(), m.source));
@@ -218,7 +218,7 @@ impl Writer<'_> {
 
 /// `created_ms` is the start: the sample has no creation time, and a Snapshot proposal is
 /// created at or shortly before its start. `ingested_vote_count` is publication's to set.
-fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal::Model {
+fn desired_proposal(old: Option<&proposal::Model>, r: &SampleProposal) -> proposal::Model {
     proposal::Model {
         id: old.map_or(0, |s| s.id),
         dao_id: r.dao.id.to_owned(),
@@ -254,7 +254,7 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &ProposalRow) -> proposal:
 
 /// The sample's votes are Snapshot's: `vp_from_float` as that source declares it; the text is kept
 /// as received.
-fn desired_vote(old: Option<&vote::Model>, r: &VoteRow, proposal_id: i64, voter: AccountBytes) -> vote::Model {
+fn desired_vote(old: Option<&vote::Model>, r: &SampleVote, proposal_id: i64, voter: AccountBytes) -> vote::Model {
     vote::Model {
         id: old.map_or(0, |s| s.id),
         proposal_id,

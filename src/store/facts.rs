@@ -23,7 +23,7 @@ use super::entities::{proposal, proposal_fact, vote};
 use super::publish::TallyDelta;
 use super::sort_keys;
 use crate::contract::decimal;
-use crate::rules::signals::{VoteFacts, VoteRow, leading_pair};
+use crate::rules::signals::{VoteFacts, VoteInput, leading_pair};
 use crate::rules::tally::{self, Tally};
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
@@ -34,8 +34,8 @@ const IN_LIST_MAX: usize = 500;
 pub struct Computed {
     pub tally: Tally,
     pub votes: u64,
-    pub largest: Option<VoteRow>,
-    pub most_effective: Option<(VoteRow, BigDecimal)>,
+    pub largest: Option<VoteInput>,
+    pub most_effective: Option<(VoteInput, BigDecimal)>,
 }
 
 impl Computed {
@@ -95,7 +95,7 @@ impl Computed {
             tally.allocations.insert(choice, votes);
         }
         let largest = match &row.largest {
-            Some(json) => Some(serde_json::from_str::<VoteRow>(json).map_err(|e| bad("largest vote", &e))?),
+            Some(json) => Some(serde_json::from_str::<VoteInput>(json).map_err(|e| bad("largest vote", &e))?),
             None => None,
         };
         let most_effective = match &row.most_effective {
@@ -109,25 +109,9 @@ impl Computed {
     }
 }
 
-// `rules` knows no entities: a vote row becomes the rules' vote here, where votes are read.
-impl From<vote::Model> for VoteRow {
-    fn from(v: vote::Model) -> Self {
-        Self {
-            proposal_id: v.proposal_id,
-            voter: v.voter.lower(),
-            choice: v.choice,
-            voting_power: v.voting_power,
-            created_ms: v.created_ms,
-            ipfs: v.ipfs,
-            tx_hash: v.tx_hash,
-            block_number: v.block_number,
-        }
-    }
-}
-
 /// A vote and its exact effect on the margin, as stored.
 #[derive(Serialize, Deserialize)]
-struct Effective(VoteRow, String);
+struct Effective(VoteInput, String);
 
 /// The stored facts of `ids` (proposals without votes have none).
 pub async fn load<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<HashMap<i64, Computed>, DbErr> {
@@ -292,7 +276,7 @@ async fn weightiest<C: ConnectionTrait + StreamTrait>(
     proposal_id: i64,
     voting_type: Option<&str>,
     tally: &Tally,
-) -> Result<(Option<VoteRow>, Option<(VoteRow, BigDecimal)>), DbErr> {
+) -> Result<(Option<VoteInput>, Option<(VoteInput, BigDecimal)>), DbErr> {
     let pair = leading_pair(voting_type, tally);
     let race = pair.as_ref().and_then(|p| Some((p.leader?, if p.leader? == p.first { p.second } else { p.first })));
     let mut stream = vote::Entity::find()
@@ -301,11 +285,11 @@ async fn weightiest<C: ConnectionTrait + StreamTrait>(
         .order_by_asc(vote::Column::Voter)
         .stream(db)
         .await?
-        .map_ok(VoteRow::from);
+        .map_ok(VoteInput::from);
     // Sort keys keep 30 fraction digits: a later row's exact power is below its key + 1e-30.
     let key_slack = BigDecimal::new(1.into(), 30);
-    let mut largest: Option<(BigDecimal, VoteRow)> = None;
-    let mut best: Option<(BigDecimal, VoteRow)> = None;
+    let mut largest: Option<(BigDecimal, VoteInput)> = None;
+    let mut best: Option<(BigDecimal, VoteInput)> = None;
     while let Some(v) = stream.try_next().await? {
         let Ok(power) = decimal::parse(&v.voting_power) else { continue };
         let ceiling = sort_keys::key_floor(&power) + &key_slack;

@@ -17,6 +17,7 @@ pub mod payments;
 pub mod proposals;
 pub mod publish;
 pub mod rates;
+mod rules_inputs;
 pub mod search;
 pub mod settings;
 pub mod signals;

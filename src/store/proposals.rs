@@ -86,12 +86,12 @@ pub enum VoteAfter {
 /// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs.
 /// A vote with its voter's ENS name, when the store knows one.
 #[derive(Debug, Clone)]
-pub struct VoteRow {
+pub struct VoteWithEns {
     pub vote: vote::Model,
     pub ens: Option<String>,
 }
 
-impl FromQueryResult for VoteRow {
+impl FromQueryResult for VoteWithEns {
     fn from_query_result(res: &QueryResult, pre: &str) -> Result<Self, DbErr> {
         Ok(Self { vote: vote::Model::from_query_result(res, pre)?, ens: res.try_get(pre, VOTER_ENS)? })
     }
@@ -108,7 +108,7 @@ pub async fn votes(
     order: VoteOrder,
     after: Option<VoteAfter>,
     limit: u64,
-) -> Result<Vec<VoteRow>, DbErr> {
+) -> Result<Vec<VoteWithEns>, DbErr> {
     use vote::Column as C;
     let voter_sql = address::lower_sql(db.get_database_backend(), r#""votes"."voter""#);
     let mut q = vote::Entity::find()
@@ -131,5 +131,5 @@ pub async fn votes(
         VoteOrder::Power => q.order_by_desc(C::VpSort).order_by_asc(C::Voter),
         VoteOrder::Time => q.order_by_desc(C::CreatedMs).order_by_desc(C::Id),
     };
-    q.limit(limit).into_model::<VoteRow>().all(db).await
+    q.limit(limit).into_model::<VoteWithEns>().all(db).await
 }

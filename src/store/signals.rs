@@ -18,7 +18,7 @@ use sea_orm::{
     ActiveModelTrait,
     ActiveValue::{self, Set},
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder,
-    QueryResult, QuerySelect, QueryTrait,
+    QuerySelect, QueryTrait,
     sea_query::{Expr, ExprTrait},
 };
 
@@ -29,7 +29,7 @@ use super::{
 use crate::contract::signals::{self as contract, SignalKind};
 use crate::contract::vocabulary::ProposalState;
 use crate::rules::signals::{
-    DaoContext, Desired, Evidence, ProposalRow, TopicRow, VoteFacts, dao_contexts, forum_discussion_spike,
+    DaoContext, Desired, Evidence, ProposalInput, TopicInput, VoteFacts, dao_contexts, forum_discussion_spike,
     proposal_signals,
 };
 
@@ -41,48 +41,6 @@ const INSERT_CHUNK: usize = 200;
 // ---------------------------------------------------------------------------------------------
 // Loading the facts the rules read.
 // ---------------------------------------------------------------------------------------------
-
-// The rules' row types are plain structs (`rules` knows no database): they are read from the
-// columns of the same names.
-impl FromQueryResult for ProposalRow {
-    fn from_query_result(row: &QueryResult, pre: &str) -> Result<Self, DbErr> {
-        Ok(Self {
-            id: row.try_get(pre, "id")?,
-            dao_id: row.try_get(pre, "dao_id")?,
-            source: row.try_get(pre, "source")?,
-            external_id: row.try_get(pre, "external_id")?,
-            title: row.try_get(pre, "title")?,
-            author: row.try_get(pre, "author")?,
-            voting_type: row.try_get(pre, "voting_type")?,
-            // Parsed as its enum (`store::stored`): an unknown state fails the read.
-            state: row.try_get(pre, "state")?,
-            choices: row.try_get(pre, "choices")?,
-            scores_total: row.try_get(pre, "scores_total")?,
-            quorum: row.try_get(pre, "quorum")?,
-            start_ms: row.try_get(pre, "start_ms")?,
-            end_ms: row.try_get(pre, "end_ms")?,
-            created_ms: row.try_get(pre, "created_ms")?,
-            upstream_vote_count: row.try_get(pre, "upstream_vote_count")?,
-            ingested_vote_count: row.try_get(pre, "ingested_vote_count")?,
-            url: row.try_get(pre, "url")?,
-            ipfs: row.try_get(pre, "ipfs")?,
-            tx_hash: row.try_get(pre, "tx_hash")?,
-            block_number: row.try_get(pre, "block_number")?,
-        })
-    }
-}
-
-impl FromQueryResult for TopicRow {
-    fn from_query_result(row: &QueryResult, pre: &str) -> Result<Self, DbErr> {
-        Ok(Self {
-            id: row.try_get(pre, "id")?,
-            dao_id: row.try_get(pre, "dao_id")?,
-            external_id: row.try_get(pre, "external_id")?,
-            title: row.try_get(pre, "title")?,
-            url: row.try_get(pre, "url")?,
-        })
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
 struct PostRow {
@@ -123,7 +81,10 @@ fn proposal_rows(daos: Option<&BTreeSet<String>>) -> sea_orm::Select<proposal::E
 }
 
 /// The stored vote facts of `proposals` that have votes.
-async fn stored_facts<C: ConnectionTrait>(db: &C, proposals: &[ProposalRow]) -> Result<HashMap<i64, VoteFacts>, DbErr> {
+async fn stored_facts<C: ConnectionTrait>(
+    db: &C,
+    proposals: &[ProposalInput],
+) -> Result<HashMap<i64, VoteFacts>, DbErr> {
     let ids: Vec<i64> = proposals.iter().filter(|p| p.ingested_vote_count > 0).map(|p| p.id).collect();
     let mut stored = facts::load(db, &ids).await?;
     Ok(proposals
@@ -158,11 +119,11 @@ async fn forum_signals<C: ConnectionTrait>(db: &C, daos: Option<&BTreeSet<String
     let mut out = Vec::new();
     for ids in candidates.chunks(IN_LIST_MAX) {
         use forum_topic::Column as T;
-        let topics: HashMap<i64, TopicRow> = forum_topic::Entity::find()
+        let topics: HashMap<i64, TopicInput> = forum_topic::Entity::find()
             .select_only()
             .columns([T::Id, T::DaoId, T::ExternalId, T::Title, T::Url])
             .filter(T::Id.is_in(ids.to_vec()))
-            .into_model::<TopicRow>()
+            .into_model::<TopicInput>()
             .all(db)
             .await?
             .into_iter()
@@ -214,7 +175,7 @@ pub async fn compute<C: ConnectionTrait>(
     if daos.is_some_and(BTreeSet::is_empty) {
         return Ok(ComputeReport::default());
     }
-    let proposals: Vec<ProposalRow> = proposal_rows(daos).into_model::<ProposalRow>().all(db).await?;
+    let proposals: Vec<ProposalInput> = proposal_rows(daos).into_model::<ProposalInput>().all(db).await?;
     let facts = stored_facts(db, &proposals).await?;
     let contexts = dao_contexts(&proposals);
     let fallback = as_of.values().copied().max().unwrap_or_else(crate::contract::time::now_ms);
@@ -235,13 +196,13 @@ pub async fn moved_by_time<C: ConnectionTrait>(
     as_of: &HashMap<String, i64>,
     later: i64,
 ) -> Result<BTreeSet<String>, DbErr> {
-    let active: Vec<ProposalRow> = proposal_rows(None)
+    let active: Vec<ProposalInput> = proposal_rows(None)
         .filter(proposal::Column::State.eq(ProposalState::Active.as_str()))
-        .into_model::<ProposalRow>()
+        .into_model::<ProposalInput>()
         .all(db)
         .await?;
     let facts = stored_facts(db, &active).await?;
-    let keys = |p: &ProposalRow, at: i64| -> BTreeSet<String> {
+    let keys = |p: &ProposalInput, at: i64| -> BTreeSet<String> {
         proposal_signals(p, facts.get(&p.id), &DaoContext::default(), at).into_iter().map(|d| d.natural_key).collect()
     };
     Ok(active

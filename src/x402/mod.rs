@@ -59,7 +59,7 @@ impl Refusal {
 
 /// A payment that passed every local check, with the requirement the facilitator must judge it by.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub struct CheckedPayment {
     pub generation: Generation,
     pub payload: PaymentPayload,
     pub requirement: serde_json::Value,
@@ -186,7 +186,7 @@ impl PaymentTerms {
         tier: Tier,
         resource: &ResourceInfo,
         now_secs: u64,
-    ) -> Result<Candidate, Refusal> {
+    ) -> Result<CheckedPayment, Refusal> {
         let payload: PaymentPayload =
             wire::decode_header(header).map_err(|e| Refusal::new("invalid_payload", format!("{e}.")))?;
         if payload.x402_version != generation.number() {
@@ -276,7 +276,7 @@ impl PaymentTerms {
         {
             return Err(Refusal::new("invalid_exact_evm_payload_signature", format!("{why}.")));
         }
-        Ok(Candidate {
+        Ok(CheckedPayment {
             generation,
             payer: format!("{:#x}", authorization.from),
             nonce: format!("{:#x}", authorization.nonce),

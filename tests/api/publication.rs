@@ -2,7 +2,7 @@
 //! publishes nothing (cursors and caches stay valid), and after any sequence of runs a full
 //! recomputation changes nothing: the incremental result is the full one.
 use govdata::ingest::run_once;
-use govdata::rules::signals::{ProposalRow, VoteRow, analyse_votes};
+use govdata::rules::signals::{ProposalInput, VoteInput, analyse_votes};
 use govdata::store::entities::{dao_summary, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
 
@@ -39,7 +39,7 @@ async fn derived(db: &DatabaseConnection) -> String {
 
 /// The rules' reference analysis of a proposal, from all its votes in memory.
 async fn reference_facts(db: &DatabaseConnection, p: &proposal::Model) -> govdata::rules::signals::VoteFacts {
-    let votes: Vec<VoteRow> = vote::Entity::find()
+    let votes: Vec<VoteInput> = vote::Entity::find()
         .filter(vote::Column::ProposalId.eq(p.id))
         .order_by_asc(vote::Column::CreatedMs)
         .order_by_asc(vote::Column::Id)
@@ -47,9 +47,9 @@ async fn reference_facts(db: &DatabaseConnection, p: &proposal::Model) -> govdat
         .await
         .unwrap()
         .into_iter()
-        .map(VoteRow::from)
+        .map(VoteInput::from)
         .collect();
-    let row = ProposalRow {
+    let row = ProposalInput {
         id: p.id,
         dao_id: p.dao_id.clone(),
         source: p.source,

@@ -12,9 +12,8 @@ use crate::api::{
         voter::{KnownVoters, VoterNames},
     },
 };
-use crate::contract::params::canonical_v1_value;
+use crate::contract::params::DaoIdParam;
 use crate::contract::time::Timestamp;
-use crate::contract::vocabulary::DaoId;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
@@ -391,23 +390,20 @@ impl Api {
         /// The DAO's slug, as `GET /v1/daos` lists it (`uniswap`, `arbitrum`, …); another letter case
         /// is served under the lowercase slug and recorded (`normalized`).
         #[oai(name = "daoId")]
-        dao_id: Path<String>,
+        dao_id: Path<DaoIdParam>,
     ) -> Result<Json<V1Envelope<DaoBrief>>, ApiError<Op>> {
         let mut req = req;
-        let dao_id = canonical_v1_value("daoId", &dao_id.0, &mut req);
-        let Some(dao) = DaoId::parse(&dao_id) else {
-            return Err(Problem::validation(FieldError {
+        let dao = dao_id.0.resolve_v1(&mut req).map_err(|received| {
+            Problem::validation(FieldError {
                 location: ParamLocation::Path,
                 name: "daoId".to_owned(),
                 reason: "is not a DAO slug".to_owned(),
                 expected: Some("a lowercase slug such as `arbitrum`".to_owned()),
-                received: Some(dao_id.clone()),
+                received: Some(received),
             })
-            .into());
-        };
-        let (record, data) = store::brief::get(&state.db, dao.as_str())
-            .await?
-            .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{dao_id}`; GET /v1/daos lists them.")))?;
+        })?;
+        let (record, data) =
+            store::brief::get(&state.db, dao.as_str()).await?.ok_or_else(|| Problem::unknown_dao(dao.as_str()))?;
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
         let status = if data.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
         let dao = Dao::from_record(record)?;

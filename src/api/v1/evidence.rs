@@ -10,11 +10,11 @@ use crate::api::{
     views::{
         citation::{Citation, EvidenceFacts, citation, evidence_citations, fields},
         item::{ItemRef, topic_ref},
-        proposal::{ProposalSummary, json_strings},
+        proposal::{V1ProposalSummary, json_strings},
         voter::{KnownVoters, VoterNames},
     },
 };
-use crate::contract::params::canonical_v1_value;
+use crate::contract::params::{DaoIdParam, canonical_v1_value};
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ProposalSource;
 use crate::contract::vocabulary::SourceKind;
@@ -138,7 +138,7 @@ pub struct EvidenceVote {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct ProposalEvidence {
-    pub proposal: ProposalSummary,
+    pub proposal: V1ProposalSummary,
     /// The full text, when known (the bundled sample carries none).
     pub body: Option<String>,
     pub discussion_url: Option<String>,
@@ -174,7 +174,7 @@ impl poem_openapi::types::Example for ProposalEvidence {
             share: share.to_owned(),
         };
         Self {
-            proposal: ProposalSummary {
+            proposal: V1ProposalSummary {
                 dao_id: "uniswap".to_owned(),
                 source: SourceKind::Snapshot.as_str().to_owned(),
                 external_id: id.to_owned(),
@@ -309,7 +309,7 @@ impl Api {
         /// The DAO's slug, as `GET /v1/daos` lists it; another letter case is served under the
         /// lowercase slug and recorded (`normalized`).
         #[oai(name = "daoId")]
-        dao_id: Path<String>,
+        dao_id: Path<DaoIdParam>,
         /// `snapshot` or `onchain`.
         source: Path<ProposalSource>,
         /// The upstream proposal id (Snapshot id, or on-chain proposal id as a decimal string); a 0x id
@@ -318,17 +318,19 @@ impl Api {
         external_id: Path<String>,
     ) -> Result<Json<V1Envelope<ProposalEvidence>>, ApiError<Op>> {
         let mut req = req;
-        let dao_id = canonical_v1_value("daoId", &dao_id.0, &mut req);
+        let dao = dao_id.0.resolve_v1(&mut req);
         let external_id = canonical_v1_value("externalId", &external_id.0, &mut req);
         let source = source.0;
         let db = &state.db;
-        let Some(p) = store::items::proposal(db, &dao_id, source.as_str(), &external_id).await? else {
-            let detail = if store::evidence::dao_exists(db, &dao_id).await? {
-                format!("DAO `{dao_id}` has no {source} proposal `{external_id}`.")
+        // A text that is no DAO id names no DAO: the same answer as an unknown one.
+        let dao = dao.map_err(|received| Problem::unknown_dao(&received))?;
+        let Some(p) = store::items::proposal(db, dao.as_str(), source.as_str(), &external_id).await? else {
+            return Err(if store::evidence::dao_exists(db, dao.as_str()).await? {
+                Problem::not_found(format!("DAO `{dao}` has no {source} proposal `{external_id}`."))
             } else {
-                format!("No DAO has the id `{dao_id}`; GET /v1/daos lists them.")
-            };
-            return Err(Problem::not_found(detail).into());
+                Problem::unknown_dao(dao.as_str())
+            }
+            .into());
         };
         let votes = store::evidence::vote_summary(db, &p, EVIDENCE_LARGEST_VOTES).await?;
         let known = KnownVoters::load(db, votes.largest.iter().map(|v| v.voter.lower())).await?;
@@ -380,7 +382,7 @@ impl Api {
             topics: &topics,
         });
         let data = ProposalEvidence {
-            proposal: ProposalSummary::from_model(&p),
+            proposal: V1ProposalSummary::from_model(&p),
             body: p.body.clone(),
             discussion_url: p.discussion_url.clone(),
             scores_from,

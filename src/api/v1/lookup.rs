@@ -5,7 +5,7 @@ use poem::web::Data;
 use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
 
 use super::V1Tag;
-use crate::api::{AppState, views::proposal::ProposalSummary};
+use crate::api::{AppState, views::proposal::V1ProposalSummary};
 use crate::contract::envelope::AdjustmentReason;
 use crate::contract::urls::{ProposalUrl, parse_url, split_host};
 use crate::contract::vocabulary::{ItemKind, SourceKind};
@@ -59,7 +59,7 @@ pub struct LookupMatch {
 pub struct LookupAlternative {
     /// Same rule as `match.confidence`.
     pub confidence: String,
-    pub proposal: ProposalSummary,
+    pub proposal: V1ProposalSummary,
 }
 
 /// The best match and the runners-up.
@@ -68,7 +68,7 @@ pub struct LookupAlternative {
 pub struct LookupResult {
     #[oai(rename = "match")]
     pub matched: LookupMatch,
-    pub proposal: ProposalSummary,
+    pub proposal: V1ProposalSummary,
     /// Up to {{LOOKUP_ALTERNATIVES_WORD}} other candidates, most likely first.
     pub alternatives: Vec<LookupAlternative>,
 }
@@ -77,7 +77,7 @@ impl poem_openapi::types::Example for LookupResult {
     fn example() -> Self {
         Self {
             matched: LookupMatch { by: MatchBy::Title, confidence: "0.8333".to_owned() },
-            proposal: ProposalSummary::example(),
+            proposal: V1ProposalSummary::example(),
             alternatives: Vec::new(),
         }
     }
@@ -230,11 +230,11 @@ impl Api {
         };
         let alternatives = ranked
             .take(ALTERNATIVES)
-            .map(|(confidence, p)| LookupAlternative { confidence, proposal: ProposalSummary::from_model(&p) })
+            .map(|(confidence, p)| LookupAlternative { confidence, proposal: V1ProposalSummary::from_model(&p) })
             .collect();
         let data = LookupResult {
             matched: LookupMatch { by, confidence },
-            proposal: ProposalSummary::from_model(&best),
+            proposal: V1ProposalSummary::from_model(&best),
             alternatives,
         };
         super::answer(&state, req, data)

@@ -8,6 +8,7 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag};
 use crate::api::{AppState, views::dao::Dao};
+use crate::contract::params::DaoIdParam;
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},
@@ -56,11 +57,11 @@ impl Api {
         state: Data<&AppState>,
         /// The DAO's slug, as `GET /v1/daos` lists it (`uniswap`, `arbitrum`, …).
         #[oai(name = "daoId")]
-        dao_id: Path<String>,
+        dao_id: Path<DaoIdParam>,
     ) -> Result<Json<V2Single<Dao>>, ApiError<Op>> {
-        let record = store::daos::get(&state.db, &dao_id.0)
-            .await?
-            .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`; GET /v1/daos lists them.", dao_id.0)))?;
+        let dao = dao_id.0.parse().map_err(|received| Problem::unknown_dao(&received))?;
+        let record =
+            store::daos::get(&state.db, dao.as_str()).await?.ok_or_else(|| Problem::unknown_dao(dao.as_str()))?;
         let status = if record.summary.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
         Ok(Json(V2Single::new(Dao::from_record(record)?, Freshness::new(as_of, status))))

@@ -8,13 +8,14 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::{AppState, views::voter::VoterNames};
+use crate::contract::ids::{IssuedKey, ProposalKey};
+use crate::contract::params::KeyParam;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::SourceKind;
-use crate::contract::vocabulary::{KeyKind, ProposalSource, ProposalState};
+use crate::contract::vocabulary::{ProposalSource, ProposalState};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
-    ids::check_key,
     limits::{MostLists, ProposalVotes},
     operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
@@ -23,7 +24,7 @@ use crate::store::{
     self,
     address::AccountBytes,
     entities::proposal,
-    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder, VoteRow},
+    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder, VoteWithEns},
 };
 
 /// Vote counts of a proposal, kept apart.
@@ -173,7 +174,7 @@ impl poem_openapi::types::Example for ProposalVote {
     }
 }
 
-fn vote_row(VoteRow { vote: v, ens }: VoteRow) -> ProposalVote {
+fn vote_row(VoteWithEns { vote: v, ens }: VoteWithEns) -> ProposalVote {
     ProposalVote {
         voter: VoterNames::new(v.voter.lower(), ens),
         choice: v.choice,
@@ -208,9 +209,9 @@ fn enum_text<T: poem_openapi::types::ToJSON>(v: &T) -> String {
     v.to_json().and_then(|j| j.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-async fn proposal_by_key(state: &AppState, key: &str) -> Result<proposal::Model, Problem> {
-    check_key(key, KeyKind::Proposal)?;
-    store::proposals::by_key(&state.db, key)
+async fn proposal_by_key(state: &AppState, key: &KeyParam<ProposalKey>) -> Result<proposal::Model, Problem> {
+    let key = key.parse()?;
+    store::proposals::by_key(&state.db, key.as_str())
         .await
         .map_err(|e| Problem::from_store(&e))?
         .ok_or_else(|| Problem::not_found(format!("No proposal has the key `{key}`.")))
@@ -299,7 +300,7 @@ impl Api {
         state: Data<&AppState>,
         /// The proposal's opaque key, as listed by `/v2/proposals`.
         #[oai(name = "proposalKey")]
-        proposal_key: Path<String>,
+        proposal_key: Path<KeyParam<ProposalKey>>,
     ) -> Result<Json<V2Single<ProposalDetail>>, ApiError<ProposalsGetV2>> {
         let p = proposal_by_key(&state, &proposal_key.0).await?;
         let revision = bound(&state, Some(&p.dao_id));
@@ -328,7 +329,7 @@ impl Api {
         state: Data<&AppState>,
         /// The proposal's opaque key.
         #[oai(name = "proposalKey")]
-        proposal_key: Path<String>,
+        proposal_key: Path<KeyParam<ProposalKey>>,
         /// Only this voter's vote.
         voter: Query<Option<String>>,
         /// Only votes with exactly this recorded choice.
@@ -389,7 +390,7 @@ impl Api {
         .await?;
         Ok(list.page(
             rows,
-            |VoteRow { vote: v, .. }| match order {
+            |VoteWithEns { vote: v, .. }| match order {
                 // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
                 VoteOrder::Power => vec![
                     crate::contract::decimal::plain(

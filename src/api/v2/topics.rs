@@ -8,11 +8,11 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound};
 use crate::api::{AppState, views::topic::ForumTopicItem};
-use crate::contract::vocabulary::KeyKind;
+use crate::contract::ids::{IssuedKey, TopicKey};
+use crate::contract::params::KeyParam;
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},
-    ids::check_key,
     limits::MostLists,
     operations::{Operation, TopicsGetV2, TopicsListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
@@ -69,12 +69,12 @@ impl Api {
         state: Data<&AppState>,
         /// The topic's opaque key, as listed by `/v2/topics`.
         #[oai(name = "topicKey")]
-        topic_key: Path<String>,
+        topic_key: Path<KeyParam<TopicKey>>,
     ) -> Result<Json<V2Single<ForumTopicItem>>, ApiError<TopicsGetV2>> {
-        check_key(&topic_key.0, KeyKind::Topic)?;
-        let (t, post, linked) = store::topics::by_key(&state.db, &topic_key.0)
+        let key = topic_key.0.parse()?;
+        let (t, post, linked) = store::topics::by_key(&state.db, key.as_str())
             .await?
-            .ok_or_else(|| Problem::not_found(format!("No forum topic has the key `{}`.", topic_key.0)))?;
+            .ok_or_else(|| Problem::not_found(format!("No forum topic has the key `{key}`.")))?;
         let serving = bound(&state, None);
         Ok(Json(V2Single::new(
             ForumTopicItem::build(&t, post.as_ref(), linked.as_ref()),

@@ -12,6 +12,7 @@ use crate::api::{
     AppState,
     views::{item::ItemRef, voter::VoterNames},
 };
+use crate::contract::params::DaoIdParam;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
@@ -193,16 +194,17 @@ impl Api {
         state: Data<&AppState>,
         /// The DAO's slug.
         #[oai(name = "daoId")]
-        dao_id: Path<String>,
+        dao_id: Path<DaoIdParam>,
         /// Rows per page.
         limit: Query<Option<V2Limit<MostLists>>>,
         /// `meta.page.nextCursor` of the previous page, unchanged.
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<RankedVoter>>, ApiError<VotersListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let dao = store::daos::get(&state.db, &dao_id.0)
-            .await?
-            .ok_or_else(|| Problem::not_found(format!("No DAO has the id `{}`.", dao_id.0)))?;
+        // This operation's 404 has always been worded without the pointer to the list.
+        let no_dao = |id: &str| Problem::not_found(format!("No DAO has the id `{id}`."));
+        let dao = dao_id.0.parse().map_err(|received| no_dao(&received))?;
+        let dao = store::daos::get(&state.db, dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
         let list = Listing::<VotersListV2>::new(&state, Some(&dao.dao.id), limit)
             .filtered(vec![("daoId", dao.dao.id.clone())]);

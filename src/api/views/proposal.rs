@@ -141,10 +141,12 @@ impl ProposalItem {
     }
 }
 
+// v1's summary; v2's is `api::v2::proposals::ProposalSummary`. Each document calls its own
+// `ProposalSummary`, so the schema keeps that name.
 /// A proposal, without its text: enough to recognise it and fetch more.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
-pub struct ProposalSummary {
+#[oai(rename = "ProposalSummary", rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct V1ProposalSummary {
     pub dao_id: String,
     /// `snapshot` or `onchain`.
     pub source: String,
@@ -170,7 +172,7 @@ pub struct ProposalSummary {
     pub ingested_votes: String,
 }
 
-impl ProposalSummary {
+impl V1ProposalSummary {
     pub fn from_model(p: &proposal::Model) -> Self {
         Self {
             dao_id: p.dao_id.clone(),
@@ -191,7 +193,7 @@ impl ProposalSummary {
     }
 }
 
-impl poem_openapi::types::Example for ProposalSummary {
+impl poem_openapi::types::Example for V1ProposalSummary {
     fn example() -> Self {
         Self {
             dao_id: "uniswap".to_owned(),

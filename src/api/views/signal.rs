@@ -294,7 +294,7 @@ impl Signal {
             .map(|r| {
                 let evidence = r.evidence().map_err(|e| {
                     tracing::error!(error = %e, key = %r.signal.natural_key, "unreadable signal evidence");
-                    Problem::new(crate::contract::errors::ErrorCode::InternalError, "The request failed on our side.")
+                    Problem::internal()
                 })?;
                 Ok((r, evidence))
             })

@@ -8,12 +8,12 @@ use std::collections::BTreeSet;
 
 use bigdecimal::{BigDecimal, Zero};
 
-use super::{DaoContext, Pair, ProposalRow, VoteFacts, VoteRow, is_closed, start_of, vote_count};
+use super::{DaoContext, Pair, ProposalInput, VoteFacts, VoteInput, is_closed, start_of, vote_count};
 use crate::contract::decimal;
 use crate::rules::tally::Tally;
 
 /// The tally, the two leading choices and the weightiest votes of one proposal.
-pub fn analyse_votes(p: &ProposalRow, votes: &[VoteRow]) -> VoteFacts {
+pub fn analyse_votes(p: &ProposalInput, votes: &[VoteInput]) -> VoteFacts {
     let vt = p.voting_type.as_deref();
     let mut tally = Tally::default();
     for v in votes {
@@ -22,7 +22,7 @@ pub fn analyse_votes(p: &ProposalRow, votes: &[VoteRow]) -> VoteFacts {
     let upstream = p.upstream_vote_count.unwrap_or(0);
     let complete = !votes.is_empty() && tally.votes_unreadable == 0 && votes.len() as i64 >= upstream;
     let pair = leading_pair(vt, &tally);
-    let power = |v: &VoteRow| decimal::parse(&v.voting_power).unwrap_or_default();
+    let power = |v: &VoteInput| decimal::parse(&v.voting_power).unwrap_or_default();
     let largest = votes
         .iter()
         .filter(|v| decimal::parse(&v.voting_power).is_ok())
@@ -79,7 +79,7 @@ pub fn leading_pair(voting_type: Option<&str>, tally: &Tally) -> Option<Pair> {
 
 /// Each proposal's standing in its DAO, in the order of `proposals` (sorted by DAO, creation
 /// time, external id).
-pub fn dao_contexts(proposals: &[ProposalRow]) -> Vec<DaoContext> {
+pub fn dao_contexts(proposals: &[ProposalInput]) -> Vec<DaoContext> {
     let mut out = vec![DaoContext::default(); proposals.len()];
     let mut start = 0;
     while start < proposals.len() {

@@ -1,7 +1,7 @@
 //! Fixtures of the rules' tests: a proposal, its votes, a DAO's history, and running one rule.
 use bigdecimal::BigDecimal;
 
-use super::{DaoContext, Desired, Proposal, ProposalRow, Rule, VoteFacts, VoteRow, analyse_votes, dao_contexts};
+use super::{DaoContext, Desired, Proposal, ProposalInput, Rule, VoteFacts, VoteInput, analyse_votes, dao_contexts};
 use crate::contract::decimal;
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
 
@@ -10,8 +10,8 @@ pub const H: i64 = 3_600_000;
 pub const END: i64 = 1_000 * H;
 
 /// A proposal of `testdao` created and started 100 hours before [`END`], without votes.
-pub fn proposal(voting_type: &str, state: &str, scores_total: &str, quorum: &str) -> ProposalRow {
-    ProposalRow {
+pub fn proposal(voting_type: &str, state: &str, scores_total: &str, quorum: &str) -> ProposalInput {
+    ProposalInput {
         id: 1,
         dao_id: "testdao".to_owned(),
         source: ProposalSource::Snapshot,
@@ -36,8 +36,8 @@ pub fn proposal(voting_type: &str, state: &str, scores_total: &str, quorum: &str
 }
 
 /// A vote on the fixture proposal, an hour before its end.
-pub fn vote(voter: &str, choice: &str, power: &str) -> VoteRow {
-    VoteRow {
+pub fn vote(voter: &str, choice: &str, power: &str) -> VoteInput {
+    VoteInput {
         proposal_id: 1,
         voter: voter.to_owned(),
         choice: choice.to_owned(),
@@ -51,8 +51,8 @@ pub fn vote(voter: &str, choice: &str, power: &str) -> VoteRow {
 
 /// `p` holding `votes` (voter, choice, power), every upstream vote among them, and what the
 /// votes say (nothing without votes).
-pub fn with_votes(p: &ProposalRow, votes: &[(&str, &str, &str)]) -> (ProposalRow, Option<VoteFacts>) {
-    let votes: Vec<VoteRow> = votes.iter().map(|(v, c, w)| vote(v, c, w)).collect();
+pub fn with_votes(p: &ProposalInput, votes: &[(&str, &str, &str)]) -> (ProposalInput, Option<VoteFacts>) {
+    let votes: Vec<VoteInput> = votes.iter().map(|(v, c, w)| vote(v, c, w)).collect();
     let mut p = p.clone();
     p.upstream_vote_count = Some(votes.len() as i64);
     p.ingested_vote_count = votes.len() as i64;
@@ -61,13 +61,13 @@ pub fn with_votes(p: &ProposalRow, votes: &[(&str, &str, &str)]) -> (ProposalRow
 }
 
 /// What `rule` says of `p` with `votes` at `as_of`, `p` being its DAO's first proposal.
-pub fn eval_at(rule: Rule, p: &ProposalRow, votes: &[(&str, &str, &str)], as_of: i64) -> Option<Desired> {
+pub fn eval_at(rule: Rule, p: &ProposalInput, votes: &[(&str, &str, &str)], as_of: i64) -> Option<Desired> {
     let (p, facts) = with_votes(p, votes);
     rule(&Proposal::new(&p, facts.as_ref(), &DaoContext::default(), as_of))
 }
 
 /// [`eval_at`] an hour after the fixture's end.
-pub fn eval(rule: Rule, p: &ProposalRow, votes: &[(&str, &str, &str)]) -> Option<Desired> {
+pub fn eval(rule: Rule, p: &ProposalInput, votes: &[(&str, &str, &str)]) -> Option<Desired> {
     eval_at(rule, p, votes, END + H)
 }
 
@@ -88,7 +88,7 @@ pub fn borrow<'a>(votes: &'a [(String, &'static str, String)]) -> Vec<(&'a str, 
 }
 
 /// Closed proposals of one DAO, one an hour, with these upstream vote counts and authors.
-pub fn history(counts: &[i64], authors: &[&str]) -> Vec<ProposalRow> {
+pub fn history(counts: &[i64], authors: &[&str]) -> Vec<ProposalInput> {
     counts
         .iter()
         .zip(authors)
@@ -107,7 +107,7 @@ pub fn history(counts: &[i64], authors: &[&str]) -> Vec<ProposalRow> {
 }
 
 /// What `rule` says of the last proposal of `ps` (one DAO, in order), given the ones before it.
-pub fn eval_last(rule: Rule, ps: &[ProposalRow]) -> Option<Desired> {
+pub fn eval_last(rule: Rule, ps: &[ProposalInput]) -> Option<Desired> {
     let ctx = dao_contexts(ps);
     let last = ps.len() - 1;
     rule(&Proposal::new(&ps[last], None, &ctx[last], END))

@@ -2,7 +2,7 @@
 //! the first moment the window holds enough posts.
 use std::collections::VecDeque;
 
-use super::{CitationRecord, Desired, Evidence, TopicRow, short_title};
+use super::{CitationRecord, Desired, Evidence, TopicInput, short_title};
 use crate::contract::vocabulary::{ItemKind, SourceKind};
 use crate::contract::{
     signals::{self as contract, SignalKind},
@@ -26,7 +26,7 @@ pub fn first_spike(posts: &[(i64, i64)]) -> Option<(usize, usize)> {
 }
 
 /// The spike signal of `topic`, given all its posts (time, post number; in time order).
-pub fn evaluate(topic: &TopicRow, posts: &[(i64, i64)]) -> Option<Desired> {
+pub fn evaluate(topic: &TopicInput, posts: &[(i64, i64)]) -> Option<Desired> {
     let (first, last) = first_spike(posts)?;
     let (start_ms, end_ms) = (posts[first].0, posts[last].0);
     let in_window = last - first + 1;
@@ -98,8 +98,8 @@ mod tests {
         (0..n).map(|i| (i * span / (n - 1), i + 1)).collect()
     }
 
-    fn topic() -> TopicRow {
-        TopicRow {
+    fn topic() -> TopicInput {
+        TopicInput {
             id: 7,
             dao_id: "testdao".to_owned(),
             external_id: "123".to_owned(),

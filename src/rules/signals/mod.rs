@@ -156,7 +156,7 @@ pub struct CitationRecord {
 
 /// The columns of a proposal the rules read (never its body). `store::signals` loads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProposalRow {
+pub struct ProposalInput {
     pub id: i64,
     pub dao_id: String,
     pub source: ProposalSource,
@@ -182,7 +182,7 @@ pub struct ProposalRow {
 /// The columns of a vote the rules read (stored with the proposal's facts, `store::facts`, as
 /// JSON: its serialised form is stored data).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VoteRow {
+pub struct VoteInput {
     pub proposal_id: i64,
     pub voter: String,
     pub choice: String,
@@ -195,7 +195,7 @@ pub struct VoteRow {
 
 /// The columns of a forum topic the spike rule reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicRow {
+pub struct TopicInput {
     pub id: i64,
     pub dao_id: String,
     pub external_id: String,
@@ -227,9 +227,9 @@ pub struct VoteFacts {
     /// The two leading choices; absent for ranked-choice or when nothing was counted.
     pub pair: Option<Pair>,
     /// The vote with the largest power (ties: the smaller voter address).
-    pub largest: Option<VoteRow>,
+    pub largest: Option<VoteInput>,
     /// The vote with the largest effect on the margin (leader minus runner-up), with it.
-    pub most_effective: Option<(VoteRow, BigDecimal)>,
+    pub most_effective: Option<(VoteInput, BigDecimal)>,
 }
 
 /// A proposal's standing among the DAO's proposals.
@@ -267,7 +267,7 @@ pub struct Desired {
 /// DAO and the data time, with the values several rules need worked out once.
 #[derive(Debug, Clone)]
 pub struct Proposal<'a> {
-    row: &'a ProposalRow,
+    row: &'a ProposalInput,
     facts: Option<&'a VoteFacts>,
     ctx: &'a DaoContext,
     /// The revision's `dataAsOf`: "now" for the rules.
@@ -288,7 +288,7 @@ pub struct Proposal<'a> {
 }
 
 impl<'a> Proposal<'a> {
-    pub fn new(row: &'a ProposalRow, facts: Option<&'a VoteFacts>, ctx: &'a DaoContext, as_of: i64) -> Self {
+    pub fn new(row: &'a ProposalInput, facts: Option<&'a VoteFacts>, ctx: &'a DaoContext, as_of: i64) -> Self {
         let closed = is_closed(row);
         Self {
             row,
@@ -420,7 +420,7 @@ pub const PROPOSAL_RULES: [Rule; 7] = [
 
 /// Every proposal signal of `p`, in the order of [`PROPOSAL_RULES`]. `as_of` is the revision's
 /// `dataAsOf`.
-pub fn proposal_signals(p: &ProposalRow, facts: Option<&VoteFacts>, ctx: &DaoContext, as_of: i64) -> Vec<Desired> {
+pub fn proposal_signals(p: &ProposalInput, facts: Option<&VoteFacts>, ctx: &DaoContext, as_of: i64) -> Vec<Desired> {
     let p = Proposal::new(p, facts, ctx, as_of);
     PROPOSAL_RULES.iter().filter_map(|rule| rule(&p)).collect()
 }
@@ -429,17 +429,17 @@ pub fn proposal_signals(p: &ProposalRow, facts: Option<&VoteFacts>, ctx: &DaoCon
 // Shared helpers.
 // ---------------------------------------------------------------------------------------------
 
-fn is_closed(p: &ProposalRow) -> bool {
+fn is_closed(p: &ProposalInput) -> bool {
     p.state.is_closed()
 }
 
 /// When voting started; proposals without a start count from their creation.
-fn start_of(p: &ProposalRow) -> i64 {
+fn start_of(p: &ProposalInput) -> i64 {
     p.start_ms.unwrap_or(p.created_ms)
 }
 
 /// The turnout the rules compare: the upstream's count, else the votes held.
-fn vote_count(p: &ProposalRow) -> i64 {
+fn vote_count(p: &ProposalInput) -> i64 {
     p.upstream_vote_count.unwrap_or(p.ingested_vote_count)
 }
 
@@ -462,7 +462,7 @@ fn short_title(title: &str) -> String {
     }
 }
 
-fn proposal_citation(p: &ProposalRow, supports: &[&str]) -> CitationRecord {
+fn proposal_citation(p: &ProposalInput, supports: &[&str]) -> CitationRecord {
     CitationRecord {
         supports: supports.iter().map(|s| (*s).to_owned()).collect(),
         source: p.source.as_str().to_owned(),
@@ -474,7 +474,7 @@ fn proposal_citation(p: &ProposalRow, supports: &[&str]) -> CitationRecord {
     }
 }
 
-fn vote_citation(p: &ProposalRow, v: &VoteRow) -> CitationRecord {
+fn vote_citation(p: &ProposalInput, v: &VoteInput) -> CitationRecord {
     CitationRecord {
         supports: vec!["decidingVote".to_owned()],
         source: p.source.as_str().to_owned(),
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn a_partial_tally_decides_nothing() {
-        let votes: Vec<VoteRow> = borrow(&race("51", "49")).iter().map(|(a, b, c)| vote(a, b, c)).collect();
+        let votes: Vec<VoteInput> = borrow(&race("51", "49")).iter().map(|(a, b, c)| vote(a, b, c)).collect();
         let mut p = proposal("basic", "closed", "100", "0");
         p.upstream_vote_count = Some(votes.len() as i64 + 1);
         p.ingested_vote_count = votes.len() as i64;

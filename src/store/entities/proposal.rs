@@ -61,7 +61,7 @@ impl ActiveModelBehavior for ActiveModel {}
 pub const SAMPLE_ORIGIN: &str = "snapshot-sample-csv";
 
 /// Lookup ranks proposals by title confidence, then newest, then identity.
-impl crate::rules::lookup::Candidate for Model {
+impl crate::rules::lookup::Rankable for Model {
     fn id(&self) -> i64 {
         self.id
     }

@@ -17,7 +17,7 @@ pub struct Model {
     pub total_power: String,
     /// JSON object: 1-based choice → [exact score, number of counted votes giving it a share].
     pub scores: String,
-    /// JSON of the largest vote (`rules::signals::VoteRow`), when any vote is readable.
+    /// JSON of the largest vote (`rules::signals::VoteInput`), when any vote is readable.
     pub largest: Option<String>,
     /// JSON `[vote, effect]`: the vote with the largest effect on the margin, when one helps the leader.
     pub most_effective: Option<String>,
