@@ -294,12 +294,11 @@ impl Api {
     ) -> Result<Json<V2Single<ProposalDetail>>, ApiError<ProposalsGetV2>> {
         let p = proposal_by_key(&state, &proposal_key.0).await?;
         let revision = bound(&state, Some(&p.dao_id));
-        let parse_list = |s: &Option<String>| s.as_deref().and_then(|t| serde_json::from_str::<Vec<String>>(t).ok());
         let detail = ProposalDetail {
             summary: ProposalSummary::from_model(&p),
             body: p.body.clone(),
-            choices: parse_list(&p.choices),
-            scores: parse_list(&p.scores),
+            choices: p.choices.clone().map(|c| c.0),
+            scores: p.scores.clone().map(|s| s.0),
             discussion_url: p.discussion_url.clone(),
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
