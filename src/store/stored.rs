@@ -24,6 +24,44 @@ use crate::contract::events::EventKind;
 use crate::contract::signals::{Severity, SignalKind};
 use crate::contract::vocabulary::{ItemKind, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
 
+/// The column type of a type stored as text: `String`'s, its text parsed by `$parse`
+/// (`&String` → `Result<Self, DbErr>`) when its row is read, a parse failure failing the read.
+macro_rules! read_from_text {
+    ($name:ident, $parse:expr) => {
+        impl Nullable for $name {
+            fn null() -> Value {
+                <String as Nullable>::null()
+            }
+        }
+
+        impl ValueType for $name {
+            fn try_from(v: Value) -> Result<Self, ValueTypeErr> {
+                let text = <String as ValueType>::try_from(v)?;
+                $parse(&text).map_err(|_| ValueTypeErr)
+            }
+
+            fn type_name() -> String {
+                stringify!($name).to_owned()
+            }
+
+            fn array_type() -> ArrayType {
+                <String as ValueType>::array_type()
+            }
+
+            fn column_type() -> ColumnType {
+                <String as ValueType>::column_type()
+            }
+        }
+
+        impl TryGetable for $name {
+            fn try_get_by<I: ColIdx>(res: &QueryResult, idx: I) -> Result<Self, TryGetError> {
+                let text = <String as TryGetable>::try_get_by(res, idx)?;
+                $parse(&text).map_err(TryGetError::DbErr)
+            }
+        }
+    };
+}
+
 /// Makes each vocabulary a string-valued active enum (what `DeriveActiveEnum` with
 /// `rs_type = "String"` generates, written here because `contract` stays free of the database).
 macro_rules! stored_as_text {
@@ -63,37 +101,7 @@ macro_rules! stored_as_text {
             }
         }
 
-        impl Nullable for $name {
-            fn null() -> Value {
-                <String as Nullable>::null()
-            }
-        }
-
-        impl ValueType for $name {
-            fn try_from(v: Value) -> Result<Self, ValueTypeErr> {
-                let text = <String as ValueType>::try_from(v)?;
-                Self::parse(&text).map_err(|_| ValueTypeErr)
-            }
-
-            fn type_name() -> String {
-                stringify!($name).to_owned()
-            }
-
-            fn array_type() -> ArrayType {
-                <String as ValueType>::array_type()
-            }
-
-            fn column_type() -> ColumnType {
-                <String as ValueType>::column_type()
-            }
-        }
-
-        impl TryGetable for $name {
-            fn try_get_by<I: ColIdx>(res: &QueryResult, idx: I) -> Result<Self, TryGetError> {
-                let text = <String as TryGetable>::try_get_by(res, idx)?;
-                <Self as ActiveEnum>::try_from_value(&text).map_err(TryGetError::DbErr)
-            }
-        }
+        read_from_text!($name, <$name as ActiveEnum>::try_from_value);
     )+};
 }
 
@@ -139,37 +147,7 @@ macro_rules! stored_as_json_strings {
             }
         }
 
-        impl Nullable for $name {
-            fn null() -> Value {
-                <String as Nullable>::null()
-            }
-        }
-
-        impl ValueType for $name {
-            fn try_from(v: Value) -> Result<Self, ValueTypeErr> {
-                let text = <String as ValueType>::try_from(v)?;
-                Self::from_json(&text).map_err(|_| ValueTypeErr)
-            }
-
-            fn type_name() -> String {
-                stringify!($name).to_owned()
-            }
-
-            fn array_type() -> ArrayType {
-                <String as ValueType>::array_type()
-            }
-
-            fn column_type() -> ColumnType {
-                <String as ValueType>::column_type()
-            }
-        }
-
-        impl TryGetable for $name {
-            fn try_get_by<I: ColIdx>(res: &QueryResult, idx: I) -> Result<Self, TryGetError> {
-                let text = <String as TryGetable>::try_get_by(res, idx)?;
-                Self::from_json(&text).map_err(TryGetError::DbErr)
-            }
-        }
+        read_from_text!($name, $name::from_json);
     )+};
 }
 
