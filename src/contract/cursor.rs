@@ -64,6 +64,19 @@ struct Payload {
     p: Vec<String>,
 }
 
+/// Where a list resumes: the sort key values of the last row served, typed. Each v2 list owns
+/// one (in the store, which reads it off a row and seeks from it); a cursor carries it as text,
+/// written and read only here, by [`CursorCodec`].
+pub trait Keyset: Sized {
+    /// What reading a position needs besides its values: the list's order when its orders have
+    /// positions of different shapes, `()` otherwise.
+    type Order: Copy;
+    /// The position's values, as the cursor carries them.
+    fn values(&self) -> Vec<String>;
+    /// The position `values` stand for in `order`; `None` when they stand for none.
+    fn read(values: &[String], order: Self::Order) -> Option<Self>;
+}
+
 /// Signs and checks cursors with one secret.
 #[derive(Clone)]
 pub struct CursorCodec {
@@ -92,8 +105,8 @@ impl CursorCodec {
     }
 
     /// The cursor continuing `shape` after `position`, issued under `revision`.
-    pub fn encode(&self, shape: &QueryShape<'_>, revision: i64, position: Vec<String>) -> String {
-        let payload = Payload { v: VERSION, r: revision, q: b64().encode(shape.fingerprint()), p: position };
+    pub fn encode(&self, shape: &QueryShape<'_>, revision: i64, position: &impl Keyset) -> String {
+        let payload = Payload { v: VERSION, r: revision, q: b64().encode(shape.fingerprint()), p: position.values() };
         let mut bytes = serde_json::to_vec(&payload).expect("a cursor payload serialises");
         let tag = self.mac(&bytes).finalize().into_bytes();
         bytes.extend_from_slice(&tag[..MAC_BYTES]);
@@ -102,9 +115,15 @@ impl CursorCodec {
         cursor
     }
 
-    /// The keyset position of `cursor`, if it was issued by us, for this very query, under the
-    /// serving revision.
-    pub fn decode(&self, cursor: &str, shape: &QueryShape<'_>, revision: i64) -> Result<Vec<String>, Problem> {
+    /// The keyset position of `cursor` in `order`, if it was issued by us, for this very query,
+    /// under the serving revision.
+    pub fn decode<K: Keyset>(
+        &self,
+        cursor: &str,
+        shape: &QueryShape<'_>,
+        revision: i64,
+        order: K::Order,
+    ) -> Result<K, Problem> {
         let invalid = |reason: &str| invalid_cursor(cursor, reason);
         if cursor.len() > MAX_CURSOR_BYTES {
             return Err(invalid("the cursor is longer than any cursor this API issues"));
@@ -126,13 +145,9 @@ impl CursorCodec {
         if payload.r != revision {
             return Err(invalid("the data was republished since the cursor was issued"));
         }
-        Ok(payload.p)
+        // A cursor that verified but whose position this list cannot read: a defect or an old format.
+        K::read(&payload.p, order).ok_or_else(|| invalid("the cursor's position is unreadable"))
     }
-}
-
-/// A cursor that verified but whose position an endpoint cannot read (a defect or an old format).
-pub fn unreadable_position(cursor: &str) -> Problem {
-    invalid_cursor(cursor, "the cursor's position is unreadable")
 }
 
 fn invalid_cursor(cursor: &str, reason: &str) -> Problem {
@@ -152,6 +167,24 @@ fn invalid_cursor(cursor: &str, reason: &str) -> Problem {
 mod tests {
     use super::*;
 
+    /// A position as plain text.
+    #[derive(Debug, PartialEq)]
+    struct Texts(Vec<String>);
+
+    impl Keyset for Texts {
+        type Order = ();
+        fn values(&self) -> Vec<String> {
+            self.0.clone()
+        }
+        fn read(values: &[String], (): ()) -> Option<Self> {
+            Some(Self(values.to_vec()))
+        }
+    }
+
+    fn texts(values: &[&str]) -> Texts {
+        Texts(values.iter().map(|v| (*v).to_owned()).collect())
+    }
+
     fn shape(limit: u32, dao: &str) -> QueryShape<'static> {
         QueryShape { endpoint: "daos_list", filters: vec![("daoId", dao.to_owned())], limit }
     }
@@ -159,26 +192,27 @@ mod tests {
     #[test]
     fn round_trips_and_refuses_everything_else() {
         let codec = CursorCodec::new(b"secret");
-        let c = codec.encode(&shape(25, ""), 7, vec!["arbitrum".into()]);
+        let c = codec.encode(&shape(25, ""), 7, &texts(&["arbitrum"]));
         assert!(c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "URL-safe: {c}");
-        assert_eq!(codec.decode(&c, &shape(25, ""), 7).unwrap(), vec!["arbitrum".to_owned()]);
-        let code = |r: Result<Vec<String>, Problem>| r.unwrap_err().code;
-        assert_eq!(code(codec.decode(&c, &shape(26, ""), 7)), ErrorCode::InvalidCursor, "another limit");
-        assert_eq!(code(codec.decode(&c, &shape(25, "lido"), 7)), ErrorCode::InvalidCursor, "another filter");
-        assert_eq!(code(codec.decode(&c, &shape(25, ""), 8)), ErrorCode::InvalidCursor, "republished");
-        assert_eq!(code(CursorCodec::new(b"other").decode(&c, &shape(25, ""), 7)), ErrorCode::InvalidCursor, "forged");
+        assert_eq!(codec.decode::<Texts>(&c, &shape(25, ""), 7, ()).unwrap(), texts(&["arbitrum"]));
+        let code = |r: Result<Texts, Problem>| r.unwrap_err().code;
+        assert_eq!(code(codec.decode(&c, &shape(26, ""), 7, ())), ErrorCode::InvalidCursor, "another limit");
+        assert_eq!(code(codec.decode(&c, &shape(25, "lido"), 7, ())), ErrorCode::InvalidCursor, "another filter");
+        assert_eq!(code(codec.decode(&c, &shape(25, ""), 8, ())), ErrorCode::InvalidCursor, "republished");
+        let forged = CursorCodec::new(b"other").decode(&c, &shape(25, ""), 7, ());
+        assert_eq!(code(forged), ErrorCode::InvalidCursor, "forged");
         let other_endpoint = QueryShape { endpoint: "voters_list", ..shape(25, "") };
-        assert_eq!(code(codec.decode(&c, &other_endpoint, 7)), ErrorCode::InvalidCursor);
+        assert_eq!(code(codec.decode(&c, &other_endpoint, 7, ())), ErrorCode::InvalidCursor);
         for i in 0..c.len() {
             let mut bytes = c.clone().into_bytes();
             bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
             let flipped = String::from_utf8(bytes).unwrap();
             if flipped != c {
-                assert!(codec.decode(&flipped, &shape(25, ""), 7).is_err(), "flipped byte {i}");
+                assert!(codec.decode::<Texts>(&flipped, &shape(25, ""), 7, ()).is_err(), "flipped byte {i}");
             }
         }
         for junk in ["", "!!!", "AAAA", &"A".repeat(600)] {
-            assert!(codec.decode(junk, &shape(25, ""), 7).is_err(), "{junk:?}");
+            assert!(codec.decode::<Texts>(junk, &shape(25, ""), 7, ()).is_err(), "{junk:?}");
         }
     }
 
@@ -186,7 +220,7 @@ mod tests {
     fn a_long_position_stays_under_the_bound() {
         let codec = CursorCodec::new(&[7u8; 32]);
         let key = "9".repeat(78) + "." + &"9".repeat(30);
-        let c = codec.encode(&shape(100, "arbitrum"), i64::MAX, vec![key, format!("0x{}", "a".repeat(64))]);
+        let c = codec.encode(&shape(100, "arbitrum"), i64::MAX, &Texts(vec![key, format!("0x{}", "a".repeat(64))]));
         assert!(c.len() <= MAX_CURSOR_BYTES, "{}", c.len());
     }
 }

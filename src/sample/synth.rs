@@ -19,6 +19,7 @@ use crate::contract::vocabulary::{ProposalSource, ProposalState, RunStatus, RunT
 use crate::store::address::AccountBytes;
 use crate::store::entities::{dao, data_source, ingestion_run, proposal, source_watermark, vote, voter};
 use crate::store::publish::{self, now_ms};
+use crate::store::stored::{Choices, Scores};
 use crate::store::{address, keys, sort_keys};
 
 /// What to generate.
@@ -87,7 +88,7 @@ const DAY_MS: i64 = 86_400_000;
 const VOTING_MS: i64 = 5 * DAY_MS;
 /// Zipf exponent of proposal sizes.
 const SIZE_SKEW: f64 = 1.2;
-const CHOICES: &str = r#"["For","Against","Abstain"]"#;
+const CHOICES: [&str; 3] = ["For", "Against", "Abstain"];
 const ORIGIN: &str = "synthetic";
 
 /// One planned vote, compact: the plan of a million votes fits in a few tens of megabytes.
@@ -377,8 +378,8 @@ async fn write_proposals(
             author: Set(addresses[i % addresses.len()].clone()),
             voting_type: Set(Some("single-choice".to_owned())),
             state: Set(ProposalState::Closed),
-            choices: Set(Some(CHOICES.to_owned())),
-            scores: Set(Some(serde_json::to_string(&score_texts)?)),
+            choices: Set(Some(Choices(CHOICES.map(str::to_owned).to_vec()))),
+            scores: Set(Some(Scores(score_texts))),
             scores_total: Set(Some(micro_text(total))),
             scores_state: Set(Some("final".to_owned())),
             quorum: Set(Some("0".to_owned())),

@@ -17,7 +17,7 @@ pub struct ActivityFilter {
     /// Inclusive lower bound on the entry's time.
     pub since_ms: Option<i64>,
     /// Keyset position `(time, entry, id)` of the last row served (v2 pages).
-    pub after: Option<(i64, String, i64)>,
+    pub after: Option<super::keysets::ActivityAfter>,
 }
 
 /// Which table an entry comes from.
@@ -149,7 +149,9 @@ fn side_conditions(
     }
     // The merged order is (time desc, entry asc, id desc); the entry is a constant per side, so
     // the keyset condition of one side reduces to a comparison of its own time and id.
-    if let (Some(entry), Some((t, last_entry, last_id))) = (keyset, &filter.after) {
+    if let (Some(entry), Some(super::keysets::ActivityAfter { ms: t, entry: last_entry, id: last_id })) =
+        (keyset, &filter.after)
+    {
         match entry.cmp(last_entry.as_str()) {
             std::cmp::Ordering::Less => push(&format!("x.{time_col} < ?"), (*t).into(), values),
             std::cmp::Ordering::Greater => push(&format!("x.{time_col} <= ?"), (*t).into(), values),

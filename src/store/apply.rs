@@ -23,6 +23,7 @@ use super::publish::{Scope, TallyDelta, Touched};
 use super::staging::{
     self, DelegateRecord, DelegationRecord, PostRecord, ProposalRecord, ProposalUpdate, Record, TopicRecord, VoteRecord,
 };
+use super::stored::{Choices, Scores, Tags};
 use super::upsert::{Changes, TableCounts, by_key, stored, upsert};
 use super::{address, keys, publish, sort_keys};
 use crate::contract::decimal;
@@ -458,8 +459,8 @@ impl Applier<'_> {
                 author: r.author.clone(),
                 voting_type: r.voting_type.clone().or_else(|| kept!(old, voting_type)),
                 state: r.state,
-                choices: json_list(&r.choices).or_else(|| kept!(old, choices)),
-                scores: json_list(&r.scores).or_else(|| kept!(old, scores)),
+                choices: r.choices.clone().map(Choices).or_else(|| kept!(old, choices)),
+                scores: r.scores.clone().map(Scores).or_else(|| kept!(old, scores)),
                 scores_total: r.scores_total.clone().or_else(|| kept!(old, scores_total)),
                 scores_state: r.scores_state.clone().or_else(|| kept!(old, scores_state)),
                 quorum: r.quorum.clone().or_else(|| kept!(old, quorum)),
@@ -510,7 +511,7 @@ impl Applier<'_> {
             if let Some(state) = r.state {
                 desired.state = state;
             }
-            desired.scores = json_list(&r.scores).or(desired.scores);
+            desired.scores = r.scores.clone().map(Scores).or(desired.scores);
             desired.scores_total = r.scores_total.clone().or(desired.scores_total);
             desired.quorum = r.quorum.clone().or(desired.quorum);
             desired.start_ms = r.start_ms.or(desired.start_ms);
@@ -685,7 +686,7 @@ impl Applier<'_> {
                 slug: r.slug.clone(),
                 url: r.url.clone(),
                 category_id: r.category_id,
-                tags: json_list(&r.tags),
+                tags: r.tags.clone().map(Tags),
                 author: r.author.clone().or_else(|| kept!(old, author)),
                 posts_count: r.posts_count,
                 reply_count: r.reply_count,
@@ -866,10 +867,6 @@ pub const GOVERNOR_ORIGIN: &str = "governor-logs";
 fn add(total: &mut TableCounts, more: TableCounts) {
     total.inserted += more.inserted;
     total.updated += more.updated;
-}
-
-fn json_list(values: &Option<Vec<String>>) -> Option<String> {
-    values.as_ref().map(|v| serde_json::to_string(v).expect("a list of strings serialises"))
 }
 
 /// The leading choice's share of the total in percent (exact, as text), when both are known.

@@ -26,10 +26,14 @@ pub async fn list(db: &impl ConnectionTrait, limit: u64, offset: u64) -> Result<
 }
 
 /// Up to `limit` DAOs ordered by id, after `after` (keyset: page 1,000 costs what page 1 costs).
-pub async fn list_after(db: &impl ConnectionTrait, after: Option<&str>, limit: u64) -> Result<Vec<DaoRecord>, DbErr> {
+pub async fn list_after(
+    db: &impl ConnectionTrait,
+    after: Option<&super::keysets::DaoAfter>,
+    limit: u64,
+) -> Result<Vec<DaoRecord>, DbErr> {
     let mut query = dao::Entity::find().order_by_asc(dao::Column::Id).limit(limit);
     if let Some(after) = after {
-        query = query.filter(dao::Column::Id.gt(after));
+        query = query.filter(dao::Column::Id.gt(&after.0));
     }
     attach(db, query.all(db).await?).await
 }

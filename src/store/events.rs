@@ -286,7 +286,7 @@ pub struct EventFilter {
     pub from_ms: Option<i64>,
     pub to_ms: Option<i64>,
     /// Keyset position `(occurred_ms, id)` of the last row served (v2 pages).
-    pub after: Option<(i64, i64)>,
+    pub after: Option<super::keysets::TimeAfter>,
 }
 
 /// An event with its subject's title, key and link.
@@ -355,7 +355,7 @@ fn conditions(filter: &EventFilter, alias: &str, time_col: &str, values: &mut Ve
     if let Some(kind) = filter.kind {
         push(format!("{alias}.kind = ?"), kind.as_str().into(), values);
     }
-    if let Some((t, id)) = filter.after {
+    if let Some(super::keysets::TimeAfter { ms: t, id }) = filter.after {
         // The leading `time <= t` is implied but lets the planner seek (see `store::after_desc`).
         values.extend([Value::from(t), Value::from(t), Value::from(t), Value::from(id)]);
         let n = values.len();

@@ -12,6 +12,7 @@ pub mod facts;
 pub mod freshness;
 pub mod items;
 pub mod keys;
+pub mod keysets;
 pub mod migration;
 pub mod payments;
 pub mod proposals;

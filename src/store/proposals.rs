@@ -7,6 +7,7 @@ use sea_orm::{
 
 use super::address::{self, AccountBytes};
 use super::entities::{proposal, vote};
+use super::keysets::{TimeAfter, VoteAfter};
 use super::voters::VOTER_ENS;
 
 /// Proposal list orders.
@@ -28,12 +29,12 @@ pub struct ProposalFilter<'a> {
     pub window: Option<(i64, i64)>,
 }
 
-/// Up to `limit` proposals after the keyset position `(time, id)`.
+/// Up to `limit` proposals after the keyset position `(time, id)` (`proposal::Model::keyset`).
 pub async fn list(
     db: &impl ConnectionTrait,
     filter: &ProposalFilter<'_>,
     order: ProposalOrder,
-    after: Option<(i64, i64)>,
+    after: Option<TimeAfter>,
     limit: u64,
 ) -> Result<Vec<proposal::Model>, DbErr> {
     let time = match order {
@@ -56,8 +57,8 @@ pub async fn list(
     if let Some((from, to)) = filter.window {
         q = q.filter(time.gte(from)).filter(time.lte(to));
     }
-    if let Some((t, id)) = after {
-        q = q.filter(super::after_desc(time, proposal::Column::Id, (t, id)));
+    if let Some(TimeAfter { ms, id }) = after {
+        q = q.filter(super::after_desc(time, proposal::Column::Id, (ms, id)));
     }
     q.order_by_desc(time).order_by_desc(proposal::Column::Id).limit(limit).all(db).await
 }
@@ -73,13 +74,6 @@ pub enum VoteOrder {
     Power,
     /// Newest first (`ix_votes_proposal_time`).
     Time,
-}
-
-/// Where a vote page resumes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VoteAfter {
-    Power { vp_sort: String, voter: AccountBytes },
-    Time { created_ms: i64, id: i64 },
 }
 
 /// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
@@ -121,10 +115,10 @@ pub async fn votes(
         q = q.filter(C::Choice.eq(c));
     }
     q = match after {
-        Some(VoteAfter::Power { vp_sort, voter }) => {
-            q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter)))
+        Some(VoteAfter::Power { power, voter }) => {
+            q.filter(super::after_desc_asc(C::VpSort, C::Voter, (power.sort, voter)))
         }
-        Some(VoteAfter::Time { created_ms, id }) => q.filter(super::after_desc(C::CreatedMs, C::Id, (created_ms, id))),
+        Some(VoteAfter::Time(TimeAfter { ms, id })) => q.filter(super::after_desc(C::CreatedMs, C::Id, (ms, id))),
         None => q,
     };
     q = match order {

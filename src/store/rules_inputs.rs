@@ -17,8 +17,10 @@ impl FromQueryResult for ProposalInput {
             author: row.try_get(pre, "author")?,
             voting_type: row.try_get(pre, "voting_type")?,
             // Parsed as its enum (`store::stored`): an unknown state fails the read.
+            // Parsed as its enum (`store::stored`): an unknown state fails the read.
             state: row.try_get(pre, "state")?,
-            choices: row.try_get(pre, "choices")?,
+            // Parsed as its JSON list (`store::stored`): text that is no list of strings fails the read.
+            choices: row.try_get::<Option<super::stored::Choices>>(pre, "choices")?.map(|c| c.0),
             scores_total: row.try_get(pre, "scores_total")?,
             quorum: row.try_get(pre, "quorum")?,
             start_ms: row.try_get(pre, "start_ms")?,

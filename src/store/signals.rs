@@ -361,13 +361,13 @@ pub async fn list(
 pub async fn list_after(
     db: &impl ConnectionTrait,
     filter: &SignalFilter,
-    after: Option<(i64, i64)>,
+    after: Option<super::keysets::TimeAfter>,
     limit: u64,
 ) -> Result<Vec<SignalRecord>, DbErr> {
     use signal::Column as S;
     let mut query = filtered(filter);
-    if let Some((t, id)) = after {
-        query = query.filter(super::after_desc(S::DetectedMs, S::Id, (t, id)));
+    if let Some(after) = after {
+        query = query.filter(super::after_desc(S::DetectedMs, S::Id, (after.ms, after.id)));
     }
     with_subjects(db, query.limit(limit).all(db).await?).await
 }

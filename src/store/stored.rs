@@ -1,6 +1,8 @@
 //! Where a stored value is parsed: the vocabulary (`contract::vocabulary`, `contract::events`,
 //! `contract::signals`) as sea-orm column types, string-valued active enums over the existing text
-//! columns (no schema change: each reports `String`'s column type).
+//! columns (no schema change: each reports `String`'s column type); and the JSON lists a proposal
+//! or a forum topic holds ([`Choices`], [`Scores`], [`Tags`]), typed over their text columns the
+//! same way.
 //!
 //! Entities and read rows carry these enums, so a value is parsed once, when its row is read,
 //! and nothing downstream parses stored text again.
@@ -12,13 +14,53 @@
 //! (`api::store_errors`). Why not skip the row: a skipped row makes a list, a total, a brief or
 //! a cursor page silently incomplete while saying it is whole, and a value is never served as
 //! another one. A loud failure is the only answer that stays honest, and it cannot happen with
-//! the writers of this build (they write from the same enums).
+//! the writers of this build (they write from the same enums). The same holds for a JSON list
+//! column whose text is not an array of strings: every writer writes one from its `Vec<String>`
+//! (`store::apply`, `sample`), so no stored row holds numbers or other values there.
 use sea_orm::sea_query::{ArrayType, ColumnType, Nullable, Value, ValueType, ValueTypeErr};
 use sea_orm::{ActiveEnum, ColIdx, ColumnDef, DbErr, QueryResult, TryGetError, TryGetable};
 
 use crate::contract::events::EventKind;
 use crate::contract::signals::{Severity, SignalKind};
 use crate::contract::vocabulary::{ItemKind, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
+
+/// The column type of a type stored as text: `String`'s, its text parsed by `$parse`
+/// (`&String` → `Result<Self, DbErr>`) when its row is read, a parse failure failing the read.
+macro_rules! read_from_text {
+    ($name:ident, $parse:expr) => {
+        impl Nullable for $name {
+            fn null() -> Value {
+                <String as Nullable>::null()
+            }
+        }
+
+        impl ValueType for $name {
+            fn try_from(v: Value) -> Result<Self, ValueTypeErr> {
+                let text = <String as ValueType>::try_from(v)?;
+                $parse(&text).map_err(|_| ValueTypeErr)
+            }
+
+            fn type_name() -> String {
+                stringify!($name).to_owned()
+            }
+
+            fn array_type() -> ArrayType {
+                <String as ValueType>::array_type()
+            }
+
+            fn column_type() -> ColumnType {
+                <String as ValueType>::column_type()
+            }
+        }
+
+        impl TryGetable for $name {
+            fn try_get_by<I: ColIdx>(res: &QueryResult, idx: I) -> Result<Self, TryGetError> {
+                let text = <String as TryGetable>::try_get_by(res, idx)?;
+                $parse(&text).map_err(TryGetError::DbErr)
+            }
+        }
+    };
+}
 
 /// Makes each vocabulary a string-valued active enum (what `DeriveActiveEnum` with
 /// `rs_type = "String"` generates, written here because `contract` stays free of the database).
@@ -59,37 +101,7 @@ macro_rules! stored_as_text {
             }
         }
 
-        impl Nullable for $name {
-            fn null() -> Value {
-                <String as Nullable>::null()
-            }
-        }
-
-        impl ValueType for $name {
-            fn try_from(v: Value) -> Result<Self, ValueTypeErr> {
-                let text = <String as ValueType>::try_from(v)?;
-                Self::parse(&text).map_err(|_| ValueTypeErr)
-            }
-
-            fn type_name() -> String {
-                stringify!($name).to_owned()
-            }
-
-            fn array_type() -> ArrayType {
-                <String as ValueType>::array_type()
-            }
-
-            fn column_type() -> ColumnType {
-                <String as ValueType>::column_type()
-            }
-        }
-
-        impl TryGetable for $name {
-            fn try_get_by<I: ColIdx>(res: &QueryResult, idx: I) -> Result<Self, TryGetError> {
-                let text = <String as TryGetable>::try_get_by(res, idx)?;
-                <Self as ActiveEnum>::try_from_value(&text).map_err(TryGetError::DbErr)
-            }
-        }
+        read_from_text!($name, <$name as ActiveEnum>::try_from_value);
     )+};
 }
 
@@ -105,6 +117,49 @@ stored_as_text!(
     Severity
 );
 
+/// Makes each list a JSON-array-of-strings column type over the existing text column (no
+/// schema change): written as the JSON text of its strings, parsed once when its row is read.
+/// Text that is not a JSON array of strings fails the read, as an unknown vocabulary value does
+/// (the writers of this build write only from these lists, `store::apply`).
+macro_rules! stored_as_json_strings {
+    ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct $name(pub Vec<String>);
+
+        impl $name {
+            /// The text a column holds.
+            pub fn to_json(&self) -> String {
+                serde_json::to_string(&self.0).expect("a list of strings serialises")
+            }
+
+            /// The list a column's text holds.
+            pub fn from_json(text: &str) -> Result<Self, DbErr> {
+                serde_json::from_str(text).map(Self).map_err(|e| {
+                    DbErr::Type(format!("`{text}` is not a JSON array of strings ({}): {e}", stringify!($name)))
+                })
+            }
+        }
+
+        impl From<$name> for Value {
+            fn from(v: $name) -> Value {
+                Value::from(v.to_json())
+            }
+        }
+
+        read_from_text!($name, $name::from_json);
+    )+};
+}
+
+stored_as_json_strings!(
+    /// A proposal's choice labels, in upstream order (choice `n` is the `n`-th, from 1).
+    Choices,
+    /// A proposal's per-choice upstream scores, exact decimal text as received, in choice order.
+    Scores,
+    /// A forum topic's tags.
+    Tags,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +173,15 @@ mod tests {
         let err = <SignalKind as ActiveEnum>::try_from_value(&"close-race".to_owned()).unwrap_err();
         assert_eq!(err.to_string(), "Type Error: `close-race` is not a known signal kind");
         assert_eq!(<EventKind as ValueType>::column_type(), <String as ValueType>::column_type());
+    }
+
+    #[test]
+    fn json_lists_are_strings_or_fail() {
+        let choices = Choices(vec!["For".into(), "Against".into()]);
+        assert_eq!(choices.to_json(), r#"["For","Against"]"#);
+        assert_eq!(Choices::from_json(&choices.to_json()).unwrap(), choices);
+        assert!(Scores::from_json("[1, 2.5]").is_err(), "a number is no exact decimal text");
+        assert!(Tags::from_json("not json").is_err());
+        assert_eq!(<Scores as ValueType>::column_type(), <String as ValueType>::column_type());
     }
 }

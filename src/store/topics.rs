@@ -14,7 +14,7 @@ pub async fn list(
     db: &impl ConnectionTrait,
     dao_id: Option<&str>,
     window: Option<(i64, i64)>,
-    after: Option<(i64, i64)>,
+    after: Option<super::keysets::TimeAfter>,
     limit: u64,
 ) -> Result<Vec<TopicRecord>, DbErr> {
     use forum_topic::Column as C;
@@ -25,8 +25,8 @@ pub async fn list(
     if let Some((from, to)) = window {
         q = q.filter(C::CreatedMs.gte(from)).filter(C::CreatedMs.lte(to));
     }
-    if let Some((t, id)) = after {
-        q = q.filter(super::after_desc(C::CreatedMs, C::Id, (t, id)));
+    if let Some(after) = after {
+        q = q.filter(super::after_desc(C::CreatedMs, C::Id, (after.ms, after.id)));
     }
     let topics = q.order_by_desc(C::CreatedMs).order_by_desc(C::Id).limit(limit).all(db).await?;
     attach(db, topics).await

@@ -55,13 +55,13 @@ pub async fn standing(db: &impl ConnectionTrait, address: &str) -> Result<Standi
 pub async fn ranking(
     db: &impl ConnectionTrait,
     dao_id: &str,
-    after: Option<(String, String)>,
+    after: Option<&super::keysets::RankAfter>,
     limit: u64,
 ) -> Result<Vec<(voter_dao_stat::Model, Option<String>)>, DbErr> {
     use voter_dao_stat::Column as C;
     let mut q = voter_dao_stat::Entity::find().filter(C::DaoId.eq(dao_id));
-    if let Some((vp_sort, voter)) = after {
-        q = q.filter(super::after_desc_asc(C::VpSort, C::Voter, (vp_sort, voter)));
+    if let Some(after) = after {
+        q = q.filter(super::after_desc_asc(C::VpSort, C::Voter, (after.power.sort.clone(), after.voter.clone())));
     }
     q.column_as(Expr::cust(ens_sql(r#""voter_dao_stats"."voter""#)), VOTER_ENS)
         .order_by_desc(C::VpSort)
@@ -128,7 +128,7 @@ pub async fn history(
     address: &str,
     dao_id: Option<&str>,
     window: Option<(i64, i64)>,
-    after: Option<(i64, i64)>,
+    after: Option<super::keysets::TimeAfter>,
     limit: u64,
 ) -> Result<Vec<(vote::Model, proposal::Model)>, DbErr> {
     use vote::Column as C;
@@ -140,8 +140,8 @@ pub async fn history(
     if let Some((from, to)) = window {
         q = q.filter(C::CreatedMs.gte(from)).filter(C::CreatedMs.lte(to));
     }
-    if let Some((t, id)) = after {
-        q = q.filter(super::after_desc(C::CreatedMs, C::Id, (t, id)));
+    if let Some(after) = after {
+        q = q.filter(super::after_desc(C::CreatedMs, C::Id, (after.ms, after.id)));
     }
     let votes = q.order_by_desc(C::CreatedMs).order_by_desc(C::Id).limit(limit).all(db).await?;
     let ids: Vec<i64> = votes.iter().map(|v| v.proposal_id).collect();

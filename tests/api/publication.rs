@@ -58,7 +58,7 @@ async fn reference_facts(db: &DatabaseConnection, p: &proposal::Model) -> govdat
         author: p.author.clone(),
         voting_type: p.voting_type.clone(),
         state: p.state,
-        choices: p.choices.clone(),
+        choices: p.choices.clone().map(|c| c.0),
         scores_total: p.scores_total.clone(),
         quorum: p.quorum.clone(),
         start_ms: p.start_ms,

@@ -1,5 +1,6 @@
 //! `GET /v2/topics` on synthetic forum topics (the sample has none).
 use govdata::store::entities::{forum_post, forum_topic, proposal};
+use govdata::store::stored::Tags;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
 
 use crate::helpers::{fresh_database, spawn_app_on};
@@ -22,7 +23,7 @@ on_both_backends!(topics_walk_and_resolve, |backend: Backend| async move {
             slug: Set(format!("synthetic-topic-{i}")),
             url: Set(format!("https://forum.example/t/synthetic-topic-{i}/{external_id}")),
             category_id: Set(Some(7)),
-            tags: Set(Some(r#"["synthetic"]"#.to_owned())),
+            tags: Set(Some(Tags::from_json(r#"["synthetic"]"#).unwrap())),
             author: Set(Some("synthetic-author".to_owned())),
             posts_count: Set(3),
             reply_count: Set(2),

@@ -265,10 +265,6 @@ fn quorum_status(scores_total: Option<&str>, quorum: Option<&str>) -> QuorumStat
     }
 }
 
-fn labels(choices: Option<&str>) -> Vec<String> {
-    choices.and_then(|c| serde_json::from_str::<Vec<String>>(c).ok()).unwrap_or_default()
-}
-
 fn ingested_tally(t: &Tally, ingested: i64, upstream: Option<i64>, labels: &[String]) -> BriefTally {
     let label = |c: u32| labels.get(c.checked_sub(1)? as usize).cloned();
     BriefTally {
@@ -296,7 +292,7 @@ fn ingested_tally(t: &Tally, ingested: i64, upstream: Option<i64>, labels: &[Str
 
 fn standing(tp: TalliedProposal) -> BriefProposal {
     let TalliedProposal { proposal: p, tally: t } = tp;
-    let labels = labels(p.choices.as_deref());
+    let labels = p.choices.clone().unwrap_or_default().0;
     let tally = ingested_tally(&t, p.ingested_vote_count, p.upstream_vote_count, &labels);
     let leader = tally.choices.first().cloned();
     BriefProposal {

@@ -10,7 +10,7 @@ use crate::api::{
     views::{
         citation::{Citation, EvidenceFacts, citation, evidence_citations, fields},
         item::{ItemRef, topic_ref},
-        proposal::{V1ProposalSummary, json_strings},
+        proposal::V1ProposalSummary,
         voter::{KnownVoters, VoterNames},
     },
 };
@@ -338,8 +338,8 @@ impl Api {
         let topics = store::items::topics_linked_to(db, p.id, EVIDENCE_TOPICS).await?;
 
         let tally = &votes.tally;
-        let labels = json_strings(p.choices.as_deref()).unwrap_or_default();
-        let upstream_scores = json_strings(p.scores.as_deref());
+        let labels = p.choices.clone().unwrap_or_default().0;
+        let upstream_scores = p.scores.clone().map(|s| s.0);
         let (scores_from, choices) = match choice_shares(&labels, upstream_scores.as_deref(), tally) {
             ChoiceShares::Upstream(rows) => (ScoresFrom::Upstream, rows),
             ChoiceShares::IngestedVotes(rows) => (ScoresFrom::IngestedVotes, rows),

@@ -15,7 +15,11 @@ use crate::contract::{
     operations::ActivityListV2,
     params::{V2Limit, V2Timestamp},
 };
-use crate::store::{self, activity::ActivityFilter};
+use crate::store::{
+    self,
+    activity::{ActivityFilter, ActivityRow},
+    keysets::ActivityAfter,
+};
 
 pub struct Api;
 
@@ -47,26 +51,16 @@ impl Api {
     ) -> Result<Json<V2List<ActivityEntry>>, ApiError<ActivityListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let list = Listing::<ActivityListV2>::new(&state, dao_id.as_deref(), limit);
+        let list = Listing::<ActivityListV2, ActivityAfter>::new(&state, dao_id.as_deref(), limit);
         let since_ms = list.since(since.0)?;
         let list = list.filtered(vec![
             ("daoId", dao_id.clone().unwrap_or_default()),
             ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
             ("since", since_ms.to_string()),
         ]);
-        let after = match list.after(cursor.0.as_deref())? {
-            Some(pos) => match pos.values.as_slice() {
-                [t, entry, id] => Some((
-                    t.parse().map_err(|_| pos.unreadable())?,
-                    entry.clone(),
-                    id.parse().map_err(|_| pos.unreadable())?,
-                )),
-                _ => return Err(pos.unreadable().into()),
-            },
-            None => None,
-        };
+        let after = list.after(cursor.0.as_deref())?;
         let filter = ActivityFilter { dao_id, kind: kind.0, since_ms: Some(since_ms), after };
         let (rows, _) = store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
-        Ok(list.page(rows, |r| vec![r.occurred_ms.to_string(), r.entry.clone(), r.id.to_string()], entry_from_row))
+        Ok(list.page(rows, ActivityRow::keyset, entry_from_row))
     }
 }

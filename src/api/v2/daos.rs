@@ -16,7 +16,7 @@ use crate::contract::{
     operations::{DaosGetV2 as Op, DaosListV2},
     params::V2Limit,
 };
-use crate::store;
+use crate::store::{self, keysets::DaoAfter};
 
 pub struct Api;
 
@@ -39,11 +39,12 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<Dao>>, ApiError<DaosListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let list = Listing::<DaosListV2>::new(&state, None, limit);
-        let after = list.after(cursor.0.as_deref())?.and_then(|pos| pos.values.into_iter().next());
-        let rows = store::daos::list_after(&state.db, after.as_deref(), list.rows_to_read()).await?;
-        let daos = rows.into_iter().map(Dao::from_record).collect::<Result<Vec<_>, _>>()?;
-        Ok(list.page(daos, |d| vec![d.dao_id.clone()], |d| d))
+        let list = Listing::<DaosListV2, DaoAfter>::new(&state, None, limit);
+        let after = list.after(cursor.0.as_deref())?;
+        let rows = store::daos::list_after(&state.db, after.as_ref(), list.rows_to_read()).await?;
+        let daos =
+            rows.into_iter().map(|r| Ok((r.keyset(), Dao::from_record(r)?))).collect::<Result<Vec<_>, Problem>>()?;
+        Ok(list.page(daos, |(k, _)| k.clone(), |(_, d)| d))
     }
 
     /// Get one DAO

@@ -15,7 +15,11 @@ use crate::contract::{
     operations::EventsListV2,
     params::{V2Limit, V2Timestamp},
 };
-use crate::store::{self, events::EventFilter};
+use crate::store::{
+    self,
+    events::{EventFilter, EventRow},
+    keysets::TimeAfter,
+};
 
 pub struct Api;
 
@@ -51,16 +55,16 @@ impl Api {
     ) -> Result<Json<V2List<GovernanceEvent>>, ApiError<EventsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let list = Listing::<EventsListV2>::new(&state, dao_id.as_deref(), limit);
+        let list = Listing::<EventsListV2, TimeAfter>::new(&state, dao_id.as_deref(), limit);
         let (from_ms, to_ms) = list.window_or_latest(from.0, to.0)?;
         let list = list.filtered(vec![
             ("daoId", dao_id.clone().unwrap_or_default()),
             ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
             ("window", format!("{from_ms}..{to_ms}")),
         ]);
-        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
+        let after = list.after(cursor.0.as_deref())?;
         let filter = EventFilter { dao_id, kind: kind.0, from_ms: Some(from_ms), to_ms: Some(to_ms), after };
         let (rows, _) = store::events::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
-        Ok(list.page(rows, |r| vec![r.occurred_ms.to_string(), r.id.to_string()], event_from_row))
+        Ok(list.page(rows, EventRow::keyset, event_from_row))
     }
 }

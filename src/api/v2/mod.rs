@@ -17,7 +17,7 @@ use poem_openapi::{
 
 use crate::api::AppState;
 use crate::contract::{
-    cursor::{QueryShape, unreadable_position},
+    cursor::{Keyset, QueryShape},
     envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
     errors::{ParamLocation, Problem},
     ids::{VoterIdentity, parse_voter_identity},
@@ -84,19 +84,21 @@ pub fn window_or_latest(
     Ok(resolve_v2_window(from, to, window)?.unwrap_or((end - window.max_ms(), end)))
 }
 
-/// One v2 list request on its way to a page, for the operation `Op`: the revision its cursors
-/// are bound to, its query shape and its page size. The shape is named by the operation's
-/// declared id, so a cursor of one list is refused by every other; a cursor carries the
-/// filters too, so it is refused after they change.
-pub struct Listing<'s, Op> {
+/// One v2 list request on its way to a page, for the operation `Op` whose rows resume after a
+/// `K` (the list's keyset, a store type): the revision its cursors are bound to, its query shape
+/// and its page size. The shape is named by the operation's declared id, so a cursor of one list
+/// is refused by every other; a cursor carries the filters too, so it is refused after they
+/// change. The position goes into the cursor and comes out of it typed: the handler hands the
+/// store the `K` it read off the last row, and gets back the `K` a cursor carried.
+pub struct Listing<'s, Op, K> {
     state: &'s AppState,
     /// What the answer is served from.
     pub revision: Bound,
     shape: QueryShape<'static>,
-    op: PhantomData<fn() -> Op>,
+    op: PhantomData<fn() -> (Op, K)>,
 }
 
-impl<'s, Op: Operation> Listing<'s, Op> {
+impl<'s, Op: Operation, K: Keyset> Listing<'s, Op, K> {
     /// A list about `dao` (or every DAO), `limit` rows a page.
     pub fn new(state: &'s AppState, dao: Option<&str>, limit: u32) -> Self {
         let shape = QueryShape { endpoint: Op::DECL.id, filters: Vec::new(), limit };
@@ -122,10 +124,17 @@ impl<'s, Op: Operation> Listing<'s, Op> {
     }
 
     /// The position `cursor` carries, checked against this list's shape and revision.
-    pub fn after<'c>(&self, cursor: Option<&'c str>) -> Result<Option<Position<'c>>, Problem> {
-        cursor
-            .map(|c| Ok(Position { values: self.state.cursors.decode(c, &self.shape, self.revision.id)?, cursor: c }))
-            .transpose()
+    pub fn after(&self, cursor: Option<&str>) -> Result<Option<K>, Problem>
+    where
+        K: Keyset<Order = ()>,
+    {
+        self.after_in(cursor, ())
+    }
+
+    /// The position `cursor` carries in the list's `order`, checked against this list's shape
+    /// and revision.
+    pub fn after_in(&self, cursor: Option<&str>, order: K::Order) -> Result<Option<K>, Problem> {
+        cursor.map(|c| self.state.cursors.decode(c, &self.shape, self.revision.id, order)).transpose()
     }
 
     /// Rows to read: one more than a page, to know whether more follow.
@@ -138,7 +147,7 @@ impl<'s, Op: Operation> Listing<'s, Op> {
     pub fn page<R, T: ParseFromJSON + ToJSON + Type>(
         self,
         rows: Vec<R>,
-        position: impl Fn(&R) -> Vec<String>,
+        position: impl Fn(&R) -> K,
         mut item: impl FnMut(R) -> T,
     ) -> Json<V2List<T>> {
         self.page_filter_map(rows, position, |r| Some(item(r)))
@@ -149,14 +158,14 @@ impl<'s, Op: Operation> Listing<'s, Op> {
     pub fn page_filter_map<R, T: ParseFromJSON + ToJSON + Type>(
         self,
         mut rows: Vec<R>,
-        position: impl Fn(&R) -> Vec<String>,
+        position: impl Fn(&R) -> K,
         item: impl FnMut(R) -> Option<T>,
     ) -> Json<V2List<T>> {
         let limit = self.shape.limit;
         let has_more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
         let next_cursor = if has_more {
-            rows.last().map(|r| self.state.cursors.encode(&self.shape, self.revision.id, position(r)))
+            rows.last().map(|r| self.state.cursors.encode(&self.shape, self.revision.id, &position(r)))
         } else {
             None
         };
@@ -167,27 +176,6 @@ impl<'s, Op: Operation> Listing<'s, Op> {
                 freshness: Freshness::new(self.revision.data_as_of_ms, CacheStatus::Fresh),
             },
         })
-    }
-}
-
-/// The keyset position a cursor carried.
-pub struct Position<'c> {
-    pub values: Vec<String>,
-    cursor: &'c str,
-}
-
-impl Position<'_> {
-    /// A `(time, id)` position, the form most lists use.
-    pub fn pair(&self) -> Result<(i64, i64), Problem> {
-        match self.values.as_slice() {
-            [a, b] => Ok((a.parse().map_err(|_| self.unreadable())?, b.parse().map_err(|_| self.unreadable())?)),
-            _ => Err(self.unreadable()),
-        }
-    }
-
-    /// The problem for a position this list cannot read.
-    pub fn unreadable(&self) -> Problem {
-        unreadable_position(self.cursor)
     }
 }
 

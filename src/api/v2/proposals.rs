@@ -24,7 +24,8 @@ use crate::store::{
     self,
     address::AccountBytes,
     entities::proposal,
-    proposals::{ProposalFilter, ProposalOrder, VoteAfter, VoteOrder, VoteWithEns},
+    keysets::{TimeAfter, VoteAfter},
+    proposals::{ProposalFilter, ProposalOrder, VoteOrder, VoteWithEns},
 };
 
 /// Vote counts of a proposal, kept apart.
@@ -257,14 +258,14 @@ impl Api {
         let sort = sort.0.unwrap_or(ProposalSort::Newest);
         let source = source.0.map(|s| s.as_str().to_owned());
         let proposal_state = proposal_state.0.map(|s| s.as_str().to_owned());
-        let list = Listing::<ProposalsListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
+        let list = Listing::<ProposalsListV2, TimeAfter>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
             ("daoId", dao_id.0.clone().unwrap_or_default()),
             ("source", source.clone().unwrap_or_default()),
             ("state", proposal_state.clone().unwrap_or_default()),
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
             ("sort", enum_text(&sort)),
         ]);
-        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
+        let after = list.after(cursor.0.as_deref())?;
         let filter = ProposalFilter {
             dao_id: dao_id.0.as_deref(),
             source: source.as_deref(),
@@ -276,17 +277,7 @@ impl Api {
             ProposalSort::EndTime => ProposalOrder::EndTime,
         };
         let rows = store::proposals::list(&state.db, &filter, order, after, list.rows_to_read()).await?;
-        Ok(list.page(
-            rows,
-            |p| {
-                let t = match order {
-                    ProposalOrder::Newest => p.created_ms,
-                    ProposalOrder::EndTime => p.end_ms.unwrap_or_default(),
-                };
-                vec![t.to_string(), p.id.to_string()]
-            },
-            |p| ProposalSummary::from_model(&p),
-        ))
+        Ok(list.page(rows, |p| p.keyset(order), |p| ProposalSummary::from_model(&p)))
     }
 
     /// Get one proposal
@@ -304,12 +295,11 @@ impl Api {
     ) -> Result<Json<V2Single<ProposalDetail>>, ApiError<ProposalsGetV2>> {
         let p = proposal_by_key(&state, &proposal_key.0).await?;
         let revision = bound(&state, Some(&p.dao_id));
-        let parse_list = |s: &Option<String>| s.as_deref().and_then(|t| serde_json::from_str::<Vec<String>>(t).ok());
         let detail = ProposalDetail {
             summary: ProposalSummary::from_model(&p),
             body: p.body.clone(),
-            choices: parse_list(&p.choices),
-            scores: parse_list(&p.scores),
+            choices: p.choices.clone().map(|c| c.0),
+            scores: p.scores.clone().map(|s| s.0),
             discussion_url: p.discussion_url.clone(),
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
@@ -348,32 +338,17 @@ impl Api {
             None => None,
         };
         let p = proposal_by_key(&state, &proposal_key.0).await?;
-        let list = Listing::<ProposalVotesListV2>::new(&state, Some(&p.dao_id), limit).filtered(vec![
+        let list = Listing::<ProposalVotesListV2, VoteAfter>::new(&state, Some(&p.dao_id), limit).filtered(vec![
             ("proposalKey", p.proposal_key.clone()),
             ("voter", voter.clone().unwrap_or_default()),
             ("choice", choice.0.clone().unwrap_or_default()),
             ("sort", enum_text(&sort)),
         ]);
-        let after = match list.after(cursor.0.as_deref())? {
-            Some(pos) => Some(match sort {
-                VoteSort::Power => match pos.values.as_slice() {
-                    [vp, voter] => VoteAfter::Power {
-                        vp_sort: store::sort_keys::parse_amount(vp).map_err(|_| pos.unreadable())?.1,
-                        voter: AccountBytes::parse(voter).map_err(|_| pos.unreadable())?,
-                    },
-                    _ => return Err(pos.unreadable().into()),
-                },
-                VoteSort::Time => {
-                    let (created_ms, id) = pos.pair()?;
-                    VoteAfter::Time { created_ms, id }
-                }
-            }),
-            None => None,
-        };
         let order = match sort {
             VoteSort::Power => VoteOrder::Power,
             VoteSort::Time => VoteOrder::Time,
         };
+        let after = list.after_in(cursor.0.as_deref(), order)?;
         let voter_bytes = match &voter {
             Some(v) => Some(AccountBytes::parse(v).map_err(|_| Problem::not_found(format!("No voter `{v}`.")))?),
             None => None,
@@ -388,19 +363,6 @@ impl Api {
             list.rows_to_read(),
         )
         .await?;
-        Ok(list.page(
-            rows,
-            |VoteWithEns { vote: v, .. }| match order {
-                // The plain decimal keeps the cursor short; the sort key is rebuilt from it.
-                VoteOrder::Power => vec![
-                    crate::contract::decimal::plain(
-                        &crate::contract::decimal::parse(&v.voting_power).unwrap_or_default(),
-                    ),
-                    v.voter.lower(),
-                ],
-                VoteOrder::Time => vec![v.created_ms.to_string(), v.id.to_string()],
-            },
-            vote_row,
-        ))
+        Ok(list.page(rows, |r| r.keyset(order), vote_row))
     }
 }

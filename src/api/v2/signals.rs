@@ -15,7 +15,11 @@ use crate::contract::{
     params::{V2Limit, V2Timestamp},
     signals::Severity,
 };
-use crate::store::{self, signals::SignalFilter};
+use crate::store::{
+    self,
+    keysets::TimeAfter,
+    signals::{SignalFilter, SignalRecord},
+};
 
 pub struct Api;
 
@@ -52,7 +56,7 @@ impl Api {
     ) -> Result<Json<V2List<Signal>>, ApiError<SignalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let list = Listing::<SignalsListV2>::new(&state, dao_id.as_deref(), limit);
+        let list = Listing::<SignalsListV2, TimeAfter>::new(&state, dao_id.as_deref(), limit);
         let (start_ms, end_ms) = list.window_or_latest(from.0, to.0)?;
         let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
         let list = list.filtered(vec![
@@ -61,11 +65,10 @@ impl Api {
             ("severity", filter.severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
             ("window", format!("{start_ms}..{end_ms}")),
         ]);
-        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
+        let after = list.after(cursor.0.as_deref())?;
         let rows = store::signals::list_after(&state.db, &filter, after, list.rows_to_read()).await?;
-        let positions: Vec<Vec<String>> =
-            rows.iter().map(|r| vec![r.signal.detected_ms.to_string(), r.signal.id.to_string()]).collect();
+        let positions: Vec<TimeAfter> = rows.iter().map(SignalRecord::keyset).collect();
         let items: Vec<_> = positions.into_iter().zip(Signal::from_records(&state.db, rows).await?).collect();
-        Ok(list.page(items, |(p, _)| p.clone(), |(_, s)| s))
+        Ok(list.page(items, |(p, _)| *p, |(_, s)| s))
     }
 }

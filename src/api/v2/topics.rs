@@ -17,7 +17,7 @@ use crate::contract::{
     operations::{Operation, TopicsGetV2, TopicsListV2},
     params::{V2Limit, V2Timestamp, resolve_v2_window},
 };
-use crate::store;
+use crate::store::{self, keysets::TimeAfter};
 
 pub struct Api;
 
@@ -46,15 +46,15 @@ impl Api {
     ) -> Result<Json<V2List<ForumTopicItem>>, ApiError<TopicsListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let window = resolve_v2_window(from.0, to.0, <TopicsListV2 as Operation>::WINDOW)?;
-        let list = Listing::<TopicsListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
+        let list = Listing::<TopicsListV2, TimeAfter>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
             ("daoId", dao_id.0.clone().unwrap_or_default()),
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
         ]);
-        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
+        let after = list.after(cursor.0.as_deref())?;
         let rows = store::topics::list(&state.db, dao_id.0.as_deref(), window, after, list.rows_to_read()).await?;
         Ok(list.page(
             rows,
-            |(t, _, _)| vec![t.created_ms.to_string(), t.id.to_string()],
+            |(t, _, _)| t.keyset(),
             |(t, post, linked)| ForumTopicItem::build(&t, post.as_ref(), linked.as_ref()),
         ))
     }

@@ -25,7 +25,10 @@ use crate::contract::{
     params::{V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::rules::tally::share;
-use crate::store;
+use crate::store::{
+    self,
+    keysets::{RankAfter, TimeAfter},
+};
 
 /// A voter's place in one DAO's ranking.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -206,20 +209,11 @@ impl Api {
         let dao = dao_id.0.parse().map_err(|received| no_dao(&received))?;
         let dao = store::daos::get(&state.db, dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
-        let list = Listing::<VotersListV2>::new(&state, Some(&dao.dao.id), limit)
+        let list = Listing::<VotersListV2, RankAfter>::new(&state, Some(&dao.dao.id), limit)
             .filtered(vec![("daoId", dao.dao.id.clone())]);
-        let (after, rank0) = match list.after(cursor.0.as_deref())? {
-            Some(pos) => match pos.values.as_slice() {
-                [vp, voter, rank] => {
-                    let key = store::sort_keys::parse_amount(vp).map_err(|_| pos.unreadable())?.1;
-                    (Some((key, voter.clone())), rank.parse::<u64>().map_err(|_| pos.unreadable())?)
-                }
-                _ => return Err(pos.unreadable().into()),
-            },
-            None => (None, 0),
-        };
-        let rows = store::voters::ranking(&state.db, &dao.dao.id, after, list.rows_to_read()).await?;
-        let mut rank = rank0;
+        let after = list.after(cursor.0.as_deref())?;
+        let rows = store::voters::ranking(&state.db, &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
+        let mut rank = after.map_or(0, |a| a.rank);
         let ranked: Vec<(u64, _)> = rows
             .into_iter()
             .map(|r| {
@@ -229,15 +223,7 @@ impl Api {
             .collect();
         Ok(list.page(
             ranked,
-            |(rank, (s, _))| {
-                vec![
-                    crate::contract::decimal::plain(
-                        &crate::contract::decimal::parse(&s.voting_power).unwrap_or_default(),
-                    ),
-                    s.voter.clone(),
-                    rank.to_string(),
-                ]
-            },
+            |(rank, (s, _))| s.keyset(*rank),
             |(rank, (s, v))| RankedVoter {
                 rank: rank.to_string(),
                 participation_rate: rate(s.votes_cast, proposals),
@@ -343,17 +329,17 @@ impl Api {
         let voter = store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
         // Every row names the same voter: the one just read (no further query).
         let names = VoterNames::new(voter.address, voter.ens);
-        let list = Listing::<VoterVotesListV2>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
+        let list = Listing::<VoterVotesListV2, TimeAfter>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
             ("voter", addr.clone()),
             ("daoId", dao_id.0.clone().unwrap_or_default()),
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
         ]);
-        let after = list.after(cursor.0.as_deref())?.map(|pos| pos.pair()).transpose()?;
+        let after = list.after(cursor.0.as_deref())?;
         let rows =
             store::voters::history(&state.db, &addr, dao_id.0.as_deref(), window, after, list.rows_to_read()).await?;
         Ok(list.page(
             rows,
-            |(v, _)| vec![v.created_ms.to_string(), v.id.to_string()],
+            |(v, _)| v.keyset(),
             |(v, p)| VoterVote {
                 voter: names.clone(),
                 proposal: ItemRef {

@@ -62,24 +62,10 @@ pub struct ProposalItem {
     pub citations: Vec<Citation>,
 }
 
-/// Reads a JSON array column of labels or decimals as strings.
-pub fn json_strings(text: Option<&str>) -> Option<Vec<String>> {
-    let values: Vec<serde_json::Value> = serde_json::from_str(text?).ok()?;
-    Some(
-        values
-            .into_iter()
-            .map(|v| match v {
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            })
-            .collect(),
-    )
-}
-
 impl ProposalItem {
     pub fn from_model(p: &proposal::Model) -> Self {
-        let choices = json_strings(p.choices.as_deref());
-        let scores = json_strings(p.scores.as_deref());
+        let choices = p.choices.clone().map(|c| c.0);
+        let scores = p.scores.clone().map(|s| s.0);
         let mut item = Self {
             dao_id: p.dao_id.clone(),
             source: p.source.as_str().to_owned(),

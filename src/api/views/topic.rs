@@ -4,7 +4,6 @@ use poem_openapi::Object;
 use crate::api::views::{
     citation::Citation,
     item::{ItemRef, proposal_ref},
-    proposal::json_strings,
 };
 use crate::contract::limits::lookup::EXCERPT_CHARS;
 use crate::contract::time::Timestamp;
@@ -128,7 +127,7 @@ impl ForumTopicItem {
             url: t.url.clone(),
             author: t.author.clone(),
             category_id: t.category_id.map(|c| c.to_string()),
-            tags: json_strings(t.tags.as_deref()).unwrap_or_default(),
+            tags: t.tags.clone().unwrap_or_default().0,
             posts_count: t.posts_count.to_string(),
             reply_count: t.reply_count.to_string(),
             views: t.views.to_string(),

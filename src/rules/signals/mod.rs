@@ -165,7 +165,7 @@ pub struct ProposalInput {
     pub author: String,
     pub voting_type: Option<String>,
     pub state: ProposalState,
-    pub choices: Option<String>,
+    pub choices: Option<Vec<String>>,
     pub scores_total: Option<String>,
     pub quorum: Option<String>,
     pub start_ms: Option<i64>,
@@ -302,7 +302,7 @@ impl<'a> Proposal<'a> {
             detected: if closed { row.end_ms.unwrap_or(row.created_ms) } else { as_of },
             scores_total: row.scores_total.as_deref().and_then(|s| decimal::parse(s).ok()),
             quorum: row.quorum.as_deref().and_then(|s| decimal::parse(s).ok()).filter(|q| *q > BigDecimal::zero()),
-            labels: row.choices.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default(),
+            labels: row.choices.clone().unwrap_or_default(),
         }
     }
 

@@ -1,6 +1,8 @@
 //! A Discourse topic, linked to a proposal when its posts cite one.
 use sea_orm::entity::prelude::*;
 
+use crate::store::stored::Tags;
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "forum_topics")]
 pub struct Model {
@@ -17,7 +19,7 @@ pub struct Model {
     pub url: String,
     pub category_id: Option<i64>,
     /// JSON array of tags.
-    pub tags: Option<String>,
+    pub tags: Option<Tags>,
     pub author: Option<String>,
     pub posts_count: i64,
     pub reply_count: i64,

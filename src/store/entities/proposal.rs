@@ -2,6 +2,7 @@
 use sea_orm::entity::prelude::*;
 
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
+use crate::store::stored::{Choices, Scores};
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "proposals")]
@@ -25,9 +26,9 @@ pub struct Model {
     pub voting_type: Option<String>,
     pub state: ProposalState,
     /// JSON array of choice labels, when known.
-    pub choices: Option<String>,
+    pub choices: Option<Choices>,
     /// JSON array of exact decimal strings, one per choice, when known.
-    pub scores: Option<String>,
+    pub scores: Option<Scores>,
     pub scores_total: Option<String>,
     /// Snapshot `scores_state` (`final`, `pending`, ...), when known.
     pub scores_state: Option<String>,

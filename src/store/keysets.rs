@@ -1,0 +1,245 @@
+//! Where each v2 list resumes: one keyset type per list order, read off the last row served
+//! (the `keyset` methods below) and handed back to the seek of the read that continues the list.
+//! A cursor carries it as text, written and read by `contract::cursor` only
+//! ([`Keyset`]): nothing between the store and the cursor restates an order.
+//!
+//! | list                                              | order                              | keyset            |
+//! |---------------------------------------------------|------------------------------------|-------------------|
+//! | DAOs                                              | id asc                             | [`DaoAfter`]      |
+//! | proposals                                         | created or end time desc, id desc  | [`TimeAfter`]     |
+//! | a proposal's votes                                | power desc, voter asc; or time     | [`VoteAfter`]     |
+//! | a DAO's voters                                    | power desc, voter asc (with rank)  | [`RankAfter`]     |
+//! | a voter's votes, events, signals, forum topics    | time desc, id desc                 | [`TimeAfter`]     |
+//! | activity                                          | time desc, entry asc, id desc      | [`ActivityAfter`] |
+use bigdecimal::BigDecimal;
+
+use super::activity::ActivityRow;
+use super::address::AccountBytes;
+use super::daos::DaoRecord;
+use super::entities::{forum_topic, proposal, vote, voter_dao_stat};
+use super::events::EventRow;
+use super::proposals::{ProposalOrder, VoteOrder, VoteWithEns};
+use super::signals::SignalRecord;
+use super::sort_keys::parse_amount;
+use crate::contract::{cursor::Keyset, decimal};
+
+/// After a row of an `(time desc, id desc)` list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeAfter {
+    pub ms: i64,
+    pub id: i64,
+}
+
+impl Keyset for TimeAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.ms.to_string(), self.id.to_string()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [ms, id] => Some(Self { ms: ms.parse().ok()?, id: id.parse().ok()? }),
+            _ => None,
+        }
+    }
+}
+
+/// After a DAO of the list ordered by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaoAfter(pub String);
+
+impl Keyset for DaoAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.0.clone()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        values.first().map(|id| Self(id.clone()))
+    }
+}
+
+/// A voting power in a position: the exact value, which a cursor carries as a plain decimal
+/// (shorter than the key), and the sort key the seek compares, rebuilt from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PowerKey {
+    pub value: BigDecimal,
+    pub sort: String,
+}
+
+impl PowerKey {
+    /// The power of a row: its exact text (stored valid) and its stored sort key.
+    fn of(voting_power: &str, vp_sort: &str) -> Self {
+        Self { value: decimal::parse(voting_power).unwrap_or_default(), sort: vp_sort.to_owned() }
+    }
+
+    fn text(&self) -> String {
+        decimal::plain(&self.value)
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        let (value, sort) = parse_amount(text).ok()?;
+        Some(Self { value, sort })
+    }
+}
+
+/// After a vote of a proposal's votes, in one of its orders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VoteAfter {
+    Power { power: PowerKey, voter: AccountBytes },
+    Time(TimeAfter),
+}
+
+impl Keyset for VoteAfter {
+    type Order = VoteOrder;
+    fn values(&self) -> Vec<String> {
+        match self {
+            Self::Power { power, voter } => vec![power.text(), voter.lower()],
+            Self::Time(t) => t.values(),
+        }
+    }
+    fn read(values: &[String], order: VoteOrder) -> Option<Self> {
+        match (order, values) {
+            (VoteOrder::Power, [power, voter]) => {
+                Some(Self::Power { power: PowerKey::read(power)?, voter: AccountBytes::parse(voter).ok()? })
+            }
+            (VoteOrder::Power, _) => None,
+            (VoteOrder::Time, _) => TimeAfter::read(values, ()).map(Self::Time),
+        }
+    }
+}
+
+/// After a voter of a DAO's ranking, with the rank it was served at (the next page counts on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankAfter {
+    pub power: PowerKey,
+    pub voter: String,
+    pub rank: u64,
+}
+
+impl Keyset for RankAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.power.text(), self.voter.clone(), self.rank.to_string()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [power, voter, rank] => {
+                Some(Self { power: PowerKey::read(power)?, voter: voter.clone(), rank: rank.parse().ok()? })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// After an entry of the activity feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActivityAfter {
+    pub ms: i64,
+    /// `activity::ENTRY_EVENT` or `activity::ENTRY_SIGNAL`.
+    pub entry: String,
+    pub id: i64,
+}
+
+impl Keyset for ActivityAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.ms.to_string(), self.entry.clone(), self.id.to_string()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [ms, entry, id] => Some(Self { ms: ms.parse().ok()?, entry: entry.clone(), id: id.parse().ok()? }),
+            _ => None,
+        }
+    }
+}
+
+impl DaoRecord {
+    pub fn keyset(&self) -> DaoAfter {
+        DaoAfter(self.dao.id.clone())
+    }
+}
+
+impl proposal::Model {
+    /// Where a proposal list in `order` resumes after this proposal (a proposal without an end
+    /// time is not in the end-time order).
+    pub fn keyset(&self, order: ProposalOrder) -> TimeAfter {
+        let ms = match order {
+            ProposalOrder::Newest => self.created_ms,
+            ProposalOrder::EndTime => self.end_ms.unwrap_or_default(),
+        };
+        TimeAfter { ms, id: self.id }
+    }
+}
+
+impl vote::Model {
+    /// Where a list of votes newest first resumes after this vote.
+    pub fn keyset(&self) -> TimeAfter {
+        TimeAfter { ms: self.created_ms, id: self.id }
+    }
+}
+
+impl VoteWithEns {
+    pub fn keyset(&self, order: VoteOrder) -> VoteAfter {
+        let v = &self.vote;
+        match order {
+            VoteOrder::Power => {
+                VoteAfter::Power { power: PowerKey::of(&v.voting_power, &v.vp_sort), voter: v.voter.clone() }
+            }
+            VoteOrder::Time => VoteAfter::Time(v.keyset()),
+        }
+    }
+}
+
+impl voter_dao_stat::Model {
+    /// Where a DAO's ranking resumes after this voter, served at `rank`.
+    pub fn keyset(&self, rank: u64) -> RankAfter {
+        RankAfter { power: PowerKey::of(&self.voting_power, &self.vp_sort), voter: self.voter.clone(), rank }
+    }
+}
+
+impl forum_topic::Model {
+    pub fn keyset(&self) -> TimeAfter {
+        TimeAfter { ms: self.created_ms, id: self.id }
+    }
+}
+
+impl EventRow {
+    pub fn keyset(&self) -> TimeAfter {
+        TimeAfter { ms: self.occurred_ms, id: self.id }
+    }
+}
+
+impl SignalRecord {
+    pub fn keyset(&self) -> TimeAfter {
+        TimeAfter { ms: self.signal.detected_ms, id: self.signal.id }
+    }
+}
+
+impl ActivityRow {
+    pub fn keyset(&self) -> ActivityAfter {
+        ActivityAfter { ms: self.occurred_ms, entry: self.entry.clone(), id: self.id }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_read_back_as_written() {
+        let time = TimeAfter { ms: 1_700_000_000_000, id: 42 };
+        assert_eq!(TimeAfter::read(&time.values(), ()), Some(time));
+        let power = PowerKey::read("1234.50").unwrap();
+        assert_eq!(power.text(), "1234.5");
+        assert_eq!(power.sort, "20412345");
+        let voter = AccountBytes::parse("0x00000000000000000000000000000000000000aa").unwrap();
+        let vote = VoteAfter::Power { power: power.clone(), voter };
+        assert_eq!(VoteAfter::read(&vote.values(), VoteOrder::Power), Some(vote.clone()));
+        assert_eq!(VoteAfter::read(&vote.values(), VoteOrder::Time), None, "a power position is no time position");
+        let rank = RankAfter { power, voter: "0xab".into(), rank: 26 };
+        assert_eq!(RankAfter::read(&rank.values(), ()), Some(rank));
+        let entry = ActivityAfter { ms: 5, entry: "signal".into(), id: 7 };
+        assert_eq!(ActivityAfter::read(&entry.values(), ()), Some(entry));
+        assert_eq!(TimeAfter::read(&["5".into()], ()), None);
+        assert_eq!(TimeAfter::read(&["x".into(), "1".into()], ()), None);
+    }
+}
