@@ -295,7 +295,16 @@ async fn fetch(client: &reqwest::Client, url: &str) -> String {
                 Err(e) => format!("body error: {e}"),
             }
         }
-        Err(e) => format!("request error: {e}"),
+        Err(e) => {
+            // The cause a client can act on is at the end of the chain (reset, closed, refused).
+            let mut cause = std::error::Error::source(&e);
+            let mut text = format!("request error: {e}");
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            text
+        }
     }
 }
 
