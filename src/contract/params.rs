@@ -310,6 +310,73 @@ impl DaoIdParam {
     }
 }
 
+/// `daoId` in a query string: published as a plain string, exactly as before; any text parses.
+/// The handler makes it a [`DaoScope`] once, with [`DaoFilter::resolve`] (an empty value is no
+/// filter) or [`DaoFilter::resolve_keeping_empty`] (an empty value is a DAO no row has), as each
+/// list has always read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaoFilter(String);
+
+plain_string_param!(DaoFilter);
+
+impl ParseFromParameter for DaoFilter {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self(value.to_owned()))
+    }
+}
+
+impl DaoFilter {
+    /// The scope of `param`, an empty value being no filter.
+    pub fn resolve(param: Option<Self>) -> DaoScope {
+        Self::resolve_keeping_empty(param.filter(|p| !p.0.is_empty()))
+    }
+
+    /// The scope of `param`, an empty value being a value no DAO has (it matches nothing).
+    pub fn resolve_keeping_empty(param: Option<Self>) -> DaoScope {
+        match param {
+            None => DaoScope::Every,
+            Some(Self(text)) => DaoId::parse(&text).map_or(DaoScope::NoDao(text), DaoScope::Dao),
+        }
+    }
+}
+
+/// What a `daoId` query filter asks for, parsed once at the handler's edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DaoScope {
+    /// No filter: every DAO.
+    Every,
+    /// One DAO (which may be unknown: then it matches nothing).
+    Dao(DaoId),
+    /// A text that is no DAO id (malformed, another letter case, or empty where that is no
+    /// absence): it matches nothing, and is echoed and bound into cursors as received.
+    NoDao(String),
+}
+
+impl DaoScope {
+    /// The DAO asked for, when the value is a DAO id.
+    pub fn dao(&self) -> Option<&DaoId> {
+        match self {
+            Self::Dao(id) => Some(id),
+            Self::Every | Self::NoDao(_) => None,
+        }
+    }
+
+    /// The value as received, when there is a filter (what is echoed, and what the store is
+    /// asked for: a text that is no DAO id matches no row).
+    pub fn received(&self) -> Option<&str> {
+        match self {
+            Self::Every => None,
+            Self::Dao(id) => Some(id.as_str()),
+            Self::NoDao(text) => Some(text),
+        }
+    }
+
+    /// The filter as a cursor's query shape carries it: the value, or empty when absent.
+    pub fn shape(&self) -> String {
+        self.received().unwrap_or_default().to_owned()
+    }
+}
+
 /// `proposalKey` / `topicKey` in a path: any text parses (the document adds the key pattern);
 /// [`KeyParam::parse`] makes it a `K`, or the VALIDATION_ERROR [`IssuedKey::parse`] answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -510,5 +577,18 @@ mod tests {
         let refused = resolve_v2_since(Some(V2Timestamp(floor - 1)), end, window).unwrap_err();
         assert_eq!(refused.errors.unwrap()[0].name, "since");
         assert_eq!(resolve_v2_since(Some(V2Timestamp(end + 1)), end, window).unwrap(), end + 1);
+    }
+
+    #[test]
+    fn dao_filter_scopes() {
+        let p = |s: &str| Some(DaoFilter::parse_from_parameter(s).unwrap());
+        assert_eq!(DaoFilter::resolve(None), DaoScope::Every);
+        assert_eq!(DaoFilter::resolve(p("")), DaoScope::Every);
+        assert_eq!(DaoFilter::resolve_keeping_empty(p("")), DaoScope::NoDao(String::new()));
+        assert_eq!(DaoFilter::resolve(p("uniswap")).dao().map(DaoId::as_str), Some("uniswap"));
+        let upper = DaoFilter::resolve(p("Uniswap"));
+        assert_eq!(upper, DaoScope::NoDao("Uniswap".to_owned()));
+        assert_eq!((upper.dao(), upper.received(), upper.shape()), (None, Some("Uniswap"), "Uniswap".to_owned()));
+        assert_eq!(DaoScope::Every.shape(), "");
     }
 }

@@ -13,7 +13,7 @@ use crate::contract::{
     events::ActivityKind,
     limits::MostLists,
     operations::{ActivityListV1 as Op, Operation},
-    params::{V1EpochMs, V1Limit, V1Offset, resolve_v1_since},
+    params::{DaoFilter, V1EpochMs, V1Limit, V1Offset, resolve_v1_since},
     time::now_ms,
 };
 use crate::store::{self, activity::ActivityFilter};
@@ -44,7 +44,7 @@ impl Api {
         req: V1Request,
         /// Only activity of this DAO.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Only entries of this kind: an event kind, or `signal` for signals.
         kind: Query<Option<ActivityKind>>,
         /// Only entries at or after this time, epoch milliseconds UTC; at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days before the
@@ -58,15 +58,22 @@ impl Api {
         let mut req = req;
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
-        if let Some(dao) = &dao_id.0 {
-            req.applied("daoId", dao);
+        // As released, an empty `daoId` is a filter (matching nothing), not its absence.
+        let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
+        if let Some(d) = dao.received() {
+            req.applied("daoId", d);
         }
         if let Some(k) = kind.0 {
             req.applied("kind", k.as_str());
         }
         let newest = state.serving.current().data_as_of_ms.unwrap_or_else(now_ms);
         let since = resolve_v1_since("since_ms", since_ms.0.map(|s| s.0), newest, <Op as Operation>::WINDOW, &mut req);
-        let filter = ActivityFilter { dao_id: dao_id.0, kind: kind.0, since_ms: Some(since), after: None };
+        let filter = ActivityFilter {
+            dao_id: dao.received().map(str::to_owned),
+            kind: kind.0,
+            since_ms: Some(since),
+            after: None,
+        };
         let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let data = V1Page { items: rows.into_iter().map(entry_from_row).collect(), total, limit, offset };
         super::answer(&state, req, data)

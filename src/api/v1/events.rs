@@ -13,7 +13,7 @@ use crate::contract::{
     events::EventKind,
     limits::Events,
     operations::{EventsListV1 as Op, Operation},
-    params::{V1EpochMs, V1Limit, V1Offset, resolve_v1_window},
+    params::{DaoFilter, V1EpochMs, V1Limit, V1Offset, resolve_v1_window},
 };
 use crate::store::{self, events::EventFilter};
 
@@ -46,7 +46,7 @@ impl Api {
         end_ms: Query<V1EpochMs>,
         /// Only events of this DAO.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Only events of this kind.
         kind: Query<Option<EventKind>>,
         /// Rows per page.
@@ -59,13 +59,21 @@ impl Api {
             resolve_v1_window(("start_ms", start_ms.0.0), ("end_ms", end_ms.0.0), <Op as Operation>::WINDOW, &mut req);
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
-        if let Some(dao) = &dao_id.0 {
-            req.applied("daoId", dao);
+        // As released, an empty `daoId` is a filter (matching nothing), not its absence.
+        let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
+        if let Some(d) = dao.received() {
+            req.applied("daoId", d);
         }
         if let Some(k) = kind.0 {
             req.applied("kind", k.as_str());
         }
-        let filter = EventFilter { dao_id: dao_id.0, kind: kind.0, from_ms: Some(from), to_ms: Some(to), after: None };
+        let filter = EventFilter {
+            dao_id: dao.received().map(str::to_owned),
+            kind: kind.0,
+            from_ms: Some(from),
+            to_ms: Some(to),
+            after: None,
+        };
         let (rows, total) = store::events::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let data = V1Page { items: rows.into_iter().map(event_from_row).collect(), total, limit, offset };
         super::answer(&state, req, data)

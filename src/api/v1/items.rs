@@ -15,7 +15,7 @@ use crate::api::{
         topic::ForumTopicItem,
     },
 };
-use crate::contract::params::canonical_v1_value;
+use crate::contract::params::{DaoFilter, canonical_v1_value};
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
@@ -128,21 +128,21 @@ impl Api {
         external_id: Path<String>,
         /// The DAO of the item, to choose between items of several DAOs with the same id.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
     ) -> Result<Json<V1Envelope<Item>>, ApiError<Op>> {
         let mut req = req;
         let kind = kind.0;
-        let dao = dao_id.0.filter(|d| !d.is_empty());
-        if let Some(d) = &dao {
+        let dao = DaoFilter::resolve(dao_id.0);
+        if let Some(d) = dao.received() {
             req.applied("daoId", d);
         }
         let db = &state.db;
         let id = canonical_v1_value("externalId", &external_id.0, &mut req);
-        let scope = dao.as_deref().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
+        let scope = dao.received().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
         let data = match kind {
             ItemKind::Proposal => {
                 let mut rows =
-                    store::items::proposals_by_external_id(db, &id, None, dao.as_deref(), ITEM_CANDIDATES).await?;
+                    store::items::proposals_by_external_id(db, &id, None, dao.received(), ITEM_CANDIDATES).await?;
                 if rows.len() > 1 {
                     let candidates = rows
                         .iter()
@@ -162,7 +162,7 @@ impl Api {
                 Item { kind, proposal: Some(ProposalItem::from_model(&p)), forum_topic: None }
             }
             ItemKind::ForumTopic => {
-                let mut rows = store::items::topics_by_external_id(db, &id, dao.as_deref(), ITEM_CANDIDATES).await?;
+                let mut rows = store::items::topics_by_external_id(db, &id, dao.received(), ITEM_CANDIDATES).await?;
                 if rows.len() > 1 {
                     let candidates = rows
                         .iter()

@@ -7,6 +7,7 @@ use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
 use super::V1Tag;
 use crate::api::{AppState, views::proposal::V1ProposalSummary};
 use crate::contract::envelope::AdjustmentReason;
+use crate::contract::params::DaoFilter;
 use crate::contract::urls::{ProposalUrl, parse_url, split_host};
 use crate::contract::vocabulary::{ItemKind, SourceKind};
 use crate::contract::{
@@ -133,7 +134,7 @@ impl Api {
         title: Query<Option<String>>,
         /// Only proposals of this DAO.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
     ) -> Result<Json<V1Envelope<LookupResult>>, ApiError<Op>> {
         let mut req = req;
         let inputs = [("url", url.0), ("externalId", external_id.0), ("title", title.0)];
@@ -167,8 +168,8 @@ impl Api {
                 .into());
             }
         };
-        let dao = dao_id.0.filter(|d| !d.is_empty());
-        if let Some(d) = &dao {
+        let dao = DaoFilter::resolve(dao_id.0);
+        if let Some(d) = dao.received() {
             req.applied("daoId", d);
         }
         req.applied("by", name);
@@ -184,7 +185,7 @@ impl Api {
                     ))
                     .into());
                 };
-                (MatchBy::Url, by_url(db, &parsed, dao.as_deref()).await?)
+                (MatchBy::Url, by_url(db, &parsed, dao.received()).await?)
             }
             "externalId" => {
                 let id = value.trim();
@@ -194,7 +195,7 @@ impl Api {
                     );
                 }
                 let rows =
-                    store::items::proposals_by_external_id(db, id, None, dao.as_deref(), ITEM_CANDIDATES).await?;
+                    store::items::proposals_by_external_id(db, id, None, dao.received(), ITEM_CANDIDATES).await?;
                 (MatchBy::ExternalId, with_identifier_confidence(rows))
             }
             _ => {
@@ -212,12 +213,12 @@ impl Api {
                     // The search uses the first words only: say which.
                     req.adjust("title", &value, words.join(" "), AdjustmentReason::TruncatedToMaxWords);
                 }
-                let ranked = by_title(db, &words, dao.as_deref()).await?;
+                let ranked = by_title(db, &words, dao.received()).await?;
                 match lookup::verdict(&ranked) {
                     Verdict::Match => {}
-                    Verdict::BelowFloor => return Err(below_floor(&value, dao.as_deref(), ranked).into()),
+                    Verdict::BelowFloor => return Err(below_floor(&value, dao.received(), ranked).into()),
                     Verdict::Ambiguous { rivals } => {
-                        return Err(ambiguous(&value, dao.as_deref(), rivals, ranked).into());
+                        return Err(ambiguous(&value, dao.received(), rivals, ranked).into());
                     }
                 }
                 (MatchBy::Title, ranked.into_iter().map(Ranked::into_pair).collect())
@@ -225,7 +226,7 @@ impl Api {
         };
         let mut ranked = ranked.into_iter();
         let Some((confidence, best)) = ranked.next() else {
-            let scope = dao.as_deref().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
+            let scope = dao.received().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
             return Err(Problem::not_found(format!("No proposal{scope} matches `{name}` = `{value}`.")).into());
         };
         let alternatives = ranked

@@ -12,7 +12,7 @@ use crate::contract::{
     errors::ApiError,
     limits::MostLists,
     operations::{Operation, SignalsListV1 as Op},
-    params::{V1EpochMs, V1Limit, V1Offset, resolve_v1_window},
+    params::{DaoFilter, V1EpochMs, V1Limit, V1Offset, resolve_v1_window},
     signals::Severity,
     time::now_ms,
 };
@@ -47,7 +47,7 @@ impl Api {
         req: V1Request,
         /// Only signals of this DAO (a `daoId` of `GET /v1/daos`); an unknown DAO matches nothing.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Only signals of this rule; the schema lists every rule with its definition and thresholds.
         kind: Query<Option<KindFilter>>,
         /// Only signals of this severity.
@@ -63,8 +63,8 @@ impl Api {
         offset: Query<Option<V1Offset>>,
     ) -> Result<Json<V1Envelope<V1Page<Signal>>>, ApiError<Op>> {
         let mut req = req;
-        let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        if let Some(id) = &dao_id {
+        let dao = DaoFilter::resolve(dao_id.0);
+        if let Some(id) = dao.received() {
             // Like every v1 filter, an unknown DAO matches nothing (v1 rejects only what cannot be parsed).
             req.applied("daoId", id);
         }
@@ -80,7 +80,13 @@ impl Api {
         let (start, end) = resolve_v1_window(("start_ms", start), ("end_ms", end), <Op as Operation>::WINDOW, &mut req);
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
-        let filter = SignalFilter { dao_id, kind, severity: severity.0, start_ms: start, end_ms: end };
+        let filter = SignalFilter {
+            dao_id: dao.received().map(str::to_owned),
+            kind,
+            severity: severity.0,
+            start_ms: start,
+            end_ms: end,
+        };
         let (rows, total) = store::signals::list(&state.db, &filter, u64::from(limit), offset).await?;
         let items = Signal::from_records(&state.db, rows).await?;
         let data = V1Page { items, total, limit, offset };

@@ -13,7 +13,7 @@ use crate::contract::{
     events::ActivityKind,
     limits::MostLists,
     operations::ActivityListV2,
-    params::{V2Limit, V2Timestamp},
+    params::{DaoFilter, V2Limit, V2Timestamp},
 };
 use crate::store::{
     self,
@@ -39,7 +39,7 @@ impl Api {
         state: Data<&AppState>,
         /// Only this DAO's activity.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Only entries of this kind (an event kind, or `signal`).
         kind: Query<Option<ActivityKind>>,
         /// Only entries at or after this time; at most {{EVENTS_AND_SIGNALS_WINDOW_DAYS}} days before the newest data.
@@ -50,16 +50,17 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<ActivityEntry>>, ApiError<ActivityListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let list = Listing::<ActivityListV2, ActivityAfter>::new(&state, dao_id.as_deref(), limit);
+        let dao = DaoFilter::resolve(dao_id.0);
+        let list = Listing::<ActivityListV2, ActivityAfter>::new(&state, dao.received(), limit);
         let since_ms = list.since(since.0)?;
         let list = list.filtered(vec![
-            ("daoId", dao_id.clone().unwrap_or_default()),
+            ("daoId", dao.shape()),
             ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
             ("since", since_ms.to_string()),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let filter = ActivityFilter { dao_id, kind: kind.0, since_ms: Some(since_ms), after };
+        let filter =
+            ActivityFilter { dao_id: dao.received().map(str::to_owned), kind: kind.0, since_ms: Some(since_ms), after };
         let (rows, _) = store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
         Ok(list.page(rows, ActivityRow::keyset, entry_from_row))
     }

@@ -13,7 +13,7 @@ use crate::contract::{
     events::EventKind,
     limits::Events,
     operations::EventsListV2,
-    params::{V2Limit, V2Timestamp},
+    params::{DaoFilter, V2Limit, V2Timestamp},
 };
 use crate::store::{
     self,
@@ -41,7 +41,7 @@ impl Api {
         state: Data<&AppState>,
         /// Only events of this DAO.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Only events of this kind.
         kind: Query<Option<EventKind>>,
         /// Window start (inclusive).
@@ -54,16 +54,22 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<GovernanceEvent>>, ApiError<EventsListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let list = Listing::<EventsListV2, TimeAfter>::new(&state, dao_id.as_deref(), limit);
+        let dao = DaoFilter::resolve(dao_id.0);
+        let list = Listing::<EventsListV2, TimeAfter>::new(&state, dao.received(), limit);
         let (from_ms, to_ms) = list.window_or_latest(from.0, to.0)?;
         let list = list.filtered(vec![
-            ("daoId", dao_id.clone().unwrap_or_default()),
+            ("daoId", dao.shape()),
             ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
             ("window", format!("{from_ms}..{to_ms}")),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let filter = EventFilter { dao_id, kind: kind.0, from_ms: Some(from_ms), to_ms: Some(to_ms), after };
+        let filter = EventFilter {
+            dao_id: dao.received().map(str::to_owned),
+            kind: kind.0,
+            from_ms: Some(from_ms),
+            to_ms: Some(to_ms),
+            after,
+        };
         let (rows, _) = store::events::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
         Ok(list.page(rows, EventRow::keyset, event_from_row))
     }

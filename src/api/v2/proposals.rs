@@ -7,18 +7,18 @@ use poem_openapi::{
 };
 
 use super::{Listing, V2Tag, bound, resolve_voter};
+pub use crate::api::views::proposal::{ProposalSummary, VoteCounts};
 use crate::api::{AppState, views::voter::VoterNames};
 use crate::contract::ids::{IssuedKey, ProposalKey};
 use crate::contract::params::KeyParam;
 use crate::contract::time::Timestamp;
-use crate::contract::vocabulary::SourceKind;
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
     limits::{MostLists, ProposalVotes},
     operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
-    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::store::{
     self,
@@ -27,94 +27,6 @@ use crate::store::{
     keysets::{TimeAfter, VoteAfter},
     proposals::{ProposalFilter, ProposalOrder, VoteOrder, VoteWithEns},
 };
-
-/// Vote counts of a proposal, kept apart.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
-pub struct VoteCounts {
-    /// Votes cast according to the upstream (Snapshot `votes`), when known.
-    pub upstream: Option<String>,
-    /// Votes held in this store and served by `/votes`.
-    pub ingested: String,
-}
-
-/// A proposal, without its body and votes.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
-pub struct ProposalSummary {
-    /// Opaque, stable key: use it to address the proposal in v2.
-    pub proposal_key: String,
-    pub dao_id: String,
-    /// `snapshot` or `onchain`.
-    pub source: String,
-    /// The upstream id.
-    pub external_id: String,
-    pub title: String,
-    /// Lowercase 0x address of the author.
-    pub author: String,
-    pub state: String,
-    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`).
-    pub voting_type: Option<String>,
-    pub created_at: Timestamp,
-    pub start_at: Option<Timestamp>,
-    pub end_at: Option<Timestamp>,
-    pub votes: VoteCounts,
-    /// Total voting power cast, exact, as the upstream reported it.
-    pub scores_total: Option<String>,
-    /// Whether the upstream's scores are final (`final`, `pending`), when known.
-    pub scores_state: Option<String>,
-    pub quorum: Option<String>,
-    pub url: Option<String>,
-}
-
-impl poem_openapi::types::Example for ProposalSummary {
-    fn example() -> Self {
-        Self {
-            proposal_key: "p_3q2-7wAAAAAAAAAAAAAAAA".to_owned(),
-            dao_id: "uniswap".to_owned(),
-            source: SourceKind::Snapshot.as_str().to_owned(),
-            external_id: "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf".to_owned(),
-            title: "Strategic Renewal of Gnosis, Linea, and Mantle Deployments".to_owned(),
-            author: "0xa6e8772af29b29b9202a073f8e36f447689beef6".to_owned(),
-            state: "closed".to_owned(),
-            voting_type: Some("basic".to_owned()),
-            created_at: Timestamp::known("2025-12-02T00:00:00.000Z"),
-            start_at: Some(Timestamp::known("2025-12-02T00:00:00.000Z")),
-            end_at: Some(Timestamp::known("2025-12-07T00:00:00.000Z")),
-            votes: VoteCounts { upstream: Some("449".to_owned()), ingested: "100".to_owned() },
-            scores_total: Some("13713881.867694754".to_owned()),
-            scores_state: None,
-            quorum: Some("10000000".to_owned()),
-            url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x1086…".to_owned()),
-        }
-    }
-}
-
-impl ProposalSummary {
-    pub fn from_model(p: &proposal::Model) -> Self {
-        Self {
-            proposal_key: p.proposal_key.clone(),
-            dao_id: p.dao_id.clone(),
-            source: p.source.as_str().to_owned(),
-            external_id: p.external_id.clone(),
-            title: p.title.clone(),
-            author: p.author.clone(),
-            state: p.state.as_str().to_owned(),
-            voting_type: p.voting_type.clone(),
-            created_at: Timestamp::from_ms(p.created_ms),
-            start_at: p.start_ms.map(Timestamp::from_ms),
-            end_at: p.end_ms.map(Timestamp::from_ms),
-            votes: VoteCounts {
-                upstream: p.upstream_vote_count.map(|n| n.to_string()),
-                ingested: p.ingested_vote_count.to_string(),
-            },
-            scores_total: p.scores_total.clone(),
-            scores_state: p.scores_state.clone(),
-            quorum: p.quorum.clone(),
-            url: p.url.clone(),
-        }
-    }
-}
 
 /// A proposal with its text, without its votes.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -236,7 +148,7 @@ impl Api {
         state: Data<&AppState>,
         /// Only this DAO's proposals.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Only proposals from this source.
         source: Query<Option<ProposalSource>>,
         /// Only proposals in this state.
@@ -254,12 +166,14 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<ProposalSummary>>, ApiError<ProposalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
+        // As released, an empty `daoId` is a filter (matching nothing), not its absence.
+        let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
         let window = resolve_v2_window(from.0, to.0, <ProposalsListV2 as Operation>::WINDOW)?;
         let sort = sort.0.unwrap_or(ProposalSort::Newest);
         let source = source.0.map(|s| s.as_str().to_owned());
         let proposal_state = proposal_state.0.map(|s| s.as_str().to_owned());
-        let list = Listing::<ProposalsListV2, TimeAfter>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
-            ("daoId", dao_id.0.clone().unwrap_or_default()),
+        let list = Listing::<ProposalsListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(vec![
+            ("daoId", dao.shape()),
             ("source", source.clone().unwrap_or_default()),
             ("state", proposal_state.clone().unwrap_or_default()),
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
@@ -267,7 +181,7 @@ impl Api {
         ]);
         let after = list.after(cursor.0.as_deref())?;
         let filter = ProposalFilter {
-            dao_id: dao_id.0.as_deref(),
+            dao_id: dao.received(),
             source: source.as_deref(),
             state: proposal_state.as_deref(),
             window,

@@ -12,7 +12,7 @@ use crate::contract::{
     errors::ApiError,
     limits::MostLists,
     operations::SignalsListV2,
-    params::{V2Limit, V2Timestamp},
+    params::{DaoFilter, V2Limit, V2Timestamp},
     signals::Severity,
 };
 use crate::store::{
@@ -40,7 +40,7 @@ impl Api {
         state: Data<&AppState>,
         /// Only signals of this DAO; an unknown DAO matches nothing.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Only signals of this rule; the schema lists every rule with its definition and thresholds.
         kind: Query<Option<KindFilter>>,
         /// Only signals of this severity.
@@ -55,12 +55,18 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<Signal>>, ApiError<SignalsListV2>> {
         let limit = V2Limit::resolve(limit.0);
-        let dao_id = dao_id.0.filter(|d| !d.is_empty());
-        let list = Listing::<SignalsListV2, TimeAfter>::new(&state, dao_id.as_deref(), limit);
+        let dao = DaoFilter::resolve(dao_id.0);
+        let list = Listing::<SignalsListV2, TimeAfter>::new(&state, dao.received(), limit);
         let (start_ms, end_ms) = list.window_or_latest(from.0, to.0)?;
-        let filter = SignalFilter { dao_id, kind: kind.0.map(|k| k.0), severity: severity.0, start_ms, end_ms };
+        let filter = SignalFilter {
+            dao_id: dao.received().map(str::to_owned),
+            kind: kind.0.map(|k| k.0),
+            severity: severity.0,
+            start_ms,
+            end_ms,
+        };
         let list = list.filtered(vec![
-            ("daoId", filter.dao_id.clone().unwrap_or_default()),
+            ("daoId", dao.shape()),
             ("kind", filter.kind.map(|k| k.as_str().to_owned()).unwrap_or_default()),
             ("severity", filter.severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
             ("window", format!("{start_ms}..{end_ms}")),

@@ -15,7 +15,7 @@ use crate::contract::{
     errors::{ApiError, Problem},
     limits::MostLists,
     operations::{Operation, TopicsGetV2, TopicsListV2},
-    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::store::{self, keysets::TimeAfter};
 
@@ -34,7 +34,7 @@ impl Api {
         state: Data<&AppState>,
         /// Only this DAO's topics.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Window start (inclusive), on creation time.
         from: Query<Option<V2Timestamp>>,
         /// Window end (inclusive), on creation time.
@@ -45,13 +45,15 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<ForumTopicItem>>, ApiError<TopicsListV2>> {
         let limit = V2Limit::resolve(limit.0);
+        // As released, an empty `daoId` is a filter (matching nothing), not its absence.
+        let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
         let window = resolve_v2_window(from.0, to.0, <TopicsListV2 as Operation>::WINDOW)?;
-        let list = Listing::<TopicsListV2, TimeAfter>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
-            ("daoId", dao_id.0.clone().unwrap_or_default()),
+        let list = Listing::<TopicsListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(vec![
+            ("daoId", dao.shape()),
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let rows = store::topics::list(&state.db, dao_id.0.as_deref(), window, after, list.rows_to_read()).await?;
+        let rows = store::topics::list(&state.db, dao.received(), window, after, list.rows_to_read()).await?;
         Ok(list.page(
             rows,
             |(t, _, _)| t.keyset(),

@@ -22,7 +22,7 @@ use crate::contract::{
     errors::{ApiError, ParamLocation, Problem},
     limits::MostLists,
     operations::{Operation, VoterVotesListV2, VotersGetV2, VotersListV2},
-    params::{V2Limit, V2Timestamp, resolve_v2_window},
+    params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::rules::tally::share;
 use crate::store::{
@@ -313,7 +313,7 @@ impl Api {
         voter_identity: Path<String>,
         /// Only votes in this DAO.
         #[oai(name = "daoId")]
-        dao_id: Query<Option<String>>,
+        dao_id: Query<Option<DaoFilter>>,
         /// Window start (inclusive).
         from: Query<Option<V2Timestamp>>,
         /// Window end (inclusive).
@@ -324,19 +324,20 @@ impl Api {
         cursor: Query<Option<String>>,
     ) -> Result<Json<V2List<VoterVote>>, ApiError<VoterVotesListV2>> {
         let limit = V2Limit::resolve(limit.0);
+        // As released, an empty `daoId` is a filter (matching nothing), not its absence.
+        let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
         let window = resolve_v2_window(from.0, to.0, <VoterVotesListV2 as Operation>::WINDOW)?;
         let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
         let voter = store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
         // Every row names the same voter: the one just read (no further query).
         let names = VoterNames::new(voter.address, voter.ens);
-        let list = Listing::<VoterVotesListV2, TimeAfter>::new(&state, dao_id.0.as_deref(), limit).filtered(vec![
+        let list = Listing::<VoterVotesListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(vec![
             ("voter", addr.clone()),
-            ("daoId", dao_id.0.clone().unwrap_or_default()),
+            ("daoId", dao.shape()),
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let rows =
-            store::voters::history(&state.db, &addr, dao_id.0.as_deref(), window, after, list.rows_to_read()).await?;
+        let rows = store::voters::history(&state.db, &addr, dao.received(), window, after, list.rows_to_read()).await?;
         Ok(list.page(
             rows,
             |(v, _)| v.keyset(),

@@ -127,7 +127,7 @@ impl ProposalItem {
     }
 }
 
-// v1's summary; v2's is `api::v2::proposals::ProposalSummary`. Each document calls its own
+// v1's summary; v2's is [`ProposalSummary`] below. Each document calls its own
 // `ProposalSummary`, so the schema keeps that name.
 /// A proposal, without its text: enough to recognise it and fetch more.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -197,6 +197,94 @@ impl poem_openapi::types::Example for V1ProposalSummary {
             url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x48e56786fd4ab27c5b089b45be1e914d4a3a0f9d067ac51eff0b26a882e49bde".to_owned()),
             upstream_votes: Some("133".to_owned()),
             ingested_votes: "0".to_owned(),
+        }
+    }
+}
+
+/// Vote counts of a proposal, kept apart.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct VoteCounts {
+    /// Votes cast according to the upstream (Snapshot `votes`), when known.
+    pub upstream: Option<String>,
+    /// Votes held in this store and served by `/votes`.
+    pub ingested: String,
+}
+
+/// A proposal, without its body and votes.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct ProposalSummary {
+    /// Opaque, stable key: use it to address the proposal in v2.
+    pub proposal_key: String,
+    pub dao_id: String,
+    /// `snapshot` or `onchain`.
+    pub source: String,
+    /// The upstream id.
+    pub external_id: String,
+    pub title: String,
+    /// Lowercase 0x address of the author.
+    pub author: String,
+    pub state: String,
+    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`).
+    pub voting_type: Option<String>,
+    pub created_at: Timestamp,
+    pub start_at: Option<Timestamp>,
+    pub end_at: Option<Timestamp>,
+    pub votes: VoteCounts,
+    /// Total voting power cast, exact, as the upstream reported it.
+    pub scores_total: Option<String>,
+    /// Whether the upstream's scores are final (`final`, `pending`), when known.
+    pub scores_state: Option<String>,
+    pub quorum: Option<String>,
+    pub url: Option<String>,
+}
+
+impl poem_openapi::types::Example for ProposalSummary {
+    fn example() -> Self {
+        Self {
+            proposal_key: "p_3q2-7wAAAAAAAAAAAAAAAA".to_owned(),
+            dao_id: "uniswap".to_owned(),
+            source: SourceKind::Snapshot.as_str().to_owned(),
+            external_id: "0x1086839122667be04c0eec25ba224fe4ac1b990383ddfe05b80ce201a06b4abf".to_owned(),
+            title: "Strategic Renewal of Gnosis, Linea, and Mantle Deployments".to_owned(),
+            author: "0xa6e8772af29b29b9202a073f8e36f447689beef6".to_owned(),
+            state: "closed".to_owned(),
+            voting_type: Some("basic".to_owned()),
+            created_at: Timestamp::known("2025-12-02T00:00:00.000Z"),
+            start_at: Some(Timestamp::known("2025-12-02T00:00:00.000Z")),
+            end_at: Some(Timestamp::known("2025-12-07T00:00:00.000Z")),
+            votes: VoteCounts { upstream: Some("449".to_owned()), ingested: "100".to_owned() },
+            scores_total: Some("13713881.867694754".to_owned()),
+            scores_state: None,
+            quorum: Some("10000000".to_owned()),
+            url: Some("https://snapshot.box/#/s:uniswapgovernance.eth/proposal/0x1086…".to_owned()),
+        }
+    }
+}
+
+impl ProposalSummary {
+    pub fn from_model(p: &proposal::Model) -> Self {
+        Self {
+            proposal_key: p.proposal_key.clone(),
+            dao_id: p.dao_id.clone(),
+            source: p.source.as_str().to_owned(),
+            external_id: p.external_id.clone(),
+            title: p.title.clone(),
+            author: p.author.clone(),
+            state: p.state.as_str().to_owned(),
+            voting_type: p.voting_type.clone(),
+            created_at: Timestamp::from_ms(p.created_ms),
+            start_at: p.start_ms.map(Timestamp::from_ms),
+            end_at: p.end_ms.map(Timestamp::from_ms),
+            votes: VoteCounts {
+                upstream: p.upstream_vote_count.map(|n| n.to_string()),
+                ingested: p.ingested_vote_count.to_string(),
+            },
+            scores_total: p.scores_total.clone(),
+            scores_state: p.scores_state.clone(),
+            quorum: p.quorum.clone(),
+            url: p.url.clone(),
         }
     }
 }
