@@ -206,6 +206,7 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{DEFAULT_PAGE_SIZE}}", limits::DEFAULT_PAGE_SIZE.to_string()),
         ("{{EVENTS_AND_SIGNALS_WINDOW_DAYS}}", limits::EVENTS_AND_SIGNALS_WINDOW.max_days.to_string()),
         ("{{PROPOSALS_AND_HISTORY_WINDOW_DAYS}}", limits::PROPOSALS_AND_HISTORY_WINDOW.max_days.to_string()),
+        ("{{FEED_RETENTION_DAYS}}", super::feed::FEED_RETENTION.max_days.to_string()),
         ("{{NOTABLE_VOTE_PERCENT}}", percent(super::events::NOTABLE_VOTE_MIN_SHARE)),
         ("{{EVIDENCE_EVENTS}}", lookup::EVIDENCE_EVENTS.to_string()),
         ("{{EXCERPT_CHARS}}", lookup::EXCERPT_CHARS.to_string()),

@@ -10,6 +10,7 @@ pub mod document;
 pub mod envelope;
 pub mod errors;
 pub mod events;
+pub mod feed;
 pub mod ids;
 pub mod limits;
 pub mod llms;

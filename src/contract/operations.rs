@@ -142,6 +142,15 @@ const LOOKUP_NOTES: &[ErrorNote] = &[ErrorNote {
     example: Problem::lookup_not_found_example,
 }];
 
+/// A feed position older than the retention answers INVALID_CURSOR, with how to resynchronise.
+const FEED_NOTES: &[ErrorNote] = &[ErrorNote {
+    code: ErrorCode::InvalidCursor,
+    text: "INVALID_CURSOR: the cursor cannot be used (restart without it), or `after` is older than the feed \
+           keeps ({{FEED_RETENTION_DAYS}} days): entries after it were pruned. Resynchronise from `GET /v2/events` \
+           and `GET /v2/signals`, then resume from the newest entry.",
+    example: || super::feed::expired(3, 120, "after", super::errors::ParamLocation::Query),
+}];
+
 use Access::{Free, Paid};
 use Tier::{Plus, Standard};
 
@@ -178,6 +187,8 @@ operations! {
     ActivityListV2 = "v2_activity_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/events`
     EventsListV2 = "v2_events_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
+    /// `GET /v2/feed`
+    FeedListV2 = "v2_feed_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, notes FEED_NOTES;
     /// `GET /v2/signals`
     SignalsListV2 = "v2_signals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/proposals`

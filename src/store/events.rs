@@ -9,7 +9,7 @@
 //! transaction) are only inserted when missing, so the connector's row wins. Rows are inserted in
 //! source-row order, so a store loaded the same way numbers its events the same way on both
 //! backends.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bigdecimal::BigDecimal;
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
@@ -59,9 +59,10 @@ fn json_object(fields: &[(&str, &str)]) -> String {
 }
 
 /// Derives every event the stored rows imply, as of `now_ms`. Called by `publish` inside its
-/// transaction, after the per-proposal vote counts are recomputed. Returns the rows written.
-pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scope>) -> Result<u64, DbErr> {
-    let mut written = 0;
+/// transaction, after the per-proposal vote counts are recomputed. Returns the ids of the rows
+/// written (inserted, or updated because their facts changed): what the feed reports.
+pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scope>) -> Result<BTreeSet<i64>, DbErr> {
+    let mut written = BTreeSet::new();
     let proposals = scope.map(|s| s.proposals.as_slice());
     let topics = scope.map(|s| s.topics.as_slice());
     let key = |kind: &str| format!("p.dao_id || ':' || p.source || ':' || p.external_id || ':{kind}'");
@@ -78,7 +79,7 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
         key = key(kind),
         details = json_object(&[("votingType", "p.voting_type")]),
     );
-    written += scoped(db, &sql, vec![now_ms.into()], "p.id", proposals).await?;
+    written.extend(scoped(db, &sql, vec![now_ms.into()], "p.id", proposals).await?);
 
     // voting_started: once the start has passed.
     let kind = EventKind::VotingStarted.as_str();
@@ -91,7 +92,7 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
          {UPSERT_UPDATE}",
         key = key(kind),
     );
-    written += scoped(db, &sql, vec![now_ms.into()], "p.id", proposals).await?;
+    written.extend(scoped(db, &sql, vec![now_ms.into()], "p.id", proposals).await?);
 
     // proposal_closed: at the end of voting, with the final upstream numbers.
     let kind = EventKind::ProposalClosed.as_str();
@@ -112,9 +113,10 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
             ("topChoicePct", "p.top_choice_pct"),
         ]),
     );
-    written +=
+    written.extend(
         scoped(db, &sql, ProposalState::CLOSED.iter().map(|s| Value::from(s.as_str())).collect(), "p.id", proposals)
-            .await?;
+            .await?,
+    );
 
     // queued / executed / canceled from the state, when no connector wrote the exact event. The
     // proposals table keeps no time for these transitions: the time is when the state was last
@@ -131,10 +133,10 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
              {UPSERT_KEEP}",
             key = key(kind),
         );
-        written += scoped(db, &sql, vec![state.as_str().into()], "p.id", proposals).await?;
+        written.extend(scoped(db, &sql, vec![state.as_str().into()], "p.id", proposals).await?);
     }
 
-    written += derive_vote_events(db, proposals).await?;
+    written.extend(derive_vote_events(db, proposals).await?);
 
     // forum_topic_created: at the topic's creation, by its author.
     let kind = EventKind::ForumTopicCreated.as_str();
@@ -149,7 +151,7 @@ pub async fn derive<C: ConnectionTrait>(db: &C, now_ms: i64, scope: Option<&Scop
          {UPSERT_UPDATE}",
         details = json_object(&[("linkedProposalSource", "lp.source"), ("linkedProposalExternalId", "lp.external_id")]),
     );
-    written += scoped(db, &sql, vec![now_ms.into()], "t.id", topics).await?;
+    written.extend(scoped(db, &sql, vec![now_ms.into()], "t.id", topics).await?);
     Ok(written)
 }
 
@@ -160,7 +162,7 @@ const THRESHOLD_BATCH: usize = 500;
 /// upstream `scores_total`. The thresholds are computed exactly in decimal (one small query over
 /// the proposals that have votes) and compared in SQL through the fixed-width sort keys
 /// (`vp_sort`), so every vote is examined in the database, never loaded.
-async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]>) -> Result<u64, DbErr> {
+async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]>) -> Result<Vec<i64>, DbErr> {
     #[derive(FromQueryResult)]
     struct Total {
         id: i64,
@@ -199,7 +201,7 @@ async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]
     let details =
         json_object(&[("votingPower", "v.voting_power"), ("choice", "v.choice"), ("scoresTotal", "p.scores_total")]);
     let voter = super::address::lower_sql(backend, "v.voter");
-    let mut written = 0;
+    let mut written = Vec::new();
     for batch in thresholds.chunks(THRESHOLD_BATCH) {
         let rows: Vec<String> = (0..batch.len()).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
         let sql = format!(
@@ -217,7 +219,7 @@ async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]
             rows = rows.join(", "),
         );
         let values = batch.iter().flat_map(|(id, key)| [Value::from(*id), Value::from(key.clone())]).collect();
-        written += exec(db, &sql, values).await?;
+        written.extend(write(db, &sql, values).await?);
     }
     Ok(written)
 }
@@ -249,22 +251,22 @@ pub struct Scope {
 const SCOPE_BATCH: usize = 500;
 
 /// Runs `sql` (whose `{only}` narrows it) over every row (`ids` = `None`) or over the rows whose
-/// `column` is one of `ids`, a batch at a time.
+/// `column` is one of `ids`, a batch at a time. Returns the ids of the rows written.
 async fn scoped<C: ConnectionTrait>(
     db: &C,
     sql: &str,
     values: Vec<Value>,
     column: &str,
     ids: Option<&[i64]>,
-) -> Result<u64, DbErr> {
+) -> Result<Vec<i64>, DbErr> {
     let Some(ids) = ids else {
-        return exec(db, &sql.replace("{only}", ""), values).await;
+        return write(db, &sql.replace("{only}", ""), values).await;
     };
-    let mut written = 0;
+    let mut written = Vec::new();
     for chunk in ids.chunks(SCOPE_BATCH) {
         let only = format!("AND {column} IN ({})", placeholders(values.len() + 1, chunk.len()));
         let all = values.iter().cloned().chain(chunk.iter().map(|id| Value::from(*id))).collect();
-        written += exec(db, &sql.replace("{only}", &only), all).await?;
+        written.extend(write(db, &sql.replace("{only}", &only), all).await?);
     }
     Ok(written)
 }
@@ -273,9 +275,11 @@ fn placeholders(first: usize, n: usize) -> String {
     (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
-async fn exec<C: ConnectionTrait>(db: &C, sql: &str, values: Vec<Value>) -> Result<u64, DbErr> {
-    let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, values);
-    Ok(db.execute_raw(stmt).await?.rows_affected())
+/// Runs one upsert and returns the ids of the rows it inserted or updated (`RETURNING`, which
+/// both backends report for an upsert's inserted and updated rows, and not for rows left alone).
+async fn write<C: ConnectionTrait>(db: &C, sql: &str, values: Vec<Value>) -> Result<Vec<i64>, DbErr> {
+    let stmt = Statement::from_sql_and_values(db.get_database_backend(), format!("{sql}\n RETURNING id"), values);
+    db.query_all_raw(stmt).await?.iter().map(|r| r.try_get::<i64>("", "id")).collect()
 }
 
 /// Filters of an event list. Bounds are inclusive.
@@ -290,7 +294,7 @@ pub struct EventFilter {
 }
 
 /// An event with its subject's title, key and link.
-#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult, serde::Serialize, serde::Deserialize)]
 pub struct EventRow {
     pub id: i64,
     /// What the event is (`governance_events.natural_key`): its public id derives from it.

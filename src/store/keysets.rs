@@ -11,6 +11,7 @@
 //! | a DAO's voters                                    | power desc, voter asc (with rank)  | [`RankAfter`]     |
 //! | a voter's votes, events, signals, forum topics    | time desc, id desc                 | [`TimeAfter`]     |
 //! | activity                                          | time desc, entry asc, id desc      | [`ActivityAfter`] |
+//! | the feed                                          | sequence asc                       | [`FeedAfter`]     |
 use bigdecimal::BigDecimal;
 
 use super::activity::ActivityRow;
@@ -18,6 +19,7 @@ use super::address::AccountBytes;
 use super::daos::DaoRecord;
 use super::entities::{forum_topic, proposal, vote, voter_dao_stat};
 use super::events::EventRow;
+use super::feed::FeedRecord;
 use super::proposals::{ProposalOrder, VoteOrder, VoteWithEns};
 use super::signals::SignalRecord;
 use super::sort_keys::parse_amount;
@@ -199,6 +201,29 @@ impl voter_dao_stat::Model {
 impl forum_topic::Model {
     pub fn keyset(&self) -> TimeAfter {
         TimeAfter { ms: self.created_ms, id: self.id }
+    }
+}
+
+/// After an entry of the feed: its sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedAfter(pub i64);
+
+impl Keyset for FeedAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.0.to_string()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [seq] => seq.parse().ok().map(Self),
+            _ => None,
+        }
+    }
+}
+
+impl FeedRecord {
+    pub fn keyset(&self) -> FeedAfter {
+        FeedAfter(self.seq)
     }
 }
 

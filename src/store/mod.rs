@@ -9,6 +9,7 @@ pub mod entities;
 pub mod events;
 pub mod evidence;
 pub mod facts;
+pub mod feed;
 pub mod freshness;
 pub mod items;
 pub mod keys;

@@ -181,7 +181,8 @@ where
         proposals: t.proposals.iter().chain(&t.voted).copied().collect(),
         topics: t.topics.iter().copied().collect(),
     });
-    super::events::derive(&txn, now, events.as_ref()).await?;
+    let mut fed = super::feed::Changes { events_before: super::feed::newest_event(&txn).await?, ..Default::default() };
+    fed.events = super::events::derive(&txn, now, events.as_ref()).await?;
     let revision = data_revision::ActiveModel {
         published_ms: Set(now),
         data_as_of_ms: Set(newest_watermark(&txn).await?.unwrap_or(now)),
@@ -201,12 +202,15 @@ where
     move_freshness(&txn).await?;
     let as_of = dao_times(&txn).await?;
     let scope_daos = touched.map(|t| &t.daos);
-    super::signals::compute(&txn, scope_daos, &as_of, revision.id).await?;
+    fed.signals = super::signals::compute(&txn, scope_daos, &as_of, revision.id).await?.changes;
     exec(&txn, COUNT_ROWS, vec![revision.id.into()]).await?;
     exec(&txn, LINK_RUN, vec![revision.id.into(), run_id.into()]).await?;
     let revision = data_revision::Entity::find_by_id(revision.id).one(&txn).await?.ok_or_else(|| {
         DbErr::RecordNotFound(format!("revision {} vanished inside its own transaction", revision.id))
     })?;
+    // The outbox: what this revision changed, committed with it or not at all.
+    super::feed::append(&txn, &revision, &fed).await?;
+    super::feed::prune(&txn, now).await?;
     txn.commit().await?;
     Ok(revision)
 }
@@ -308,7 +312,7 @@ where
     let mut changed = exec(&txn, RECOMPUTE_PROPOSAL_COUNTS, vec![]).await?;
     let ids: BTreeSet<i64> = all_ids(&txn, "SELECT id FROM proposals").await?.into_iter().collect();
     super::facts::refresh(&txn, &ids, &BTreeMap::new()).await?;
-    changed += super::events::derive(&txn, now_ms(), None).await?;
+    changed += super::events::derive(&txn, now_ms(), None).await?.len() as u64;
     let as_of = dao_times(&txn).await?;
     let revision = current_revision(&txn).await?.map_or(0, |r| r.id);
     let report = super::signals::compute(&txn, None, &as_of, revision).await?;

@@ -26,6 +26,7 @@ use super::{
     entities::{forum_post, forum_topic, proposal, signal},
     facts,
 };
+use crate::contract::feed::FeedKind;
 use crate::contract::signals::{self as contract, SignalKind};
 use crate::contract::vocabulary::ProposalState;
 use crate::rules::signals::{
@@ -154,9 +155,12 @@ async fn forum_signals<C: ConnectionTrait>(db: &C, daos: Option<&BTreeSet<String
 // ---------------------------------------------------------------------------------------------
 
 /// What [`compute`] changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ComputeReport {
     pub signals: usize,
+    /// What the feed reports: each signal raised, changed or cleared, as it stands after the
+    /// change (a cleared one as it last stood), by key.
+    pub changes: Vec<(FeedKind, signal::Model)>,
     pub inserted: usize,
     pub updated: usize,
     pub deleted: usize,
@@ -251,10 +255,15 @@ async fn reconcile<C: ConnectionTrait>(
         match existing.remove(&row.natural_key) {
             Some(old) if signal::Model { id: old.id, revision_id: old.revision_id, ..row.clone() } == old => {}
             Some(old) => {
-                active_row(row, ActiveValue::Unchanged(old.id)).update(db).await?;
+                let changed = signal::Model { id: old.id, ..row };
+                active_row(changed.clone(), ActiveValue::Unchanged(old.id)).update(db).await?;
                 report.updated += 1;
+                report.changes.push((FeedKind::SignalChanged, changed));
             }
-            None => inserts.push(active_row(row, ActiveValue::NotSet)),
+            None => {
+                report.changes.push((FeedKind::SignalRaised, row.clone()));
+                inserts.push(active_row(row, ActiveValue::NotSet));
+            }
         }
     }
     report.inserted = inserts.len();
@@ -263,8 +272,11 @@ async fn reconcile<C: ConnectionTrait>(
         let chunk: Vec<signal::ActiveModel> = inserts.by_ref().take(INSERT_CHUNK).collect();
         signal::Entity::insert_many(chunk).exec_without_returning(db).await?;
     }
-    let stale: Vec<i64> = existing.into_values().map(|s| s.id).collect();
+    let mut cleared: Vec<signal::Model> = existing.into_values().collect();
+    cleared.sort_by(|a, b| a.natural_key.cmp(&b.natural_key));
+    let stale: Vec<i64> = cleared.iter().map(|s| s.id).collect();
     report.deleted = stale.len();
+    report.changes.extend(cleared.into_iter().map(|s| (FeedKind::SignalCleared, s)));
     for ids in stale.chunks(IN_LIST_MAX) {
         signal::Entity::delete_many().filter(signal::Column::Id.is_in(ids.to_vec())).exec(db).await?;
     }
@@ -306,7 +318,7 @@ pub struct SignalFilter {
 }
 
 /// The subject of a signal, as the list shows it.
-#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult, serde::Serialize, serde::Deserialize)]
 pub struct SubjectRow {
     pub id: i64,
     pub key: String,
@@ -315,7 +327,7 @@ pub struct SubjectRow {
 }
 
 /// A signal with its subject.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SignalRecord {
     pub signal: signal::Model,
     pub subject: Option<SubjectRow>,
@@ -373,7 +385,10 @@ pub async fn list_after(
 }
 
 /// Attaches each signal's subject: one batched lookup per subject kind.
-async fn with_subjects(db: &impl ConnectionTrait, rows: Vec<signal::Model>) -> Result<Vec<SignalRecord>, DbErr> {
+pub(crate) async fn with_subjects(
+    db: &impl ConnectionTrait,
+    rows: Vec<signal::Model>,
+) -> Result<Vec<SignalRecord>, DbErr> {
     let proposal_ids: Vec<i64> = rows.iter().filter_map(|s| s.proposal_id).collect();
     let topic_ids: Vec<i64> = rows.iter().filter_map(|s| s.topic_id).collect();
     let mut proposals: BTreeMap<i64, SubjectRow> = BTreeMap::new();

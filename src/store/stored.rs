@@ -21,6 +21,7 @@ use sea_orm::sea_query::{ArrayType, ColumnType, Nullable, Value, ValueType, Valu
 use sea_orm::{ActiveEnum, ColIdx, ColumnDef, DbErr, QueryResult, TryGetError, TryGetable};
 
 use crate::contract::events::EventKind;
+use crate::contract::feed::FeedKind;
 use crate::contract::signals::{Severity, SignalKind};
 use crate::contract::vocabulary::{ItemKind, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
 
@@ -113,6 +114,7 @@ stored_as_text!(
     RunStatus,
     RunTrigger,
     EventKind,
+    FeedKind,
     SignalKind,
     Severity
 );

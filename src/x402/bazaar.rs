@@ -113,7 +113,11 @@ fn extension_at(doc: &Value, template: &str, method: &str, output_depth: usize) 
                     .unwrap_or_else(|| example_of(&param["schema"], doc, 0)),
             )
         } else {
-            resolve(&param["schema"], doc).get("default").cloned()
+            // An empty list (`kinds`) is the same as no parameter: left out.
+            resolve(&param["schema"], doc)
+                .get("default")
+                .filter(|d| d.as_array().is_none_or(|a| !a.is_empty()))
+                .cloned()
         };
         into.add(name, schema, required, example);
     }

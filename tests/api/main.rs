@@ -13,6 +13,7 @@ mod documents;
 mod errors;
 mod events;
 mod evidence;
+mod feed;
 mod freshness;
 mod governor;
 mod health;

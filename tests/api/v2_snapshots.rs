@@ -69,6 +69,16 @@ on_both_backends!(v2_signals_list, |app: TestApp| async move {
     snapshot(&app, "v2_signals_list_first_page", "/v2/signals?limit=3").await;
 });
 
+on_both_backends!(v2_feed_list, |app: TestApp| async move {
+    // The sample's one publication fed every event and signal it published; the time it was
+    // published is the test's own.
+    let mut settings = snapshot_settings();
+    settings.add_redaction(".data.items[].publishedAt", "[publishedAt]");
+    let _guard = settings.bind_to_scope();
+    snapshot(&app, "v2_feed_list_first_page", "/v2/feed?limit=2").await;
+    snapshot(&app, "v2_feed_list_signals", "/v2/feed?kinds=signal_raised&daoId=uniswap&limit=1").await;
+});
+
 on_both_backends!(v2_proposals_list, |app: TestApp| async move {
     snapshot(&app, "v2_proposals_list_arbitrum", "/v2/proposals?daoId=arbitrum&limit=3").await;
 });

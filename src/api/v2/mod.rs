@@ -2,6 +2,7 @@
 pub mod activity;
 pub mod daos;
 pub mod events;
+pub mod feed;
 pub mod proposals;
 pub mod signals;
 pub mod topics;
@@ -40,6 +41,8 @@ pub enum V2Tag {
     Proposals,
     /// Dated governance events.
     Events,
+    /// Every change, in the order it was published: polled, streamed or pushed.
+    Feed,
     /// Curated governance signals.
     Signals,
     /// Governance forum topics.
@@ -83,6 +86,9 @@ pub fn window_or_latest(
     let to = to.or(if from.is_none() { Some(V2Timestamp(end)) } else { None });
     Ok(resolve_v2_window(from, to, window)?.unwrap_or((end - window.max_ms(), end)))
 }
+
+/// The revision an append-only list's cursors are bound to: none (revisions count from 1).
+const APPEND_ONLY: i64 = 0;
 
 /// One v2 list request on its way to a page, for the operation `Op` whose rows resume after a
 /// `K` (the list's keyset, a store type): the revision its cursors are bound to, its query shape
@@ -135,6 +141,14 @@ impl<'s, Op: Operation, K: Keyset> Listing<'s, Op, K> {
     /// and revision.
     pub fn after_in(&self, cursor: Option<&str>, order: K::Order) -> Result<Option<K>, Problem> {
         cursor.map(|c| self.state.cursors.decode(c, &self.shape, self.revision.id, order)).transpose()
+    }
+
+    /// A list of an append-only sequence (the feed), `limit` rows a page: its positions never
+    /// move, so its cursors are bound to no revision and stay valid across publications.
+    pub fn append_only(state: &'s AppState, limit: u32) -> Self {
+        let mut list = Self::new(state, None, limit);
+        list.revision.id = APPEND_ONLY;
+        list
     }
 
     /// Rows to read: one more than a page, to know whether more follow.

@@ -5,6 +5,7 @@ pub mod activity;
 pub mod citation;
 pub mod dao;
 pub mod event;
+pub mod feed;
 pub mod item;
 pub mod proposal;
 pub mod signal;

@@ -5,6 +5,7 @@ pub mod data_revision;
 pub mod data_source;
 pub mod delegate;
 pub mod delegation;
+pub mod feed_entry;
 pub mod forum_post;
 pub mod forum_topic;
 pub mod governance_event;

@@ -4,7 +4,7 @@ use sea_orm::entity::prelude::*;
 use crate::contract::signals::{Severity, SignalKind};
 use crate::contract::vocabulary::{ItemKind, SourceKind};
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize, serde::Deserialize)]
 #[sea_orm(table_name = "signals")]
 pub struct Model {
     #[sea_orm(primary_key)]

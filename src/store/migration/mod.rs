@@ -19,6 +19,7 @@ mod m0010_rate_limits;
 mod m0011_run_heartbeat;
 mod m0012_voter_stats_float;
 mod m0013_trigram_search;
+mod m0014_feed;
 
 pub struct Migrator;
 
@@ -39,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0011_run_heartbeat::Migration),
             Box::new(m0012_voter_stats_float::Migration),
             Box::new(m0013_trigram_search::Migration),
+            Box::new(m0014_feed::Migration),
         ]
     }
 }

@@ -1,0 +1,88 @@
+//! Feed entries as `/v2/feed` shows them: the event or signal as the revision that changed it
+//! published it.
+use poem_openapi::Object;
+use sea_orm::ConnectionTrait;
+
+use crate::api::views::{
+    event::{GovernanceEvent, event_from_row},
+    signal::Signal,
+};
+use crate::contract::errors::Problem;
+use crate::contract::feed::FeedKind;
+use crate::contract::time::Timestamp;
+use crate::store::feed::{FeedBody, FeedRecord};
+
+/// One change, as published: a governance event (new, or corrected upstream) or a signal raised,
+/// changed or cleared.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct FeedEntry {
+    /// The entry's place in the feed, as an opaque string of digits that only grows: resume after
+    /// it with `after`. Compare entries by it; do no arithmetic on it (sequences may skip numbers).
+    pub sequence: String,
+    pub kind: FeedKind,
+    pub dao_id: String,
+    /// The data revision that published the change.
+    pub revision: i64,
+    /// When that revision was published (RFC 3339 UTC, milliseconds).
+    pub published_at: Timestamp,
+    /// True when the event had been fed before and its facts were corrected upstream (a
+    /// proposal's end moved, its final numbers changed): the same event `id` with new values.
+    pub correction: bool,
+    /// The event, for an event kind: as `/v2/events` shows it.
+    pub event: Option<GovernanceEvent>,
+    /// The signal, for `signal_raised`, `signal_changed` and `signal_cleared`: as `/v2/signals`
+    /// shows it (a cleared signal as it last stood).
+    pub signal: Option<Signal>,
+}
+
+impl FeedEntry {
+    /// The entries of `records`, in order. The signals' deciding voters are named at once.
+    pub async fn from_records(db: &impl ConnectionTrait, records: Vec<FeedRecord>) -> Result<Vec<Self>, Problem> {
+        let mut heads = Vec::with_capacity(records.len());
+        let mut signals = Vec::new();
+        let mut at = Vec::new();
+        for r in records {
+            let head = Self {
+                sequence: r.seq.to_string(),
+                kind: r.kind,
+                dao_id: r.dao_id,
+                revision: r.revision_id,
+                published_at: Timestamp::from_ms(r.published_ms),
+                correction: false,
+                event: None,
+                signal: None,
+            };
+            match r.body {
+                FeedBody::Event { event, correction } => {
+                    heads.push(Self { correction, event: Some(event_from_row(event)), ..head });
+                }
+                FeedBody::Signal { record } => {
+                    signals.push(record);
+                    at.push(heads.len());
+                    heads.push(head);
+                }
+            }
+        }
+        for (i, signal) in at.into_iter().zip(Signal::from_records(db, signals).await?) {
+            heads[i].signal = Some(signal);
+        }
+        Ok(heads)
+    }
+}
+
+impl poem_openapi::types::Example for FeedEntry {
+    fn example() -> Self {
+        let event = <GovernanceEvent as poem_openapi::types::Example>::example();
+        Self {
+            sequence: "48213".to_owned(),
+            kind: FeedKind::of_event(event.kind),
+            dao_id: event.dao_id.clone(),
+            revision: 912,
+            published_at: Timestamp::known("2026-03-27T00:05:12.345Z"),
+            correction: false,
+            event: Some(event),
+            signal: None,
+        }
+    }
+}

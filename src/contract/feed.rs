@@ -1,0 +1,152 @@
+//! The feed of changes, declared once: what an entry can be, how long entries are kept, and how
+//! they are pruned.
+//!
+//! Every publication appends what it changed to the feed in its own transaction (an outbox,
+//! `store::feed`): each governance event it wrote (new, or corrected upstream), and each signal it
+//! raised, changed or cleared. An entry's sequence only grows; `GET /v2/feed` serves the entries in
+//! sequence order, and the stream and webhooks carry the same entries.
+//!
+//! Which votes are fed is the notable-vote rule of the events ([`super::events::NOTABLE_VOTE_MIN_SHARE`]):
+//! a vote matters when it is a `vote_cast` event, declared there once.
+use poem_openapi::Enum;
+
+use super::errors::{ErrorCode, FieldError, ParamLocation, Problem};
+use super::events::EventKind;
+use super::limits::{EVENTS_AND_SIGNALS_WINDOW, Window};
+use super::vocabulary::vocabulary;
+
+vocabulary! {
+    /// What a feed entry reports: a governance event (new, or its facts corrected upstream, then
+    /// `correction` is true), or a curated signal raised, changed or cleared.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    FeedKind ("feed kind") {
+        /// A proposal was created.
+        ProposalCreated = "proposal_created",
+        /// Voting on a proposal opened.
+        VotingStarted = "voting_started",
+        /// A notable vote was cast (the `vote_cast` event rule: at least {{NOTABLE_VOTE_PERCENT}}% of
+        /// the proposal's upstream total).
+        VoteCast = "vote_cast",
+        /// Voting on a proposal ended; the event's `details` carry the final tally.
+        ProposalClosed = "proposal_closed",
+        /// An on-chain proposal was queued.
+        ProposalQueued = "proposal_queued",
+        /// An on-chain proposal was executed.
+        ProposalExecuted = "proposal_executed",
+        /// A proposal was canceled.
+        ProposalCanceled = "proposal_canceled",
+        /// A forum topic was opened.
+        ForumTopicCreated = "forum_topic_created",
+        /// A delegation changed.
+        DelegationChanged = "delegation_changed",
+        /// A signal's rule started to hold for its subject.
+        SignalRaised = "signal_raised",
+        /// A signal that holds changed (its evidence, severity or summary).
+        SignalChanged = "signal_changed",
+        /// A signal's rule stopped holding; the entry shows the signal as it last stood.
+        SignalCleared = "signal_cleared",
+    }
+}
+
+impl FeedKind {
+    /// The kind of an entry reporting an event of `kind`.
+    pub const fn of_event(kind: EventKind) -> Self {
+        match kind {
+            EventKind::ProposalCreated => Self::ProposalCreated,
+            EventKind::VotingStarted => Self::VotingStarted,
+            EventKind::VoteCast => Self::VoteCast,
+            EventKind::ProposalClosed => Self::ProposalClosed,
+            EventKind::ProposalQueued => Self::ProposalQueued,
+            EventKind::ProposalExecuted => Self::ProposalExecuted,
+            EventKind::ProposalCanceled => Self::ProposalCanceled,
+            EventKind::ForumTopicCreated => Self::ForumTopicCreated,
+            EventKind::DelegationChanged => Self::DelegationChanged,
+        }
+    }
+
+    /// Whether the entry carries a signal (otherwise an event).
+    pub const fn is_signal(self) -> bool {
+        matches!(self, Self::SignalRaised | Self::SignalChanged | Self::SignalCleared)
+    }
+}
+
+/// How long an entry is kept: the window of events and signals, so that a client that fell
+/// further behind than the feed reaches can resynchronise from those lists.
+pub const FEED_RETENTION: Window = EVENTS_AND_SIGNALS_WINDOW;
+
+/// Entries pruned per publication at most: pruning is spread over publications so that none of
+/// them waits on a large delete.
+pub const FEED_PRUNE_BATCH: u64 = 10_000;
+
+/// What a sequence looks like, as the documents publish it.
+pub const SEQUENCE_PATTERN: &str = "^[0-9]{1,18}$";
+
+/// The sequence `text` names (`after`, `Last-Event-ID`): decimal digits, `0` for the start.
+pub fn parse_position(text: &str, name: &str, location: ParamLocation) -> Result<i64, Problem> {
+    let digits = !text.is_empty() && text.len() <= 18 && text.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<i64>() {
+        Ok(seq) if digits => Ok(seq),
+        _ => Err(Problem::validation(FieldError {
+            location,
+            name: name.to_owned(),
+            reason: "is not a feed sequence".to_owned(),
+            expected: Some("an entry's `sequence` (decimal digits), or 0 for the oldest entry kept".to_owned()),
+            received: Some(text.to_owned()),
+        })),
+    }
+}
+
+/// The answer to a resume point older than the feed reaches: entries after it were pruned, so
+/// resuming there would skip them. The client resynchronises from the lists (`/v2/events`,
+/// `/v2/signals`), then resumes from the newest sequence.
+pub fn expired(position: i64, pruned_through: i64, name: &str, location: ParamLocation) -> Problem {
+    let reason = format!(
+        "entries up to sequence {pruned_through} are older than the feed keeps ({} days) and were pruned",
+        FEED_RETENTION.max_days
+    );
+    let mut p = Problem::new(
+        ErrorCode::InvalidCursor,
+        format!(
+            "Resuming after sequence {position} would skip entries: {reason}. Resynchronise from GET /v2/events and \
+             GET /v2/signals, then resume from the newest entry (`after=0` reads the oldest kept)."
+        ),
+    );
+    p.errors = Some(vec![FieldError {
+        location,
+        name: name.to_owned(),
+        reason,
+        expected: Some(format!("a sequence of at least {pruned_through}")),
+        received: Some(position.to_string()),
+    }]);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions() {
+        assert_eq!(parse_position("0", "after", ParamLocation::Query).unwrap(), 0);
+        assert_eq!(parse_position("123", "after", ParamLocation::Query).unwrap(), 123);
+        for bad in ["", "-1", "+1", "1.0", "abc", "1234567890123456789", " 1"] {
+            let p = parse_position(bad, "after", ParamLocation::Query).unwrap_err();
+            assert_eq!(p.code, ErrorCode::ValidationError, "{bad}");
+        }
+        let p = expired(3, 10, "Last-Event-ID", ParamLocation::Header);
+        assert_eq!(p.code, ErrorCode::InvalidCursor);
+        assert!(p.detail.contains("sequence 3"), "{}", p.detail);
+    }
+
+    #[test]
+    fn every_event_kind_is_a_feed_kind_of_the_same_name() {
+        for &k in EventKind::ALL {
+            assert_eq!(FeedKind::of_event(k).as_str(), k.as_str());
+            assert!(!FeedKind::of_event(k).is_signal());
+        }
+        let signals = FeedKind::ALL.iter().filter(|k| k.is_signal()).count();
+        assert_eq!(FeedKind::ALL.len(), EventKind::ALL.len() + signals);
+        assert_eq!(signals, 3);
+    }
+}
