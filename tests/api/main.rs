@@ -8,6 +8,7 @@ mod brief;
 mod chain;
 mod cli;
 mod connections;
+mod dao_filters;
 mod daos;
 mod documents;
 mod errors;
