@@ -361,8 +361,20 @@ impl DaoScope {
         }
     }
 
-    /// The value as received, when there is a filter (what is echoed, and what the store is
-    /// asked for: a text that is no DAO id matches no row).
+    /// What the store is asked for: `Some(None)` for every DAO, `Some(Some(id))` for one DAO,
+    /// and `None` for a text that is no DAO id: no stored row names such a DAO, so the handler
+    /// answers the empty result without asking the store.
+    pub fn store_filter(&self) -> Option<Option<&DaoId>> {
+        match self {
+            Self::Every => Some(None),
+            Self::Dao(id) => Some(Some(id)),
+            Self::NoDao(_) => None,
+        }
+    }
+
+    /// The value as received, when there is a filter: what is echoed, what a 404 names and what
+    /// a cursor's query shape carries ([`Self::shape`]); never what the store is asked for
+    /// ([`Self::store_filter`]).
     pub fn received(&self) -> Option<&str> {
         match self {
             Self::Every => None,
@@ -590,5 +602,8 @@ mod tests {
         assert_eq!(upper, DaoScope::NoDao("Uniswap".to_owned()));
         assert_eq!((upper.dao(), upper.received(), upper.shape()), (None, Some("Uniswap"), "Uniswap".to_owned()));
         assert_eq!(DaoScope::Every.shape(), "");
+        assert_eq!(upper.store_filter(), None, "a text that is no DAO id is never sent to the store");
+        assert_eq!(DaoScope::Every.store_filter(), Some(None));
+        assert_eq!(DaoFilter::resolve(p("uniswap")).store_filter().flatten().map(DaoId::as_str), Some("uniswap"));
     }
 }

@@ -7,12 +7,12 @@ use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, QueryResult, Statement, V
 use super::events::{EventRow, SUBJECT_JOIN, count, to_i64};
 use crate::contract::events::{ActivityKind, EventKind};
 use crate::contract::signals::{Severity, SignalKind};
-use crate::contract::vocabulary::{ItemKind, SourceKind};
+use crate::contract::vocabulary::{DaoId, ItemKind, SourceKind};
 
 /// Filters of the activity list.
 #[derive(Debug, Clone, Default)]
 pub struct ActivityFilter {
-    pub dao_id: Option<String>,
+    pub dao_id: Option<DaoId>,
     pub kind: Option<ActivityKind>,
     /// Inclusive lower bound on the entry's time.
     pub since_ms: Option<i64>,
@@ -142,7 +142,7 @@ fn side_conditions(
         push(&format!("x.{time_col} >= ?"), since.into(), values);
     }
     if let Some(dao) = &filter.dao_id {
-        push("x.dao_id = ?", dao.clone().into(), values);
+        push("x.dao_id = ?", dao.into(), values);
     }
     if let Some(kind) = event_kind {
         push("x.kind = ?", kind.as_str().into(), values);

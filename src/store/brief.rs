@@ -17,7 +17,7 @@ use super::entities::{delegate, proposal, voter_dao_stat};
 use super::events::{self, EventFilter, EventRow, SUBJECT_JOIN, to_i64};
 use crate::contract::events::BRIEF;
 use crate::contract::signals::{Severity, SignalKind};
-use crate::contract::vocabulary::{ItemKind, ProposalState, SourceKind};
+use crate::contract::vocabulary::{DaoId, ItemKind, ProposalState, SourceKind};
 use crate::rules::tally::Tally;
 
 /// A proposal with the tally of its ingested votes.
@@ -62,9 +62,9 @@ pub struct BriefData {
 /// been published for it (registry only).
 pub async fn get<C: ConnectionTrait + StreamTrait>(
     db: &C,
-    dao_id: &str,
+    dao_id: &DaoId,
 ) -> Result<Option<(DaoRecord, Option<BriefData>)>, DbErr> {
-    let Some(record) = daos::get(db, dao_id).await? else {
+    let Some(record) = daos::get(db, dao_id.as_str()).await? else {
         return Ok(None);
     };
     if record.summary.is_none() {
@@ -111,7 +111,7 @@ pub async fn get<C: ConnectionTrait + StreamTrait>(
         .await?;
     let named = top_voters.iter().map(|v| v.voter.clone()).chain(top_delegates.iter().map(|d| d.address.clone()));
     let known_voters = super::voters::ens_names(db, named).await?;
-    let filter = EventFilter { dao_id: Some(dao_id.to_owned()), ..Default::default() };
+    let filter = EventFilter { dao_id: Some(dao_id.clone()), ..Default::default() };
     let (recent_events, _) = events::list(db, &filter, BRIEF.recent_activity, 0, false).await?;
     let signals = latest_signals(db, dao_id, BRIEF.open_signals).await?;
     let data = BriefData { active, recently_closed, top_voters, top_delegates, known_voters, recent_events, signals };
@@ -128,7 +128,7 @@ async fn tallies<'a, C: ConnectionTrait>(
 }
 
 /// The latest `limit` signals of a DAO, newest first.
-async fn latest_signals(db: &impl ConnectionTrait, dao_id: &str, limit: u64) -> Result<Vec<SignalRow>, DbErr> {
+async fn latest_signals(db: &impl ConnectionTrait, dao_id: &DaoId, limit: u64) -> Result<Vec<SignalRow>, DbErr> {
     let sql = format!(
         "SELECT x.id, x.natural_key, x.dao_id, x.kind, x.severity, x.subject_kind, x.subject_external_id, x.subject_source,
                 x.detected_ms, x.summary, {SUBJECT_JOIN}

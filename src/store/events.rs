@@ -17,7 +17,7 @@ use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
 use super::sort_keys;
 use crate::contract::decimal;
 use crate::contract::events::{EventKind, NOTABLE_VOTE_MIN_SHARE, STATE_EVENTS};
-use crate::contract::vocabulary::{ItemKind, ProposalState, SourceKind};
+use crate::contract::vocabulary::{DaoId, ItemKind, ProposalState, SourceKind};
 
 const INSERT_COLUMNS: &str = "INSERT INTO governance_events
     (natural_key, dao_id, kind, occurred_ms, subject_kind, subject_external_id, subject_source, proposal_id, topic_id,
@@ -285,7 +285,7 @@ async fn write<C: ConnectionTrait>(db: &C, sql: &str, values: Vec<Value>) -> Res
 /// Filters of an event list. Bounds are inclusive.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
-    pub dao_id: Option<String>,
+    pub dao_id: Option<DaoId>,
     pub kind: Option<EventKind>,
     pub from_ms: Option<i64>,
     pub to_ms: Option<i64>,
@@ -354,7 +354,7 @@ fn conditions(filter: &EventFilter, alias: &str, time_col: &str, values: &mut Ve
         push(format!("{alias}.{time_col} <= ?"), to.into(), values);
     }
     if let Some(dao) = &filter.dao_id {
-        push(format!("{alias}.dao_id = ?"), dao.clone().into(), values);
+        push(format!("{alias}.dao_id = ?"), dao.into(), values);
     }
     if let Some(kind) = filter.kind {
         push(format!("{alias}.kind = ?"), kind.as_str().into(), values);

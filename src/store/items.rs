@@ -7,7 +7,7 @@ use sea_orm::{
 };
 
 use super::entities::{dao, forum_post, forum_topic, proposal};
-use crate::contract::vocabulary::ProposalSource;
+use crate::contract::vocabulary::{DaoId, ProposalSource};
 
 /// Proposals with `external_id`, of any source (or of `source` when given), in `dao_id` when
 /// given; at most `limit`, ordered by DAO then source.
@@ -15,7 +15,7 @@ pub async fn proposals_by_external_id(
     db: &impl ConnectionTrait,
     external_id: &str,
     source: Option<&str>,
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     limit: u64,
 ) -> Result<Vec<proposal::Model>, DbErr> {
     let mut q = proposal::Entity::find().filter(proposal::Column::ExternalId.eq(external_id));
@@ -34,7 +34,7 @@ pub async fn snapshot_proposals_in_space(
     db: &impl ConnectionTrait,
     space: &str,
     external_id: &str,
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     limit: u64,
 ) -> Result<Vec<proposal::Model>, DbErr> {
     let daos_of_space = Query::select()
@@ -79,7 +79,7 @@ pub async fn proposals_by_ids(db: &impl ConnectionTrait, ids: &[i64]) -> Result<
 pub async fn topics_by_external_id(
     db: &impl ConnectionTrait,
     external_id: &str,
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     limit: u64,
 ) -> Result<Vec<forum_topic::Model>, DbErr> {
     let mut q = forum_topic::Entity::find().filter(forum_topic::Column::ExternalId.eq(external_id));

@@ -9,6 +9,7 @@ use super::address::{self, AccountBytes};
 use super::entities::{proposal, vote};
 use super::keysets::{TimeAfter, VoteAfter};
 use super::voters::VOTER_ENS;
+use crate::contract::vocabulary::DaoId;
 
 /// Proposal list orders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub enum ProposalOrder {
 
 #[derive(Debug, Clone, Default)]
 pub struct ProposalFilter<'a> {
-    pub dao_id: Option<&'a str>,
+    pub dao_id: Option<&'a DaoId>,
     pub source: Option<&'a str>,
     pub state: Option<&'a str>,
     /// Inclusive window on the order's time column.

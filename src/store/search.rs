@@ -14,6 +14,7 @@
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, EntityTrait, Statement, Value};
 
 use super::entities::{forum_topic, proposal};
+use crate::contract::vocabulary::DaoId;
 
 /// The PostgreSQL expression indexed by m0002; it must stay textually identical to the index.
 const PG_TSVECTOR: &str = "to_tsvector('simple', regexp_replace(t.title, '[^[:alnum:]]+', ' ', 'g'))";
@@ -32,14 +33,14 @@ fn statement(
     backend: DbBackend,
     table: &str,
     words: &[String],
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     extra: &str,
     limit: u64,
 ) -> Statement {
     let mut values: Vec<Value> = vec![match_expression(backend, words).into()];
     let mut filter = String::new();
     if let Some(dao) = dao_id {
-        values.push(dao.to_owned().into());
+        values.push(dao.into());
         filter = format!(" AND t.dao_id = ${}", values.len());
     }
     let sql = match backend {
@@ -66,7 +67,7 @@ fn trigram_statement(
     table: &str,
     identity: &str,
     pieces: &[String],
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     extra: &str,
     limit: u64,
 ) -> Statement {
@@ -75,7 +76,7 @@ fn trigram_statement(
     let holds: Vec<String> = (1..=pieces.len()).map(|i| format!("lower(t.title) LIKE ${i}")).collect();
     let mut filter = String::new();
     if let Some(dao) = dao_id {
-        values.push(dao.to_owned().into());
+        values.push(dao.into());
         filter = format!(" AND t.dao_id = ${}", values.len());
     }
     let sql = match backend {
@@ -106,7 +107,7 @@ fn trigram_statement(
 pub async fn proposals(
     db: &impl ConnectionTrait,
     words: &[String],
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     limit: u64,
 ) -> Result<Vec<proposal::Model>, DbErr> {
     if words.is_empty() {
@@ -121,7 +122,7 @@ pub async fn proposals(
 pub async fn linked_topics(
     db: &impl ConnectionTrait,
     words: &[String],
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     limit: u64,
 ) -> Result<Vec<forum_topic::Model>, DbErr> {
     if words.is_empty() {
@@ -139,7 +140,7 @@ const TOPIC_IDENTITY: &str = "t.dao_id, t.external_id";
 pub async fn proposals_by_trigrams(
     db: &impl ConnectionTrait,
     pieces: &[String],
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     limit: u64,
 ) -> Result<Vec<proposal::Model>, DbErr> {
     if pieces.is_empty() {
@@ -154,7 +155,7 @@ pub async fn proposals_by_trigrams(
 pub async fn linked_topics_by_trigrams(
     db: &impl ConnectionTrait,
     pieces: &[String],
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     limit: u64,
 ) -> Result<Vec<forum_topic::Model>, DbErr> {
     if pieces.is_empty() {

@@ -28,7 +28,7 @@ use super::{
 };
 use crate::contract::feed::FeedKind;
 use crate::contract::signals::{self as contract, SignalKind};
-use crate::contract::vocabulary::ProposalState;
+use crate::contract::vocabulary::{DaoId, ProposalState};
 use crate::rules::signals::{
     DaoContext, Desired, Evidence, ProposalInput, TopicInput, VoteFacts, dao_contexts, forum_discussion_spike,
     proposal_signals,
@@ -310,7 +310,7 @@ fn active_row(r: signal::Model, id: ActiveValue<i64>) -> signal::ActiveModel {
 /// Filters of the signal list. The window is inclusive on both ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignalFilter {
-    pub dao_id: Option<String>,
+    pub dao_id: Option<DaoId>,
     pub kind: Option<SignalKind>,
     pub severity: Option<contract::Severity>,
     pub start_ms: i64,
@@ -344,7 +344,7 @@ fn filtered(filter: &SignalFilter) -> sea_orm::Select<signal::Entity> {
     let mut query =
         signal::Entity::find().filter(S::DetectedMs.gte(filter.start_ms)).filter(S::DetectedMs.lte(filter.end_ms));
     if let Some(dao_id) = &filter.dao_id {
-        query = query.filter(S::DaoId.eq(dao_id.as_str()));
+        query = query.filter(S::DaoId.eq(dao_id));
     }
     if let Some(kind) = filter.kind {
         query = query.filter(S::Kind.eq(kind.as_str()));

@@ -23,7 +23,7 @@ use sea_orm::{ActiveEnum, ColIdx, ColumnDef, DbErr, QueryResult, TryGetError, Tr
 use crate::contract::events::EventKind;
 use crate::contract::feed::FeedKind;
 use crate::contract::signals::{Severity, SignalKind};
-use crate::contract::vocabulary::{ItemKind, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
+use crate::contract::vocabulary::{DaoId, ItemKind, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
 
 /// The column type of a type stored as text: `String`'s, its text parsed by `$parse`
 /// (`&String` → `Result<Self, DbErr>`) when its row is read, a parse failure failing the read.
@@ -118,6 +118,14 @@ stored_as_text!(
     SignalKind,
     Severity
 );
+
+/// A DAO named in a query binds as its id's text (the `dao_id` columns hold the ids of the
+/// registry, each a [`DaoId`]).
+impl From<&DaoId> for Value {
+    fn from(id: &DaoId) -> Value {
+        Value::from(id.as_str())
+    }
+}
 
 /// Makes each list a JSON-array-of-strings column type over the existing text column (no
 /// schema change): written as the JSON text of its strings, parsed once when its row is read.

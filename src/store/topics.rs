@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entities::{forum_post, forum_topic, proposal};
+use crate::contract::vocabulary::DaoId;
 
 /// A topic with its opening post and linked proposal.
 pub type TopicRecord = (forum_topic::Model, Option<forum_post::Model>, Option<proposal::Model>);
@@ -12,7 +13,7 @@ pub type TopicRecord = (forum_topic::Model, Option<forum_post::Model>, Option<pr
 /// three queries per page whatever its size.
 pub async fn list(
     db: &impl ConnectionTrait,
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     window: Option<(i64, i64)>,
     after: Option<super::keysets::TimeAfter>,
     limit: u64,

@@ -7,6 +7,7 @@ use sea_orm::{
 };
 
 use super::entities::{dao_summary, delegate, proposal, vote, voter, voter_dao_stat};
+use crate::contract::vocabulary::DaoId;
 
 /// The canonical address of an ENS name the store knows.
 pub async fn address_of_ens(db: &impl ConnectionTrait, ens: &str) -> Result<Option<String>, DbErr> {
@@ -126,7 +127,7 @@ pub async fn ens_names(
 pub async fn history(
     db: &impl ConnectionTrait,
     address: &str,
-    dao_id: Option<&str>,
+    dao_id: Option<&DaoId>,
     window: Option<(i64, i64)>,
     after: Option<super::keysets::TimeAfter>,
     limit: u64,

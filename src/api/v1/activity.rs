@@ -68,13 +68,14 @@ impl Api {
         }
         let newest = state.serving.current().data_as_of_ms.unwrap_or_else(now_ms);
         let since = resolve_v1_since("since_ms", since_ms.0.map(|s| s.0), newest, <Op as Operation>::WINDOW, &mut req);
-        let filter = ActivityFilter {
-            dao_id: dao.received().map(str::to_owned),
-            kind: kind.0,
-            since_ms: Some(since),
-            after: None,
+        let (rows, total) = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter =
+                    ActivityFilter { dao_id: dao_id.cloned(), kind: kind.0, since_ms: Some(since), after: None };
+                store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?
+            }
+            None => (Vec::new(), 0),
         };
-        let (rows, total) = store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let data = V1Page { items: rows.into_iter().map(entry_from_row).collect(), total, limit, offset };
         super::answer(&state, req, data)
     }

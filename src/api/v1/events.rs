@@ -67,14 +67,19 @@ impl Api {
         if let Some(k) = kind.0 {
             req.applied("kind", k.as_str());
         }
-        let filter = EventFilter {
-            dao_id: dao.received().map(str::to_owned),
-            kind: kind.0,
-            from_ms: Some(from),
-            to_ms: Some(to),
-            after: None,
+        let (rows, total) = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter = EventFilter {
+                    dao_id: dao_id.cloned(),
+                    kind: kind.0,
+                    from_ms: Some(from),
+                    to_ms: Some(to),
+                    after: None,
+                };
+                store::events::list(&state.db, &filter, u64::from(limit), offset, true).await?
+            }
+            None => (Vec::new(), 0),
         };
-        let (rows, total) = store::events::list(&state.db, &filter, u64::from(limit), offset, true).await?;
         let data = V1Page { items: rows.into_iter().map(event_from_row).collect(), total, limit, offset };
         super::answer(&state, req, data)
     }

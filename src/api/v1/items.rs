@@ -141,8 +141,12 @@ impl Api {
         let scope = dao.received().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
         let data = match kind {
             ItemKind::Proposal => {
-                let mut rows =
-                    store::items::proposals_by_external_id(db, &id, None, dao.received(), ITEM_CANDIDATES).await?;
+                let mut rows = match dao.store_filter() {
+                    Some(dao_id) => {
+                        store::items::proposals_by_external_id(db, &id, None, dao_id, ITEM_CANDIDATES).await?
+                    }
+                    None => Vec::new(),
+                };
                 if rows.len() > 1 {
                     let candidates = rows
                         .iter()
@@ -162,7 +166,10 @@ impl Api {
                 Item { kind, proposal: Some(ProposalItem::from_model(&p)), forum_topic: None }
             }
             ItemKind::ForumTopic => {
-                let mut rows = store::items::topics_by_external_id(db, &id, dao.received(), ITEM_CANDIDATES).await?;
+                let mut rows = match dao.store_filter() {
+                    Some(dao_id) => store::items::topics_by_external_id(db, &id, dao_id, ITEM_CANDIDATES).await?,
+                    None => Vec::new(),
+                };
                 if rows.len() > 1 {
                     let candidates = rows
                         .iter()

@@ -9,7 +9,7 @@ use crate::api::{AppState, views::proposal::V1ProposalSummary};
 use crate::contract::envelope::AdjustmentReason;
 use crate::contract::params::DaoFilter;
 use crate::contract::urls::{ProposalUrl, parse_url, split_host};
-use crate::contract::vocabulary::{ItemKind, SourceKind};
+use crate::contract::vocabulary::{DaoId, ItemKind, SourceKind};
 use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
@@ -185,7 +185,11 @@ impl Api {
                     ))
                     .into());
                 };
-                (MatchBy::Url, by_url(db, &parsed, dao.received()).await?)
+                let rows = match dao.store_filter() {
+                    Some(dao_id) => by_url(db, &parsed, dao_id).await?,
+                    None => Vec::new(),
+                };
+                (MatchBy::Url, rows)
             }
             "externalId" => {
                 let id = value.trim();
@@ -194,8 +198,12 @@ impl Api {
                         Problem::validation(field("externalId", "must not be empty", None, Some(&value))).into()
                     );
                 }
-                let rows =
-                    store::items::proposals_by_external_id(db, id, None, dao.received(), ITEM_CANDIDATES).await?;
+                let rows = match dao.store_filter() {
+                    Some(dao_id) => {
+                        store::items::proposals_by_external_id(db, id, None, dao_id, ITEM_CANDIDATES).await?
+                    }
+                    None => Vec::new(),
+                };
                 (MatchBy::ExternalId, with_identifier_confidence(rows))
             }
             _ => {
@@ -213,7 +221,10 @@ impl Api {
                     // The search uses the first words only: say which.
                     req.adjust("title", &value, words.join(" "), AdjustmentReason::TruncatedToMaxWords);
                 }
-                let ranked = by_title(db, &words, dao.received()).await?;
+                let ranked = match dao.store_filter() {
+                    Some(dao_id) => by_title(db, &words, dao_id).await?,
+                    None => Vec::new(),
+                };
                 match lookup::verdict(&ranked) {
                     Verdict::Match => {}
                     Verdict::BelowFloor => return Err(below_floor(&value, dao.received(), ranked).into()),
@@ -300,7 +311,7 @@ fn with_identifier_confidence(rows: Vec<proposal::Model>) -> Vec<(String, propos
 async fn by_url(
     db: &sea_orm::DatabaseConnection,
     url: &ProposalUrl,
-    dao: Option<&str>,
+    dao: Option<&DaoId>,
 ) -> Result<Vec<(String, proposal::Model)>, Problem> {
     let store_err = |e: sea_orm::DbErr| Problem::from_store(&e);
     let rows = match url {
@@ -357,7 +368,7 @@ async fn by_url(
 async fn by_title(
     db: &sea_orm::DatabaseConnection,
     words: &[String],
-    dao: Option<&str>,
+    dao: Option<&DaoId>,
 ) -> Result<Vec<Ranked<proposal::Model>>, sea_orm::DbErr> {
     let mut proposals = search::proposals(db, words, dao, TITLE_CANDIDATES).await?;
     let mut topics = search::linked_topics(db, words, dao, TITLE_CANDIDATES).await?;

@@ -80,14 +80,14 @@ impl Api {
         let (start, end) = resolve_v1_window(("start_ms", start), ("end_ms", end), <Op as Operation>::WINDOW, &mut req);
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
-        let filter = SignalFilter {
-            dao_id: dao.received().map(str::to_owned),
-            kind,
-            severity: severity.0,
-            start_ms: start,
-            end_ms: end,
+        let (rows, total) = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter =
+                    SignalFilter { dao_id: dao_id.cloned(), kind, severity: severity.0, start_ms: start, end_ms: end };
+                store::signals::list(&state.db, &filter, u64::from(limit), offset).await?
+            }
+            None => (Vec::new(), 0),
         };
-        let (rows, total) = store::signals::list(&state.db, &filter, u64::from(limit), offset).await?;
         let items = Signal::from_records(&state.db, rows).await?;
         let data = V1Page { items, total, limit, offset };
         super::answer(&state, req, data)

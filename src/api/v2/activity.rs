@@ -59,9 +59,13 @@ impl Api {
             ("since", since_ms.to_string()),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let filter =
-            ActivityFilter { dao_id: dao.received().map(str::to_owned), kind: kind.0, since_ms: Some(since_ms), after };
-        let (rows, _) = store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
+        let rows = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter = ActivityFilter { dao_id: dao_id.cloned(), kind: kind.0, since_ms: Some(since_ms), after };
+                store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?.0
+            }
+            None => Vec::new(),
+        };
         Ok(list.page(rows, ActivityRow::keyset, entry_from_row))
     }
 }

@@ -63,14 +63,19 @@ impl Api {
             ("window", format!("{from_ms}..{to_ms}")),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let filter = EventFilter {
-            dao_id: dao.received().map(str::to_owned),
-            kind: kind.0,
-            from_ms: Some(from_ms),
-            to_ms: Some(to_ms),
-            after,
+        let rows = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter = EventFilter {
+                    dao_id: dao_id.cloned(),
+                    kind: kind.0,
+                    from_ms: Some(from_ms),
+                    to_ms: Some(to_ms),
+                    after,
+                };
+                store::events::list(&state.db, &filter, list.rows_to_read(), 0, false).await?.0
+            }
+            None => Vec::new(),
         };
-        let (rows, _) = store::events::list(&state.db, &filter, list.rows_to_read(), 0, false).await?;
         Ok(list.page(rows, EventRow::keyset, event_from_row))
     }
 }

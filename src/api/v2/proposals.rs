@@ -180,17 +180,18 @@ impl Api {
             ("sort", enum_text(&sort)),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let filter = ProposalFilter {
-            dao_id: dao.received(),
-            source: source.as_deref(),
-            state: proposal_state.as_deref(),
-            window,
-        };
         let order = match sort {
             ProposalSort::Newest => ProposalOrder::Newest,
             ProposalSort::EndTime => ProposalOrder::EndTime,
         };
-        let rows = store::proposals::list(&state.db, &filter, order, after, list.rows_to_read()).await?;
+        let rows = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter =
+                    ProposalFilter { dao_id, source: source.as_deref(), state: proposal_state.as_deref(), window };
+                store::proposals::list(&state.db, &filter, order, after, list.rows_to_read()).await?
+            }
+            None => Vec::new(),
+        };
         Ok(list.page(rows, |p| p.keyset(order), |p| ProposalSummary::from_model(&p)))
     }
 

@@ -58,21 +58,21 @@ impl Api {
         let dao = DaoFilter::resolve(dao_id.0);
         let list = Listing::<SignalsListV2, TimeAfter>::new(&state, dao.received(), limit);
         let (start_ms, end_ms) = list.window_or_latest(from.0, to.0)?;
-        let filter = SignalFilter {
-            dao_id: dao.received().map(str::to_owned),
-            kind: kind.0.map(|k| k.0),
-            severity: severity.0,
-            start_ms,
-            end_ms,
-        };
+        let (kind, severity) = (kind.0.map(|k| k.0), severity.0);
         let list = list.filtered(vec![
             ("daoId", dao.shape()),
-            ("kind", filter.kind.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-            ("severity", filter.severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
+            ("kind", kind.map(|k| k.as_str().to_owned()).unwrap_or_default()),
+            ("severity", severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
             ("window", format!("{start_ms}..{end_ms}")),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let rows = store::signals::list_after(&state.db, &filter, after, list.rows_to_read()).await?;
+        let rows = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter = SignalFilter { dao_id: dao_id.cloned(), kind, severity, start_ms, end_ms };
+                store::signals::list_after(&state.db, &filter, after, list.rows_to_read()).await?
+            }
+            None => Vec::new(),
+        };
         let positions: Vec<TimeAfter> = rows.iter().map(SignalRecord::keyset).collect();
         let items: Vec<_> = positions.into_iter().zip(Signal::from_records(&state.db, rows).await?).collect();
         Ok(list.page(items, |(p, _)| *p, |(_, s)| s))

@@ -337,7 +337,12 @@ impl Api {
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let rows = store::voters::history(&state.db, &addr, dao.received(), window, after, list.rows_to_read()).await?;
+        let rows = match dao.store_filter() {
+            Some(dao_id) => {
+                store::voters::history(&state.db, &addr, dao_id, window, after, list.rows_to_read()).await?
+            }
+            None => Vec::new(),
+        };
         Ok(list.page(
             rows,
             |(v, _)| v.keyset(),
