@@ -1,10 +1,13 @@
 //! Incremental publication: a run recomputes only what it touched, a run that changes nothing
 //! publishes nothing (cursors and caches stay valid), and after any sequence of runs a full
 //! recomputation changes nothing: the incremental result is the full one.
+use std::collections::BTreeMap;
+
+use govdata::contract::decimal;
 use govdata::ingest::run_once;
 use govdata::rules::signals::{ProposalInput, VoteInput, analyse_votes};
 use govdata::store::entities::{dao_summary, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat};
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Statement};
 
 use crate::fixtures::testgov::{BASE, DAO, big, options, world};
 use crate::fixtures::upstreams::HubVote;
@@ -159,5 +162,25 @@ on_both_backends!(incremental_publication, |backend: Backend| async move {
     if incremental != full {
         let diff: Vec<_> = incremental.lines().zip(full.lines()).filter(|(a, b)| a != b).take(10).collect();
         panic!("a full recomputation changed what incremental publication derived: {diff:#?}");
+    }
+});
+
+// `proposal_facts.scores` keeps the text publication has always written (existing stores hold
+// it): a compact JSON object whose keys are choice numbers in text order, each `[exact plain
+// score, votes]`.
+on_both_backends!(stored_tallies_keep_their_text, |app: TestApp| async move {
+    let db = govdata::store::connect(&app.database_url).await.expect("connect");
+    let sql = "SELECT proposal_id, scores FROM proposal_facts ORDER BY proposal_id";
+    let rows = db.query_all_raw(Statement::from_string(db.get_database_backend(), sql)).await.unwrap();
+    let stored: Vec<(i64, String)> =
+        rows.iter().map(|r| (r.try_get("", "proposal_id").unwrap(), r.try_get("", "scores").unwrap())).collect();
+    assert!(!stored.is_empty(), "the sample has votes");
+    for (id, text) in &stored {
+        let written: BTreeMap<String, (String, u64)> = serde_json::from_str(text).expect(text);
+        assert_eq!(&serde_json::to_string(&written).unwrap(), text, "proposal {id}");
+        for (choice, (score, _)) in &written {
+            assert_eq!(&choice.parse::<u32>().unwrap().to_string(), choice, "proposal {id}: {text}");
+            assert_eq!(&decimal::plain(&decimal::parse(score).unwrap()), score, "proposal {id}: {text}");
+        }
     }
 });
