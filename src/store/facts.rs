@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::entities::{proposal, proposal_fact, vote};
 use super::publish::TallyDelta;
 use super::sort_keys;
+use super::stored::TallyScores;
 use crate::contract::decimal;
 use crate::rules::signals::{VoteFacts, VoteInput, leading_pair};
 use crate::rules::tally::{self, Tally};
@@ -55,11 +56,11 @@ impl Computed {
     }
 
     fn into_row(self, proposal_id: i64, voting_type: Option<String>) -> proposal_fact::Model {
-        let scores: BTreeMap<String, (String, u64)> = self
+        let scores = self
             .tally
             .scores
             .iter()
-            .map(|(c, s)| (c.to_string(), (tally::score_text(s), self.tally.allocations.get(c).copied().unwrap_or(0))))
+            .map(|(c, s)| (*c, (s.clone(), self.tally.allocations.get(c).copied().unwrap_or(0))))
             .collect();
         proposal_fact::Model {
             proposal_id,
@@ -68,7 +69,7 @@ impl Computed {
             votes_counted: self.tally.votes_counted as i64,
             votes_unreadable: self.tally.votes_unreadable as i64,
             total_power: tally::score_text(&self.tally.total_power),
-            scores: serde_json::to_string(&scores).expect("a map of strings serialises"),
+            scores: TallyScores(scores),
             largest: self.largest.map(|v| serde_json::to_string(&v).expect("a vote serialises")),
             most_effective: self
                 .most_effective
@@ -76,22 +77,19 @@ impl Computed {
         }
     }
 
-    fn from_row(row: &proposal_fact::Model) -> Result<Self, DbErr> {
+    fn from_row(row: proposal_fact::Model) -> Result<Self, DbErr> {
         let bad = |what: &str, e: &dyn std::fmt::Display| {
             DbErr::Custom(format!("proposal_facts {} holds an unreadable {what}: {e}", row.proposal_id))
         };
         let number = |what: &str, text: &str| decimal::parse(text).map_err(|e| bad(what, &e));
-        let scores: BTreeMap<String, (String, u64)> =
-            serde_json::from_str(&row.scores).map_err(|e| bad("tally", &e))?;
         let mut tally = Tally {
             total_power: number("total power", &row.total_power)?,
             votes_counted: row.votes_counted as u64,
             votes_unreadable: row.votes_unreadable as u64,
             ..Tally::default()
         };
-        for (choice, (score, votes)) in scores {
-            let choice = choice.parse::<u32>().map_err(|e| bad("choice", &e))?;
-            tally.scores.insert(choice, number("score", &score)?);
+        for (choice, (score, votes)) in row.scores.0 {
+            tally.scores.insert(choice, score);
             tally.allocations.insert(choice, votes);
         }
         let largest = match &row.largest {
@@ -122,7 +120,7 @@ pub async fn load<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<HashMap<i64
             .all(db)
             .await?;
         for row in rows {
-            out.insert(row.proposal_id, Computed::from_row(&row)?);
+            out.insert(row.proposal_id, Computed::from_row(row)?);
         }
     }
     Ok(out)

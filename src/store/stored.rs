@@ -1,8 +1,8 @@
 //! Where a stored value is parsed: the vocabulary (`contract::vocabulary`, `contract::events`,
 //! `contract::signals`) as sea-orm column types, string-valued active enums over the existing text
-//! columns (no schema change: each reports `String`'s column type); and the JSON lists a proposal
-//! or a forum topic holds ([`Choices`], [`Scores`], [`Tags`]), typed over their text columns the
-//! same way.
+//! columns (no schema change: each reports `String`'s column type); the JSON lists a proposal or a
+//! forum topic holds ([`Choices`], [`Scores`], [`Tags`]) and a stored tally's per-choice scores
+//! ([`TallyScores`]), typed over their text columns the same way.
 //!
 //! Entities and read rows carry these enums, so a value is parsed once, when its row is read,
 //! and nothing downstream parses stored text again.
@@ -16,10 +16,15 @@
 //! another one. A loud failure is the only answer that stays honest, and it cannot happen with
 //! the writers of this build (they write from the same enums). The same holds for a JSON list
 //! column whose text is not an array of strings: every writer writes one from its `Vec<String>`
-//! (`store::apply`, `sample`), so no stored row holds numbers or other values there.
+//! (`store::apply`, `sample`), so no stored row holds numbers or other values there; and for a
+//! stored tally that is not the object [`TallyScores`] writes (`store::facts`).
+use std::collections::BTreeMap;
+
+use bigdecimal::BigDecimal;
 use sea_orm::sea_query::{ArrayType, ColumnType, Nullable, Value, ValueType, ValueTypeErr};
 use sea_orm::{ActiveEnum, ColIdx, ColumnDef, DbErr, QueryResult, TryGetError, TryGetable};
 
+use crate::contract::decimal;
 use crate::contract::events::EventKind;
 use crate::contract::feed::FeedKind;
 use crate::contract::signals::{Severity, SignalKind};
@@ -170,6 +175,49 @@ stored_as_json_strings!(
     Tags,
 );
 
+/// A stored tally's per-choice scores (`proposal_facts.scores`): each choice (1-based) → its
+/// exact score and how many counted votes gave it a share. The column holds the JSON object
+/// `{"<choice>":["<score>",<votes>],…}`, keys in text order (`"1"`, `"10"`, `"2"`) and scores as
+/// `rules::tally::score_text` writes them: the text every store already holds. Parsed once when
+/// its row is read; a key that is no choice number or a score that is no exact decimal fails the
+/// read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TallyScores(pub BTreeMap<u32, (BigDecimal, u64)>);
+
+impl TallyScores {
+    /// The text the column holds.
+    pub fn to_json(&self) -> String {
+        let text: BTreeMap<String, (String, u64)> = self
+            .0
+            .iter()
+            .map(|(choice, (score, votes))| (choice.to_string(), (crate::rules::tally::score_text(score), *votes)))
+            .collect();
+        serde_json::to_string(&text).expect("a map of strings serialises")
+    }
+
+    /// The scores the column's text holds.
+    pub fn from_json(text: &str) -> Result<Self, DbErr> {
+        let bad = |e: &dyn std::fmt::Display| DbErr::Type(format!("`{text}` is not a stored tally (TallyScores): {e}"));
+        let stored: BTreeMap<String, (String, u64)> = serde_json::from_str(text).map_err(|e| bad(&e))?;
+        stored
+            .into_iter()
+            .map(|(choice, (score, votes))| {
+                let choice = choice.parse::<u32>().map_err(|e| bad(&e))?;
+                Ok((choice, (decimal::parse(&score).map_err(|e| bad(&e))?, votes)))
+            })
+            .collect::<Result<_, DbErr>>()
+            .map(Self)
+    }
+}
+
+impl From<TallyScores> for Value {
+    fn from(v: TallyScores) -> Value {
+        Value::from(v.to_json())
+    }
+}
+
+read_from_text!(TallyScores, TallyScores::from_json);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +241,21 @@ mod tests {
         assert!(Scores::from_json("[1, 2.5]").is_err(), "a number is no exact decimal text");
         assert!(Tags::from_json("not json").is_err());
         assert_eq!(<Scores as ValueType>::column_type(), <String as ValueType>::column_type());
+    }
+
+    #[test]
+    fn tally_scores_keep_the_stored_text() {
+        // Written before the column was typed (`BTreeMap<String, (String, u64)>` through serde_json):
+        // keys in text order, plain exact scores.
+        let stored = r#"{"1":["1234.5",3],"10":["0.000000000000000211",1],"2":["0",2]}"#;
+        let scores = TallyScores::from_json(stored).unwrap();
+        assert_eq!(scores.0.keys().copied().collect::<Vec<_>>(), [1, 2, 10]);
+        assert_eq!(scores.0[&10], (decimal::parse("2.11e-16").unwrap(), 1));
+        assert_eq!(scores.to_json(), stored);
+        assert_eq!(TallyScores::default().to_json(), "{}");
+        assert!(TallyScores::from_json(r#"{"one":["1",1]}"#).is_err(), "a key that is no choice number");
+        assert!(TallyScores::from_json(r#"{"1":[1.5,1]}"#).is_err(), "a score that is no exact decimal text");
+        assert!(TallyScores::from_json(r#"{"1":["1e",1]}"#).is_err(), "a score that is no decimal");
+        assert_eq!(<TallyScores as ValueType>::column_type(), <String as ValueType>::column_type());
     }
 }

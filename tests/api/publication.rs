@@ -167,7 +167,7 @@ on_both_backends!(incremental_publication, |backend: Backend| async move {
 
 // `proposal_facts.scores` keeps the text publication has always written (existing stores hold
 // it): a compact JSON object whose keys are choice numbers in text order, each `[exact plain
-// score, votes]`.
+// score, votes]`; read typed, it writes back the same text.
 on_both_backends!(stored_tallies_keep_their_text, |app: TestApp| async move {
     let db = govdata::store::connect(&app.database_url).await.expect("connect");
     let sql = "SELECT proposal_id, scores FROM proposal_facts ORDER BY proposal_id";
@@ -183,4 +183,8 @@ on_both_backends!(stored_tallies_keep_their_text, |app: TestApp| async move {
             assert_eq!(&decimal::plain(&decimal::parse(score).unwrap()), score, "proposal {id}: {text}");
         }
     }
+    // Read typed (`store::stored::TallyScores`), each writes back the very text it was read from.
+    let typed = proposal_fact::Entity::find().order_by_asc(proposal_fact::Column::ProposalId).all(&db).await.unwrap();
+    let rewritten: Vec<(i64, String)> = typed.iter().map(|f| (f.proposal_id, f.scores.to_json())).collect();
+    assert_eq!(rewritten, stored);
 });

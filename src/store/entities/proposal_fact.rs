@@ -2,6 +2,8 @@
 //! votes the signal rules weigh. Numbers are exact decimal text.
 use sea_orm::entity::prelude::*;
 
+use crate::store::stored::TallyScores;
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "proposal_facts")]
 pub struct Model {
@@ -15,8 +17,9 @@ pub struct Model {
     pub votes_unreadable: i64,
     /// Exact sum of the counted votes' power.
     pub total_power: String,
-    /// JSON object: 1-based choice → [exact score, number of counted votes giving it a share].
-    pub scores: String,
+    /// 1-based choice → (exact score, number of counted votes giving it a share), stored as the
+    /// JSON object `{"<choice>":["<score>",<votes>]}` ([`TallyScores`]).
+    pub scores: TallyScores,
     /// JSON of the largest vote (`rules::signals::VoteInput`), when any vote is readable.
     pub largest: Option<String>,
     /// JSON `[vote, effect]`: the vote with the largest effect on the margin, when one helps the leader.
