@@ -25,6 +25,7 @@ use super::events::{EventRow, SUBJECT_JOIN};
 use super::keys;
 use super::signals::SignalRecord;
 use crate::contract::feed::{FEED_PRUNE_BATCH, FEED_RETENTION, FeedKind};
+use crate::contract::vocabulary::DaoId;
 
 /// Ids per `IN (...)` list and rows per insert.
 const CHUNK: usize = 500;
@@ -262,7 +263,7 @@ async fn max_seq(db: &impl ConnectionTrait, sql: &str, values: Vec<Value>) -> Re
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FeedFilter {
     /// Only this DAO's entries.
-    pub dao_id: Option<String>,
+    pub dao_id: Option<DaoId>,
     /// Only entries of these kinds (none: every kind).
     pub kinds: Vec<FeedKind>,
 }
@@ -282,7 +283,7 @@ pub async fn after(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let dao = |values: &mut Vec<Value>| match &filter.dao_id {
         Some(d) => {
-            values.push(d.clone().into());
+            values.push(d.into());
             format!(" AND dao_id = ${}", values.len())
         }
         None => String::new(),

@@ -53,6 +53,7 @@ on_both_backends!(dao_filters_that_name_no_dao_match_nothing, |app: TestApp| asy
         "/v2/events?limit=5".to_owned(),
         "/v2/signals".to_owned(),
         "/v2/activity".to_owned(),
+        "/v2/feed?limit=5".to_owned(),
     ];
     // Lists that read an empty value as a filter matching nothing.
     let keeping_empty = [

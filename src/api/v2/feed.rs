@@ -78,8 +78,13 @@ impl Api {
         if position < pruned {
             return Err(feed::expired(position, pruned, "after", ParamLocation::Query).into());
         }
-        let filter = FeedFilter { dao_id: dao.received().map(str::to_owned), kinds };
-        let rows = store::feed::after(&state.db, &filter, position, list.rows_to_read()).await?;
+        let rows = match dao.store_filter() {
+            Some(dao_id) => {
+                let filter = FeedFilter { dao_id: dao_id.cloned(), kinds };
+                store::feed::after(&state.db, &filter, position, list.rows_to_read()).await?
+            }
+            None => Vec::new(),
+        };
         let positions: Vec<FeedAfter> = rows.iter().map(FeedRecord::keyset).collect();
         let entries = FeedEntry::from_records(&state.db, rows).await?;
         Ok(list.page(positions.into_iter().zip(entries).collect(), |(p, _)| *p, |(_, e)| e))
