@@ -130,10 +130,19 @@ impl Published {
     pub fn param_expectation(&self, template: &str, method: &str, name: &str) -> Option<String> {
         let params = self.json["paths"][template][method.to_ascii_lowercase()]["parameters"].as_array()?;
         let schema = &params.iter().find(|p| p["name"] == name)?["schema"];
-        let schema = match schema["$ref"].as_str() {
-            Some(r) => &self.json["components"]["schemas"][r.rsplit('/').next()?],
-            None => schema,
+        let resolve = |schema: &'_ Value| -> Option<Value> {
+            Some(match schema["$ref"].as_str() {
+                Some(r) => self.json["components"]["schemas"][r.rsplit('/').next()?].clone(),
+                None => schema.clone(),
+            })
         };
+        let schema = &resolve(schema)?;
+        // A list sent comma-separated (`explode: false`): what each member may be.
+        if schema["type"] == "array" {
+            let items = resolve(&schema["items"])?;
+            let values: Vec<&str> = items["enum"].as_array()?.iter().filter_map(Value::as_str).collect();
+            return Some(format!("a comma-separated list of: {}", values.join(", ")));
+        }
         if let Some(values) = schema["enum"].as_array() {
             let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
             return Some(format!("one of: {}", values.join(", ")));

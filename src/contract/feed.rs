@@ -8,7 +8,11 @@
 //!
 //! Which votes are fed is the notable-vote rule of the events ([`super::events::NOTABLE_VOTE_MIN_SHARE`]):
 //! a vote matters when it is a `vote_cast` event, declared there once.
+use std::borrow::Cow;
+
 use poem_openapi::Enum;
+use poem_openapi::registry::{MetaSchemaRef, Registry};
+use poem_openapi::types::{ParseError, ParseFromParameter, ParseResult, ToJSON, Type};
 
 use super::errors::{ErrorCode, FieldError, ParamLocation, Problem};
 use super::events::EventKind;
@@ -71,6 +75,73 @@ impl FeedKind {
     }
 }
 
+/// `kinds` in a query string: feed kinds, comma-separated, published as an array sent
+/// `explode: false`. Empty members are no kind (`kinds=` is the empty list, every kind), so
+/// every form a client may serialise an empty list in is accepted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedKinds(pub Vec<FeedKind>);
+
+impl Type for FeedKinds {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = FeedKind;
+
+    fn name() -> Cow<'static, str> {
+        <Vec<FeedKind> as Type>::name()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        <Vec<FeedKind> as Type>::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        <Vec<FeedKind> as Type>::register(registry);
+    }
+
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        Box::new(self.0.iter())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The document's `default` (`[]`).
+impl ToJSON for FeedKinds {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        self.0.to_json()
+    }
+}
+
+impl ParseFromParameter for FeedKinds {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Self::parse_from_parameters(value.split(','))
+    }
+
+    /// poem-openapi hands an `explode: false` list over already split at its commas.
+    fn parse_from_parameters<I: IntoIterator<Item = A>, A: AsRef<str>>(iter: I) -> ParseResult<Self> {
+        let mut kinds = Vec::new();
+        for member in iter {
+            let member = member.as_ref().trim();
+            if member.is_empty() {
+                continue;
+            }
+            let kind = FeedKind::parse(member).map_err(|_| {
+                ParseError::custom(format!("`{member}` is not a feed kind; one of {}", FeedKind::choices()))
+            })?;
+            kinds.push(kind);
+        }
+        kinds.sort();
+        kinds.dedup();
+        Ok(Self(kinds))
+    }
+}
+
 /// How long an entry is kept: the window of events and signals, so that a client that fell
 /// further behind than the feed reaches can resynchronise from those lists.
 pub const FEED_RETENTION: Window = EVENTS_AND_SIGNALS_WINDOW;
@@ -125,6 +196,19 @@ pub fn expired(position: i64, pruned_through: i64, name: &str, location: ParamLo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_lists() {
+        let parse = |members: &[&str]| FeedKinds::parse_from_parameters(members.iter()).map(|k| k.0);
+        assert_eq!(parse(&[""]).unwrap(), vec![]);
+        assert_eq!(parse(&[]).unwrap(), vec![]);
+        assert_eq!(
+            parse(&["signal_raised", " vote_cast", "", "vote_cast"]).unwrap(),
+            vec![FeedKind::VoteCast, FeedKind::SignalRaised]
+        );
+        let err = parse(&["vote_cast", "nope"]).unwrap_err().into_message();
+        assert!(err.contains("`nope` is not a feed kind"), "{err}");
+    }
 
     #[test]
     fn positions() {

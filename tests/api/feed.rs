@@ -259,6 +259,18 @@ on_both_backends!(feed_filters_pages_and_refuses, |backend: Backend| async move 
     let (status, body) = w.app.get_json(&format!("/v2/feed?limit=3&kinds=vote_cast&cursor={cursor}")).await;
     assert_eq!((status, body["code"].as_str()), (400, Some("INVALID_CURSOR")), "{body}");
 
+    // An empty list, in any form a client serialises one, is every kind.
+    for query in ["kinds=", "kinds=,", "kinds=%20"] {
+        let (status, body) = w.app.get_json(&format!("/v2/feed?{query}&limit=3")).await;
+        assert_eq!(status, 200, "{query}: {body}");
+        assert_eq!(body["data"]["items"].as_array().unwrap()[..], all[..3], "{query}");
+    }
+    let (_, body) = w.app.get_json("/v2/feed?kinds=vote_cast,nope").await;
+    assert_eq!(body["errors"][0]["received"], "vote_cast,nope", "{body}");
+    let expected = body["errors"][0]["expected"].as_str().unwrap();
+    assert!(expected.starts_with("a comma-separated list of: proposal_created, "), "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("`nope` is not a feed kind"), "{body}");
+
     // Bad input: a clear problem naming the parameter.
     for (query, name) in
         [("after=abc", "after"), ("after=-1", "after"), ("kinds=nope", "kinds"), ("limit=201", "limit")]

@@ -8,7 +8,7 @@ use crate::api::{AppState, views::feed::FeedEntry};
 use crate::contract::{
     envelope::V2List,
     errors::{ApiError, ParamLocation},
-    feed::{self, FeedKind},
+    feed::{self, FeedKinds},
     limits::Events,
     operations::FeedListV2,
     params::{DaoFilter, V2Limit},
@@ -48,7 +48,7 @@ impl Api {
         /// Only entries of these kinds, comma-separated (`proposal_closed,signal_raised`); every kind
         /// when absent.
         #[oai(explode = false, default)]
-        kinds: Query<Vec<FeedKind>>,
+        kinds: Query<FeedKinds>,
         /// The entries after this `sequence` (`0`, the default: from the oldest entry kept).
         #[oai(validator(pattern = r"^[0-9]{1,18}$"))]
         after: Query<Option<String>>,
@@ -59,9 +59,7 @@ impl Api {
     ) -> Result<Json<V2List<FeedEntry>>, ApiError<FeedListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let dao = DaoFilter::resolve(dao_id.0);
-        let mut kinds = kinds.0;
-        kinds.sort();
-        kinds.dedup();
+        let kinds = kinds.0.0;
         // `after` is part of the query a cursor continues, as every filter is: a cursor goes on
         // from where its page ended, and is refused with another `after`.
         let list = Listing::<FeedListV2, FeedAfter>::append_only(&state, limit).filtered(vec![
