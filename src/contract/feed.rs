@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use poem_openapi::Enum;
-use poem_openapi::registry::{MetaSchemaRef, Registry};
+use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseError, ParseFromParameter, ParseResult, ToJSON, Type};
 
 use super::errors::{ErrorCode, FieldError, ParamLocation, Problem};
@@ -67,11 +67,6 @@ impl FeedKind {
             EventKind::ForumTopicCreated => Self::ForumTopicCreated,
             EventKind::DelegationChanged => Self::DelegationChanged,
         }
-    }
-
-    /// Whether the entry carries a signal (otherwise an event).
-    pub const fn is_signal(self) -> bool {
-        matches!(self, Self::SignalRaised | Self::SignalChanged | Self::SignalCleared)
     }
 }
 
@@ -150,21 +145,53 @@ pub const FEED_RETENTION: Window = EVENTS_AND_SIGNALS_WINDOW;
 /// them waits on a large delete.
 pub const FEED_PRUNE_BATCH: u64 = 10_000;
 
-/// What a sequence looks like, as the documents publish it.
+/// What a sequence looks like, as the documents publish it ([`FeedPosition::parse`] holds text
+/// to the same rule).
 pub const SEQUENCE_PATTERN: &str = "^[0-9]{1,18}$";
 
-/// The sequence `text` names (`after`, `Last-Event-ID`): decimal digits, `0` for the start.
-pub fn parse_position(text: &str, name: &str, location: ParamLocation) -> Result<i64, Problem> {
-    let digits = !text.is_empty() && text.len() <= 18 && text.bytes().all(|b| b.is_ascii_digit());
-    match text.parse::<i64>() {
-        Ok(seq) if digits => Ok(seq),
-        _ => Err(Problem::validation(FieldError {
-            location,
-            name: name.to_owned(),
-            reason: "is not a feed sequence".to_owned(),
-            expected: Some("an entry's `sequence` (decimal digits), or 0 for the oldest entry kept".to_owned()),
-            received: Some(text.to_owned()),
-        })),
+/// Where a reader resumes (`after`): after the entry with this sequence; `0`, before the oldest
+/// entry kept. Published as a string matching [`SEQUENCE_PATTERN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedPosition(pub i64);
+
+impl FeedPosition {
+    /// The position `text` names: 1 to 18 decimal digits (every such text fits an `i64`).
+    pub fn parse(text: &str) -> Option<Self> {
+        let digits = (1..=18).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit());
+        digits.then(|| text.parse().ok().map(Self)).flatten()
+    }
+}
+
+impl Type for FeedPosition {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("feed_sequence")
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            pattern: Some(SEQUENCE_PATTERN.to_owned()),
+            ..MetaSchema::new("string")
+        }))
+    }
+
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        Box::new(self.as_raw_value().into_iter())
+    }
+}
+
+impl ParseFromParameter for FeedPosition {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Self::parse(value).ok_or_else(|| {
+            ParseError::custom("is not a feed sequence: an entry's `sequence`, or 0 for the oldest entry kept")
+        })
     }
 }
 
@@ -180,7 +207,8 @@ pub fn expired(position: i64, pruned_through: i64, name: &str, location: ParamLo
         ErrorCode::InvalidCursor,
         format!(
             "Resuming after sequence {position} would skip entries: {reason}. Resynchronise from GET /v2/events and \
-             GET /v2/signals, then resume from the newest entry (`after=0` reads the oldest kept)."
+             GET /v2/signals, then resume from the newest entry (`after=0`, or no `after`, reads the oldest \
+             kept)."
         ),
     );
     p.errors = Some(vec![FieldError {
@@ -212,11 +240,11 @@ mod tests {
 
     #[test]
     fn positions() {
-        assert_eq!(parse_position("0", "after", ParamLocation::Query).unwrap(), 0);
-        assert_eq!(parse_position("123", "after", ParamLocation::Query).unwrap(), 123);
+        assert_eq!(FeedPosition::parse("0"), Some(FeedPosition(0)));
+        assert_eq!(FeedPosition::parse("123"), Some(FeedPosition(123)));
+        assert_eq!(FeedPosition::parse("999999999999999999"), Some(FeedPosition(999_999_999_999_999_999)));
         for bad in ["", "-1", "+1", "1.0", "abc", "1234567890123456789", " 1"] {
-            let p = parse_position(bad, "after", ParamLocation::Query).unwrap_err();
-            assert_eq!(p.code, ErrorCode::ValidationError, "{bad}");
+            assert_eq!(FeedPosition::parse(bad), None, "{bad}");
         }
         let p = expired(3, 10, "Last-Event-ID", ParamLocation::Header);
         assert_eq!(p.code, ErrorCode::InvalidCursor);
@@ -227,10 +255,9 @@ mod tests {
     fn every_event_kind_is_a_feed_kind_of_the_same_name() {
         for &k in EventKind::ALL {
             assert_eq!(FeedKind::of_event(k).as_str(), k.as_str());
-            assert!(!FeedKind::of_event(k).is_signal());
         }
-        let signals = FeedKind::ALL.iter().filter(|k| k.is_signal()).count();
-        assert_eq!(FeedKind::ALL.len(), EventKind::ALL.len() + signals);
-        assert_eq!(signals, 3);
+        let signals = [FeedKind::SignalRaised, FeedKind::SignalChanged, FeedKind::SignalCleared];
+        assert_eq!(FeedKind::ALL.len(), EventKind::ALL.len() + signals.len());
+        assert!(signals.iter().all(|k| k.as_str().starts_with("signal_")));
     }
 }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bigdecimal::BigDecimal;
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
 
-use super::sort_keys;
+use super::{placeholders, sort_keys};
 use crate::contract::decimal;
 use crate::contract::events::{EventKind, NOTABLE_VOTE_MIN_SHARE, STATE_EVENTS};
 use crate::contract::vocabulary::{DaoId, ItemKind, ProposalState, SourceKind};
@@ -271,10 +271,6 @@ async fn scoped<C: ConnectionTrait>(
     Ok(written)
 }
 
-fn placeholders(first: usize, n: usize) -> String {
-    (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
-}
-
 /// Runs one upsert and returns the ids of the rows it inserted or updated (`RETURNING`, which
 /// both backends report for an upsert's inserted and updated rows, and not for rows left alone).
 async fn write<C: ConnectionTrait>(db: &C, sql: &str, values: Vec<Value>) -> Result<Vec<i64>, DbErr> {
@@ -381,6 +377,19 @@ fn where_clause(conds: &[String]) -> String {
 pub(crate) const SUBJECT_JOIN: &str = "COALESCE(p.proposal_key, t.topic_key) AS subject_key,
     COALESCE(p.title, t.title) AS subject_title, COALESCE(p.url, t.url) AS subject_url";
 
+/// The query reading [`EventRow`]s (events `e` with their subjects), narrowed and ordered by
+/// `rest` (`WHERE …`, `ORDER BY …`).
+pub(crate) fn rows_sql(rest: &str) -> String {
+    format!(
+        "SELECT e.id, e.natural_key, e.kind, e.dao_id, e.occurred_ms, e.subject_kind, e.subject_external_id, e.subject_source,
+                e.actor, e.url, e.snapshot_id, e.tx_hash, e.block_number, e.details, {SUBJECT_JOIN}
+         FROM governance_events e
+         LEFT JOIN proposals p ON p.id = e.proposal_id
+         LEFT JOIN forum_topics t ON t.id = e.topic_id
+         {rest}"
+    )
+}
+
 /// One page of events, newest first (`occurred_ms` desc, then id desc). Two queries: the page and,
 /// when `with_total`, its total.
 pub async fn list(
@@ -394,18 +403,7 @@ pub async fn list(
     let mut values = Vec::new();
     let conds = where_clause(&conditions(filter, "e", "occurred_ms", &mut values));
     let n = values.len();
-    let sql = format!(
-        "SELECT e.id, e.natural_key, e.kind, e.dao_id, e.occurred_ms, e.subject_kind, e.subject_external_id, e.subject_source,
-                e.actor, e.url, e.snapshot_id, e.tx_hash, e.block_number, e.details, {SUBJECT_JOIN}
-         FROM governance_events e
-         LEFT JOIN proposals p ON p.id = e.proposal_id
-         LEFT JOIN forum_topics t ON t.id = e.topic_id
-         {conds}
-         ORDER BY e.occurred_ms DESC, e.id DESC
-         LIMIT ${} OFFSET ${}",
-        n + 1,
-        n + 2
-    );
+    let sql = rows_sql(&format!("{conds} ORDER BY e.occurred_ms DESC, e.id DESC LIMIT ${} OFFSET ${}", n + 1, n + 2));
     let mut page_values = values.clone();
     page_values.extend([Value::from(to_i64(limit)), Value::from(to_i64(offset))]);
     let rows = EventRow::find_by_statement(Statement::from_sql_and_values(backend, sql, page_values)).all(db).await?;

@@ -21,9 +21,9 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use super::entities::{data_revision, feed_entry, setting, signal};
-use super::events::{EventRow, SUBJECT_JOIN};
-use super::keys;
+use super::events::EventRow;
 use super::signals::SignalRecord;
+use super::{keys, placeholders};
 use crate::contract::feed::{FEED_PRUNE_BATCH, FEED_RETENTION, FeedKind};
 use crate::contract::vocabulary::DaoId;
 
@@ -44,12 +44,6 @@ pub struct Changes {
     /// Signals raised, changed or cleared, each as it stands after the change (cleared: as it
     /// last stood), in the order they are fed.
     pub signals: Vec<(FeedKind, signal::Model)>,
-}
-
-impl Changes {
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty() && self.signals.is_empty()
-    }
 }
 
 /// What an entry reports, as published.
@@ -136,7 +130,8 @@ async fn event_order<C: ConnectionTrait>(db: &C, ids: &BTreeSet<i64>) -> Result<
     let ids: Vec<i64> = ids.iter().copied().collect();
     let mut order = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(CHUNK) {
-        let sql = format!("SELECT id, occurred_ms FROM governance_events WHERE id IN ({})", placeholders(chunk.len()));
+        let sql =
+            format!("SELECT id, occurred_ms FROM governance_events WHERE id IN ({})", placeholders(1, chunk.len()));
         let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, chunk.iter().map(|&id| id.into()));
         order.extend(At::find_by_statement(stmt).all(db).await?.into_iter().map(|a| (a.occurred_ms, a.id)));
     }
@@ -146,15 +141,7 @@ async fn event_order<C: ConnectionTrait>(db: &C, ids: &BTreeSet<i64>) -> Result<
 
 /// The events of `ids` with their subjects, as the event lists read them.
 async fn event_rows<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<Vec<EventRow>, DbErr> {
-    let sql = format!(
-        "SELECT e.id, e.natural_key, e.kind, e.dao_id, e.occurred_ms, e.subject_kind, e.subject_external_id,
-                e.subject_source, e.actor, e.url, e.snapshot_id, e.tx_hash, e.block_number, e.details, {SUBJECT_JOIN}
-         FROM governance_events e
-         LEFT JOIN proposals p ON p.id = e.proposal_id
-         LEFT JOIN forum_topics t ON t.id = e.topic_id
-         WHERE e.id IN ({})",
-        placeholders(ids.len())
-    );
+    let sql = super::events::rows_sql(&format!("WHERE e.id IN ({})", placeholders(1, ids.len())));
     let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, ids.iter().map(|&id| id.into()));
     EventRow::find_by_statement(stmt).all(db).await
 }
@@ -246,11 +233,6 @@ pub async fn newest_event(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
     Ok(max_seq(db, "SELECT MAX(id) AS seq FROM governance_events", vec![]).await?.unwrap_or(0))
 }
 
-/// The newest sequence (0 on an empty feed).
-pub async fn newest(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
-    Ok(max_seq(db, "SELECT MAX(seq) AS seq FROM feed_entries", vec![]).await?.unwrap_or(0))
-}
-
 async fn max_seq(db: &impl ConnectionTrait, sql: &str, values: Vec<Value>) -> Result<Option<i64>, DbErr> {
     let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, values);
     match db.query_one_raw(stmt).await? {
@@ -312,8 +294,4 @@ pub async fn after(
     let stmt = Statement::from_sql_and_values(backend, sql, values);
     let rows = feed_entry::Entity::find().from_raw_sql(stmt).all(db).await?;
     rows.into_iter().map(FeedRecord::read).collect()
-}
-
-fn placeholders(n: usize) -> String {
-    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }

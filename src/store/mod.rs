@@ -133,3 +133,9 @@ pub fn pool_use(db: &DatabaseConnection) -> (u32, u32, u32) {
         }
     }
 }
+
+/// `$first, …, $(first + n - 1)`: the bind parameters of an `IN (...)` list or a row of values,
+/// numbered as both backends bind them.
+pub(crate) fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}

@@ -25,8 +25,8 @@ use sea_orm::{
     TransactionTrait, Value,
 };
 
-use super::address;
 use super::entities::data_revision;
+use super::{address, placeholders};
 use crate::rules::tally::Tally;
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
@@ -338,10 +338,6 @@ async fn newest_watermark<C: ConnectionTrait>(db: &C) -> Result<Option<i64>, DbE
         Some(row) => row.try_get::<Option<i64>>("", "newest"),
         None => Ok(None),
     }
-}
-
-fn placeholders(first: usize, n: usize) -> String {
-    (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
 async fn exec<C: ConnectionTrait>(db: &C, sql: &str, values: Vec<Value>) -> Result<u64, DbErr> {

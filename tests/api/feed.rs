@@ -288,11 +288,16 @@ on_both_backends!(feed_filters_pages_and_refuses, |backend: Backend| async move 
     let later = govdata::contract::time::now_ms() + FEED_RETENTION.max_ms() + 1;
     let removed = govdata::store::feed::prune(&w.db, later).await.unwrap();
     assert_eq!(removed as usize, kept.len());
-    let (status, body) = w.app.get_json("/v2/feed?after=0").await;
+    let (status, body) = w.app.get_json("/v2/feed?after=1").await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["code"], "INVALID_CURSOR");
     assert_eq!(body["errors"][0]["name"], "after");
     assert!(body["detail"].as_str().unwrap().contains("/v2/events"), "{body}");
+    for start in ["/v2/feed", "/v2/feed?after=0"] {
+        let (status, body) = w.app.get_json(start).await;
+        assert_eq!(status, 200, "the start is the oldest entry kept, never refused: {body}");
+        assert_eq!(body["data"]["items"], serde_json::json!([]));
+    }
     let (status, body) = w.app.get_json(&format!("/v2/feed?after={newest}")).await;
     assert_eq!(status, 200, "resuming from the newest pruned entry skips nothing: {body}");
     assert_eq!(body["data"]["items"], serde_json::json!([]));

@@ -8,7 +8,7 @@ use crate::api::{AppState, views::feed::FeedEntry};
 use crate::contract::{
     envelope::V2List,
     errors::{ApiError, ParamLocation},
-    feed::{self, FeedKinds},
+    feed::{self, FeedKinds, FeedPosition},
     limits::Events,
     operations::FeedListV2,
     params::{DaoFilter, V2Limit},
@@ -50,8 +50,7 @@ impl Api {
         #[oai(explode = false, default)]
         kinds: Query<FeedKinds>,
         /// The entries after this `sequence` (`0`, the default: from the oldest entry kept).
-        #[oai(validator(pattern = r"^[0-9]{1,18}$"))]
-        after: Query<Option<String>>,
+        after: Query<Option<FeedPosition>>,
         /// Entries per page.
         limit: Query<Option<V2Limit<Events>>>,
         /// `meta.page.nextCursor` of the previous page, unchanged.
@@ -65,16 +64,18 @@ impl Api {
         let list = Listing::<FeedListV2, FeedAfter>::append_only(&state, limit).filtered(vec![
             ("daoId", dao.shape()),
             ("kinds", kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(",")),
-            ("after", after.0.clone().unwrap_or_default()),
+            ("after", after.0.map(|p| p.0.to_string()).unwrap_or_default()),
         ]);
-        let from = after.0.as_deref().map(|t| feed::parse_position(t, "after", ParamLocation::Query)).transpose()?;
         let position = match list.after(cursor.0.as_deref())? {
             Some(FeedAfter(seq)) => seq,
-            None => from.unwrap_or(0),
+            None => after.0.map_or(0, |p| p.0),
         };
-        let pruned = store::feed::pruned_through(&state.db).await?;
-        if position < pruned {
-            return Err(feed::expired(position, pruned, "after", ParamLocation::Query).into());
+        // 0 is the start: the oldest entry kept, never a position pruning could have passed.
+        if position > 0 {
+            let pruned = store::feed::pruned_through(&state.db).await?;
+            if position < pruned {
+                return Err(feed::expired(position, pruned, "after", ParamLocation::Query).into());
+            }
         }
         let rows = match dao.store_filter() {
             Some(dao_id) => {
