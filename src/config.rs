@@ -4,8 +4,9 @@ use std::net::SocketAddr;
 use clap::{ArgAction, Args, Parser, Subcommand, builder::BoolishValueParser};
 
 use crate::contract::access::{
-    DEFAULT_ASSET_DECIMALS, DEFAULT_PRICE_PLUS, DEFAULT_PRICE_STANDARD, DEFAULT_X402_ASSET, DEFAULT_X402_ASSET_NAME,
-    DEFAULT_X402_ASSET_VERSION, DEFAULT_X402_NETWORK, Prices, Rate, RatePolicy,
+    DEFAULT_ASSET_DECIMALS, DEFAULT_PRICE_PLUS, DEFAULT_PRICE_STANDARD, DEFAULT_STREAM_PAID_SECONDS,
+    DEFAULT_X402_ASSET, DEFAULT_X402_ASSET_NAME, DEFAULT_X402_ASSET_VERSION, DEFAULT_X402_NETWORK, Prices, Rate,
+    RatePolicy,
 };
 
 /// The default store: an SQLite file next to the working directory.
@@ -220,6 +221,15 @@ pub struct LimitArgs {
     /// On SIGTERM or SIGINT: longest wait for requests in flight and a running ingestion.
     #[arg(long, env = "GOVDATA_DRAIN_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub drain_timeout: std::time::Duration,
+    /// How often an open stream (`GET /v2/stream`) with nothing to send sends a keep-alive
+    /// comment, so that proxies and clients see the connection alive.
+    #[arg(long, env = "GOVDATA_STREAM_KEEP_ALIVE", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub stream_keep_alive: std::time::Duration,
+    /// Longest any stream stays open before the server ends it with a `stream_ended` event (the
+    /// client resumes with `Last-Event-ID`, on any process): spreads long-lived streams over
+    /// processes after a deploy. Unset: a partner token's stream stays open as long as it likes.
+    #[arg(long, env = "GOVDATA_STREAM_MAX_DURATION", value_parser = humantime::parse_duration)]
+    pub stream_max_duration: Option<std::time::Duration>,
 }
 
 /// Rate limits per policy (`contract::access::RatePolicy`): `REQUESTS/DURATION` or `off`.
@@ -332,6 +342,11 @@ pub struct PaymentArgs {
     /// Price of a plus-tier call, in atomic units of the asset.
     #[arg(long, env = "GOVDATA_PRICE_PLUS", default_value_t = DEFAULT_PRICE_PLUS)]
     pub price_plus: u64,
+    /// How long one x402 payment holds a stream (`GET /v2/stream`) open, in seconds; the stream
+    /// then ends with an event saying to pay again and resume.
+    #[arg(long, env = "GOVDATA_STREAM_PAID_SECONDS", default_value_t = DEFAULT_STREAM_PAID_SECONDS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub stream_paid_seconds: u64,
     /// First-party token that opens every endpoint (header `x-internal-token`); not public.
     #[arg(long, env = "GOVDATA_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
@@ -360,7 +375,7 @@ mod tests {
 
 impl PaymentArgs {
     pub fn prices(&self) -> Prices {
-        Prices { standard: self.price_standard, plus: self.price_plus }
+        Prices { standard: self.price_standard, plus: self.price_plus, stream_seconds: self.stream_paid_seconds }
     }
 }
 

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub cache_bytes: IntGauge,
     pub cache_entries: IntGauge,
     pub connections_open: IntGauge,
+    pub streams_open: IntGauge,
+    pub stream_reads: IntCounterVec,
     pub refusals: IntCounterVec,
     pub ingest_runs: IntCounterVec,
     pub ingest_source_seconds: HistogramVec,
@@ -87,6 +89,14 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         cache_bytes: gauge(&r, "response_cache_bytes", "Bytes the response cache holds (entries with their overhead)."),
         cache_entries: gauge(&r, "response_cache_entries", "Entries in the response cache."),
         connections_open: gauge(&r, "connections_open", "Open client connections."),
+        streams_open: gauge(&r, "streams_open", "Open event streams (GET /v2/stream)."),
+        stream_reads: counter(
+            &r,
+            "stream_store_reads_total",
+            "Feed pages read for event streams: `publication` by the process's one reader after each \
+             publication (fanned out to every stream), `resume` by one stream catching up from its position.",
+            &["reason"],
+        ),
         refusals: counter(
             &r,
             "refusals_total",

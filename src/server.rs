@@ -104,6 +104,7 @@ pub async fn bind(
     };
     let queries = edge::bounds::QuerySlots::new(&settings.limits);
     let rates = edge::rate::RateLimiter::start(settings.rates, db.clone());
+    let feed = edge::stream::FeedHub::start(db.clone(), api::views::feed::stream_frames(), serving.subscribe()).await?;
     let state = AppState {
         db,
         settings: Arc::new(settings),
@@ -116,6 +117,7 @@ pub async fn bind(
         shutdown: shutdown.clone(),
         queries,
         rates,
+        feed,
     };
     let app = app(state);
     let draining = shutdown.clone();

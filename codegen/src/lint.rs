@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::diff::unbox;
 
-/// The verbs an operationId may end with: `<resource>_<verb>`.
-pub const VERBS: &[&str] = &["list", "get", "lookup"];
+/// The verbs an operationId may end with: `<resource>_<verb>`. `stream`: a resource's changes
+/// as Server-Sent Events (`v2_feed_stream`).
+pub const VERBS: &[&str] = &["list", "get", "lookup", "stream"];
 /// The schema every error response carries.
 pub const PROBLEM_REF: &str = "#/components/schemas/Problem";
 pub const PROBLEM_MEDIA_TYPE: &str = "application/problem+json";

@@ -19,6 +19,9 @@ pub const X402_MAX_TIMEOUT_SECONDS: u64 = 60;
 /// Default prices in atomic units of the asset (USDC has 6 decimals: 1000 = 0.001 USDC).
 pub const DEFAULT_PRICE_STANDARD: u64 = 1_000;
 pub const DEFAULT_PRICE_PLUS: u64 = 5_000;
+/// How long one x402 payment holds a stream open, by default (an operator may change it, as the
+/// prices): a stream is priced per this much time, at its tier's price.
+pub const DEFAULT_STREAM_PAID_SECONDS: u64 = 3_600;
 /// Defaults for the payment asset: USDC on Base Sepolia, with its EIP-712 domain.
 pub const DEFAULT_X402_NETWORK: &str = "eip155:84532";
 pub const DEFAULT_X402_ASSET: &str = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
@@ -168,16 +171,19 @@ impl Scope {
     }
 }
 
-/// Prices per tier, in atomic units of the payment asset.
+/// What a payment buys: the price per tier, in atomic units of the payment asset, of one call,
+/// or of `stream_seconds` of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prices {
     pub standard: u64,
     pub plus: u64,
+    /// How long one payment holds a stream open.
+    pub stream_seconds: u64,
 }
 
 impl Default for Prices {
     fn default() -> Self {
-        Self { standard: DEFAULT_PRICE_STANDARD, plus: DEFAULT_PRICE_PLUS }
+        Self { standard: DEFAULT_PRICE_STANDARD, plus: DEFAULT_PRICE_PLUS, stream_seconds: DEFAULT_STREAM_PAID_SECONDS }
     }
 }
 

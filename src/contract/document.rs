@@ -10,6 +10,7 @@ use super::vocabulary::KeyKind;
 use super::x402::{Generation, PAYMENT_REQUIRED_HEADER};
 use super::{
     access::{Access, INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, Prices, Scope, Version},
+    errors::ParamLocation,
     operations,
 };
 
@@ -160,6 +161,17 @@ impl Published {
         })
     }
 
+    /// Where parameter `name` of the operation is sent (`in`): query, path or header.
+    pub fn param_location(&self, template: &str, method: &str, name: &str) -> Option<ParamLocation> {
+        let params = self.json["paths"][template][method.to_ascii_lowercase()]["parameters"].as_array()?;
+        match params.iter().find(|p| p["name"] == name)?["in"].as_str()? {
+            "query" => Some(ParamLocation::Query),
+            "path" => Some(ParamLocation::Path),
+            "header" => Some(ParamLocation::Header),
+            _ => None,
+        }
+    }
+
     /// An operation's summary (what an x402 payment for it buys).
     pub fn summary(&self, template: &str, method: &str) -> Option<&str> {
         self.json["paths"][template][method.to_ascii_lowercase()]["summary"].as_str()
@@ -286,8 +298,8 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
                 let id = op["operationId"].as_str().unwrap_or_default().to_owned();
                 let decl = operations::find(version, &id)
                     .unwrap_or_else(|| panic!("operation `{id}` of {version:?} is missing from contract::operations"));
-                let access = access_extension(version, decl.access, prices);
-                let sentence = access_sentence(version, decl.access, prices);
+                let access = access_extension(version, decl, prices);
+                let sentence = access_sentence(version, decl, prices);
                 let description = op["description"].as_str().map(str::to_owned);
                 op["description"] = Value::String(match description {
                     Some(d) => format!("{d}\n\n{sentence}"),
@@ -579,27 +591,48 @@ fn info_description(version: Version) -> String {
     )
 }
 
-fn access_extension(version: Version, access: Access, prices: Prices) -> Value {
-    match access {
+fn access_extension(version: Version, decl: &operations::OperationDecl, prices: Prices) -> Value {
+    match decl.access {
         Access::Free => json!({ "tier": "free" }),
-        Access::Paid(tier) => json!({
-            "tier": tier.as_str(),
-            "price": prices.of(tier).to_string(),
-            "priceUnit": "atomic units of the x402 asset listed by GET /v1/meta/pricing",
-            "scopes": Scope::accepted(version, tier).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-        }),
+        Access::Paid(tier) => {
+            let mut access = json!({
+                "tier": tier.as_str(),
+                "price": prices.of(tier).to_string(),
+                "priceUnit": "atomic units of the x402 asset listed by GET /v1/meta/pricing",
+                "scopes": Scope::accepted(version, tier).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+            });
+            if decl.streams {
+                access["paidSeconds"] = json!(prices.stream_seconds);
+            }
+            access
+        }
     }
 }
 
-fn access_sentence(version: Version, access: Access, prices: Prices) -> String {
-    match access {
+fn access_sentence(version: Version, decl: &operations::OperationDecl, prices: Prices) -> String {
+    match decl.access {
         Access::Free => "Access: free; no credentials needed.".to_owned(),
-        Access::Paid(tier) => format!(
-            "Access: paid, tier `{}`. Pay {} atomic units of the x402 asset per call, or send a partner token in \
-             `{PARTNER_TOKEN_HEADER}` with one of the scopes {}.",
-            tier.as_str(),
-            prices.of(tier),
-            Scope::accepted(version, tier).iter().map(|s| format!("`{}`", s.as_str())).collect::<Vec<_>>().join(", ")
-        ),
+        Access::Paid(tier) => {
+            let buys = if decl.streams {
+                format!(
+                    "per {} s of stream (the stream then ends with `stream_ended`, reason `payment_expired`: pay \
+                     again and resume with `Last-Event-ID`)",
+                    prices.stream_seconds
+                )
+            } else {
+                "per call".to_owned()
+            };
+            format!(
+                "Access: paid, tier `{}`. Pay {} atomic units of the x402 asset {buys}, or send a partner token in \
+                 `{PARTNER_TOKEN_HEADER}` with one of the scopes {}.",
+                tier.as_str(),
+                prices.of(tier),
+                Scope::accepted(version, tier)
+                    .iter()
+                    .map(|s| format!("`{}`", s.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
     }
 }

@@ -10,9 +10,9 @@
 //! a vote matters when it is a `vote_cast` event, declared there once.
 use std::borrow::Cow;
 
-use poem_openapi::Enum;
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseError, ParseFromParameter, ParseResult, ToJSON, Type};
+use poem_openapi::{Enum, Object};
 
 use super::errors::{ErrorCode, FieldError, ParamLocation, Problem};
 use super::events::EventKind;
@@ -197,8 +197,12 @@ impl ParseFromParameter for FeedPosition {
 
 /// The answer to a resume point older than the feed reaches: entries after it were pruned, so
 /// resuming there would skip them. The client resynchronises from the lists (`/v2/events`,
-/// `/v2/signals`), then resumes from the newest sequence.
+/// `/v2/signals`), then starts again as `start_over` says.
 pub fn expired(position: i64, pruned_through: i64, name: &str, location: ParamLocation) -> Problem {
+    let start_over = match location {
+        ParamLocation::Header => "open the stream again without `Last-Event-ID` or `after` (it then starts from now)",
+        _ => "resume from the newest entry (`after=0`, or no `after`, reads the oldest kept)",
+    };
     let reason = format!(
         "entries up to sequence {pruned_through} are older than the feed keeps ({} days) and were pruned",
         FEED_RETENTION.max_days
@@ -207,8 +211,7 @@ pub fn expired(position: i64, pruned_through: i64, name: &str, location: ParamLo
         ErrorCode::InvalidCursor,
         format!(
             "Resuming after sequence {position} would skip entries: {reason}. Resynchronise from GET /v2/events and \
-             GET /v2/signals, then resume from the newest entry (`after=0`, or no `after`, reads the oldest \
-             kept)."
+             GET /v2/signals, then {start_over}."
         ),
     );
     p.errors = Some(vec![FieldError {
@@ -219,6 +222,45 @@ pub fn expired(position: i64, pruned_through: i64, name: &str, location: ParamLo
         received: Some(position.to_string()),
     }]);
     p
+}
+
+/// The reconnection delay a stream asks of its client (its first line, `retry:`), in milliseconds.
+pub const STREAM_RETRY_MS: u64 = 3_000;
+
+/// The event type of the last event of a stream the server ends (its data a [`StreamEnded`]).
+pub const STREAM_ENDED_EVENT: &str = "stream_ended";
+
+vocabulary! {
+    /// Why the server ended a stream. Every reason but `expired` is resumed by reconnecting with
+    /// `Last-Event-ID` (an `EventSource` does so by itself after the `retry:` delay).
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    StreamEndReason ("stream end reason") {
+        /// The time one x402 payment bought is over: the reconnection is answered 402; pay again
+        /// and the stream resumes after the last entry sent.
+        PaymentExpired = "payment_expired",
+        /// The stream reached the longest time this server holds one open: reconnect and resume.
+        MaxDuration = "max_duration",
+        /// The server is shutting down: reconnect (another process answers) and resume.
+        ShuttingDown = "shutting_down",
+        /// The store could not be read: reconnect after the retry delay and resume.
+        Unavailable = "unavailable",
+        /// The stream fell so far behind that entries after its position were pruned: resynchronise
+        /// from `/v2/events` and `/v2/signals`, then open it again without a resume point.
+        Expired = "expired",
+    }
+}
+
+/// The data of the `stream_ended` event.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct StreamEnded {
+    pub reason: StreamEndReason,
+    /// What happened and what to do, in words.
+    pub detail: String,
+    /// The `sequence` of the last entry this stream sent (what a reconnection sends as
+    /// `Last-Event-ID`); absent when it sent none.
+    pub last_sequence: Option<String>,
 }
 
 #[cfg(test)]

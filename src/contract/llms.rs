@@ -51,7 +51,7 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
         out,
         "\n## MCP\n\n\
          - [MCP endpoint]({base}{}): Model Context Protocol over Streamable HTTP (stateless; answers are JSON). \
-         One tool per operation below, named `<surface>_<resource>_<verb>` (`v1_daos_list`, `v2_proposals_list`); a \
+         One tool per operation below (the stream excepted: its entries are `v2_feed_list`'s), named `<surface>_<resource>_<verb>` (`v1_daos_list`, `v2_proposals_list`); a \
          tool's `structuredContent` is the operation's answer. A paid tool takes the partner token header on the MCP \
          request, or x402 at the HTTP layer: an unpaid call answers HTTP 402 with the challenge; pay it and send the \
          same request again. A refused call is a tool error whose text is the problem document.\n",
@@ -66,6 +66,12 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
             let summary = published.summary(template, method).unwrap_or(id);
             let access = match decl.access {
                 Access::Free => "free".to_owned(),
+                Access::Paid(tier) if decl.streams => format!(
+                    "paid, tier `{}`, {} per {} s of stream; Server-Sent Events, resumable with `Last-Event-ID`",
+                    tier.as_str(),
+                    prices.of(tier),
+                    prices.stream_seconds
+                ),
                 Access::Paid(tier) => format!("paid, tier `{}`, {} per call", tier.as_str(), prices.of(tier)),
             };
             let _ = writeln!(

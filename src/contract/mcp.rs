@@ -1,4 +1,4 @@
-//! The MCP tools: one per operation of both finished documents, made from the same declarations
+//! The MCP tools: one per operation of both finished documents (streams excepted), made from the same declarations
 //! as the documents and never written by hand. A tool is named by the operation's surface and
 //! local id (`v1_daos_list`, `v2_proposals_list`: `OperationDecl::qualified_id`, unique across
 //! the surfaces); its description is the operation's summary and description (access and price
@@ -69,7 +69,8 @@ impl ToolDecl {
     }
 }
 
-/// The tools of both surfaces, in document order (v1 first).
+/// The tools of both surfaces, in document order (v1 first): one per operation that answers
+/// (a stream never does, and `GET /v2/feed` serves its entries as a list).
 pub fn tools(surfaces: [&Published; 2]) -> Vec<ToolDecl> {
     let mut all = Vec::new();
     for published in surfaces {
@@ -77,6 +78,9 @@ pub fn tools(surfaces: [&Published; 2]) -> Vec<ToolDecl> {
         for (method, template, id) in published.operations() {
             let decl = operations::find(published.version, id)
                 .unwrap_or_else(|| panic!("{id}: a documented operation has a declaration"));
+            if decl.streams {
+                continue;
+            }
             let op = &doc["paths"][template][method];
             all.push(tool(decl, template, op, &doc));
         }

@@ -43,6 +43,10 @@ pub struct OperationDecl {
     /// What an error response of this operation says beyond its code's usual text (its
     /// description and an example body in the document).
     pub notes: &'static [ErrorNote],
+    /// The operation answers a `text/event-stream` that stays open: one payment buys
+    /// [`super::access::Prices::stream_seconds`] of it, and it is no MCP tool (a tool call
+    /// returns).
+    pub streams: bool,
 }
 
 impl OperationDecl {
@@ -98,6 +102,15 @@ macro_rules! optional {
     };
 }
 
+macro_rules! flag {
+    () => {
+        false
+    };
+    ($value:literal) => {
+        $value
+    };
+}
+
 macro_rules! notes {
     () => {
         &[]
@@ -109,7 +122,7 @@ macro_rules! notes {
 
 macro_rules! operations {
     ($($(#[$doc:meta])* $name:ident = $id:literal, $version:ident, $access:expr, [$($err:ident),*]
-        $(, page $page:ident)? $(, window $window:ident)? $(, notes $notes:ident)?;)*) => {
+        $(, page $page:ident)? $(, window $window:ident)? $(, notes $notes:ident)? $(, streams $streams:literal)?;)*) => {
         $(
             $(#[$doc])*
             pub struct $name;
@@ -122,6 +135,7 @@ macro_rules! operations {
                     page: optional!($($page)?),
                     window: optional!($($window)?),
                     notes: notes!($($notes)?),
+                    streams: flag!($($streams)?),
                 };
             }
         )*
@@ -149,6 +163,16 @@ const FEED_NOTES: &[ErrorNote] = &[ErrorNote {
            keeps ({{FEED_RETENTION_DAYS}} days): entries after it were pruned. Resynchronise from `GET /v2/events` \
            and `GET /v2/signals`, then resume from the newest entry.",
     example: || super::feed::expired(3, 120, "after", super::errors::ParamLocation::Query),
+}];
+
+/// A stream's resume point older than the retention is refused the same way, naming
+/// `Last-Event-ID` or `after`, whichever was sent.
+const STREAM_NOTES: &[ErrorNote] = &[ErrorNote {
+    code: ErrorCode::InvalidCursor,
+    text: "INVALID_CURSOR: `Last-Event-ID` (or `after`) is older than the feed keeps ({{FEED_RETENTION_DAYS}} \
+           days): entries after it were pruned. Resynchronise from `GET /v2/events` and `GET /v2/signals`, then \
+           open the stream again without a resume point.",
+    example: || super::feed::expired(3, 120, "Last-Event-ID", super::errors::ParamLocation::Header),
 }];
 
 use Access::{Free, Paid};
@@ -189,6 +213,8 @@ operations! {
     EventsListV2 = "v2_events_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/feed`
     FeedListV2 = "v2_feed_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, notes FEED_NOTES;
+    /// `GET /v2/stream`
+    FeedStreamV2 = "v2_feed_stream", V2, Paid(Plus), [ValidationError, InvalidCursor], notes STREAM_NOTES, streams true;
     /// `GET /v2/signals`
     SignalsListV2 = "v2_signals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/proposals`

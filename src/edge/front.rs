@@ -118,19 +118,28 @@ fn problem_response(
     let problem = if let Some(p) = err.downcast_ref::<Problem>() {
         p.clone()
     } else if let Some(e) = err.downcast_ref::<ParseParamError>() {
-        let received = query.and_then(|q| {
-            serde_urlencoded::from_str::<Vec<(String, String)>>(q)
-                .ok()?
-                .into_iter()
-                // The first of repeated values is the one applied (and echoed).
-                .find(|(k, _)| k == e.name)
-                .map(|(_, v)| v)
-        });
+        let location = matched
+            .as_ref()
+            .and_then(|m| published.param_location(m.template, method.as_str(), e.name))
+            .unwrap_or(ParamLocation::Query);
+        // A header's text is not kept past the handler (every request would pay for a copy): a
+        // header parameter's problem names it and what it expects, without an echo.
+        let received = (location == ParamLocation::Query)
+            .then(|| {
+                serde_urlencoded::from_str::<Vec<(String, String)>>(query?)
+                    .ok()?
+                    .into_iter()
+                    // The first of repeated values is the one applied (and echoed).
+                    .find(|(k, _)| k == e.name)
+                    .map(|(_, v)| v)
+            })
+            .flatten();
         let expected = matched.as_ref().and_then(|m| published.param_expectation(m.template, method.as_str(), e.name));
+        let missing = received.is_none() && location == ParamLocation::Query;
         Problem::validation(FieldError {
-            location: ParamLocation::Query,
+            location,
             name: e.name.to_owned(),
-            reason: if received.is_none() { "is required".to_owned() } else { readable(&e.reason) },
+            reason: if missing { "is required".to_owned() } else { readable(&e.reason) },
             expected,
             received,
         })

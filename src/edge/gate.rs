@@ -46,6 +46,8 @@ pub struct PaidCall {
     pub description: String,
     /// The absolute URL of the requested resource (x402 `resource`).
     pub url: String,
+    /// The operation answers a stream (`text/event-stream`) that one payment holds open for a time.
+    pub streams: bool,
     /// The operation's x402 discovery extension (`bazaar`), made once at start-up.
     pub discovery: Option<Arc<serde_json::Value>>,
     pub request_id: String,
@@ -124,12 +126,17 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
             if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
                 return Ok(refused);
             }
+            let per = if call.streams {
+                format!("per {} s of stream", state.payments.prices.stream_seconds)
+            } else {
+                "per request".to_owned()
+            };
             Ok(challenge(
                 &state,
                 &call,
                 "payment_required",
                 format!(
-                    "This endpoint is in the {} tier ({} atomic units of the asset per request). Pay with x402 (send \
+                    "This endpoint is in the {} tier ({} atomic units of the asset {per}). Pay with x402 (send \
                  `X-PAYMENT` or `PAYMENT-SIGNATURE` as the challenge describes) or send a partner token in `{}`.",
                     call.tier.as_str(),
                     state.payments.prices.of(call.tier),
@@ -184,6 +191,7 @@ fn paid_call(state: &AppState, req: &Request) -> Option<PaidCall> {
         endpoint: format!("{} {}", method.to_ascii_uppercase(), route.template),
         description: published.summary(&route.template, method).unwrap_or(decl.id).to_owned(),
         url,
+        streams: decl.streams,
         discovery: state.documents.discovery.get(decl.id),
         request_id: request_id(req),
     })
@@ -238,6 +246,6 @@ pub fn resource_info(call: &PaidCall) -> wire::ResourceInfo {
     wire::ResourceInfo {
         url: call.url.clone(),
         description: call.description.clone(),
-        mime_type: "application/json".to_owned(),
+        mime_type: if call.streams { "text/event-stream" } else { "application/json" }.to_owned(),
     }
 }

@@ -16,7 +16,8 @@
 //!
 //! And what the handlers use of it: `serving` (the watched serving revision, `dataAsOf` and
 //! partner tokens), `bounds` (the request deadline and the cap on concurrent store work),
-//! `store_errors` (how a store failure is answered: 503 or 500). They are the edge's because
+//! `store_errors` (how a store failure is answered: 503 or 500), `stream` (the event streams of
+//! the feed, fed by one reader per process). They are the edge's because
 //! they are about serving HTTP under load and failure, not about what any operation answers.
 pub mod bounds;
 pub mod cache;
@@ -30,6 +31,7 @@ pub mod rate;
 pub mod route;
 pub mod serving;
 pub mod store_errors;
+pub mod stream;
 
 use std::sync::Arc;
 
@@ -66,6 +68,8 @@ pub struct AppState {
     pub queries: bounds::QuerySlots,
     /// Rate limits per client, partner token and payer.
     pub rates: Arc<rate::RateLimiter>,
+    /// The process's one reader of new feed entries, fanned out to its event streams.
+    pub feed: Arc<stream::FeedHub>,
 }
 
 /// Both finished documents, and `/llms.txt` made from them.

@@ -24,9 +24,13 @@ use crate::contract::{
 use crate::store::payments::{self, NewPayment, Reservation};
 use crate::x402::wire;
 
+/// Marks a request paid with x402 for its handler: a stream it buys is held for the paid time.
+#[derive(Debug, Clone, Copy)]
+pub struct PaidByPayment;
+
 pub async fn pay<E: Endpoint>(
     ep: Arc<E>,
-    req: Request,
+    mut req: Request,
     state: &AppState,
     call: &PaidCall,
     generation: Generation,
@@ -117,6 +121,7 @@ pub async fn pay<E: Endpoint>(
         }
     }
 
+    req.extensions_mut().insert(PaidByPayment);
     let response = match ep.call(req).await {
         Ok(response) => response.into_response(),
         Err(err) => {
@@ -130,15 +135,24 @@ pub async fn pay<E: Endpoint>(
         outcome("not_charged");
         return Ok(response);
     }
-    // Settlement comes before the body leaves, so the body is buffered (pages are bounded).
+    // Settlement comes before the body leaves, so the body is buffered (pages are bounded). A
+    // stream never ends: it is settled once it opened, and sent as it comes.
     let (parts, body) = response.into_parts();
-    let bytes = match body.into_bytes().await {
-        Ok(bytes) => bytes,
-        Err(err) => {
-            failed(format!("the response body failed: {err}; not charged")).await;
-            return Err(
-                Problem::new(ErrorCode::InternalError, "The request failed on our side; nothing was charged.").into()
-            );
+    let streams =
+        parts.headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let body = if streams {
+        body
+    } else {
+        match body.into_bytes().await {
+            Ok(bytes) => Body::from(bytes),
+            Err(err) => {
+                failed(format!("the response body failed: {err}; not charged")).await;
+                return Err(Problem::new(
+                    ErrorCode::InternalError,
+                    "The request failed on our side; nothing was charged.",
+                )
+                .into());
+            }
         }
     };
 
@@ -176,7 +190,7 @@ pub async fn pay<E: Endpoint>(
     }
     outcome("settled");
     settled.payer.get_or_insert_with(|| candidate.payer.clone());
-    let mut response = Response::from_parts(parts, Body::from(bytes));
+    let mut response = Response::from_parts(parts, body);
     let headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&wire::encode_header(&settled)) {
         headers.insert(generation.response_header(), value);

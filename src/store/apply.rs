@@ -209,9 +209,6 @@ async fn due_by_time(txn: &DatabaseTransaction, touched: &mut Touched) -> Result
     Ok(())
 }
 
-/// Key of the PostgreSQL advisory lock publications take (any constant; this one spells "GOVPUB").
-const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
-
 /// Publications from several processes (schedules, live refreshes, `govdata ingest`) take
 /// turns, before reading anything: PostgreSQL on a transaction-scoped advisory lock; SQLite by
 /// writing first, which takes its write lock (waiting up to the busy timeout) instead of
@@ -219,7 +216,7 @@ const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
 async fn take_the_writers_turn(txn: &DatabaseTransaction, run_id: i64) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
     let (sql, value) = match backend {
-        sea_orm::DbBackend::Postgres => ("SELECT pg_advisory_xact_lock($1)", PUBLICATION_LOCK),
+        sea_orm::DbBackend::Postgres => ("SELECT pg_advisory_xact_lock($1)", publish::PUBLICATION_LOCK),
         _ => ("UPDATE ingestion_runs SET status = status WHERE id = $1", run_id),
     };
     txn.execute_raw(Statement::from_sql_and_values(backend, sql, [value.into()])).await?;

@@ -228,6 +228,11 @@ pub async fn pruned_through(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
     row.value.parse().map_err(|e| DbErr::Type(format!("`{PRUNED_THROUGH}` is not a sequence: {e}")))
 }
 
+/// The newest entry's sequence (0 on an empty feed): a reader starting from now reads after it.
+pub async fn newest(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
+    Ok(max_seq(db, "SELECT MAX(seq) AS seq FROM feed_entries", vec![]).await?.unwrap_or(0))
+}
+
 /// The highest event id (0 without events): the events a publication derives above it are new.
 pub async fn newest_event(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
     Ok(max_seq(db, "SELECT MAX(id) AS seq FROM governance_events", vec![]).await?.unwrap_or(0))

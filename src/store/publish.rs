@@ -154,6 +154,9 @@ const COUNT_ROWS: &str = "UPDATE data_revisions SET
          signals = (SELECT COUNT(*) FROM signals)
      WHERE id = $1";
 
+/// Key of the PostgreSQL advisory lock publications take (any constant; this one spells "GOVPUB").
+pub(super) const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
+
 /// Recomputes what `scope` covers and publishes a new revision for run `run_id`, atomically.
 ///
 /// Called with a connection it opens its own transaction; called inside a writer's transaction
@@ -163,6 +166,12 @@ where
     C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
 {
     let txn = db.begin().await?;
+    // Publications take turns (ingestion took its turn already: the lock is re-entrant), so that
+    // feed sequences commit in the order they were drawn and a reader that has seen sequence N
+    // will never see a smaller one appear later. SQLite has one writer at a time anyway.
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        exec(&txn, "SELECT pg_advisory_xact_lock($1)", vec![PUBLICATION_LOCK.into()]).await?;
+    }
     let now = now_ms();
     let touched = match scope {
         Scope::All => None,

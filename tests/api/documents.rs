@@ -85,6 +85,10 @@ fn every_operation_is_documented_for_agents() {
                         }
                     }
                 }
+                // A stream answers Server-Sent Events, and says for how long a payment holds it;
+                // every other operation answers JSON.
+                assert_eq!(access["paidSeconds"].is_u64(), decl.streams, "{id}");
+                let media = if decl.streams { "text/event-stream" } else { "application/json" };
                 let mut statuses = 0;
                 for (status, response) in op["responses"].as_object().unwrap() {
                     if status.starts_with('4') || status.starts_with('5') {
@@ -95,17 +99,11 @@ fn every_operation_is_documented_for_agents() {
                             "{id}: {status} uses the problem schema"
                         );
                     } else {
-                        assert!(
-                            response["content"]["application/json"]["schema"].is_object(),
-                            "{id}: {status} has a schema"
-                        );
+                        assert!(response["content"][media]["schema"].is_object(), "{id}: {status} has a schema");
                     }
                 }
                 assert!(statuses >= 2, "{id}: error responses documented");
-                assert!(
-                    has_example(doc, &op["responses"]["200"]["content"]["application/json"]["schema"], 0),
-                    "{id}: an example"
-                );
+                assert!(has_example(doc, &op["responses"]["200"]["content"][media]["schema"], 0), "{id}: an example");
                 seen.push((published.version, id.to_owned()));
             }
         }
@@ -128,6 +126,11 @@ fn has_example(doc: &Value, schema: &Value, depth: u8) -> bool {
     };
     if schema.get("example").is_some() {
         return true;
+    }
+    // An event stream: an array of its events' data, one of several shapes.
+    if schema["type"] == "array" || schema.get("oneOf").is_some() {
+        let members = schema["oneOf"].as_array().cloned().unwrap_or_else(|| vec![schema["items"].clone()]);
+        return depth < 4 && members.iter().any(|m| has_example(doc, m, depth + 1));
     }
     depth < 4
         && ["data", "items"].iter().any(|p| {
@@ -308,6 +311,12 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
         let surface = &decl.version.prefix()[1..];
         let access = match decl.tier() {
             None => "(free).".to_owned(),
+            Some(tier) if decl.streams => format!(
+                "(paid, tier `{}`, {} per {} s of stream; Server-Sent Events, resumable with `Last-Event-ID`).",
+                tier.as_str(),
+                prices.of(tier),
+                prices.stream_seconds
+            ),
             Some(tier) => format!("(paid, tier `{}`, {} per call).", tier.as_str(), prices.of(tier)),
         };
         let line = text

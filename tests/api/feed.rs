@@ -61,7 +61,7 @@ fn difference(before: &Published, after: &Published) -> Vec<(String, String, boo
 
 /// Every entry after `after`, walking the pages with `after` (and checking each page's cursor
 /// reads the same next page).
-async fn entries_after(app: &TestApp, after: &str) -> Vec<Value> {
+pub async fn entries_after(app: &TestApp, after: &str) -> Vec<Value> {
     let mut entries: Vec<Value> = Vec::new();
     let mut from = after.to_owned();
     loop {

@@ -207,6 +207,9 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     // Every test server runs on 127.0.0.1 and many share a store, so they would share one client
     // count: tests of rate limits set their own.
     args.rates.rate_client = "1000000/1s".parse().expect("a rate");
+    // Streams end after a second, so that a test reading the whole answer of every operation
+    // (`/v2/stream` among them) finishes; tests of streams set their own.
+    args.limits.stream_max_duration = Some(std::time::Duration::from_secs(1));
     configure(&mut args);
     let govdata::server::Listening { server, addr, serving, .. } =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");

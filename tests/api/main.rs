@@ -33,6 +33,7 @@ mod processes;
 mod publication;
 mod rate_limits;
 mod signals;
+mod stream;
 mod v2_daos;
 mod v2_lists;
 mod v2_snapshots;

@@ -450,3 +450,61 @@ on_both_backends!(one_authorization_pays_once_under_concurrency, |backend: Backe
     assert_eq!(statuses, [200, 402, 402, 402, 402, 402, 402, 402]);
     assert_eq!(facilitator.actions(), ["verify", "settle"], "the facilitator saw it once");
 });
+
+// One payment holds a stream for the paid time: it is settled once the stream opened (the
+// stream is not buffered for it), and the stream then ends saying to pay again. A stream refused
+// before it opens is not charged.
+on_both_backends!(a_payment_buys_a_stream_for_its_paid_time, |backend: Backend| async move {
+    let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
+    let url = facilitator.url.clone();
+    let app = spawn_app_with(sample_database(backend), move |a| {
+        a.payments.facilitator_url = Some(url);
+        a.payments.pay_to = Some(PAY_TO.to_owned());
+        a.payments.stream_paid_seconds = 1;
+        a.limits.stream_max_duration = None;
+    })
+    .await;
+    let (bad, good) = ("/v2/stream?after=abc", "/v2/stream?after=0");
+    let offer_bad = offer(&app, bad).await;
+    let offer = offer(&app, good).await;
+    assert_eq!(offer.v1["maxAmountRequired"], "5000", "the plus tier's price");
+    assert_eq!(offer.v2_resource["mimeType"], "text/event-stream");
+    let (_, pricing) = app.get_json("/v1/meta/pricing").await;
+    let priced = pricing["data"]["endpoints"].as_array().unwrap().iter().find(|e| e["path"] == "/v2/stream").cloned();
+    assert_eq!(priced.as_ref().map(|e| &e["paidSeconds"]), Some(&json!(1)), "{priced:?}");
+
+    // A bad parameter is refused before anything is settled.
+    let draft = Draft::honest(&offer_bad, 2);
+    let header = draft.encode();
+    let refused = pay(&app, bad, (draft.header_name(), &header)).await;
+    assert_eq!(refused.status(), 400, "a bad `after`");
+    assert_eq!(facilitator.actions(), ["verify"], "verified, never settled");
+    assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
+
+    facilitator.forget();
+    let draft = Draft::honest(&offer, 2);
+    let header = draft.encode();
+    let opened = tokio::time::Instant::now();
+    let mut response = pay(&app, good, (draft.header_name(), &header)).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert!(response.headers().contains_key("payment-response"), "settled before the stream flows");
+    assert_eq!(facilitator.actions(), ["verify", "settle"]);
+    let row = payment_row(&app, &draft.authorization.nonce).await.expect("recorded");
+    assert_eq!(row.status, payments::STATUS_SETTLED);
+    assert_eq!(row.endpoint, "GET /v2/stream");
+    let mut text = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(30), response.chunk()).await.unwrap().unwrap() {
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(opened.elapsed() >= Duration::from_secs(1), "held for the paid second");
+    assert!(text.starts_with("retry: "), "{text:.200}");
+    let last = text.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(last.starts_with("event: stream_ended\ndata: "), "{last}");
+    let ended: Value = serde_json::from_str(last.split("data: ").nth(1).unwrap()).unwrap();
+    assert_eq!(ended["reason"], "payment_expired", "{ended}");
+    assert!(ended["detail"].as_str().unwrap().contains("402"), "{ended}");
+    // The reconnection is a 402 again.
+    let again = app.anonymous.get(app.url("/v2/stream")).header("last-event-id", "1").send().await.unwrap();
+    assert_eq!(again.status(), 402);
+});

@@ -14,7 +14,7 @@ use crate::on_both_backends;
 
 /// A `govdata serve` process and the address it listens on.
 struct Server {
-    _child: Child,
+    child: Child,
     base: String,
     client: reqwest::Client,
 }
@@ -47,7 +47,7 @@ impl Server {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert("x-internal-token", reqwest::header::HeaderValue::from_static(INTERNAL_TOKEN));
-        Self { _child: child, base, client: reqwest::Client::builder().default_headers(headers).build().unwrap() }
+        Self { child, base, client: reqwest::Client::builder().default_headers(headers).build().unwrap() }
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
@@ -64,6 +64,14 @@ impl Server {
             .expect("request");
         r.status().as_u16()
     }
+}
+
+/// The value of the metric line `series` (name and labels, as exposed) of `server`.
+async fn metric(server: &Server, series: &str) -> f64 {
+    let text = server.client.get(format!("{}/metrics", server.base)).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+        .map_or(0.0, |v| v.parse().expect("a number"))
 }
 
 fn govdata(database_url: &str, args: &[&str]) -> Command {
@@ -243,4 +251,65 @@ on_both_backends!(sigterm_drains_in_flight_requests_and_exits_0, |backend: Backe
     assert!(refused.is_err_and(|e| e.is_connect()), "the listener is closed");
     let log = log.await.unwrap();
     assert!(log.contains("drained"), "{log}");
+});
+
+// Streams on two servers while a third process publishes: each stream gets exactly the entries
+// `/v2/feed` lists, and each server read them once per publication for all its streams (its
+// `govdata_stream_store_reads_total`), not once per stream. SIGTERM then ends a server's
+// streams with `shutting_down`.
+on_both_backends!(streams_fan_out_one_read_per_publication, |backend: Backend| async move {
+    use crate::stream::Sse;
+    let w = world(backend).await;
+    let url = w.app.database_url.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry_file(&dir, &w.hub, &w.forum);
+    let servers = [Server::start(&url).await, Server::start(&url).await];
+    let mut streams = Vec::new();
+    for (i, s) in servers.iter().enumerate() {
+        for _ in 0..[5, 2][i] {
+            let response = s.client.get(format!("{}/v2/stream", s.base)).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let mut sse = Sse::of(response);
+            assert!(sse.next(Duration::from_secs(5)).await.unwrap().retry.is_some());
+            streams.push((i, sse));
+        }
+    }
+    run(govdata(&url, &["ingest", "--registry", registry.to_str().unwrap()])).await;
+    let (_, page) = servers[0].get("/v2/feed?limit=200").await;
+    let mut all: Vec<Value> = Vec::new();
+    let mut after = "0".to_owned();
+    loop {
+        let (status, page) = servers[0].get(&format!("/v2/feed?limit=200&after={after}")).await;
+        assert_eq!(status, 200, "{page}");
+        let items = page["data"]["items"].as_array().unwrap().clone();
+        let Some(last) = items.last() else { break };
+        after = last["sequence"].as_str().unwrap().to_owned();
+        all.extend(items);
+    }
+    assert!(all.len() > 200, "more than one read's worth: {} ({page})", all.len());
+    for (i, sse) in &mut streams {
+        let got = sse.entries(all.len()).await;
+        let data: Vec<Value> = got.iter().map(|e| e.json()).collect();
+        assert_eq!(data, all, "server {i}: every entry, in order, once");
+    }
+    for (i, s) in servers.iter().enumerate() {
+        let reads = metric(s, r#"govdata_stream_store_reads_total{reason="publication"}"#).await;
+        assert_eq!(reads as usize, all.len() / 200 + 1, "server {i}: one read of the publication for all its streams");
+        let resumes = metric(s, r#"govdata_stream_store_reads_total{reason="resume"}"#).await;
+        assert_eq!(resumes as usize, [5, 2][i], "server {i}: one start-up read per stream");
+        assert_eq!(metric(s, "govdata_streams_open").await as usize, [5, 2][i]);
+    }
+
+    // Draining ends a server's streams, saying so; the client resumes elsewhere.
+    let pid = servers[1].child.id().expect("running").to_string();
+    let mut kill = Command::new("kill");
+    kill.args(["-TERM", &pid]);
+    run(kill).await;
+    for (i, sse) in streams.iter_mut().filter(|(i, _)| *i == 1) {
+        let ended = sse.next_event(Duration::from_secs(10)).await.expect("an end event");
+        assert_eq!(ended.event.as_deref(), Some("stream_ended"), "server {i}: {ended:?}");
+        assert_eq!(ended.json()["reason"], "shutting_down");
+        assert_eq!(ended.json()["lastSequence"], all.last().unwrap()["sequence"]);
+        assert!(sse.next(Duration::from_secs(10)).await.is_none());
+    }
 });

@@ -79,6 +79,34 @@ on_both_backends!(v2_feed_list, |app: TestApp| async move {
     snapshot(&app, "v2_feed_list_signals", "/v2/feed?kinds=signal_raised&daoId=uniswap&limit=1").await;
 });
 
+on_both_backends!(v2_feed_stream, |app: TestApp| async move {
+    // The stream of the same entries, read whole: test servers end streams after a second
+    // (`stream_ended`, `max_duration`). Each event as `{id, event, data}`, the `retry:` first.
+    let response = app.get("/v2/stream?after=0&kinds=proposal_closed&daoId=dimo").await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.unwrap();
+    let events: Vec<serde_json::Value> = text
+        .split_terminator("\n\n")
+        .map(|block| {
+            let mut event = serde_json::Map::new();
+            for (field, value) in block.lines().filter_map(|l| l.split_once(": ")) {
+                let value = match field {
+                    "data" => serde_json::from_str(value).expect("JSON data"),
+                    "retry" => serde_json::json!(value.parse::<u64>().expect("a number")),
+                    _ => serde_json::json!(value),
+                };
+                event.insert(field.to_owned(), value);
+            }
+            serde_json::Value::Object(event)
+        })
+        .collect();
+    assert!(events.len() > 2, "{text}");
+    let mut settings = snapshot_settings();
+    settings.add_redaction("[].data.publishedAt", "[publishedAt]");
+    settings.bind(|| insta::assert_json_snapshot!("v2_feed_stream_dimo_closed", events));
+});
+
 on_both_backends!(v2_proposals_list, |app: TestApp| async move {
     snapshot(&app, "v2_proposals_list_arbitrum", "/v2/proposals?daoId=arbitrum&limit=3").await;
 });

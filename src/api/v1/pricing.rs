@@ -71,7 +71,7 @@ pub struct TierPrice {
 
 /// One paid endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct PricedEndpoint {
     pub method: String,
     /// Path template, as in the surface's OpenAPI document.
@@ -79,8 +79,12 @@ pub struct PricedEndpoint {
     pub operation_id: String,
     pub version: Version,
     pub tier: Tier,
-    /// Atomic units of the asset, exact.
+    /// Atomic units of the asset, exact: of one call, or of `paidSeconds` of a stream.
     pub price: String,
+    /// For an endpoint that streams (`text/event-stream`): how long one x402 payment holds the
+    /// stream open, in seconds; it then ends with a `stream_ended` event saying to pay again and
+    /// resume. A partner token holds it as long as it likes. Absent: a payment buys one call.
+    pub paid_seconds: Option<u64>,
     /// Partner-token scopes that open this endpoint.
     pub scopes: Vec<Scope>,
 }
@@ -132,6 +136,7 @@ impl poem_openapi::types::Example for Pricing {
                 version: Version::V1,
                 tier: Tier::Standard,
                 price: DEFAULT_PRICE_STANDARD.to_string(),
+                paid_seconds: None,
                 scopes: Scope::accepted(Version::V1, Tier::Standard),
             }],
         }
@@ -165,7 +170,8 @@ fn pricing(state: &AppState) -> Pricing {
         .into_iter()
         .flat_map(|version| {
             state.documents.get(version).operations().filter_map(move |(method, path, id)| {
-                let tier = operations::find(version, id)?.tier()?;
+                let decl = operations::find(version, id)?;
+                let tier = decl.tier()?;
                 Some(PricedEndpoint {
                     method: method.to_ascii_uppercase(),
                     path: path.to_owned(),
@@ -173,6 +179,7 @@ fn pricing(state: &AppState) -> Pricing {
                     version,
                     tier,
                     price: prices.of(tier).to_string(),
+                    paid_seconds: decl.streams.then_some(prices.stream_seconds),
                     scopes: Scope::accepted(version, tier),
                 })
             })

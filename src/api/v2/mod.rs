@@ -5,6 +5,7 @@ pub mod events;
 pub mod feed;
 pub mod proposals;
 pub mod signals;
+pub mod stream;
 pub mod topics;
 pub mod voters;
 

@@ -1,7 +1,10 @@
 //! Feed entries as `/v2/feed` shows them: the event or signal as the revision that changed it
 //! published it.
-use poem_openapi::Object;
-use sea_orm::ConnectionTrait;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use poem_openapi::{Object, types::ToJSON};
+use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 use crate::api::views::{
     event::{GovernanceEvent, event_from_row},
@@ -10,6 +13,7 @@ use crate::api::views::{
 use crate::contract::errors::Problem;
 use crate::contract::feed::FeedKind;
 use crate::contract::time::Timestamp;
+use crate::edge::stream::{Frame, RenderFrames};
 use crate::store::feed::{FeedBody, FeedRecord};
 
 /// One change, as published: a governance event (new, or corrected upstream) or a signal raised,
@@ -69,6 +73,33 @@ impl FeedEntry {
         }
         Ok(heads)
     }
+}
+
+/// Entries as the stream sends them: each an SSE frame whose `data` is the entry as `/v2/feed`
+/// shows it.
+struct StreamFrames;
+
+impl RenderFrames for StreamFrames {
+    fn render(
+        &self,
+        db: DatabaseConnection,
+        records: Vec<FeedRecord>,
+    ) -> BoxFuture<'static, Result<Vec<Frame>, Problem>> {
+        Box::pin(async move {
+            let seqs: Vec<i64> = records.iter().map(|r| r.seq).collect();
+            let entries = FeedEntry::from_records(&db, records).await?;
+            Ok(seqs
+                .into_iter()
+                .zip(entries)
+                .map(|(seq, e)| Frame::new(seq, e.dao_id.clone(), e.kind, &e.to_json_string()))
+                .collect())
+        })
+    }
+}
+
+/// How the edge's stream hub renders entries (`server` hands it over).
+pub fn stream_frames() -> Arc<dyn RenderFrames> {
+    Arc::new(StreamFrames)
 }
 
 impl poem_openapi::types::Example for FeedEntry {

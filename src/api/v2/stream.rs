@@ -1,0 +1,196 @@
+//! `GET /v2/stream`: the feed as a resumable Server-Sent Events stream, for clients that want
+//! each change as soon as it is published. The entries are `/v2/feed`'s; the process's one
+//! reader fans them out (`edge::stream`).
+use std::borrow::Cow;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use poem::{Body, IntoResponse, Request, Response, http::header, web::Data};
+use poem_openapi::{
+    ApiResponse, OpenApi,
+    param::{Header, Query},
+    payload::Payload,
+    registry::{MetaSchema, MetaSchemaRef, Registry},
+    types::Type,
+};
+use tokio::time::Instant;
+
+use super::V2Tag;
+use crate::api::{AppState, views::feed::FeedEntry};
+use crate::contract::{
+    errors::{ApiError, ParamLocation},
+    feed::{self, FeedKinds, FeedPosition, StreamEndReason, StreamEnded},
+    operations::FeedStreamV2,
+    params::DaoFilter,
+};
+use crate::edge::{payment::PaidByPayment, stream::StreamPlan};
+use crate::store::{self, feed::FeedFilter};
+
+/// The `data` of a stream event, as the document declares it: a feed entry (event type: its
+/// kind), or, last, why the server ended the stream (event type `stream_ended`). Only declared:
+/// the frames are rendered once per entry (`edge::stream`), never through this type.
+pub struct StreamEventData;
+
+impl StreamEventData {
+    const NAME: &'static str = "StreamEventData";
+}
+
+impl Type for StreamEventData {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed(Self::NAME)
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        MetaSchemaRef::Reference(Self::NAME.to_owned())
+    }
+
+    fn register(registry: &mut Registry) {
+        registry.create_schema::<Self, _>(Self::NAME.to_owned(), |registry| {
+            FeedEntry::register(registry);
+            StreamEnded::register(registry);
+            MetaSchema {
+                description: Some(
+                    "The `data` of a stream event: a feed entry (event type: its kind), or, last, why the server \
+                     ended the stream (event type `stream_ended`).",
+                ),
+                one_of: vec![FeedEntry::schema_ref(), StreamEnded::schema_ref()],
+                ..MetaSchema::ANY
+            }
+        });
+    }
+
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        Box::new(std::iter::once(self))
+    }
+}
+
+/// A `text/event-stream` body of finished frames (`edge::stream` writes them).
+pub struct EventStream(Pin<Box<dyn Stream<Item = Bytes> + Send>>);
+
+impl Payload for EventStream {
+    const CONTENT_TYPE: &'static str = "text/event-stream";
+
+    /// As poem-openapi declares an event stream: an `array` of the events' data (without its
+    /// non-standard `format: event-stream`, which the 3.1 model has no place for; OpenAPI 3.2's
+    /// `itemSchema` is the standard's answer, and neither rendition is 3.2).
+    fn schema_ref() -> MetaSchemaRef {
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            items: Some(Box::new(StreamEventData::schema_ref())),
+            ..MetaSchema::new("array")
+        }))
+    }
+
+    fn register(registry: &mut Registry) {
+        StreamEventData::register(registry);
+    }
+}
+
+impl IntoResponse for EventStream {
+    fn into_response(self) -> Response {
+        Response::builder()
+            .content_type(Self::CONTENT_TYPE)
+            // Nothing may keep or buffer a live stream (nginx reads `X-Accel-Buffering`).
+            .header(header::CACHE_CONTROL, "no-store")
+            .header("x-accel-buffering", "no")
+            .body(Body::from_bytes_stream(self.0.map(Ok::<_, std::io::Error>)))
+    }
+}
+
+#[derive(ApiResponse)]
+pub enum StreamAnswer {
+    /// The stream. First `retry:` (the reconnection delay, in milliseconds), then one event per
+    /// feed entry: `id:` its sequence, `event:` its kind, `data:` the entry as `/v2/feed` shows
+    /// it (one line of JSON). A `:` comment line now and then keeps the connection alive. When
+    /// the server ends the stream, its last event is `event: stream_ended` with a
+    /// `StreamEnded` as `data` (and no `id:`, so `Last-Event-ID` stays the last entry's).
+    #[oai(status = 200)]
+    Events(EventStream),
+}
+
+pub struct Api;
+
+#[OpenApi(prefix_path = "/v2", tag = "V2Tag::Feed")]
+impl Api {
+    /// Stream the feed of changes
+    ///
+    /// The entries of `GET /v2/feed`, pushed as Server-Sent Events as soon as each publication
+    /// commits, oldest first, each once. Without a resume point the stream starts from now: the
+    /// entries published after it opened. A client resumes exactly after the last entry it
+    /// received with `Last-Event-ID` (an `EventSource` sends it by itself when it reconnects), or
+    /// opens the stream with `after` (`0`: from the oldest entry kept); `Last-Event-ID` wins when
+    /// both are sent. Resuming reads from the store, so it works across server restarts and on
+    /// any process. Entries are kept {{FEED_RETENTION_DAYS}} days: an older resume point is
+    /// refused with INVALID_CURSOR (resynchronise from `/v2/events` and `/v2/signals`).
+    ///
+    /// The stream stays open as long as a partner token likes; an x402 payment holds it for the
+    /// time `/v1/meta/pricing` lists as the endpoint's `paidSeconds`. Either way the server may
+    /// end it (`stream_ended`, with the reason): reconnect with `Last-Event-ID` and nothing is
+    /// missed.
+    #[oai(path = "/stream", method = "get", operation_id = "v2_feed_stream")]
+    #[allow(clippy::too_many_arguments)]
+    async fn feed_stream(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// Only entries of this DAO.
+        #[oai(name = "daoId")]
+        dao_id: Query<Option<DaoFilter>>,
+        /// Only entries of these kinds, comma-separated (`proposal_closed,signal_raised`); every kind
+        /// when absent.
+        #[oai(explode = false, default)]
+        kinds: Query<FeedKinds>,
+        /// The entries after this `sequence` (`0`: from the oldest entry kept). Without it (and
+        /// without `Last-Event-ID`) the stream starts from now.
+        after: Query<Option<FeedPosition>>,
+        /// The `id` of the last event received: the stream resumes right after it. Sent by an
+        /// `EventSource` when it reconnects; wins over `after`.
+        #[oai(name = "Last-Event-ID")]
+        last_event_id: Header<Option<FeedPosition>>,
+    ) -> Result<StreamAnswer, ApiError<FeedStreamV2>> {
+        let dao = DaoFilter::resolve(dao_id.0);
+        // Subscribed before the start is read: what is published meanwhile reaches the stream.
+        let subscription = state.feed.subscribe();
+        let resume = match (last_event_id.0, after.0) {
+            (Some(p), _) => Some((p.0, "Last-Event-ID", ParamLocation::Header)),
+            (None, Some(p)) => Some((p.0, "after", ParamLocation::Query)),
+            (None, None) => None,
+        };
+        let position = match resume {
+            Some((position, name, location)) => {
+                // 0 is the start: the oldest entry kept, never a position pruning could have passed.
+                if position > 0 {
+                    let pruned = store::feed::pruned_through(&state.db).await?;
+                    if position < pruned {
+                        return Err(feed::expired(position, pruned, name, location).into());
+                    }
+                }
+                position
+            }
+            None => store::feed::newest(&state.db).await?,
+        };
+        let now = Instant::now();
+        let paid = req.extensions().get::<PaidByPayment>().map(|_| {
+            (now + Duration::from_secs(state.settings.prices().stream_seconds), StreamEndReason::PaymentExpired)
+        });
+        let longest = state.settings.limits.stream_max_duration.map(|d| (now + d, StreamEndReason::MaxDuration));
+        let plan = StreamPlan {
+            // A DAO filter that names no DAO matches no entry.
+            filter: dao.store_filter().map(|d| FeedFilter { dao_id: d.cloned(), kinds: kinds.0.0 }),
+            after: position,
+            ends: [paid, longest].into_iter().flatten().min_by_key(|(at, _)| *at),
+            keep_alive: state.settings.limits.stream_keep_alive,
+        };
+        let stream = state.feed.stream(subscription, plan, state.queries.clone(), state.shutdown.clone());
+        Ok(StreamAnswer::Events(EventStream(stream)))
+    }
+}

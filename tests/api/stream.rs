@@ -1,0 +1,275 @@
+//! The feed as a stream (`GET /v2/stream`, Server-Sent Events), read the way a client reads it:
+//! over HTTP, frame by frame. Each stream must carry exactly the entries `/v2/feed` lists after
+//! its resume point, in order, each once, live as publications commit, across a server restart,
+//! and end with `stream_ended` when the server ends it.
+use std::time::Duration;
+
+use govdata::contract::feed::FEED_RETENTION;
+use govdata::ingest::run_once;
+use serde_json::Value;
+
+use crate::feed::entries_after;
+use crate::fixtures::testgov::{DAO, options, world_with};
+use crate::helpers::{INTERNAL_TOKEN, TestApp, spawn_app_with};
+use crate::on_both_backends;
+
+/// One event as a client sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: Option<String>,
+    pub retry: Option<u64>,
+    /// A comment line (keep-alive).
+    pub comment: bool,
+}
+
+impl SseEvent {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.data.as_deref().expect("data")).expect("data is JSON")
+    }
+}
+
+/// A stream being read.
+pub struct Sse {
+    pub response: reqwest::Response,
+    buffer: String,
+}
+
+impl Sse {
+    /// Opens `path` with the internal token and `headers`; the answer must be a stream.
+    pub async fn open(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Sse {
+        let sse = Self::request(app, path, headers).await;
+        assert_eq!(sse.response.status(), 200, "{path}");
+        sse
+    }
+
+    pub async fn request(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Sse {
+        app.sync().await;
+        let mut request = app.anonymous.get(app.url(path)).header("x-internal-token", INTERNAL_TOKEN);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        Self::of(request.send().await.expect("request"))
+    }
+
+    /// Reads `response` as a stream.
+    pub fn of(response: reqwest::Response) -> Sse {
+        Sse { response, buffer: String::new() }
+    }
+
+    /// The next event, or `None` when the server closed the stream. Fails after `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<SseEvent> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                return Some(parse(&block));
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("no event within {within:?}; buffered: {:?}", self.buffer))
+                .expect("the stream reads");
+            match chunk {
+                Some(bytes) => self.buffer.push_str(std::str::from_utf8(&bytes).expect("UTF-8")),
+                None => {
+                    assert!(self.buffer.is_empty(), "the stream ended inside an event: {:?}", self.buffer);
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The next event that is not a keep-alive comment.
+    pub async fn next_event(&mut self, within: Duration) -> Option<SseEvent> {
+        loop {
+            match self.next(within).await {
+                Some(e) if e.comment => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// The next `n` entries (events with an id), failing on anything else.
+    pub async fn entries(&mut self, n: usize) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            let e = self.next_event(Duration::from_secs(20)).await.expect("the stream goes on");
+            assert!(e.id.is_some(), "an entry, got {e:?} after {} entries", out.len());
+            out.push(e);
+        }
+        out
+    }
+}
+
+fn parse(block: &str) -> SseEvent {
+    let mut event = SseEvent::default();
+    for line in block.lines().filter(|l| !l.is_empty()) {
+        if line.starts_with(':') {
+            event.comment = true;
+            continue;
+        }
+        let (field, value) = line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
+        match field {
+            "id" => event.id = Some(value.to_owned()),
+            "event" => event.event = Some(value.to_owned()),
+            "data" => {
+                assert!(event.data.is_none(), "one line of data per event: {block:?}");
+                event.data = Some(value.to_owned());
+            }
+            "retry" => event.retry = Some(value.parse().expect("retry is a number")),
+            other => panic!("unknown field {other:?} in {block:?}"),
+        }
+    }
+    event
+}
+
+/// Each streamed entry is its `/v2/feed` entry: id = sequence, event = kind, data = the entry.
+fn assert_same(streamed: &[SseEvent], listed: &[Value]) {
+    assert_eq!(streamed.len(), listed.len());
+    for (s, l) in streamed.iter().zip(listed) {
+        assert_eq!(s.id.as_deref(), l["sequence"].as_str());
+        assert_eq!(s.event.as_deref(), l["kind"].as_str());
+        assert_eq!(&s.json(), l);
+    }
+}
+
+fn quick_streams(args: &mut govdata::config::ServeArgs) {
+    args.limits.stream_keep_alive = Duration::from_millis(300);
+    args.limits.stream_max_duration = None;
+}
+
+on_both_backends!(streams_the_feed_live_and_resumes_exactly, |backend: Backend| async move {
+    let w = world_with(backend, quick_streams).await;
+    // Opened before anything is published: the stream starts from now.
+    let mut live = Sse::open(&w.app, "/v2/stream", &[]).await;
+    let headers = live.response.headers().clone();
+    assert_eq!(headers["content-type"], "text/event-stream");
+    assert_eq!(headers["cache-control"], "no-store");
+    let hello = live.next(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(hello.retry, Some(govdata::contract::feed::STREAM_RETRY_MS), "{hello:?}");
+    // Nothing to send: keep-alive comments.
+    assert!(live.next(Duration::from_secs(5)).await.unwrap().comment);
+
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let all = entries_after(&w.app, "0").await;
+    assert!(all.len() > 250, "more than a page of the hub: {}", all.len());
+    let got = live.entries(all.len()).await;
+    assert_same(&got, &all);
+
+    // From the oldest kept; and the header wins over `after` (an EventSource reconnects with
+    // the URL it opened and the last id it saw).
+    let mut from_start = Sse::open(&w.app, "/v2/stream?after=0", &[]).await;
+    from_start.next(Duration::from_secs(5)).await;
+    assert_same(&from_start.entries(all.len()).await, &all);
+    let tenth = all[9]["sequence"].as_str().unwrap();
+    let mut resumed = Sse::open(&w.app, "/v2/stream?after=0", &[("last-event-id", tenth)]).await;
+    resumed.next(Duration::from_secs(5)).await;
+    assert_same(&resumed.entries(all.len() - 10).await, &all[10..]);
+
+    // Filters, as the list's.
+    let mut signals = Sse::open(&w.app, "/v2/stream?after=0&kinds=signal_raised,voting_started", &[]).await;
+    signals.next(Duration::from_secs(5)).await;
+    let wanted: Vec<Value> =
+        all.iter().filter(|e| e["kind"] == "signal_raised" || e["kind"] == "voting_started").cloned().collect();
+    assert!(!wanted.is_empty());
+    assert_same(&signals.entries(wanted.len()).await, &wanted);
+    for other in ["/v2/stream?after=0&daoId=uniswap", "/v2/stream?after=0&daoId=Not%20A%20Dao"] {
+        let mut none = Sse::open(&w.app, other, &[]).await;
+        none.next(Duration::from_secs(5)).await;
+        let next = none.next(Duration::from_secs(5)).await.unwrap();
+        assert!(next.comment, "{other}: nothing of another DAO, only keep-alive: {next:?}");
+    }
+
+    // A second publication reaches every open stream: exactly its entries, after the first's.
+    let newest = all.last().unwrap()["sequence"].as_str().unwrap().to_owned();
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        hub.proposals[0].scores_total = "999999";
+    }
+    let run = run_once(&w.db, &w.registry, &options()).await.expect("run");
+    assert!(run.published.revision_id.is_some(), "{run}");
+    let new = entries_after(&w.app, &newest).await;
+    assert!(!new.is_empty());
+    assert_same(&live.entries(new.len()).await, &new);
+    assert_same(&from_start.entries(new.len()).await, &new);
+    assert_same(&resumed.entries(new.len()).await, &new);
+    let new_wanted: Vec<Value> =
+        new.iter().filter(|e| e["kind"] == "signal_raised" || e["kind"] == "voting_started").cloned().collect();
+    assert_same(&signals.entries(new_wanted.len()).await, &new_wanted);
+    // And nothing more: the next thing on the stream is a keep-alive.
+    assert!(live.next(Duration::from_secs(5)).await.unwrap().comment);
+    assert!(new.iter().all(|e| e["daoId"] == DAO));
+});
+
+on_both_backends!(stream_resumes_on_another_server_after_a_restart, |backend: Backend| async move {
+    let w = world_with(backend, quick_streams).await;
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let all = entries_after(&w.app, "0").await;
+    let mut first = Sse::open(&w.app, "/v2/stream?after=0", &[]).await;
+    first.next(Duration::from_secs(5)).await;
+    let part = first.entries(7).await;
+    drop(first);
+    // Another process on the same store (the server the stream was on may be gone).
+    let other = spawn_app_with(w.app.database_url.clone(), quick_streams).await;
+    let last = part.last().unwrap().id.clone().unwrap();
+    let mut rest = Sse::open(&other, "/v2/stream", &[("last-event-id", &last)]).await;
+    rest.next(Duration::from_secs(5)).await;
+    let rest = rest.entries(all.len() - 7).await;
+    let streamed: Vec<SseEvent> = part.into_iter().chain(rest).collect();
+    assert_same(&streamed, &all);
+});
+
+on_both_backends!(stream_refuses_what_it_cannot_resume, |backend: Backend| async move {
+    let w = world_with(backend, quick_streams).await;
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    for (path, header, name, location) in [
+        ("/v2/stream?after=abc", None, "after", "query"),
+        ("/v2/stream?kinds=nope", None, "kinds", "query"),
+        ("/v2/stream", Some("abc"), "Last-Event-ID", "header"),
+        ("/v2/stream?after=0", Some("-1"), "Last-Event-ID", "header"),
+    ] {
+        let headers: Vec<(&str, &str)> = header.map(|h| ("last-event-id", h)).into_iter().collect();
+        let sse = Sse::request(&w.app, path, &headers).await;
+        assert_eq!(sse.response.status(), 400, "{path} {header:?}");
+        let body: Value = sse.response.json().await.unwrap();
+        assert_eq!(body["code"], "VALIDATION_ERROR", "{body}");
+        assert_eq!(body["errors"][0]["name"], name, "{body}");
+        assert_eq!(body["errors"][0]["in"], location, "{body}");
+    }
+
+    // A resume point pruning passed is refused: the client resynchronises from the lists.
+    let later = govdata::contract::time::now_ms() + FEED_RETENTION.max_ms() + 1;
+    govdata::store::feed::prune(&w.db, later).await.unwrap();
+    let sse = Sse::request(&w.app, "/v2/stream", &[("last-event-id", "1")]).await;
+    assert_eq!(sse.response.status(), 400);
+    let body: Value = sse.response.json().await.unwrap();
+    assert_eq!(body["code"], "INVALID_CURSOR", "{body}");
+    assert_eq!(body["errors"][0]["name"], "Last-Event-ID", "{body}");
+    assert_eq!(body["errors"][0]["in"], "header", "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("without `Last-Event-ID`"), "{body}");
+    // The start is never refused.
+    let mut start = Sse::open(&w.app, "/v2/stream?after=0", &[]).await;
+    start.next(Duration::from_secs(5)).await;
+    assert!(start.next(Duration::from_secs(5)).await.unwrap().comment);
+});
+
+on_both_backends!(the_server_ends_a_stream_at_its_longest_duration, |backend: Backend| async move {
+    let w = world_with(backend, |args| {
+        args.limits.stream_keep_alive = Duration::from_secs(60);
+        args.limits.stream_max_duration = Some(Duration::from_millis(1500));
+    })
+    .await;
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let all = entries_after(&w.app, "0").await;
+    let mut sse = Sse::open(&w.app, "/v2/stream?after=0", &[]).await;
+    sse.next(Duration::from_secs(5)).await;
+    assert_same(&sse.entries(all.len()).await, &all);
+    let ended = sse.next_event(Duration::from_secs(10)).await.expect("an end event");
+    assert_eq!(ended.event.as_deref(), Some("stream_ended"), "{ended:?}");
+    assert_eq!(ended.id, None, "Last-Event-ID stays the last entry's");
+    let data = ended.json();
+    assert_eq!(data["reason"], "max_duration", "{data}");
+    assert_eq!(data["lastSequence"], all.last().unwrap()["sequence"], "{data}");
+    assert!(sse.next(Duration::from_secs(5)).await.is_none(), "then the stream closes");
+});
