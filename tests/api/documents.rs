@@ -127,11 +127,6 @@ fn has_example(doc: &Value, schema: &Value, depth: u8) -> bool {
     if schema.get("example").is_some() {
         return true;
     }
-    // An event stream: an array of its events' data, one of several shapes.
-    if schema["type"] == "array" || schema.get("oneOf").is_some() {
-        let members = schema["oneOf"].as_array().cloned().unwrap_or_else(|| vec![schema["items"].clone()]);
-        return depth < 4 && members.iter().any(|m| has_example(doc, m, depth + 1));
-    }
     depth < 4
         && ["data", "items"].iter().any(|p| {
             let member = &schema["properties"][p];

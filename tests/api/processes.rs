@@ -13,16 +13,22 @@ use crate::helpers::INTERNAL_TOKEN;
 use crate::on_both_backends;
 
 /// A `govdata serve` process and the address it listens on.
-struct Server {
-    child: Child,
-    base: String,
-    client: reqwest::Client,
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    /// Sends the internal token.
+    pub client: reqwest::Client,
 }
 
 impl Server {
-    async fn start(database_url: &str) -> Self {
+    pub async fn start(database_url: &str) -> Self {
+        Self::start_at(database_url, "127.0.0.1:0").await
+    }
+
+    /// A server listening on `addr` (a restarted server takes its predecessor's port).
+    pub async fn start_at(database_url: &str, addr: &str) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_govdata"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--no-sample"])
+            .args(["serve", "--addr", addr, "--no-sample"])
             .env("DATABASE_URL", database_url)
             .env("GOVDATA_INTERNAL_TOKEN", INTERNAL_TOKEN)
             .env("RUST_LOG", "info")
@@ -74,13 +80,13 @@ async fn metric(server: &Server, series: &str) -> f64 {
         .map_or(0.0, |v| v.parse().expect("a number"))
 }
 
-fn govdata(database_url: &str, args: &[&str]) -> Command {
+pub fn govdata(database_url: &str, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_govdata"));
     c.args(args).env("DATABASE_URL", database_url).env("RUST_LOG", "warn").kill_on_drop(true);
     c
 }
 
-async fn run(mut command: Command) -> String {
+pub async fn run(mut command: Command) -> String {
     let out = command.output().await.expect("run govdata");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()

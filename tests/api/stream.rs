@@ -273,3 +273,157 @@ on_both_backends!(the_server_ends_a_stream_at_its_longest_duration, |backend: Ba
     assert_eq!(data["lastSequence"], all.last().unwrap()["sequence"], "{data}");
     assert!(sse.next(Duration::from_secs(5)).await.is_none(), "then the stream closes");
 });
+
+// ---------------------------------------------------------------------------------------------
+// The reference client: the `eventsource` package, driven by `tests/chain/stream.mjs`.
+
+/// The script's arguments that make it listen for every event the stream sends.
+fn every_event() -> Vec<String> {
+    let kinds = govdata::contract::feed::FeedKind::ALL.iter().map(|k| k.as_str());
+    kinds
+        .chain([govdata::contract::feed::STREAM_ENDED_EVENT])
+        .flat_map(|k| ["--event".to_owned(), k.to_owned()])
+        .collect()
+}
+
+/// Reads the script's progress on stderr until it holds at least `n` entries; the rest of its
+/// stderr is drained (and kept for a failure's message) by a task of its own.
+async fn entries_seen(
+    mut lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+    n: usize,
+) -> tokio::task::JoinHandle<String> {
+    let mut log = String::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("the client got {n} entries within 60 s: {log}"))
+            .expect("stderr reads")
+            .unwrap_or_else(|| panic!("the client ended early: {log}"));
+        log.push_str(&line);
+        log.push('\n');
+        let held = line.strip_prefix("[stream.mjs] entries ").and_then(|r| r.split(' ').next()?.parse::<usize>().ok());
+        if held.is_some_and(|h| h >= n) {
+            break;
+        }
+    }
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    })
+}
+
+async fn result_of(client: tokio::process::Child, log: tokio::task::JoinHandle<String>) -> Value {
+    let out = tokio::time::timeout(Duration::from_secs(120), client.wait_with_output()).await.expect("ends").unwrap();
+    let log = log.await.unwrap();
+    assert!(out.status.success(), "stream.mjs failed: {log}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {log}"))
+}
+
+// The client reads the whole feed while its server is killed (SIGKILL) and another takes the
+// port, and while a publication lands: it reconnects by itself with `Last-Event-ID`, and what it
+// got is the feed, each entry once, in order.
+on_both_backends!(the_eventsource_client_resumes_through_a_restart_without_a_gap, |backend: Backend| async move {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    use crate::fixtures::chain::{require_toolkit, spawn_script};
+    use crate::processes::{Server, govdata, run};
+    if !require_toolkit().await {
+        return;
+    }
+    let w = world_with(backend, quick_streams).await;
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let url = w.app.database_url.clone();
+    let token = run(govdata(&url, &["tokens", "create", "--name", "es", "--scopes", "v2:paid:plus"])).await;
+    let first = Server::start(&url).await;
+    let addr = first.base.trim_start_matches("http://").to_owned();
+    let mut args = vec![
+        "--url".to_owned(),
+        format!("{}/v2/stream?after=0", first.base),
+        "--header".to_owned(),
+        format!("x-service-api-token:{}", token.trim()),
+    ];
+    args.extend(every_event());
+    let mut client = spawn_script("stream.mjs", &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let lines = tokio::io::BufReader::new(client.stderr.take().unwrap()).lines();
+    let log = entries_seen(lines, 20).await;
+
+    let Server { mut child, .. } = first;
+    child.kill().await.expect("killed");
+    let _second = Server::start_at(&url, &addr).await;
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        hub.proposals[0].scores_total = "999999";
+    }
+    let published = run_once(&w.db, &w.registry, &options()).await.expect("run");
+    assert!(published.published.revision_id.is_some(), "{published}");
+    let all = entries_after(&w.app, "0").await;
+    let mut stdin = client.stdin.take().unwrap();
+    stdin.write_all(format!("count {}\n", all.len()).as_bytes()).await.unwrap();
+    let result = result_of(client, log).await;
+
+    let got = result["entries"].as_array().unwrap();
+    let ids: Vec<&str> = got.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = all.iter().map(|e| e["sequence"].as_str().unwrap()).collect();
+    assert_eq!(ids, expected, "every entry once, in order, through the restart");
+    for (e, listed) in got.iter().zip(&all) {
+        assert_eq!(&e["data"], listed);
+        assert_eq!(e["type"], listed["kind"]);
+    }
+    let requests = result["requests"].as_array().unwrap();
+    assert!(requests.len() >= 2, "it reconnected: {requests:?}");
+    let resumed = requests.iter().rev().find(|r| r["status"] == 200).unwrap();
+    let from: usize = ids.iter().position(|id| Some(*id) == resumed["lastEventId"].as_str()).expect("a sent id");
+    assert!(from >= 19, "resumed after what it had: {resumed}");
+});
+
+// The client pays for its stream with `@x402/fetch` as EventSource's `fetch`, on a local chain:
+// each payment holds the stream for the paid time, the stream ends with `payment_expired`, the
+// reconnection is answered 402, the client pays again and resumes after the last entry. The
+// payee is paid exactly twice.
+#[tokio::test]
+async fn the_eventsource_client_pays_for_its_stream_with_x402_fetch() {
+    use crate::fixtures::chain::{PAYER_KEY, PayingRig, require_toolkit, spawn_script};
+    if !require_toolkit().await {
+        return;
+    }
+    let rig = PayingRig::start_with(|a| {
+        a.payments.stream_paid_seconds = 2;
+        a.limits.stream_max_duration = None;
+    })
+    .await;
+    let before = rig.balance().await;
+    let (_, listed) = rig.app.get_json("/v2/feed?daoId=dimo&kinds=proposal_closed").await;
+    let listed = listed["data"]["items"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 4);
+    let mut args = vec![
+        "--url".to_owned(),
+        rig.app.url("/v2/stream?after=0&daoId=dimo&kinds=proposal_closed"),
+        "--key".to_owned(),
+        PAYER_KEY.to_owned(),
+        "--count".to_owned(),
+        "4".to_owned(),
+        "--ended".to_owned(),
+        "2".to_owned(),
+    ];
+    args.extend(every_event());
+    let mut client = spawn_script("stream.mjs", &args.iter().map(String::as_str).collect::<Vec<_>>());
+    use tokio::io::AsyncBufReadExt;
+    let lines = tokio::io::BufReader::new(client.stderr.take().unwrap()).lines();
+    let log = entries_seen(lines, 4).await;
+    let result = result_of(client, log).await;
+
+    let got: Vec<&Value> = result["entries"].as_array().unwrap().iter().map(|e| &e["data"]).collect();
+    assert_eq!(got, listed.iter().collect::<Vec<_>>(), "each entry once, across the paid reconnection");
+    let ended: Vec<&str> = result["ended"].as_array().unwrap().iter().map(|e| e["reason"].as_str().unwrap()).collect();
+    assert_eq!(ended, ["payment_expired", "payment_expired"]);
+    let requests = result["requests"].as_array().unwrap();
+    let paid: Vec<&Value> = requests.iter().filter(|r| r["paid"] == true).collect();
+    assert_eq!(paid.len(), 2, "{requests:?}");
+    assert!(paid.iter().all(|r| r["status"] == 200), "{requests:?}");
+    assert_eq!(requests.iter().filter(|r| r["status"] == 402).count(), 2, "asked to pay each time: {requests:?}");
+    assert_eq!(paid[1]["lastEventId"], listed[3]["sequence"], "resumed after the last entry");
+    assert_eq!(rig.balance().await, before + 2 * 5_000, "paid twice, on chain");
+}

@@ -13,7 +13,7 @@ use poem_openapi::{
     param::{Header, Query},
     payload::Payload,
     registry::{MetaSchema, MetaSchemaRef, Registry},
-    types::Type,
+    types::{ToJSON, Type},
 };
 use tokio::time::Instant;
 
@@ -21,23 +21,27 @@ use super::V2Tag;
 use crate::api::{AppState, views::feed::FeedEntry};
 use crate::contract::{
     errors::{ApiError, ParamLocation},
-    feed::{self, FeedKinds, FeedPosition, StreamEndReason, StreamEnded},
+    feed::{
+        self, FeedKind, FeedKinds, FeedPosition, SEQUENCE_PATTERN, STREAM_ENDED_EVENT, StreamEndReason, StreamEnded,
+    },
     operations::FeedStreamV2,
     params::DaoFilter,
 };
 use crate::edge::{payment::PaidByPayment, stream::StreamPlan};
 use crate::store::{self, feed::FeedFilter};
 
-/// The `data` of a stream event, as the document declares it: a feed entry (event type: its
-/// kind), or, last, why the server ended the stream (event type `stream_ended`). Only declared:
-/// the frames are rendered once per entry (`edge::stream`), never through this type.
-pub struct StreamEventData;
+/// One event of the stream as an SSE parser hands it over, as the document declares it (the
+/// schema of each event of a `text/event-stream`, as schemathesis and OpenAPI 3.2's
+/// `itemSchema` read it). Only declared: frames are rendered once per entry (`edge::stream`),
+/// never through this type. `data` is a string of JSON; its shapes, `FeedEntry` and
+/// `StreamEnded`, are components of their own.
+pub struct StreamEvent;
 
-impl StreamEventData {
-    const NAME: &'static str = "StreamEventData";
+impl StreamEvent {
+    const NAME: &'static str = "StreamEvent";
 }
 
-impl Type for StreamEventData {
+impl Type for StreamEvent {
     const IS_REQUIRED: bool = true;
     type RawValueType = Self;
     type RawElementValueType = Self;
@@ -54,13 +58,48 @@ impl Type for StreamEventData {
         registry.create_schema::<Self, _>(Self::NAME.to_owned(), |registry| {
             FeedEntry::register(registry);
             StreamEnded::register(registry);
+            let string = |description: &'static str, pattern: Option<&str>, values: Vec<serde_json::Value>| {
+                MetaSchemaRef::Inline(Box::new(MetaSchema {
+                    description: Some(description),
+                    pattern: pattern.map(str::to_owned),
+                    enum_items: values,
+                    ..MetaSchema::new("string")
+                }))
+            };
+            let types = FeedKind::ALL.iter().map(|k| k.as_str()).chain([STREAM_ENDED_EVENT]).map(Into::into).collect();
+            let entry = <FeedEntry as poem_openapi::types::Example>::example();
             MetaSchema {
                 description: Some(
-                    "The `data` of a stream event: a feed entry (event type: its kind), or, last, why the server \
-                     ended the stream (event type `stream_ended`).",
+                    "One event of the stream. An entry: `id` its sequence, `event` its kind, `data` the entry as \
+                     `GET /v2/feed` shows it. The last event of a stream the server ends: `event` `stream_ended`, \
+                     no `id`, `data` a `StreamEnded`.",
                 ),
-                one_of: vec![FeedEntry::schema_ref(), StreamEnded::schema_ref()],
-                ..MetaSchema::ANY
+                required: vec!["event", "data"],
+                properties: vec![
+                    (
+                        "id",
+                        string(
+                            "The entry's `sequence`: what `Last-Event-ID` resumes after.",
+                            Some(SEQUENCE_PATTERN),
+                            vec![],
+                        ),
+                    ),
+                    ("event", string("The entry's kind (a `FeedKind`), or `stream_ended`.", None, types)),
+                    (
+                        "data",
+                        string(
+                            "One line of JSON: a `FeedEntry` for an entry, a `StreamEnded` for `stream_ended`.",
+                            None,
+                            vec![],
+                        ),
+                    ),
+                ],
+                example: Some(serde_json::json!({
+                    "id": entry.sequence,
+                    "event": entry.kind.as_str(),
+                    "data": entry.to_json_string(),
+                })),
+                ..MetaSchema::new("object")
             }
         });
     }
@@ -80,18 +119,14 @@ pub struct EventStream(Pin<Box<dyn Stream<Item = Bytes> + Send>>);
 impl Payload for EventStream {
     const CONTENT_TYPE: &'static str = "text/event-stream";
 
-    /// As poem-openapi declares an event stream: an `array` of the events' data (without its
-    /// non-standard `format: event-stream`, which the 3.1 model has no place for; OpenAPI 3.2's
-    /// `itemSchema` is the standard's answer, and neither rendition is 3.2).
+    /// The schema of each event (OpenAPI 3.0 and 3.1 have no `itemSchema` yet: the media type's
+    /// `schema` stands for each event, as schemathesis reads a `text/event-stream`).
     fn schema_ref() -> MetaSchemaRef {
-        MetaSchemaRef::Inline(Box::new(MetaSchema {
-            items: Some(Box::new(StreamEventData::schema_ref())),
-            ..MetaSchema::new("array")
-        }))
+        StreamEvent::schema_ref()
     }
 
     fn register(registry: &mut Registry) {
-        StreamEventData::register(registry);
+        StreamEvent::register(registry);
     }
 }
 
