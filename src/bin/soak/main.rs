@@ -18,11 +18,14 @@
 //! `soak abuse`: see `abuse.rs`: legitimate clients under idle sockets, slowloris heads, slow
 //! readers and a hammering address at once, against the same clients alone.
 //!
+//! `soak streams`: see `streams.rs`: 1,000 open event streams, idle and through a publication.
+//!
 //! ```sh
 //! cargo build --release --bin govdata --bin soak
 //! target/release/soak load                           # 10 minutes, 64 connections, SQLite
 //! DATABASE_URL=postgres://postgres@127.0.0.1:5432/soak target/release/soak outage
 //! target/release/soak abuse                          # 10,000 idle sockets and the rest, SQLite
+//! target/release/soak streams                        # 1,000 streams through a publication, SQLite
 //! ```
 //! The figures belong in the README's Benchmarks section, never in timed tests.
 use std::collections::BTreeMap;
@@ -39,6 +42,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 
 mod abuse;
+mod streams;
 
 #[derive(Debug, Parser)]
 #[command(name = "soak", about = "Soak and database-outage runs against a govdata serve process")]
@@ -91,6 +95,14 @@ enum Run {
         #[arg(long, default_value_t = 2.0)]
         max_p99_ratio: f64,
     },
+    /// Open event streams (`GET /v2/stream`), idle and through a publication in another process.
+    Streams {
+        #[arg(long, default_value_t = 1_000)]
+        streams: usize,
+        /// Votes of the synthetic DAO the publication adds.
+        #[arg(long, default_value_t = 10_000)]
+        votes: u64,
+    },
     /// PostgreSQL refuses connections for a while, under polling; needs a PostgreSQL `DATABASE_URL`.
     Outage {
         #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
@@ -126,6 +138,7 @@ async fn run(args: Args, govdata: &std::path::Path, url: &str) -> anyhow::Result
                 abuse::Attack { idle, slowloris, slow_readers, hammer, clients, phase, warm_up, max_p99_ratio };
             abuse::run(govdata, url, attack).await
         }
+        Run::Streams { streams, votes } => streams::run(govdata, url, streams::Streams { streams, votes }).await,
         Run::Outage { outage: cut, pollers } => outage(govdata, url, cut, pollers).await,
     }
 }
