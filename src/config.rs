@@ -230,6 +230,11 @@ pub struct LimitArgs {
     /// processes after a deploy. Unset: a partner token's stream stays open as long as it likes.
     #[arg(long, env = "GOVDATA_STREAM_MAX_DURATION", value_parser = humantime::parse_duration)]
     pub stream_max_duration: Option<std::time::Duration>,
+    /// Batches of new feed entries each process keeps for its streams (a publication is one
+    /// batch per 200 entries): a stream that falls further behind (a client reading slowly)
+    /// catches up from the store instead. More costs memory, fewer costs store reads.
+    #[arg(long, env = "GOVDATA_STREAM_BACKLOG_BATCHES", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub stream_backlog_batches: u32,
 }
 
 /// Rate limits per policy (`contract::access::RatePolicy`): `REQUESTS/DURATION` or `off`.

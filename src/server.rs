@@ -104,7 +104,10 @@ pub async fn bind(
     };
     let queries = edge::bounds::QuerySlots::new(&settings.limits);
     let rates = edge::rate::RateLimiter::start(settings.rates, db.clone());
-    let feed = edge::stream::FeedHub::start(db.clone(), api::views::feed::stream_frames(), serving.subscribe()).await?;
+    let backlog = settings.limits.stream_backlog_batches as usize;
+    let feed =
+        edge::stream::FeedHub::start(db.clone(), api::views::feed::stream_frames(), serving.subscribe(), backlog)
+            .await?;
     let state = AppState {
         db,
         settings: Arc::new(settings),

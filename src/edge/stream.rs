@@ -7,11 +7,12 @@
 //!
 //! A stream reads the store itself only to catch up: from its resume point when it opens
 //! (`Last-Event-ID` or `after`), and again from the last entry it sent if it fell behind the
-//! broadcast (a client reading slower than entries are published). It subscribes before it
-//! reads, and drops every broadcast entry at or before the last one it sent, so that it sends
-//! each entry once, in sequence order, with no gap: sequences commit in the order they are drawn
-//! (publications take turns, `store::publish`), so an entry the broadcast has not yet carried is
-//! above every entry a catch-up read saw.
+//! broadcast (a client reading slower than entries are published, past the batches the hub
+//! keeps: `GOVDATA_STREAM_BACKLOG_BATCHES`). It subscribes before it reads, and drops every
+//! broadcast entry at or before the last one it sent, so that it sends each entry once, in
+//! sequence order, with no gap: sequences commit in the order they are drawn (publications take
+//! turns, `store::publish`), so an entry the broadcast has not yet carried is above every entry a
+//! catch-up read saw.
 //!
 //! A stream ends with a `stream_ended` event ([`StreamEnded`]) when the time a payment bought
 //! is over, when the server's longest stream duration passes, when the process drains, or when
@@ -44,9 +45,6 @@ use crate::store::{
 const PAGE: u64 = 200;
 /// Entries a stream catching up reads at a time: what it holds of its own, rendered, at most.
 const CATCH_UP_PAGE: u64 = 50;
-/// Batches the broadcast keeps for streams that have not taken them yet; a stream further
-/// behind catches up from the store.
-const BACKLOG_BATCHES: usize = 64;
 /// How long the hub waits before reading again after a failed read.
 const RETRY_READ: Duration = Duration::from_secs(1);
 
@@ -100,15 +98,17 @@ pub struct FeedHub {
 }
 
 impl FeedHub {
-    /// Starts the hub after the newest entry, following `serving`; it stops when the hub is
-    /// dropped.
+    /// Starts the hub after the newest entry, following `serving`, keeping `backlog` batches for
+    /// streams that have not taken them yet (a stream further behind catches up from the
+    /// store); it stops when the hub is dropped.
     pub async fn start(
         db: DatabaseConnection,
         render: Arc<dyn RenderFrames>,
         serving: watch::Receiver<Arc<Serving>>,
+        backlog: usize,
     ) -> Result<Arc<Self>, DbErr> {
         let position = store::feed::newest(&db).await?;
-        let (tx, _) = broadcast::channel(BACKLOG_BATCHES);
+        let (tx, _) = broadcast::channel(backlog.max(1));
         let hub =
             Arc::new(Self { db, render, tx, position: AtomicI64::new(position), subscriptions: AtomicU64::new(0) });
         tokio::spawn(follow(Arc::downgrade(&hub), serving));

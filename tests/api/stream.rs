@@ -220,6 +220,50 @@ on_both_backends!(stream_resumes_on_another_server_after_a_restart, |backend: Ba
     assert_same(&streamed, &all);
 });
 
+// A client that reads slowly falls behind the broadcast (here the hub keeps one batch): the
+// stream catches up from the store where it left off, and the client still gets every entry
+// once, in order. The client holds a 4 KiB receive buffer and reads nothing until two
+// publications (the first one several batches) are done.
+on_both_backends!(a_slow_reader_falls_behind_and_catches_up, |backend: Backend| async move {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let w = world_with(backend, |args| {
+        quick_streams(args);
+        args.limits.stream_backlog_batches = 1;
+    })
+    .await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut client = socket.connect(w.app.addr).await.unwrap();
+    // HTTP/1.0: the answer is delimited by the close, not chunked.
+    let request = format!("GET /v2/stream?after=0 HTTP/1.0\r\nx-internal-token: {INTERNAL_TOKEN}\r\n\r\n");
+    client.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        hub.proposals[0].scores_total = "999999";
+    }
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    w.app.sync().await;
+    let all = entries_after(&w.app, "0").await;
+    assert!(all.len() > 400, "the first publication is several of the hub's batches: {}", all.len());
+
+    let mut text = String::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let ids = loop {
+        let n = tokio::time::timeout(Duration::from_secs(20), client.read(&mut chunk)).await.expect("reads").unwrap();
+        assert!(n > 0, "the stream goes on: {:.300}", text);
+        text.push_str(std::str::from_utf8(&chunk[..n]).unwrap());
+        let ids: Vec<&str> = text.split("\nid: ").skip(1).filter_map(|rest| rest.split('\n').next()).collect();
+        if ids.len() >= all.len() {
+            break ids.into_iter().map(str::to_owned).collect::<Vec<_>>();
+        }
+    };
+    assert!(text.starts_with("HTTP/1.0 200") || text.starts_with("HTTP/1.1 200"), "{:.200}", text);
+    let expected: Vec<&str> = all.iter().map(|e| e["sequence"].as_str().unwrap()).collect();
+    assert_eq!(ids, expected, "every entry once, in order, though the client fell behind");
+});
+
 on_both_backends!(stream_refuses_what_it_cannot_resume, |backend: Backend| async move {
     let w = world_with(backend, quick_streams).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
