@@ -110,8 +110,11 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
             return Err(forbidden(&call, &scopes).into());
         }
         let mut response = ep.call(req).await?.into_response();
-        // Paid data answered to one partner is not for shared caches.
-        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
+        // Paid data answered to one partner is not for shared caches; an answer no cache may
+        // keep at all (a stream) stays so.
+        if response.headers().get(header::CACHE_CONTROL).is_none_or(|v| v != "no-store") {
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
+        }
         return Ok(rate::stamped(decision, response));
     }
     let sent = [Generation::V2, Generation::V1]

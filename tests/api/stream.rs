@@ -150,6 +150,17 @@ on_both_backends!(streams_the_feed_live_and_resumes_exactly, |backend: Backend| 
     assert_eq!(hello.retry, Some(govdata::contract::feed::STREAM_RETRY_MS), "{hello:?}");
     // Nothing to send: keep-alive comments.
     assert!(live.next(Duration::from_secs(5)).await.unwrap().comment);
+    // Tier plus: a partner token with the scope opens it (and no cache may keep it); a standard
+    // scope is refused.
+    for (scope, status) in [("v2:paid:plus", 200), ("v2:paid:standard", 403)] {
+        let (_, token) = crate::access::partner_token(&w.app, &[scope]).await;
+        let response =
+            w.app.anonymous.get(w.app.url("/v2/stream")).header("x-service-api-token", &token).send().await.unwrap();
+        assert_eq!(response.status(), status, "{scope}");
+        if status == 200 {
+            assert_eq!(response.headers()["cache-control"], "no-store", "{scope}");
+        }
+    }
 
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     let all = entries_after(&w.app, "0").await;
