@@ -27,6 +27,7 @@ pub struct Metrics {
     pub cache_entries: IntGauge,
     pub connections_open: IntGauge,
     pub streams_open: IntGauge,
+    pub publication_notifications: IntCounter,
     pub stream_reads: IntCounterVec,
     pub refusals: IntCounterVec,
     pub ingest_runs: IntCounterVec,
@@ -90,6 +91,11 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         cache_entries: gauge(&r, "response_cache_entries", "Entries in the response cache."),
         connections_open: gauge(&r, "connections_open", "Open client connections."),
         streams_open: gauge(&r, "streams_open", "Open event streams (GET /v2/stream)."),
+        publication_notifications: plain_counter(
+            &r,
+            "publication_notifications_total",
+            "Publications this process heard of by PostgreSQL's NOTIFY (it read the serving state at once).",
+        ),
         stream_reads: counter(
             &r,
             "stream_store_reads_total",

@@ -4,7 +4,8 @@
 //!
 //! A background task polls one small query every [`WATCH_INTERVAL`] (plus a token fingerprint),
 //! so another process's publication or token change reaches this one within that bound on both
-//! backends. A publication made by this process ([`ServingWatch::refresh`]) is seen at once.
+//! backends. A publication made by this process ([`ServingWatch::refresh`]) is seen at once; on
+//! PostgreSQL so is another process's: its commit notifies a channel this process listens on.
 //!
 //! **Revocation** takes effect on the next request in every process: the gate trusts its token
 //! snapshot only while the query that loaded it started less than [`TOKEN_SNAPSHOT_MAX_AGE`] ago
@@ -16,10 +17,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 
 use crate::contract::errors::{ErrorCode, Problem};
+use crate::metrics::METRICS;
+use crate::store::publish::PUBLISHED_CHANNEL;
 use crate::store::{
     freshness::{self, ServingHead},
     tokens::{self, LiveToken},
@@ -94,6 +98,10 @@ impl ServingWatch {
         });
         watch.refresh().await?;
         tokio::spawn(poll(Arc::downgrade(&watch), watch.poked.clone()));
+        if watch.db.get_database_backend() == sea_orm::DbBackend::Postgres {
+            let options = (*watch.db.get_postgres_connection_pool().connect_options()).clone();
+            tokio::spawn(listen(Arc::downgrade(&watch), watch.poked.clone(), options));
+        }
         Ok(watch)
     }
 
@@ -219,6 +227,44 @@ pub async fn revoke_token(db: &DatabaseConnection, id: i64) -> Result<bool, DbEr
     }
     Ok(revoked)
 }
+
+/// On PostgreSQL, a publication notifies [`PUBLISHED_CHANNEL`] as it commits: this wakes the
+/// poller at once, so another process's publication reaches this one's cache, cursors and
+/// streams in milliseconds instead of up to a tick. The listener holds one connection of its
+/// own (outside the pool requests use); while it is down, the tick still bounds the delay.
+async fn listen(watch: Weak<ServingWatch>, poked: Arc<tokio::sync::Notify>, options: PgConnectOptions) {
+    let mut failing = false;
+    while watch.strong_count() > 0 {
+        let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(options.clone());
+        let listening = async {
+            let mut listener = PgListener::connect_with(&pool).await?;
+            listener.listen(PUBLISHED_CHANNEL).await?;
+            if failing {
+                tracing::info!("listening for publications again");
+                failing = false;
+            }
+            loop {
+                listener.recv().await?;
+                if watch.strong_count() == 0 {
+                    return Ok::<(), sea_orm::sqlx::Error>(());
+                }
+                METRICS.publication_notifications.inc();
+                poked.notify_one();
+            }
+        };
+        if let Err(err) = listening.await {
+            if !failing {
+                tracing::warn!(error = %err, "cannot listen for publications; polling every {WATCH_INTERVAL:?} meanwhile");
+                failing = true;
+            }
+            tokio::time::sleep(LISTEN_RETRY).await;
+        }
+        pool.close().await;
+    }
+}
+
+/// How long the listener waits before it connects again after a failure.
+const LISTEN_RETRY: Duration = Duration::from_secs(1);
 
 async fn poll(watch: Weak<ServingWatch>, poked: Arc<tokio::sync::Notify>) {
     let mut tick = tokio::time::interval(WATCH_INTERVAL);

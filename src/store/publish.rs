@@ -157,6 +157,10 @@ const COUNT_ROWS: &str = "UPDATE data_revisions SET
 /// Key of the PostgreSQL advisory lock publications take (any constant; this one spells "GOVPUB").
 pub(super) const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
 
+/// The PostgreSQL channel a publication notifies as it commits (the payload: its revision id),
+/// so that every process's serving watch reads the store at once instead of at its next tick.
+pub const PUBLISHED_CHANNEL: &str = "govdata_published";
+
 /// Recomputes what `scope` covers and publishes a new revision for run `run_id`, atomically.
 ///
 /// Called with a connection it opens its own transaction; called inside a writer's transaction
@@ -220,6 +224,10 @@ where
     // The outbox: what this revision changed, committed with it or not at all.
     super::feed::append(&txn, &revision, &fed).await?;
     super::feed::prune(&txn, now).await?;
+    // Delivered when (and only if) the publication commits.
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        exec(&txn, "SELECT pg_notify($1, $2)", vec![PUBLISHED_CHANNEL.into(), revision.id.to_string().into()]).await?;
+    }
     txn.commit().await?;
     Ok(revision)
 }

@@ -133,6 +133,13 @@ on_both_backends!(two_servers_and_an_ingester, |backend: Backend| async move {
             panic!("server {i} still serves the old revision {bound:?} after the ingester exited (the watch's bound)")
         });
         eprintln!("server {i} served the publication {:?} after the ingester exited", published.elapsed());
+        // On PostgreSQL the publication's commit woke the server (NOTIFY); SQLite has no such
+        // channel and relies on the tick.
+        let heard = metric(s, "govdata_publication_notifications_total").await;
+        match backend {
+            crate::helpers::Backend::Postgres => assert!(heard >= 1.0, "server {i} heard of the publication"),
+            crate::helpers::Backend::Sqlite => assert_eq!(heard, 0.0, "server {i}"),
+        }
     }
 
     // A partner token, seen by both servers (they hold it in memory), revoked by the command:
