@@ -11,7 +11,7 @@ use govdata::store::keys;
 use sea_orm::{DatabaseConnection, EntityTrait};
 use serde_json::Value;
 
-use crate::fixtures::testgov::{BASE, DAO, big, options, world};
+use crate::fixtures::testgov::{BASE, DAO, LINKED_TOPIC, big, forum_time, options, world};
 use crate::fixtures::upstreams::{HubProposal, HubVote};
 use crate::helpers::TestApp;
 use crate::on_both_backends;
@@ -142,10 +142,10 @@ async fn feed_follows_changes(backend: crate::helpers::Backend, seed: u64, every
     // twice; another seed draws 4 to 10 changes of any kind.
     let mut steps = Steps(seed);
     let mut plan = if every_path {
-        vec![0, 1, 2, 4, 0, 2, 1]
+        vec![0, 1, 2, 4, 0, 2, 1, 5]
     } else {
         let n = 4 + steps.next(7) as usize;
-        (0..n).map(|_| [0, 1, 2, 4][steps.next(4) as usize]).collect()
+        (0..n).map(|_| [0, 1, 2, 4, 5][steps.next(5) as usize]).collect()
     };
     for i in (1..plan.len()).rev() {
         plan.swap(i, steps.next(i as u64 + 1) as usize);
@@ -191,6 +191,23 @@ async fn feed_follows_changes(backend: crate::helpers::Backend, seed: u64, every
                 2 => {
                     hub.proposals[0].scores_total = ["400000", "500000.5", "345043.3752998372"][step % 3];
                 }
+                // Another post on the topic whose discussion spiked: the spike signal's evidence
+                // (the topic's posts) changes.
+                5 => {
+                    let mut forum = w.forum_data.lock().unwrap();
+                    let topic = forum.topics.iter_mut().find(|t| t.id == LINKED_TOPIC).unwrap();
+                    let n = topic.posts.len() as i64 + 1;
+                    // Bumped after every topic listed so far: the forum connector reads it again.
+                    let at = forum_time(1_000 + n);
+                    topic.posts.push((
+                        LINKED_TOPIC * 1000 + n,
+                        n,
+                        "user9".to_owned(),
+                        format!("<p>Post {n}.</p>"),
+                        at.clone(),
+                    ));
+                    topic.bumped_at = at;
+                }
                 // The big proposal closes with final scores.
                 3 => {
                     hub.proposals[0].state = "closed";
@@ -229,7 +246,9 @@ async fn feed_follows_changes(backend: crate::helpers::Backend, seed: u64, every
     }
     if every_path {
         // The sequence reached every path: new events, corrected ones, signals.
-        for kind in ["proposal_created", "voting_started", "proposal_closed", "vote_cast", "signal_raised"] {
+        for kind in
+            ["proposal_created", "voting_started", "proposal_closed", "vote_cast", "signal_raised", "signal_changed"]
+        {
             assert!(fed_kinds.contains(kind), "{kind} never fed: {fed_kinds:?}");
         }
         assert!(corrections > 0, "no run corrected an event");
