@@ -125,6 +125,9 @@ on_both_backends!(feed_is_the_difference_between_revisions, |backend: Backend| a
     feed_follows_changes(backend, seed, false).await;
 });
 
+/// The proposal of the close race the fixed sequence raises, then clears.
+const CLOSE_RACE: &str = "0x00000000000000000000000000000000000000000000000000000000c105e0ac";
+
 /// The sequence known to reach every path.
 const FIXED_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -152,6 +155,9 @@ async fn feed_follows_changes(backend: crate::helpers::Backend, seed: u64, every
     }
     plan.splice(0..0, [99, 0]);
     plan.extend([3, 0, 2]);
+    if every_path {
+        plan.extend([6, 7]);
+    }
     let mut fed_kinds = std::collections::BTreeSet::new();
     let mut corrections = 0;
     for (step, change) in plan.into_iter().enumerate() {
@@ -190,6 +196,36 @@ async fn feed_follows_changes(backend: crate::helpers::Backend, seed: u64, every
                 // The big proposal's numbers move upstream.
                 2 => {
                     hub.proposals[0].scores_total = ["400000", "500000.5", "345043.3752998372"][step % 3];
+                }
+                // A closed proposal whose whole tally is held and close (100 to 99): a close race.
+                6 => {
+                    let created = BASE + 500_000;
+                    hub.proposals.push(HubProposal {
+                        id: CLOSE_RACE.to_owned(),
+                        created,
+                        state: "closed",
+                        scores: vec!["100", "99", "0"],
+                        scores_total: "199",
+                        scores_state: "final",
+                        title: "A close race".to_owned(),
+                        votes: 2,
+                    });
+                    for (i, (choice, vp)) in [("1", "100"), ("2", "99")].into_iter().enumerate() {
+                        hub.votes.push(HubVote {
+                            id: format!("0x{:064x}", 9_000_000 + i),
+                            proposal: CLOSE_RACE.to_owned(),
+                            voter: format!("0x{:040x}", 0xc105e + i),
+                            created: created + 60 + i as i64,
+                            choice: choice.to_owned(),
+                            vp: vp.to_owned(),
+                        });
+                    }
+                }
+                // Upstream counts a vote of it that is not held: the tally is no longer complete,
+                // and a partial tally says nothing of the race (its signals clear).
+                7 => {
+                    let p = hub.proposals.iter_mut().find(|p| p.id == CLOSE_RACE).unwrap();
+                    p.votes = 3;
                 }
                 // Another post on the topic whose discussion spiked: the spike signal's evidence
                 // (the topic's posts) changes.
