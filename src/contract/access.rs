@@ -188,6 +188,11 @@ impl Default for Prices {
 }
 
 impl Prices {
+    /// What one payment of a streaming operation buys, in words: `per 3600 s of stream`.
+    pub fn per_stream_payment(self) -> String {
+        format!("per {} s of stream", self.stream_seconds)
+    }
+
     pub const fn of(self, tier: Tier) -> u64 {
         match tier {
             Tier::Standard => self.standard,

@@ -615,9 +615,9 @@ fn access_sentence(version: Version, decl: &operations::OperationDecl, prices: P
         Access::Paid(tier) => {
             let buys = if decl.streams {
                 format!(
-                    "per {} s of stream (the stream then ends with `stream_ended`, reason `payment_expired`: pay \
-                     again and resume with `Last-Event-ID`)",
-                    prices.stream_seconds
+                    "{} (the stream then ends with `stream_ended`, reason `payment_expired`: pay again and resume \
+                     with `Last-Event-ID`)",
+                    prices.per_stream_payment()
                 )
             } else {
                 "per call".to_owned()

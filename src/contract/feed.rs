@@ -251,6 +251,34 @@ vocabulary! {
     }
 }
 
+impl StreamEndReason {
+    /// What happened and what the client does now: the `detail` of the `stream_ended` event.
+    pub const fn detail(self) -> &'static str {
+        match self {
+            Self::PaymentExpired => {
+                "The time this stream's payment bought is over. Reconnect with `Last-Event-ID`: the answer is a 402; \
+                 pay it and the stream resumes after the last entry sent."
+            }
+            Self::MaxDuration => {
+                "This stream reached the longest time the server holds one open. Reconnect with `Last-Event-ID` to \
+                 resume after the last entry sent."
+            }
+            Self::ShuttingDown => {
+                "The server is shutting down. Reconnect with `Last-Event-ID` (another process answers) to resume \
+                 after the last entry sent."
+            }
+            Self::Unavailable => {
+                "The store could not be read. Reconnect with `Last-Event-ID` after the retry delay to resume after \
+                 the last entry sent."
+            }
+            Self::Expired => {
+                "Entries after this stream's position were pruned (the feed keeps a limited window). Resynchronise \
+                 from GET /v2/events and GET /v2/signals, then open the stream again without a resume point."
+            }
+        }
+    }
+}
+
 /// The data of the `stream_ended` event.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]

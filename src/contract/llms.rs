@@ -67,10 +67,10 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
             let access = match decl.access {
                 Access::Free => "free".to_owned(),
                 Access::Paid(tier) if decl.streams => format!(
-                    "paid, tier `{}`, {} per {} s of stream; Server-Sent Events, resumable with `Last-Event-ID`",
+                    "paid, tier `{}`, {} {}; Server-Sent Events, resumable with `Last-Event-ID`",
                     tier.as_str(),
                     prices.of(tier),
-                    prices.stream_seconds
+                    prices.per_stream_payment()
                 ),
                 Access::Paid(tier) => format!("paid, tier `{}`, {} per call", tier.as_str(), prices.of(tier)),
             };

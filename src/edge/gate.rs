@@ -129,11 +129,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
             if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
                 return Ok(refused);
             }
-            let per = if call.streams {
-                format!("per {} s of stream", state.payments.prices.stream_seconds)
-            } else {
-                "per request".to_owned()
-            };
+            let per = if call.streams { state.payments.prices.per_stream_payment() } else { "per request".to_owned() };
             Ok(challenge(
                 &state,
                 &call,

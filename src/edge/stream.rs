@@ -361,11 +361,8 @@ impl Reader {
         let render = self.hub.render.clone();
         let read = self.queries.run(async move {
             // A position pruning has passed lost entries: the client must resynchronise.
-            if position > 0 {
-                let pruned = store::feed::pruned_through(&db).await.map_err(|e| Problem::from_store(&e))?;
-                if position < pruned {
-                    return Ok(None);
-                }
+            if store::feed::pruned_past(&db, position).await.map_err(|e| Problem::from_store(&e))?.is_some() {
+                return Ok(None);
             }
             let records =
                 store::feed::after(&db, &filter, position, CATCH_UP_PAGE).await.map_err(|e| Problem::from_store(&e))?;
@@ -400,29 +397,8 @@ impl Reader {
     /// The last event: why the stream ends, and where to resume.
     fn end(&mut self, reason: StreamEndReason) -> Bytes {
         self.phase = Phase::Done;
-        let detail = match reason {
-            StreamEndReason::PaymentExpired => {
-                "The time this stream's payment bought is over. Reconnect with `Last-Event-ID`: the answer is a 402; \
-                 pay it and the stream resumes after the last entry sent."
-            }
-            StreamEndReason::MaxDuration => {
-                "This stream reached the longest time the server holds one open. Reconnect with `Last-Event-ID` to \
-                 resume after the last entry sent."
-            }
-            StreamEndReason::ShuttingDown => {
-                "The server is shutting down. Reconnect with `Last-Event-ID` (another process answers) to resume \
-                 after the last entry sent."
-            }
-            StreamEndReason::Unavailable => {
-                "The store could not be read. Reconnect with `Last-Event-ID` after the retry delay to resume after \
-                 the last entry sent."
-            }
-            StreamEndReason::Expired => {
-                "Entries after this stream's position were pruned (the feed keeps a limited window). Resynchronise \
-                 from GET /v2/events and GET /v2/signals, then open the stream again without a resume point."
-            }
-        };
-        let ended = StreamEnded { reason, detail: detail.to_owned(), last_sequence: self.sent.map(|s| s.to_string()) };
+        let ended =
+            StreamEnded { reason, detail: reason.detail().to_owned(), last_sequence: self.sent.map(|s| s.to_string()) };
         Bytes::from(format!("event: {STREAM_ENDED_EVENT}\ndata: {}\n\n", ended.to_json_string()))
     }
 }

@@ -215,11 +215,13 @@ async fn due_by_time(txn: &DatabaseTransaction, touched: &mut Touched) -> Result
 /// failing later on a read snapshot another writer made stale.
 async fn take_the_writers_turn(txn: &DatabaseTransaction, run_id: i64) -> Result<(), DbErr> {
     let backend = txn.get_database_backend();
-    let (sql, value) = match backend {
-        sea_orm::DbBackend::Postgres => ("SELECT pg_advisory_xact_lock($1)", publish::PUBLICATION_LOCK),
-        _ => ("UPDATE ingestion_runs SET status = status WHERE id = $1", run_id),
-    };
-    txn.execute_raw(Statement::from_sql_and_values(backend, sql, [value.into()])).await?;
+    match backend {
+        sea_orm::DbBackend::Postgres => publish::take_turn(txn).await?,
+        _ => {
+            let sql = "UPDATE ingestion_runs SET status = status WHERE id = $1";
+            txn.execute_raw(Statement::from_sql_and_values(backend, sql, [run_id.into()])).await?;
+        }
+    }
     // A run whose beats stopped for long (a suspended process) may have been reclaimed by
     // another one meanwhile, its staged records dropped: it publishes nothing.
     let status = ingestion_run::Entity::find_by_id(run_id)

@@ -219,13 +219,19 @@ pub async fn prune<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbErr
     Ok(removed)
 }
 
-/// The highest sequence pruned (0 before any pruning): a position below it may have lost
-/// entries.
-pub async fn pruned_through(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
+/// Whether resuming after `position` would skip pruned entries: the highest sequence pruned when
+/// `position` is below it, `None` otherwise. `0` is the start (the oldest entry kept), which
+/// pruning never passes: the pruning mark is read only for a later position.
+pub async fn pruned_past(db: &impl ConnectionTrait, position: i64) -> Result<Option<i64>, DbErr> {
+    if position <= 0 {
+        return Ok(None);
+    }
     let Some(row) = setting::Entity::find_by_id(PRUNED_THROUGH.to_owned()).one(db).await? else {
-        return Ok(0);
+        return Ok(None);
     };
-    row.value.parse().map_err(|e| DbErr::Type(format!("`{PRUNED_THROUGH}` is not a sequence: {e}")))
+    let pruned: i64 =
+        row.value.parse().map_err(|e| DbErr::Type(format!("`{PRUNED_THROUGH}` is not a sequence: {e}")))?;
+    Ok((position < pruned).then_some(pruned))
 }
 
 /// The newest entry's sequence (0 on an empty feed): a reader starting from now reads after it.

@@ -155,7 +155,17 @@ const COUNT_ROWS: &str = "UPDATE data_revisions SET
      WHERE id = $1";
 
 /// Key of the PostgreSQL advisory lock publications take (any constant; this one spells "GOVPUB").
-pub(super) const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
+const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
+
+/// Waits for the publications' turn on PostgreSQL: a transaction-scoped advisory lock, re-entrant
+/// within the transaction. SQLite has one writer at a time anyway; its writers take their turn
+/// by writing first (`store::apply`).
+pub(super) async fn take_turn<C: ConnectionTrait>(txn: &C) -> Result<(), DbErr> {
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        exec(txn, "SELECT pg_advisory_xact_lock($1)", vec![PUBLICATION_LOCK.into()]).await?;
+    }
+    Ok(())
+}
 
 /// The PostgreSQL channel a publication notifies as it commits (the payload: its revision id),
 /// so that every process's serving watch reads the store at once instead of at its next tick.
@@ -172,10 +182,8 @@ where
     let txn = db.begin().await?;
     // Publications take turns (ingestion took its turn already: the lock is re-entrant), so that
     // feed sequences commit in the order they were drawn and a reader that has seen sequence N
-    // will never see a smaller one appear later. SQLite has one writer at a time anyway.
-    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
-        exec(&txn, "SELECT pg_advisory_xact_lock($1)", vec![PUBLICATION_LOCK.into()]).await?;
-    }
+    // will never see a smaller one appear later.
+    take_turn(&txn).await?;
     let now = now_ms();
     let touched = match scope {
         Scope::All => None,

@@ -70,12 +70,8 @@ impl Api {
             Some(FeedAfter(seq)) => seq,
             None => after.0.map_or(0, |p| p.0),
         };
-        // 0 is the start: the oldest entry kept, never a position pruning could have passed.
-        if position > 0 {
-            let pruned = store::feed::pruned_through(&state.db).await?;
-            if position < pruned {
-                return Err(feed::expired(position, pruned, "after", ParamLocation::Query).into());
-            }
+        if let Some(pruned) = store::feed::pruned_past(&state.db, position).await? {
+            return Err(feed::expired(position, pruned, "after", ParamLocation::Query).into());
         }
         let rows = match dao.store_filter() {
             Some(dao_id) => {

@@ -202,12 +202,8 @@ impl Api {
         };
         let position = match resume {
             Some((position, name, location)) => {
-                // 0 is the start: the oldest entry kept, never a position pruning could have passed.
-                if position > 0 {
-                    let pruned = store::feed::pruned_through(&state.db).await?;
-                    if position < pruned {
-                        return Err(feed::expired(position, pruned, name, location).into());
-                    }
+                if let Some(pruned) = store::feed::pruned_past(&state.db, position).await? {
+                    return Err(feed::expired(position, pruned, name, location).into());
                 }
                 position
             }
