@@ -50,6 +50,8 @@ pub enum Command {
     /// Manage partner tokens.
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// Manage webhook subscriptions, every partner's (what `/v2/webhooks` does for one token).
+    Webhooks(WebhooksArgs),
     /// Write a deterministic synthetic DAO (proposals, votes, voters) into the store and publish it,
     /// for benchmarks. Refuses a DAO that already has proposals.
     Synth {
@@ -89,6 +91,64 @@ pub enum TokensCommand {
     Revoke {
         /// The token's id, as `tokens list` shows it.
         id: i64,
+    },
+}
+
+/// `govdata webhooks`.
+#[derive(Debug, Args)]
+pub struct WebhooksArgs {
+    /// Let URLs reach loopback and private addresses, and plain `http` (as the server's flag).
+    #[arg(long, env = "GOVDATA_WEBHOOK_ALLOW_PRIVATE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub webhook_allow_private: bool,
+    #[command(subcommand)]
+    pub command: WebhooksCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// List subscriptions (every token's, or one token's), never their secrets.
+    List {
+        /// Only this partner token's (its id, as `tokens list` shows it).
+        #[arg(long)]
+        token: Option<i64>,
+    },
+    /// Subscribe a URL for a partner token; the secret is printed once.
+    Create {
+        /// The partner token that owns it.
+        #[arg(long)]
+        token: i64,
+        #[arg(long)]
+        url: String,
+        /// Comma-separated DAO ids (every DAO when absent).
+        #[arg(long, value_delimiter = ',')]
+        dao: Vec<String>,
+        /// Comma-separated feed kinds (every kind when absent).
+        #[arg(long, value_delimiter = ',')]
+        kinds: Vec<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Stop deliveries to a subscription (they are kept, and sent when it is enabled again).
+    Disable { id: String },
+    /// Enable a subscription; its pending deliveries go at once.
+    Enable { id: String },
+    /// Delete a subscription with its deliveries and attempts.
+    Delete { id: String },
+    /// Give a subscription a new secret (printed once); the previous one signs beside it for a day.
+    RotateSecret { id: String },
+    /// Queue a test message.
+    Test { id: String },
+    /// Queue again the entries after a feed sequence.
+    Replay {
+        id: String,
+        #[arg(long)]
+        after: i64,
+    },
+    /// A subscription's latest delivery attempts, newest first.
+    Deliveries {
+        id: String,
+        #[arg(long, default_value_t = 20)]
+        limit: u64,
     },
 }
 
@@ -162,6 +222,21 @@ pub struct ServeArgs {
     pub limits: LimitArgs,
     #[command(flatten)]
     pub rates: RateArgs,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
+}
+
+/// How webhooks are sent (`push`).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct WebhookArgs {
+    /// Let webhook subscriptions reach loopback, private and link-local addresses, and plain
+    /// `http` URLs (tests, private deployments). Off: only `https` to public addresses.
+    #[arg(long, env = "GOVDATA_WEBHOOK_ALLOW_PRIVATE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub webhook_allow_private: bool,
+    /// Longest the webhook sender waits before looking at its queue again when nothing woke it
+    /// (a publication, a subscription change and a due retry each wake it at once).
+    #[arg(long, env = "GOVDATA_WEBHOOK_POLL", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub webhook_poll: std::time::Duration,
 }
 
 impl Default for ServeArgs {
@@ -403,6 +478,7 @@ pub struct Settings {
     pub registry: Option<std::path::PathBuf>,
     pub limits: LimitArgs,
     pub rates: RateSettings,
+    pub webhooks: WebhookArgs,
 }
 
 /// When live refresh happens and how long requests wait for it.
@@ -434,6 +510,7 @@ impl Settings {
             registry: args.registry.registry.clone(),
             limits: args.limits,
             rates: args.rates.settings(),
+            webhooks: args.webhooks,
         })
     }
 

@@ -27,8 +27,9 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("sample", &["contract", "rules", "store"]),
     ("ingest", &["contract", "rules", "store", "sample", "metrics", "connections", "config"]),
     ("edge", &["contract", "store", "x402", "config", "metrics", "connections"]),
-    ("api", &["contract", "rules", "store", "edge"]),
-    ("server", &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest"]),
+    ("push", &["contract", "store", "metrics"]),
+    ("api", &["contract", "rules", "store", "edge", "push"]),
+    ("server", &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest", "push"]),
 ];
 
 /// External crates a module must not name: the contract and the settings know no database, and

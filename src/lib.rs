@@ -15,6 +15,7 @@
 //! - `edge`: everything around the surfaces: the request id and problem bodies, routing to an
 //!   operation, the access gate, payment, rate limits, the response cache and live refresh, the
 //!   serving watch, query bounds, store errors, MCP, and the paths that are not operations.
+//! - `push`: webhook delivery of the feed (queue, sender, signatures, the address guard).
 //! - `x402`: the payment protocol the gate speaks; `config`: plain settings from flags;
 //!   `connections` serves the app (caps, timeouts, drain); `server` only wires: binds, assembles
 //!   the state, builds the route tree, and adapts live refresh (`edge::live::Refresh`) to
@@ -33,6 +34,7 @@ pub mod edge;
 pub mod ingest;
 pub mod layers;
 pub mod metrics;
+pub mod push;
 pub mod rules;
 pub mod sample;
 pub mod server;

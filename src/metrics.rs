@@ -29,6 +29,8 @@ pub struct Metrics {
     pub streams_open: IntGauge,
     pub publication_notifications: IntCounter,
     pub stream_reads: IntCounterVec,
+    pub webhook_attempts: IntCounterVec,
+    pub webhook_enqueued: IntCounter,
     pub refusals: IntCounterVec,
     pub ingest_runs: IntCounterVec,
     pub ingest_source_seconds: HistogramVec,
@@ -102,6 +104,18 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "Feed pages read for event streams: `publication` by the process's one reader after each \
              publication (fanned out to every stream), `resume` by one stream catching up from its position.",
             &["reason"],
+        ),
+        webhook_attempts: counter(
+            &r,
+            "webhook_attempts_total",
+            "Webhook delivery attempts this process made, by outcome: `delivered` (2xx), `retrying` (another \
+             attempt is scheduled), `failed` (no more attempts).",
+            &["outcome"],
+        ),
+        webhook_enqueued: plain_counter(
+            &r,
+            "webhook_deliveries_enqueued_total",
+            "Webhook deliveries this process enqueued (one per feed entry and subscription that wants it).",
         ),
         refusals: counter(
             &r,

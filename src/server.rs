@@ -14,6 +14,7 @@ use crate::connections::{self, Shutdown};
 use crate::contract::{cursor::CursorCodec, vocabulary::RunTrigger};
 use crate::edge::{self, AppState, paths};
 use crate::ingest::{self, Registry, RetryPolicy, RunOptions};
+use crate::push;
 use crate::x402::PaymentTerms;
 
 /// Builds the whole application. It holds itself weakly: an MCP tool call (`/mcp`) is a request
@@ -108,6 +109,30 @@ pub async fn bind(
     let feed =
         edge::stream::FeedHub::start(db.clone(), api::views::feed::stream_frames(), serving.subscribe(), backlog)
             .await?;
+    // Webhooks: woken by every new serving revision (this process's publication or another's),
+    // and by the handlers when a subscription changes or queues a message.
+    let webhook_wake = Arc::new(tokio::sync::Notify::new());
+    let webhook_options = push::Options {
+        reach: push::guard::Reach { allow_private: settings.webhooks.webhook_allow_private },
+        poll: settings.webhooks.webhook_poll,
+        public_url: settings.public_url.clone(),
+        clock: push::wall_clock(),
+    };
+    let draining_webhooks = shutdown.clone();
+    push::Dispatcher::start(
+        db.clone(),
+        api::views::feed::webhook_entries(),
+        webhook_options,
+        webhook_wake.clone(),
+        async move { draining_webhooks.begun().await },
+    );
+    let mut revisions = serving.subscribe();
+    let wake = webhook_wake.clone();
+    tokio::spawn(async move {
+        while revisions.changed().await.is_ok() {
+            wake.notify_one();
+        }
+    });
     let state = AppState {
         db,
         settings: Arc::new(settings),
@@ -121,6 +146,7 @@ pub async fn bind(
         queries,
         rates,
         feed,
+        webhook_wake,
     };
     let app = app(state);
     let draining = shutdown.clone();

@@ -11,7 +11,8 @@ use crate::diff::unbox;
 
 /// The verbs an operationId may end with: `<resource>_<verb>`. `stream`: a resource's changes
 /// as Server-Sent Events (`v2_feed_stream`).
-pub const VERBS: &[&str] = &["list", "get", "lookup", "stream"];
+pub const VERBS: &[&str] =
+    &["list", "get", "lookup", "stream", "create", "update", "delete", "rotate", "send", "replay"];
 /// The schema every error response carries.
 pub const PROBLEM_REF: &str = "#/components/schemas/Problem";
 pub const PROBLEM_MEDIA_TYPE: &str = "application/problem+json";
@@ -118,7 +119,7 @@ pub fn lint(doc: &OpenAPI, raw: &Value) -> Vec<Finding> {
                         format!("an error answers only `{PROBLEM_MEDIA_TYPE}` with {PROBLEM_REF}"),
                     );
                 }
-            } else if (200..300).contains(code) {
+            } else if (200..300).contains(code) && !response.content.is_empty() {
                 let example = response
                     .content
                     .values()
@@ -160,6 +161,23 @@ pub fn lint(doc: &OpenAPI, raw: &Value) -> Vec<Finding> {
                 for status in [401, 402, 403] {
                     if !statuses.contains(&status) {
                         push("access", &at, format!("a paid operation documents its {status} response"));
+                    }
+                }
+            }
+            Some("partner") => {
+                // Only a partner token opens it: no price, no payment challenge.
+                if access.and_then(|a| a.get("price")).is_some() || statuses.contains(&402) {
+                    push("access", &at, "a partner-token operation has no price and answers no 402".into());
+                }
+                if access.and_then(|a| a.get("scopes")).and_then(Value::as_array).is_none_or(Vec::is_empty) {
+                    push("access", &at, "a partner-token operation lists the scopes that open it".into());
+                }
+                if anonymous {
+                    push("access", &at, "a partner-token operation must declare its security scheme".into());
+                }
+                for status in [401, 403] {
+                    if !statuses.contains(&status) {
+                        push("access", &at, format!("a partner-token operation documents its {status} response"));
                     }
                 }
             }

@@ -80,5 +80,6 @@ surface!(
         v2::signals::Api,
         v2::topics::Api,
         v2::voters::Api,
+        v2::webhooks::Api,
     ]
 );

@@ -89,6 +89,10 @@ impl Tier {
 pub enum Access {
     Free,
     Paid(Tier),
+    /// Only a partner token whose scopes open the tier, never an x402 payment: what the
+    /// operation manages (webhook subscriptions) belongs to the token, and a payment names no
+    /// one who could come back for it.
+    Partner(Tier),
 }
 
 /// Partner-token scopes. A tier's scope grants that tier and those below it; `*` grants every

@@ -240,6 +240,13 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{LOOKUP_TYPO_EDITS}}", typo_edits()),
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
         ("{{VOTING_POWER_FROM_FLOAT}}", super::decimal::FROM_FLOAT_TEXT.to_owned()),
+        ("{{WEBHOOK_RETRY_SCHEDULE}}", super::webhooks::schedule_text()),
+        ("{{WEBHOOK_DISABLE_DAYS}}", (super::webhooks::DISABLE_AFTER_FAILING.as_secs() / 86_400).to_string()),
+        ("{{WEBHOOK_THIN_BYTES}}", super::webhooks::THIN_PAYLOAD_BYTES.to_string()),
+        ("{{WEBHOOK_MAX_PER_TOKEN}}", super::webhooks::MAX_SUBSCRIPTIONS_PER_TOKEN.to_string()),
+        ("{{WEBHOOK_ROTATION_HOURS}}", (super::webhooks::ROTATION_OVERLAP.as_secs() / 3_600).to_string()),
+        ("{{WEBHOOK_CONCURRENCY}}", super::webhooks::ENDPOINT_CONCURRENCY.to_string()),
+        ("{{WEBHOOK_TIMEOUT_SECONDS}}", super::webhooks::ATTEMPT_TIMEOUT.as_secs().to_string()),
     ]
 }
 
@@ -290,6 +297,13 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
     doc["info"]["description"] = Value::String(info_description(version));
     if version == Version::V2 {
         constrain_v2_parameters(doc);
+        constrain_v2_bodies(doc);
+    } else {
+        // v1 takes no request body: its problems never say `in: body`, and the released
+        // document's enum stays as it was (a new value in a response is a breaking change).
+        if let Some(values) = doc["components"]["schemas"]["ParamLocation"]["enum"].as_array_mut() {
+            values.retain(|v| v != "body");
+        }
     }
     let mut any_paid = false;
     if let Some(paths) = doc["paths"].as_object_mut() {
@@ -308,6 +322,9 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
                 op["x-govdata-access"] = access;
                 tidy_success_responses(op);
                 document_error_notes(decl, op);
+                if let Access::Partner(_) = decl.access {
+                    op["security"] = json!([{ PARTNER_TOKEN_SCHEME: [] }]);
+                }
                 if let Access::Paid(_) = decl.access {
                     any_paid = true;
                     // Alternatives: a partner token, or an x402 payment of either generation.
@@ -502,12 +519,42 @@ fn constrain_v2_parameters(doc: &mut Value) {
     ];
     let Some(paths) = doc["paths"].as_object_mut() else { return };
     for op in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|m| m.values_mut()) {
-        for param in op["parameters"].as_array_mut().into_iter().flatten() {
+        for param in op.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
             let name = param["name"].as_str().unwrap_or_default().to_owned();
             if let Some((_, extra)) = rules.iter().find(|(n, _)| *n == name)
                 && let (Some(schema), Some(extra)) = (param["schema"].as_object_mut(), extra.as_object())
             {
                 schema.extend(extra.clone());
+            }
+        }
+    }
+}
+
+/// The limits of the request bodies, declared in `contract::webhooks` and enforced member by
+/// member (`contract::body`), published on the bodies' schemas; a body takes no member it does
+/// not declare.
+fn constrain_v2_bodies(doc: &mut Value) {
+    use super::webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_URL_BYTES};
+    let members = |url_and_filters: bool| {
+        if url_and_filters {
+            vec![
+                ("url", json!({ "maxLength": MAX_URL_BYTES, "format": "uri" })),
+                ("daoIds", json!({ "maxItems": MAX_DAO_IDS })),
+                ("description", json!({ "maxLength": MAX_DESCRIPTION_CHARS })),
+            ]
+        } else {
+            vec![("after", json!({ "pattern": super::feed::SEQUENCE_PATTERN }))]
+        }
+    };
+    for (name, url_and_filters) in [("WebhookCreate", true), ("WebhookUpdate", true), ("WebhookReplay", false)] {
+        let Some(schema) = doc["components"]["schemas"].get_mut(name).and_then(Value::as_object_mut) else { continue };
+        schema.insert("additionalProperties".to_owned(), Value::Bool(false));
+        for (member, extra) in members(url_and_filters) {
+            if let (Some(property), Some(extra)) = (
+                schema.get_mut("properties").and_then(|p| p.get_mut(member)).and_then(Value::as_object_mut),
+                extra.as_object(),
+            ) {
+                property.extend(extra.clone());
             }
         }
     }
@@ -553,7 +600,7 @@ fn tidy_success_responses(op: &mut Value) {
         if response["description"].as_str().is_none_or(str::is_empty) {
             response["description"] = Value::String(format!("{status}: {summary}."));
         }
-        if let Some(content) = response["content"].as_object_mut()
+        if let Some(content) = response.get_mut("content").and_then(Value::as_object_mut)
             && let Some(body) = content.remove("application/json; charset=utf-8")
         {
             content.insert("application/json".to_owned(), body);
@@ -606,6 +653,10 @@ fn access_extension(version: Version, decl: &operations::OperationDecl, prices: 
             }
             access
         }
+        Access::Partner(tier) => json!({
+            "tier": "partner",
+            "scopes": Scope::accepted(version, tier).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        }),
     }
 }
 
@@ -634,5 +685,10 @@ fn access_sentence(version: Version, decl: &operations::OperationDecl, prices: P
                     .join(", ")
             )
         }
+        Access::Partner(tier) => format!(
+            "Access: a partner token only, in `{PARTNER_TOKEN_HEADER}`, with one of the scopes {} (no x402 payment: \
+             what this manages belongs to the token). A token sees and changes only its own webhooks.",
+            Scope::accepted(version, tier).iter().map(|s| format!("`{}`", s.as_str())).collect::<Vec<_>>().join(", ")
+        ),
     }
 }

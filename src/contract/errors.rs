@@ -135,6 +135,9 @@ pub enum ParamLocation {
     Query,
     Path,
     Header,
+    /// A member of a JSON request body (v2's webhook management; v1 takes no body, and its
+    /// document does not list this value).
+    Body,
 }
 
 /// One invalid input, named by its public name.

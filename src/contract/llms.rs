@@ -73,6 +73,10 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
                     prices.per_stream_payment()
                 ),
                 Access::Paid(tier) => format!("paid, tier `{}`, {} per call", tier.as_str(), prices.of(tier)),
+                Access::Partner(tier) => format!(
+                    "partner token only, a scope opening tier `{}`; Standard Webhooks deliveries",
+                    tier.as_str()
+                ),
             };
             let _ = writeln!(
                 out,

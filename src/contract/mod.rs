@@ -3,6 +3,7 @@
 //! types, and the published documents.
 //! Routing, validation, the documents, `/v1/meta/pricing` and the access gate all read from here.
 pub mod access;
+pub mod body;
 pub mod cursor;
 pub mod dataset;
 pub mod decimal;
@@ -23,5 +24,6 @@ pub mod signals;
 pub mod time;
 pub mod urls;
 pub mod vocabulary;
+pub mod webhooks;
 pub mod x402;
 pub mod yaml;

@@ -61,10 +61,19 @@ impl OperationDecl {
         format!("{}{}", self.version.id_prefix(), self.local_id())
     }
 
+    /// The tier a payment or a partner token opens (`None`: free, or a partner token only).
     pub fn tier(&self) -> Option<Tier> {
         match self.access {
-            Access::Free => None,
+            Access::Free | Access::Partner(_) => None,
             Access::Paid(tier) => Some(tier),
+        }
+    }
+
+    /// The tier a partner token's scopes must open, for an operation only a token may call.
+    pub fn partner_tier(&self) -> Option<Tier> {
+        match self.access {
+            Access::Partner(tier) => Some(tier),
+            _ => None,
         }
     }
 
@@ -75,15 +84,18 @@ impl OperationDecl {
 
     pub fn error_codes(&self) -> Vec<ErrorCode> {
         let mut codes: Vec<ErrorCode> = self.errors.to_vec();
-        if let Access::Paid(_) = self.access {
+        match self.access {
             // No credentials → 402 with the challenge; bad token → 401; missing scope → 403;
             // the payment facilitator failing → 502.
-            codes.extend([
+            Access::Paid(_) => codes.extend([
                 ErrorCode::Unauthorized,
                 ErrorCode::PaymentRequired,
                 ErrorCode::Forbidden,
                 ErrorCode::UpstreamError,
-            ]);
+            ]),
+            // No token, or a bad one → 401; missing scope → 403.
+            Access::Partner(_) => codes.extend([ErrorCode::Unauthorized, ErrorCode::Forbidden]),
+            Access::Free => {}
         }
         // Every operation is rate-limited (`access::RatePolicy`) and reads the store.
         codes.extend([ErrorCode::RateLimited, ErrorCode::InternalError, ErrorCode::Unavailable]);
@@ -175,7 +187,15 @@ const STREAM_NOTES: &[ErrorNote] = &[ErrorNote {
     example: || super::feed::expired(3, 120, "Last-Event-ID", super::errors::ParamLocation::Header),
 }];
 
-use Access::{Free, Paid};
+/// A replay from a pruned position is refused as a feed reader's would be.
+const REPLAY_NOTES: &[ErrorNote] = &[ErrorNote {
+    code: ErrorCode::InvalidCursor,
+    text: "INVALID_CURSOR: `after` is older than the feed keeps ({{FEED_RETENTION_DAYS}} days): entries after it \
+           were pruned. Replay from a later position, or resynchronise from `GET /v2/events` and `GET /v2/signals`.",
+    example: || super::feed::expired(3, 120, "after", super::errors::ParamLocation::Body),
+}];
+
+use Access::{Free, Paid, Partner};
 use Tier::{Plus, Standard};
 
 operations! {
@@ -215,6 +235,24 @@ operations! {
     FeedListV2 = "v2_feed_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page EVENTS, notes FEED_NOTES;
     /// `GET /v2/stream`
     FeedStreamV2 = "v2_feed_stream", V2, Paid(Plus), [ValidationError, InvalidCursor], notes STREAM_NOTES, streams true;
+    /// `POST /v2/webhooks`
+    WebhooksCreateV2 = "v2_webhooks_create", V2, Partner(Standard), [ValidationError];
+    /// `GET /v2/webhooks`
+    WebhooksListV2 = "v2_webhooks_list", V2, Partner(Standard), [ValidationError, InvalidCursor], page MOST_LISTS;
+    /// `GET /v2/webhooks/{webhookId}`
+    WebhooksGetV2 = "v2_webhooks_get", V2, Partner(Standard), [ValidationError, NotFound];
+    /// `PATCH /v2/webhooks/{webhookId}`
+    WebhooksUpdateV2 = "v2_webhooks_update", V2, Partner(Standard), [ValidationError, NotFound];
+    /// `DELETE /v2/webhooks/{webhookId}`
+    WebhooksDeleteV2 = "v2_webhooks_delete", V2, Partner(Standard), [ValidationError, NotFound];
+    /// `POST /v2/webhooks/{webhookId}/rotate-secret`
+    WebhookSecretRotateV2 = "v2_webhook_secret_rotate", V2, Partner(Standard), [ValidationError, NotFound];
+    /// `POST /v2/webhooks/{webhookId}/test`
+    WebhookTestSendV2 = "v2_webhook_test_send", V2, Partner(Standard), [ValidationError, NotFound];
+    /// `GET /v2/webhooks/{webhookId}/deliveries`
+    WebhookDeliveriesListV2 = "v2_webhook_deliveries_list", V2, Partner(Standard), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS;
+    /// `POST /v2/webhooks/{webhookId}/replay`
+    WebhooksReplayV2 = "v2_webhooks_replay", V2, Partner(Standard), [ValidationError, InvalidCursor, NotFound], notes REPLAY_NOTES;
     /// `GET /v2/signals`
     SignalsListV2 = "v2_signals_list", V2, Paid(Standard), [ValidationError, InvalidCursor], page MOST_LISTS, window EVENTS_AND_SIGNALS_WINDOW;
     /// `GET /v2/proposals`

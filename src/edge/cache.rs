@@ -291,7 +291,10 @@ fn dao_of(req: &Request) -> Option<String> {
 /// A GET of a declared data operation (documents and docs pages are not operations).
 fn cacheable(req: &Request) -> bool {
     req.method() == poem::http::Method::GET
-        && Route::of(req).and_then(|r| r.decl).is_some_and(|d| !UNCACHED.iter().any(|u| u == d))
+        // A partner's own resources (webhooks) are not data of a revision, and not everyone's.
+        && Route::of(req)
+            .and_then(|r| r.decl)
+            .is_some_and(|d| !UNCACHED.iter().any(|u| u == d) && d.partner_tier().is_none())
 }
 
 /// The middleware.

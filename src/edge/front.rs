@@ -34,7 +34,7 @@ pub fn cors() -> Cors {
     let payment_response = [Generation::V1, Generation::V2].map(Generation::response_header);
     let mcp = ["content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"];
     Cors::new()
-        .allow_methods([Method::GET, Method::HEAD, Method::POST])
+        .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PATCH, Method::DELETE])
         .allow_headers([PARTNER_TOKEN_HEADER, REQUEST_ID_HEADER].into_iter().chain(payment_request).chain(mcp))
         .expose_headers([PAYMENT_REQUIRED_HEADER, REQUEST_ID_HEADER, "retry-after"].into_iter().chain(payment_response))
         .max_age(86_400)
@@ -60,7 +60,7 @@ pub async fn edge<E: Endpoint>(
     let route = Route::find(&documents, &req);
     let (operation, tier) = (
         Route::label(route.as_ref(), req.uri().path()),
-        route.as_ref().and_then(|r| r.decl).and_then(|d| d.tier()).map_or("free", |t| t.as_str()),
+        route.as_ref().and_then(|r| r.decl).and_then(|d| d.tier().or(d.partner_tier())).map_or("free", |t| t.as_str()),
     );
     if let Some(route) = route {
         req.extensions_mut().insert(route);

@@ -33,6 +33,7 @@ use crate::contract::{
     errors::{ErrorCode, Problem},
     paths::{self, PathAccess},
 };
+use crate::store::tokens::LiveToken;
 use crate::x402::wire;
 
 /// A request for a paid operation.
@@ -58,6 +59,9 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
     if internal {
         AccessNote::credential(&req, "internal");
     }
+    if let Some((version, tier)) = Route::of(&req).and_then(|r| Some((r.version, r.decl?.partner_tier()?))) {
+        return partner_only(ep, req, &state, version, tier).await;
+    }
     let Some(call) = paid_call(&state, &req) else {
         let access = paths::find(req.uri().path()).map(|p| p.access);
         if internal || access == Some(PathAccess::Probe) {
@@ -77,38 +81,10 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
     if let Some(sent) = req.headers().get(PARTNER_TOKEN_HEADER) {
         AccessNote::credential(&req, "partner");
         let sent = sent.to_str().unwrap_or_default().trim().to_owned();
-        let token = match state.serving.remembered(&sent) {
-            Some(token) => Some(token),
-            None => {
-                // A client already over its limit (guessing tokens, say) is refused before the
-                // store is asked about a token it does not remember.
-                if let Some(d) = state.rates.exhausted(RatePolicy::Client, &client_key(&req)) {
-                    return Ok(d.refusal(&call.request_id));
-                }
-                if let Some(away) = state.serving.store_away() {
-                    return Err(away.into());
-                }
-                state.serving.look_up(&sent).await.map_err(|e| Problem::from_store(&e))?
-            }
+        let (_, decision) = match partner(&state, &req, &sent, call.version, call.tier, &call.request_id).await {
+            Ok(checked) => checked,
+            Err(refused) => return refused,
         };
-        let Some(token) = token else {
-            if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
-                return Ok(refused);
-            }
-            return Err(Problem::new(
-                ErrorCode::Unauthorized,
-                format!("The partner token in `{PARTNER_TOKEN_HEADER}` is unknown or has been revoked."),
-            )
-            .into());
-        };
-        let decision = state.rates.check(RatePolicy::Partner, &token.id.to_string(), token.rate);
-        if let Some(d) = decision.filter(|d| !d.allowed) {
-            return Ok(d.refusal(&call.request_id));
-        }
-        let scopes: Vec<Scope> = token.scopes.split(',').filter_map(Scope::parse).collect();
-        if !scopes.iter().any(|s| s.grants(call.version, call.tier)) {
-            return Err(forbidden(&call, &scopes).into());
-        }
         let mut response = ep.call(req).await?.into_response();
         // Paid data answered to one partner is not for shared caches; an answer no cache may
         // keep at all (a stream) stays so.
@@ -144,6 +120,87 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
             ))
         }
     }
+}
+
+/// A partner token's check: known and live (401), within its rate (429), holding a scope that
+/// opens `tier` of `version` (403). The token, and the rate decision to stamp on the answer.
+async fn partner(
+    state: &AppState,
+    req: &Request,
+    sent: &str,
+    version: Version,
+    tier: Tier,
+    request_id: &str,
+) -> Result<(LiveToken, Option<Decision>), poem::Result<Response>> {
+    let token = match state.serving.remembered(sent) {
+        Some(token) => Some(token),
+        None => {
+            // A client already over its limit (guessing tokens, say) is refused before the
+            // store is asked about a token it does not remember.
+            if let Some(d) = state.rates.exhausted(RatePolicy::Client, &client_key(req)) {
+                return Err(Ok(d.refusal(request_id)));
+            }
+            if let Some(away) = state.serving.store_away() {
+                return Err(Err(away.into()));
+            }
+            state.serving.look_up(sent).await.map_err(|e| Err(Problem::from_store(&e).into()))?
+        }
+    };
+    let Some(token) = token else {
+        if let Some(refused) = client_refusal(state, req, request_id) {
+            return Err(Ok(refused));
+        }
+        return Err(Err(Problem::new(
+            ErrorCode::Unauthorized,
+            format!("The partner token in `{PARTNER_TOKEN_HEADER}` is unknown or has been revoked."),
+        )
+        .into()));
+    };
+    let decision = state.rates.check(RatePolicy::Partner, &token.id.to_string(), token.rate);
+    if let Some(d) = decision.filter(|d| !d.allowed) {
+        return Err(Ok(d.refusal(request_id)));
+    }
+    let scopes: Vec<Scope> = token.scopes.split(',').filter_map(Scope::parse).collect();
+    if !scopes.iter().any(|s| s.grants(version, tier)) {
+        return Err(Err(forbidden(version, tier, &scopes).into()));
+    }
+    Ok((token, decision))
+}
+
+/// An operation only a partner token opens (what it manages belongs to the token): no payment
+/// is offered, and the handler is handed the token ([`LiveToken`] in the request's extensions).
+/// Its answers are the partner's own and change without a new revision: never stored by a cache.
+async fn partner_only<E: Endpoint>(
+    ep: Arc<E>,
+    mut req: Request,
+    state: &AppState,
+    version: Version,
+    tier: Tier,
+) -> poem::Result<Response> {
+    let request_id = request_id(&req);
+    let Some(sent) = req.headers().get(PARTNER_TOKEN_HEADER) else {
+        if let Some(refused) = client_refusal(state, &req, &request_id) {
+            return Ok(refused);
+        }
+        return Err(Problem::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "This operation manages what belongs to a partner token: send the token in `{PARTNER_TOKEN_HEADER}` \
+                 (it cannot be paid for with x402). Operators manage every partner's webhooks with `govdata webhooks`."
+            ),
+        )
+        .into());
+    };
+    AccessNote::credential(&req, "partner");
+    let sent = sent.to_str().unwrap_or_default().trim().to_owned();
+    let (token, decision) = match partner(state, &req, &sent, version, tier, &request_id).await {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
+    };
+    req.extensions_mut().insert(token);
+    let mut response = ep.call(req).await?.into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(rate::stamped(decision, response))
 }
 
 /// The client address a request counts against: the connection's peer (a proxy in front
@@ -206,10 +263,9 @@ pub fn internal_token_matches(state: &AppState, req: &Request) -> bool {
     !configured.is_empty() && bool::from(configured.as_bytes().ct_eq(sent.as_bytes()))
 }
 
-fn forbidden(call: &PaidCall, held: &[Scope]) -> Problem {
-    let needed = Scope::needed(call.version, call.tier);
-    let accepted: Vec<String> =
-        Scope::accepted(call.version, call.tier).iter().map(|s| format!("`{}`", s.as_str())).collect();
+fn forbidden(version: Version, tier: Tier, held: &[Scope]) -> Problem {
+    let needed = Scope::needed(version, tier);
+    let accepted: Vec<String> = Scope::accepted(version, tier).iter().map(|s| format!("`{}`", s.as_str())).collect();
     let held: Vec<String> = held.iter().map(|s| format!("`{}`", s.as_str())).collect();
     Problem::new(
         ErrorCode::Forbidden,

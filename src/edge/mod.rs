@@ -70,6 +70,8 @@ pub struct AppState {
     pub rates: Arc<rate::RateLimiter>,
     /// The process's one reader of new feed entries, fanned out to its event streams.
     pub feed: Arc<stream::FeedHub>,
+    /// Wakes the process's webhook sender (`push`): a subscription changed or queued a message.
+    pub webhook_wake: Arc<tokio::sync::Notify>,
 }
 
 /// Both finished documents, and `/llms.txt` made from them.

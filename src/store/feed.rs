@@ -306,3 +306,20 @@ pub async fn after(
     let rows = feed_entry::Entity::find().from_raw_sql(stmt).all(db).await?;
     rows.into_iter().map(FeedRecord::read).collect()
 }
+
+/// The entries of `seqs` still kept, in sequence order (what webhook deliveries name).
+pub async fn by_seq(db: &impl ConnectionTrait, seqs: &[i64]) -> Result<Vec<FeedRecord>, DbErr> {
+    let mut out = Vec::with_capacity(seqs.len());
+    for chunk in seqs.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT seq, revision_id, published_ms, dao_id, kind, item_id, body FROM feed_entries WHERE seq IN ({}) \
+             ORDER BY seq",
+            placeholders(1, chunk.len())
+        );
+        let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, chunk.iter().map(|&s| s.into()));
+        for row in feed_entry::Entity::find().from_raw_sql(stmt).all(db).await? {
+            out.push(FeedRecord::read(row)?);
+        }
+    }
+    Ok(out)
+}

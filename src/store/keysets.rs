@@ -268,3 +268,21 @@ mod tests {
         assert_eq!(TimeAfter::read(&["x".into(), "1".into()], ()), None);
     }
 }
+
+/// After a row of a list in ascending row-id order (a partner's webhook subscriptions), or, in
+/// descending order, before it (a subscription's attempts, newest first): its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdAfter(pub i64);
+
+impl Keyset for IdAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.0.to_string()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [id] => id.parse().ok().map(Self),
+            _ => None,
+        }
+    }
+}

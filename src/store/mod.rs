@@ -30,6 +30,7 @@ pub mod tokens;
 pub mod topics;
 pub mod upsert;
 pub mod voters;
+pub mod webhooks;
 
 use std::time::Duration;
 

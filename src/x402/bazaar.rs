@@ -35,7 +35,9 @@ impl Catalog {
             for (template, item) in paths {
                 let Some(item) = item.as_object() else { continue };
                 for (method, op) in item {
-                    let paid = op["x-govdata-access"]["tier"].as_str().is_some_and(|t| t != "free");
+                    // What x402 buys: the paid tiers (not the free operations, nor those only a
+                    // partner token opens).
+                    let paid = op["x-govdata-access"]["tier"].as_str().is_some_and(|t| t != "free" && t != "partner");
                     if let (true, Some(id)) = (paid, op["operationId"].as_str())
                         && let Some(ext) = extension(doc, template, method)
                     {

@@ -75,6 +75,15 @@ fn every_operation_is_documented_for_agents() {
                     .unwrap_or_else(|| panic!("{id} declared in contract::operations"));
                 let access = &op["x-govdata-access"];
                 match decl.tier() {
+                    None if decl.partner_tier().is_some() => {
+                        // A partner's own webhooks: its token only, no price, no payment.
+                        assert_eq!(access["tier"], "partner", "{id}");
+                        assert!(access.get("price").is_none() && op["responses"].get("402").is_none(), "{id}");
+                        assert_eq!(op["security"], serde_json::json!([{ "partnerToken": [] }]), "{id}: security");
+                        for status in ["401", "403"] {
+                            assert!(op["responses"][status].is_object(), "{id}: documents {status}");
+                        }
+                    }
                     None => assert_eq!(access["tier"], "free", "{id}"),
                     Some(tier) => {
                         assert_eq!(access["tier"], tier.as_str(), "{id}");
@@ -98,12 +107,14 @@ fn every_operation_is_documented_for_agents() {
                             "#/components/schemas/Problem",
                             "{id}: {status} uses the problem schema"
                         );
-                    } else {
-                        assert!(response["content"][media]["schema"].is_object(), "{id}: {status} has a schema");
+                    } else if status != "204" {
+                        // Every success with a body has a schema and an example (a 204 has neither).
+                        let schema = &response["content"][media]["schema"];
+                        assert!(schema.is_object(), "{id}: {status} has a schema");
+                        assert!(has_example(doc, schema, 0), "{id}: {status} has an example");
                     }
                 }
                 assert!(statuses >= 2, "{id}: error responses documented");
-                assert!(has_example(doc, &op["responses"]["200"]["content"][media]["schema"], 0), "{id}: an example");
                 seen.push((published.version, id.to_owned()));
             }
         }
@@ -305,6 +316,9 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
         let (method, template, _) = published.operations().find(|(_, _, id)| *id == decl.id).expect("documented");
         let surface = &decl.version.prefix()[1..];
         let access = match decl.tier() {
+            None if decl.partner_tier().is_some() => {
+                "(partner token only, a scope opening tier `standard`; Standard Webhooks deliveries).".to_owned()
+            }
             None => "(free).".to_owned(),
             Some(tier) if decl.streams => format!(
                 "(paid, tier `{}`, {} per {} s of stream; Server-Sent Events, resumable with `Last-Event-ID`).",
@@ -322,7 +336,11 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
         assert!(line.ends_with(&access), "{line}");
         lines += 1;
     }
-    assert_eq!(text.lines().filter(|l| l.starts_with("- [GET ")).count(), lines, "no line without an operation");
+    let listed = ["GET", "POST", "PATCH", "DELETE"]
+        .iter()
+        .map(|m| text.lines().filter(|l| l.starts_with(&format!("- [{m} /v"))).count())
+        .sum::<usize>();
+    assert_eq!(listed, lines, "no line without an operation");
     assert!(text.contains("(https://api.govdata.test/v1/meta/pricing)"));
 });
 

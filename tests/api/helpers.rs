@@ -210,6 +210,10 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     // Streams end after a second, so that a test reading the whole answer of every operation
     // (`/v2/stream` among them) finishes; tests of streams set their own.
     args.limits.stream_max_duration = Some(std::time::Duration::from_secs(1));
+    // Webhooks go to receivers on 127.0.0.1 (tests of the address guard turn this off), and the
+    // sender looks at its queue often.
+    args.webhooks.webhook_allow_private = true;
+    args.webhooks.webhook_poll = std::time::Duration::from_millis(100);
     configure(&mut args);
     let govdata::server::Listening { server, addr, serving, .. } =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");

@@ -39,3 +39,4 @@ mod v2_lists;
 mod v2_snapshots;
 mod v2_topics;
 mod voter_rows;
+mod webhooks;

@@ -130,7 +130,7 @@ on_both_backends!(the_tools_are_the_operations, |app: TestApp| async move {
     let tools = body["result"]["tools"].as_array().expect("tools").clone();
     let names: BTreeSet<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     // A stream is no tool: a tool call returns.
-    let declared: BTreeSet<String> = operations::ALL.iter().filter(|d| !d.streams).map(|d| d.qualified_id()).collect();
+    let declared: BTreeSet<String> = operations::ALL.iter().filter(|d| is_tool(d)).map(|d| d.qualified_id()).collect();
     assert_eq!(names.len(), tools.len(), "names are unique");
     assert_eq!(names, declared.iter().map(String::as_str).collect(), "one tool per declared operation");
     // What is served is what is committed (`openapi/mcp-tools.json`, kept fresh by codegen).
@@ -142,7 +142,7 @@ on_both_backends!(the_tools_are_the_operations, |app: TestApp| async move {
         let published = documents.get(version);
         for (method, template, id) in published.operations() {
             let decl = operations::find(version, id).unwrap();
-            if decl.streams {
+            if !is_tool(decl) {
                 continue;
             }
             let tool = tools.iter().find(|t| t["name"] == decl.qualified_id()).unwrap();
@@ -195,12 +195,12 @@ on_both_backends!(every_tool_answers_what_its_operation_answers, |app: TestApp| 
         paid_paths(&app)
             .await
             .into_iter()
-            .filter(|(_, _, d, _)| !d.streams)
+            .filter(|(_, _, d, _)| is_tool(d))
             .map(|(_, id, _, path)| (id.to_owned(), path, true)),
     );
     assert_eq!(
         cases.len(),
-        operations::ALL.iter().filter(|d| !d.streams).count(),
+        operations::ALL.iter().filter(|d| is_tool(d)).count(),
         "every operation with a tool is called"
     );
     for (id, path, paid) in cases {
@@ -340,7 +340,7 @@ async fn the_reference_clients_list_call_and_pay() {
     let app = &rig.app;
     let url = app.url("/mcp");
     // A stream is no tool: a tool call returns.
-    let declared: BTreeSet<String> = operations::ALL.iter().filter(|d| !d.streams).map(|d| d.qualified_id()).collect();
+    let declared: BTreeSet<String> = operations::ALL.iter().filter(|d| is_tool(d)).map(|d| d.qualified_id()).collect();
     let names = |tools: &Value| -> BTreeSet<String> {
         tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
     };
@@ -432,4 +432,10 @@ async fn the_reference_clients_list_call_and_pay() {
     assert!(inspector.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&inspector.stderr));
     let listed: Value = serde_json::from_str(&stdout).expect("the inspector prints the list");
     assert_eq!(names(&listed["tools"]), declared);
+}
+
+/// Whether an operation is an MCP tool: every one that answers and reads (not a stream, which
+/// never answers; not a partner's webhook management).
+fn is_tool(d: &govdata::contract::operations::OperationDecl) -> bool {
+    !d.streams && d.partner_tier().is_none()
 }

@@ -8,20 +8,24 @@ pub mod signals;
 pub mod stream;
 pub mod topics;
 pub mod voters;
+pub mod webhooks;
 
 use std::marker::PhantomData;
 
 use poem_openapi::{
-    Tags,
-    payload::Json,
+    ApiExtractor, ApiExtractorType, ExtractParamOptions, Tags,
+    payload::{Json, ParsePayload, Payload},
+    registry::{MetaMediaType, MetaRequest, MetaSchemaRef, Registry},
     types::{ParseFromJSON, ToJSON, Type},
 };
 
 use crate::api::AppState;
 use crate::contract::{
+    access::PARTNER_TOKEN_HEADER,
+    body::{self, FromBody, MAX_BODY_BYTES, refuse_body},
     cursor::{Keyset, QueryShape},
     envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
-    errors::{ParamLocation, Problem},
+    errors::{ErrorCode, FieldError, ParamLocation, Problem},
     ids::{VoterIdentity, parse_voter_identity},
     limits::Window,
     operations::Operation,
@@ -30,6 +34,7 @@ use crate::contract::{
 #[cfg(doc)]
 use crate::edge::serving::Serving;
 use crate::store;
+use crate::store::tokens::LiveToken;
 
 /// One tag per resource.
 #[derive(Tags)]
@@ -50,6 +55,9 @@ pub enum V2Tag {
     Topics,
     /// Voters: rankings within a DAO, cross-DAO profiles and voting histories.
     Voters,
+    /// Webhook subscriptions: the feed pushed to your URLs (Standard Webhooks), managed with your
+    /// partner token.
+    Webhooks,
 }
 
 /// What a v2 answer is served from: the revision its cursors are bound to and its `dataAsOf`.
@@ -213,4 +221,99 @@ pub async fn resolve_voter(
                 ))
             }),
     }
+}
+
+/// A JSON request body of type `T`, read member by member (`contract::body`): an unknown member,
+/// a wrong type or an oversized body is a 400 problem naming the member, as a bad parameter is.
+/// The document publishes `T`'s schema as the body's.
+pub struct JsonBody<T>(pub T);
+
+impl<T: Type + FromBody + Send> Payload for JsonBody<T> {
+    const CONTENT_TYPE: &'static str = "application/json";
+
+    fn check_content_type(content_type: &str) -> bool {
+        content_type.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+}
+
+impl<T: Type + FromBody + Send> ParsePayload for JsonBody<T> {
+    const IS_REQUIRED: bool = true;
+
+    async fn from_request(_request: &poem::Request, body: &mut poem::RequestBody) -> poem::Result<Self> {
+        let bytes = match body.take() {
+            Ok(b) => b.into_bytes_limit(MAX_BODY_BYTES).await,
+            Err(e) => Err(e),
+        };
+        let bytes = bytes.map_err(|e| match e {
+            poem::error::ReadBodyError::PayloadTooLarge => refuse_body(
+                format!("is larger than {MAX_BODY_BYTES} bytes"),
+                &format!("at most {MAX_BODY_BYTES} bytes"),
+            ),
+            other => refuse_body(format!("could not be read: {other}"), "a JSON object"),
+        })?;
+        Ok(Self(body::parse::<T>(&bytes)?))
+    }
+}
+
+impl<'a, T: Type + FromBody + Send> ApiExtractor<'a> for JsonBody<T> {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        <Self as Payload>::register(registry);
+    }
+
+    fn request_meta() -> Option<MetaRequest> {
+        Some(MetaRequest {
+            description: None,
+            content: vec![MetaMediaType { content_type: <Self as Payload>::CONTENT_TYPE, schema: T::schema_ref() }],
+            required: true,
+        })
+    }
+
+    async fn from_request(
+        request: &'a poem::Request,
+        body: &mut poem::RequestBody,
+        _param_opts: ExtractParamOptions<Self::ParamType>,
+    ) -> poem::Result<Self> {
+        match request.content_type() {
+            Some(content_type) if Self::check_content_type(content_type) => {
+                <Self as ParsePayload>::from_request(request, body).await
+            }
+            sent => {
+                let problem = Problem::validation(FieldError {
+                    location: ParamLocation::Header,
+                    name: "content-type".to_owned(),
+                    reason: match sent {
+                        Some(_) => "is not JSON".to_owned(),
+                        None => "is required with a body".to_owned(),
+                    },
+                    expected: Some("application/json".to_owned()),
+                    received: sent.map(str::to_owned),
+                });
+                Err(problem.into())
+            }
+        }
+    }
+}
+
+/// The partner token the gate checked for an operation only a token opens (`edge::gate`).
+pub fn partner_token(req: &poem::Request) -> Result<LiveToken, Problem> {
+    req.extensions().get::<LiveToken>().cloned().ok_or_else(|| {
+        Problem::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "This operation needs a partner token in `{PARTNER_TOKEN_HEADER}`; operators use `govdata webhooks`."
+            ),
+        )
+    })
 }

@@ -14,6 +14,7 @@ use crate::contract::errors::Problem;
 use crate::contract::feed::FeedKind;
 use crate::contract::time::Timestamp;
 use crate::edge::stream::{Frame, RenderFrames};
+use crate::push::RenderEntries;
 use crate::store::feed::{FeedBody, FeedRecord};
 
 /// One change, as published: a governance event (new, or corrected upstream) or a signal raised,
@@ -100,6 +101,26 @@ impl RenderFrames for StreamFrames {
 /// How the edge's stream hub renders entries (`server` hands it over).
 pub fn stream_frames() -> Arc<dyn RenderFrames> {
     Arc::new(StreamFrames)
+}
+
+/// Entries as webhooks deliver them: each the entry as `/v2/feed` shows it, as compact JSON.
+struct WebhookEntries;
+
+impl RenderEntries for WebhookEntries {
+    fn render(
+        &self,
+        db: DatabaseConnection,
+        records: Vec<FeedRecord>,
+    ) -> BoxFuture<'static, Result<Vec<String>, Problem>> {
+        Box::pin(async move {
+            Ok(FeedEntry::from_records(&db, records).await?.iter().map(ToJSON::to_json_string).collect())
+        })
+    }
+}
+
+/// How the webhook sender renders entries (`server` hands it over).
+pub fn webhook_entries() -> Arc<dyn RenderEntries> {
+    Arc::new(WebhookEntries)
 }
 
 impl poem_openapi::types::Example for FeedEntry {

@@ -19,6 +19,7 @@
 //! readers and a hammering address at once, against the same clients alone.
 //!
 //! `soak streams`: see `streams.rs`: 1,000 open event streams, idle and through a publication.
+//! `soak webhooks`: see `webhooks.rs`: ~10,000 feed entries to 100 receivers, a kill, a day down.
 //!
 //! ```sh
 //! cargo build --release --bin govdata --bin soak
@@ -26,6 +27,7 @@
 //! DATABASE_URL=postgres://postgres@127.0.0.1:5432/soak target/release/soak outage
 //! target/release/soak abuse                          # 10,000 idle sockets and the rest, SQLite
 //! target/release/soak streams                        # 1,000 streams through a publication, SQLite
+//! target/release/soak webhooks                       # 100 receivers, ~1M deliveries (`--kill`, `--day`)
 //! ```
 //! The figures belong in the README's Benchmarks section, never in timed tests.
 use std::collections::BTreeMap;
@@ -43,6 +45,7 @@ use tokio::process::{Child, Command};
 
 mod abuse;
 mod streams;
+mod webhooks;
 
 #[derive(Debug, Parser)]
 #[command(name = "soak", about = "Soak and database-outage runs against a govdata serve process")]
@@ -103,6 +106,21 @@ enum Run {
         #[arg(long, default_value_t = 10_000)]
         votes: u64,
     },
+    /// The feed pushed to webhook receivers on loopback (see `webhooks.rs`): a fan-out, with
+    /// `--kill` a SIGKILL in the middle of it, or with `--day` a receiver down a simulated day.
+    Webhooks {
+        #[arg(long, default_value_t = 100)]
+        receivers: usize,
+        /// Proposals and votes of the publication's synthetic DAO (about 10,000 feed entries).
+        #[arg(long, default_value_t = 1_900)]
+        proposals: u64,
+        #[arg(long, default_value_t = 15_000)]
+        votes: u64,
+        #[arg(long)]
+        kill: bool,
+        #[arg(long)]
+        day: bool,
+    },
     /// PostgreSQL refuses connections for a while, under polling; needs a PostgreSQL `DATABASE_URL`.
     Outage {
         #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
@@ -139,6 +157,10 @@ async fn run(args: Args, govdata: &std::path::Path, url: &str) -> anyhow::Result
             abuse::run(govdata, url, attack).await
         }
         Run::Streams { streams, votes } => streams::run(govdata, url, streams::Streams { streams, votes }).await,
+        Run::Webhooks { receivers, proposals, votes, kill, day } => {
+            let plan = webhooks::Plan { receivers, proposals, votes, kill };
+            if day { webhooks::day(url, plan).await } else { webhooks::run(govdata, url, plan).await }
+        }
         Run::Outage { outage: cut, pollers } => outage(govdata, url, cut, pollers).await,
     }
 }

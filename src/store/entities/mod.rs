@@ -20,4 +20,7 @@ pub mod staged_record;
 pub mod vote;
 pub mod voter;
 pub mod voter_dao_stat;
+pub mod webhook_attempt;
+pub mod webhook_delivery;
+pub mod webhook_subscription;
 pub mod x402_payment;

@@ -20,6 +20,7 @@ mod m0011_run_heartbeat;
 mod m0012_voter_stats_float;
 mod m0013_trigram_search;
 mod m0014_feed;
+mod m0015_webhooks;
 
 pub struct Migrator;
 
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0012_voter_stats_float::Migration),
             Box::new(m0013_trigram_search::Migration),
             Box::new(m0014_feed::Migration),
+            Box::new(m0015_webhooks::Migration),
         ]
     }
 }

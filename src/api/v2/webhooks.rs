@@ -1,0 +1,606 @@
+//! `/v2/webhooks`: a partner's own subscriptions to the feed, delivered as Standard Webhooks
+//! (`push`), managed with its partner token. The request bodies are read member by member
+//! (`contract::body`); the subscriptions, deliveries and attempts live in `store::webhooks`.
+use poem::{Request, web::Data};
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi, param::Path, param::Query, payload::Json};
+use serde_json::Value;
+
+use super::{JsonBody, Listing, V2Tag, partner_token};
+use crate::api::AppState;
+use crate::contract::{
+    body::{self, FromBody, Members, Refusal, refuse_member},
+    envelope::{CacheStatus, Freshness, V2List, V2Single},
+    errors::{ApiError, ErrorCode, ParamLocation, Problem},
+    feed::{self, FeedKind, FeedPosition},
+    limits::MostLists,
+    operations::{
+        WebhookDeliveriesListV2, WebhookSecretRotateV2, WebhookTestSendV2, WebhooksCreateV2, WebhooksDeleteV2,
+        WebhooksGetV2, WebhooksListV2, WebhooksReplayV2, WebhooksUpdateV2,
+    },
+    params::V2Limit,
+    time::{Timestamp, now_ms},
+    vocabulary::DaoId,
+    webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES},
+};
+use crate::push::guard::{self, Reach};
+use crate::store::{
+    self,
+    entities::webhook_attempt,
+    keysets::IdAfter,
+    webhooks::{self as subs, Change, CreateError, Subscription, Target},
+};
+
+pub struct Api;
+
+/// A subscription as its owner sees it (never its secret: that is shown once, when made).
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct Webhook {
+    /// `wh_…`.
+    pub id: String,
+    /// Where the entries are posted.
+    pub url: String,
+    /// Only entries of these DAOs (empty: every DAO).
+    pub dao_ids: Vec<String>,
+    /// Only entries of these kinds (empty: every kind).
+    pub kinds: Vec<FeedKind>,
+    pub description: Option<String>,
+    /// False when its owner disabled it, its endpoint answered 410 Gone, or every attempt
+    /// failed for days; `disabledReason` says which. Enable it again with `PATCH`.
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    /// Since when every attempt has failed (absent while attempts succeed).
+    pub failing_since: Option<Timestamp>,
+    /// During a secret rotation: until when the previous secret still signs beside the new one.
+    pub previous_secret_expires_at: Option<Timestamp>,
+    /// The feed `sequence` up to which entries were queued for it: an entry after it is
+    /// delivered once it is published.
+    pub enqueued_through: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Webhook {
+    fn of(s: &Subscription) -> Self {
+        let now = now_ms();
+        Self {
+            id: s.public_id.clone(),
+            url: s.url.clone(),
+            dao_ids: subs::dao_ids(s),
+            kinds: subs::kinds(s),
+            description: s.description.clone(),
+            enabled: s.enabled,
+            disabled_reason: s.disabled_reason.clone(),
+            failing_since: s.failing_since_ms.map(Timestamp::from_ms),
+            previous_secret_expires_at: s.previous_until_ms.filter(|&u| u > now).map(Timestamp::from_ms),
+            enqueued_through: s.enqueued_through.to_string(),
+            created_at: Timestamp::from_ms(s.created_ms),
+            updated_at: Timestamp::from_ms(s.updated_ms),
+        }
+    }
+}
+
+/// A subscription with its signing secret, shown this once.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct WebhookWithSecret {
+    #[oai(flatten)]
+    pub webhook: Webhook,
+    /// `whsec_…`: verify each delivery's `webhook-signature` with it (any Standard Webhooks
+    /// library does). Shown only now: keep it; rotate it if it is lost.
+    pub secret: String,
+}
+
+/// A new subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookCreate {
+    /// Where to post the entries: an `https` URL whose host resolves only to public addresses.
+    pub url: String,
+    /// Only entries of these DAOs (every DAO when absent or empty).
+    pub dao_ids: Option<Vec<String>>,
+    /// Only entries of these kinds (every kind when absent or empty).
+    pub kinds: Option<Vec<FeedKind>>,
+    /// A note for yourself.
+    pub description: Option<String>,
+}
+
+/// A change to a subscription: each member sent is changed, the others stay.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookUpdate {
+    pub url: Option<String>,
+    /// The new DAO filter (empty: every DAO).
+    pub dao_ids: Option<Vec<String>>,
+    /// The new kind filter (empty: every kind).
+    pub kinds: Option<Vec<FeedKind>>,
+    /// The new note; `null` or `""` removes it.
+    pub description: Option<String>,
+    /// `false` stops deliveries (they are kept, and sent when enabled again); `true` enables a
+    /// disabled subscription and sends what is pending at once.
+    pub enabled: Option<bool>,
+}
+
+/// A replay: the entries after `after` queued again.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookReplay {
+    /// Replay the entries after this `sequence` (`0`: from the oldest entry kept), up to the
+    /// newest already queued for the subscription. Each goes again with its own `webhook-id`,
+    /// so a receiver that processed it already can tell.
+    pub after: String,
+}
+
+impl poem_openapi::types::Example for Webhook {
+    fn example() -> Self {
+        Self {
+            id: "wh_3f9a1c0b7e5d2a846c1f".to_owned(),
+            url: "https://hooks.example.org/govdata".to_owned(),
+            dao_ids: vec!["arbitrum".to_owned()],
+            kinds: vec![FeedKind::ProposalCreated, FeedKind::ProposalClosed],
+            description: Some("Arbitrum proposals to the delegate bot".to_owned()),
+            enabled: true,
+            disabled_reason: None,
+            failing_since: None,
+            previous_secret_expires_at: None,
+            enqueued_through: "48213".to_owned(),
+            created_at: Timestamp::known("2026-03-20T09:00:00.000Z"),
+            updated_at: Timestamp::known("2026-03-20T09:00:00.000Z"),
+        }
+    }
+}
+
+impl poem_openapi::types::Example for WebhookWithSecret {
+    fn example() -> Self {
+        Self {
+            webhook: <Webhook as poem_openapi::types::Example>::example(),
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_owned(),
+        }
+    }
+}
+
+impl poem_openapi::types::Example for WebhookQueued {
+    fn example() -> Self {
+        Self {
+            message_id: Some("msg_3f9a1c0b7e5d2a846c1f_test_8c1d0e7f".to_owned()),
+            from: None,
+            through: None,
+            queued_at: Timestamp::known("2026-03-27T00:05:12.345Z"),
+        }
+    }
+}
+
+impl poem_openapi::types::Example for WebhookAttempt {
+    fn example() -> Self {
+        Self {
+            message_id: "msg_3f9a1c0b7e5d2a846c1f_48213".to_owned(),
+            sequence: Some("48213".to_owned()),
+            attempt: 2,
+            attempted_at: Timestamp::known("2026-03-27T00:05:17.401Z"),
+            outcome: AttemptOutcome::Retrying,
+            status_code: Some(503),
+            duration_ms: 212,
+            error: Some("the endpoint answered 503 Service Unavailable".to_owned()),
+            next_attempt_at: Some(Timestamp::known("2026-03-27T00:10:17.401Z")),
+        }
+    }
+}
+
+fn dao_id(value: &Value) -> Result<String, Refusal> {
+    let text = body::string(DaoId::MAX_LEN)(value)?;
+    DaoId::parse(&text)
+        .map(|d| d.as_str().to_owned())
+        .ok_or_else(|| Refusal::new("is not a DAO id", "a `daoId` from GET /v1/daos"))
+}
+
+fn kind(value: &Value) -> Result<FeedKind, Refusal> {
+    let text = body::string(64)(value)?;
+    FeedKind::parse(&text).map_err(|_| Refusal::new("is not a feed kind", FeedKind::choices()))
+}
+
+impl FromBody for WebhookCreate {
+    const MEMBERS: &'static [&'static str] = &["url", "daoIds", "kinds", "description"];
+
+    fn from_body(m: &mut Members) -> Option<Self> {
+        let url = m.required("url", body::string(MAX_URL_BYTES));
+        let dao_ids = m.each("daoIds", MAX_DAO_IDS, dao_id);
+        let kinds = m.each("kinds", FeedKind::ALL.len(), kind);
+        let description = m.optional("description", body::string(MAX_DESCRIPTION_CHARS));
+        Some(Self { url: url?, dao_ids: dao_ids?, kinds: kinds?, description: description? })
+    }
+}
+
+impl FromBody for WebhookUpdate {
+    const MEMBERS: &'static [&'static str] = &["url", "daoIds", "kinds", "description", "enabled"];
+
+    fn from_body(m: &mut Members) -> Option<Self> {
+        let url = m.optional("url", body::string(MAX_URL_BYTES));
+        let dao_ids = m.each("daoIds", MAX_DAO_IDS, dao_id);
+        let kinds = m.each("kinds", FeedKind::ALL.len(), kind);
+        // `null` removes the note as `""` does: both are `Some("")` here.
+        let description = if m.has("description") {
+            m.optional("description", body::string(MAX_DESCRIPTION_CHARS)).map(|d| Some(d.unwrap_or_default()))
+        } else {
+            Some(None)
+        };
+        let enabled = m.optional("enabled", body::boolean);
+        Some(Self { url: url?, dao_ids: dao_ids?, kinds: kinds?, description: description?, enabled: enabled? })
+    }
+}
+
+impl FromBody for WebhookReplay {
+    const MEMBERS: &'static [&'static str] = &["after"];
+
+    fn from_body(m: &mut Members) -> Option<Self> {
+        let after = m.required("after", |v| {
+            let text = body::string(18)(v)?;
+            FeedPosition::parse(&text).map(|_| text).ok_or_else(|| {
+                Refusal::new("is not a feed sequence", "an entry's `sequence` (a string of digits), or \"0\"")
+            })
+        });
+        Some(Self { after: after? })
+    }
+}
+
+/// What a test message or a replay queued.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct WebhookQueued {
+    /// The test message's `webhook-id`.
+    pub message_id: Option<String>,
+    /// A replay: entries after this sequence…
+    pub from: Option<String>,
+    /// …up to this one are queued again (those the subscription's filters want).
+    pub through: Option<String>,
+    pub queued_at: Timestamp,
+}
+
+/// What an attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// The endpoint answered 2xx.
+    Delivered,
+    /// It failed; `nextAttemptAt` says when the next attempt is.
+    Retrying,
+    /// It failed and no attempt follows (the retry schedule is over, the endpoint answered 410
+    /// Gone, or the entry is no longer kept). A replay sends it again.
+    Failed,
+}
+
+/// One delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
+pub struct WebhookAttempt {
+    /// The message's `webhook-id` (the same on every attempt of it).
+    pub message_id: String,
+    /// The feed entry delivered (absent for a test message).
+    pub sequence: Option<String>,
+    /// 1 for the first attempt of the message.
+    pub attempt: i32,
+    pub attempted_at: Timestamp,
+    pub outcome: AttemptOutcome,
+    /// The endpoint's status code (absent when it gave none: refused, timed out…).
+    pub status_code: Option<i32>,
+    pub duration_ms: i64,
+    /// Why the attempt failed.
+    pub error: Option<String>,
+    pub next_attempt_at: Option<Timestamp>,
+}
+
+impl WebhookAttempt {
+    fn of(a: webhook_attempt::Model) -> Self {
+        let outcome = match a.outcome.as_str() {
+            subs::DELIVERED => AttemptOutcome::Delivered,
+            subs::RETRYING => AttemptOutcome::Retrying,
+            _ => AttemptOutcome::Failed,
+        };
+        Self {
+            message_id: a.msg_id,
+            sequence: a.seq.map(|s| s.to_string()),
+            attempt: a.attempt,
+            attempted_at: Timestamp::from_ms(a.attempted_ms),
+            outcome,
+            status_code: a.status_code,
+            duration_ms: a.duration_ms,
+            error: a.error,
+            next_attempt_at: a.next_attempt_ms.map(Timestamp::from_ms),
+        }
+    }
+}
+
+#[derive(ApiResponse)]
+pub enum CreatedResponse {
+    /// The subscription, with its secret (shown this once).
+    #[oai(status = 201)]
+    Created(Json<V2Single<WebhookWithSecret>>, #[oai(header = "location")] String),
+}
+
+#[derive(ApiResponse)]
+pub enum DeletedResponse {
+    /// Deleted, with its pending deliveries and its attempts.
+    #[oai(status = 204)]
+    Deleted,
+}
+
+#[derive(ApiResponse)]
+pub enum QueuedResponse {
+    /// Queued: it goes at once; `GET /v2/webhooks/{webhookId}/deliveries` shows how it went.
+    #[oai(status = 202)]
+    Queued(Json<V2Single<WebhookQueued>>),
+}
+
+fn freshness(state: &AppState) -> Freshness {
+    Freshness::new(state.serving.current().data_as_of_ms, CacheStatus::Fresh)
+}
+
+fn reach(state: &AppState) -> Reach {
+    Reach { allow_private: state.settings.webhooks.webhook_allow_private }
+}
+
+/// The subscribed URL, checked: its form, then every address its host resolves to.
+async fn checked_url(state: &AppState, url: &str) -> Result<String, Problem> {
+    let expected = format!("an {} URL whose host resolves to public addresses", reach(state).schemes().join(" or "));
+    let refuse = |reason: String| refuse_member("url", url, Refusal { reason, expected: Some(expected.clone()) });
+    let parsed = guard::check_url_text(reach(state), url).map_err(refuse)?;
+    guard::check_url(reach(state), &parsed).await.map_err(refuse)?;
+    Ok(parsed.to_string())
+}
+
+/// The DAO ids, each a covered DAO.
+async fn checked_daos(state: &AppState, ids: &[String]) -> Result<(), Problem> {
+    let unknown = subs::unknown_daos(&state.db, ids).await.map_err(|e| Problem::from_store(&e))?;
+    match unknown.first() {
+        Some(first) => {
+            let at = ids.iter().position(|i| i == first).unwrap_or(0);
+            Err(refuse_member(
+                &format!("daoIds[{at}]"),
+                first,
+                Refusal::new("is no covered DAO", "a `daoId` from GET /v1/daos"),
+            ))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Subscription `id` of the calling token, or the 404.
+async fn owned(state: &AppState, req: &Request, id: &str) -> Result<Subscription, Problem> {
+    let token = partner_token(req)?;
+    subs::get(&state.db, Some(token.id), id).await.map_err(|e| Problem::from_store(&e))?.ok_or_else(|| {
+        Problem::not_found(format!("No webhook `{id}` belongs to this token; GET /v2/webhooks lists yours."))
+    })
+}
+
+#[OpenApi(prefix_path = "/v2", tag = "V2Tag::Webhooks")]
+impl Api {
+    /// Subscribe a URL to the feed
+    ///
+    /// Every entry of the feed (`GET /v2/feed`) published from now on that the filters want is
+    /// posted to `url` as a Standard Webhooks message: `{type, timestamp, data}`, `data` being
+    /// the entry, with `webhook-id`, `webhook-timestamp` and `webhook-signature` (`v1,`
+    /// HMAC-SHA256 under the `whsec_` secret returned here, once). At least once: a
+    /// `webhook-id` seen before is a duplicate. Attempts go {{WEBHOOK_RETRY_SCHEDULE}} (each
+    /// at most {{WEBHOOK_TIMEOUT_SECONDS}} s; `Retry-After` is honoured on 429 and 503), up to
+    /// {{WEBHOOK_CONCURRENCY}} at a time per webhook, so a retried entry may arrive after later
+    /// ones: order by `data.sequence`. A 410 disables the subscription, as do
+    /// {{WEBHOOK_DISABLE_DAYS}} days of failures. A message over {{WEBHOOK_THIN_BYTES}} bytes is sent thin: `data` names the entry
+    /// and the `url` that serves it. Up to {{WEBHOOK_MAX_PER_TOKEN}} subscriptions per token.
+    #[oai(path = "/webhooks", method = "post", operation_id = "v2_webhooks_create")]
+    async fn webhooks_create(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        body: JsonBody<WebhookCreate>,
+    ) -> Result<CreatedResponse, ApiError<WebhooksCreateV2>> {
+        let token = partner_token(req)?;
+        let body = body.0;
+        let url = checked_url(&state, &body.url).await?;
+        let dao_ids = body.dao_ids.unwrap_or_default();
+        checked_daos(&state, &dao_ids).await?;
+        let target = Target { url, dao_ids, kinds: body.kinds.unwrap_or_default(), description: body.description };
+        let created = subs::create(&state.db, token.id, &target, now_ms()).await.map_err(|e| match e {
+            CreateError::TooMany => Problem::new(
+                ErrorCode::ValidationError,
+                format!("This token holds {MAX_SUBSCRIPTIONS_PER_TOKEN} webhooks, the most it may; delete one first."),
+            ),
+            CreateError::Store(e) => Problem::from_store(&e),
+        })?;
+        state.webhook_wake.notify_one();
+        let location = format!("/v2/webhooks/{}", created.public_id);
+        let shown = WebhookWithSecret { webhook: Webhook::of(&created), secret: created.secret.clone() };
+        Ok(CreatedResponse::Created(Json(V2Single::new(shown, freshness(&state))), location))
+    }
+
+    /// List your webhooks
+    ///
+    /// The subscriptions of the calling partner token, oldest first, without their secrets.
+    #[oai(path = "/webhooks", method = "get", operation_id = "v2_webhooks_list")]
+    async fn webhooks_list(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// Subscriptions per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<Webhook>>, ApiError<WebhooksListV2>> {
+        let token = partner_token(req)?;
+        let list = Listing::<WebhooksListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0));
+        let after = list.after(cursor.0.as_deref())?.map_or(0, |IdAfter(id)| id);
+        let rows = subs::page(&state.db, token.id, after, list.rows_to_read()).await?;
+        Ok(list.page(rows, |s| IdAfter(s.id), |s| Webhook::of(&s)))
+    }
+
+    /// Get a webhook
+    #[oai(path = "/webhooks/:webhookId", method = "get", operation_id = "v2_webhooks_get")]
+    async fn webhooks_get(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// The webhook's `id` (`wh_…`).
+        #[oai(name = "webhookId")]
+        webhook_id: Path<String>,
+    ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksGetV2>> {
+        let s = owned(&state, req, &webhook_id.0).await?;
+        Ok(Json(V2Single::new(Webhook::of(&s), freshness(&state))))
+    }
+
+    /// Change a webhook
+    ///
+    /// Changes the members sent: `url`, `daoIds`, `kinds`, `description`, `enabled`. Enabling a
+    /// disabled webhook sends its pending deliveries at once. A new filter applies to entries
+    /// queued from now on.
+    #[oai(path = "/webhooks/:webhookId", method = "patch", operation_id = "v2_webhooks_update")]
+    async fn webhooks_update(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// The webhook's `id` (`wh_…`).
+        #[oai(name = "webhookId")]
+        webhook_id: Path<String>,
+        body: JsonBody<WebhookUpdate>,
+    ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksUpdateV2>> {
+        let s = owned(&state, req, &webhook_id.0).await?;
+        let body = body.0;
+        let url = match &body.url {
+            Some(url) => Some(checked_url(&state, url).await?),
+            None => None,
+        };
+        if let Some(daos) = &body.dao_ids {
+            checked_daos(&state, daos).await?;
+        }
+        let change = Change {
+            url,
+            dao_ids: body.dao_ids,
+            kinds: body.kinds,
+            description: body.description.map(|d| Some(d).filter(|d| !d.is_empty())),
+            enabled: body.enabled,
+        };
+        let s = subs::update(&state.db, s, &change, now_ms()).await?;
+        state.webhook_wake.notify_one();
+        Ok(Json(V2Single::new(Webhook::of(&s), freshness(&state))))
+    }
+
+    /// Delete a webhook
+    ///
+    /// Deletes the subscription with its pending deliveries and its attempts.
+    #[oai(path = "/webhooks/:webhookId", method = "delete", operation_id = "v2_webhooks_delete")]
+    async fn webhooks_delete(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// The webhook's `id` (`wh_…`).
+        #[oai(name = "webhookId")]
+        webhook_id: Path<String>,
+    ) -> Result<DeletedResponse, ApiError<WebhooksDeleteV2>> {
+        let s = owned(&state, req, &webhook_id.0).await?;
+        subs::delete(&state.db, &s).await?;
+        state.webhook_wake.notify_one();
+        Ok(DeletedResponse::Deleted)
+    }
+
+    /// Rotate a webhook's secret
+    ///
+    /// Returns a new `whsec_` secret, shown this once. For {{WEBHOOK_ROTATION_HOURS}} hours each
+    /// delivery carries two signatures in `webhook-signature` (space-separated, as the standard
+    /// allows): one by the new secret and one by the previous, so the receiver can switch
+    /// without losing a message.
+    #[oai(path = "/webhooks/:webhookId/rotate-secret", method = "post", operation_id = "v2_webhook_secret_rotate")]
+    async fn webhook_secret_rotate(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// The webhook's `id` (`wh_…`).
+        #[oai(name = "webhookId")]
+        webhook_id: Path<String>,
+    ) -> Result<Json<V2Single<WebhookWithSecret>>, ApiError<WebhookSecretRotateV2>> {
+        let s = owned(&state, req, &webhook_id.0).await?;
+        let s = subs::rotate(&state.db, s, now_ms()).await?;
+        state.webhook_wake.notify_one();
+        let shown = WebhookWithSecret { webhook: Webhook::of(&s), secret: s.secret.clone() };
+        Ok(Json(V2Single::new(shown, freshness(&state))))
+    }
+
+    /// Send a test message
+    ///
+    /// Queues a message of type `webhook.test` to the webhook's URL, signed and retried like
+    /// every delivery, and sent at once while the webhook is enabled. Its attempts appear in
+    /// `GET /v2/webhooks/{webhookId}/deliveries`.
+    #[oai(path = "/webhooks/:webhookId/test", method = "post", operation_id = "v2_webhook_test_send")]
+    async fn webhook_test_send(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// The webhook's `id` (`wh_…`).
+        #[oai(name = "webhookId")]
+        webhook_id: Path<String>,
+    ) -> Result<QueuedResponse, ApiError<WebhookTestSendV2>> {
+        let s = owned(&state, req, &webhook_id.0).await?;
+        let now = now_ms();
+        let note = "A test message from govdata: this endpoint receives the feed's entries.";
+        let msg_id = subs::queue_test(&state.db, &s, note, now).await?;
+        state.webhook_wake.notify_one();
+        let queued =
+            WebhookQueued { message_id: Some(msg_id), from: None, through: None, queued_at: Timestamp::from_ms(now) };
+        Ok(QueuedResponse::Queued(Json(V2Single::new(queued, freshness(&state)))))
+    }
+
+    /// List a webhook's delivery attempts
+    ///
+    /// Every attempt, newest first: when, the outcome, the endpoint's status code, how long it
+    /// took, why it failed, and when the next attempt is due. Attempts are kept
+    /// {{FEED_RETENTION_DAYS}} days.
+    #[oai(path = "/webhooks/:webhookId/deliveries", method = "get", operation_id = "v2_webhook_deliveries_list")]
+    async fn webhook_deliveries_list(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// The webhook's `id` (`wh_…`).
+        #[oai(name = "webhookId")]
+        webhook_id: Path<String>,
+        /// Attempts per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<WebhookAttempt>>, ApiError<WebhookDeliveriesListV2>> {
+        let s = owned(&state, req, &webhook_id.0).await?;
+        let list = Listing::<WebhookDeliveriesListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0))
+            .filtered(vec![("webhookId", s.public_id.clone())]);
+        let before = list.after(cursor.0.as_deref())?.map(|IdAfter(id)| id);
+        let rows = subs::attempts(&state.db, s.id, before, list.rows_to_read()).await?;
+        Ok(list.page(rows, |a| IdAfter(a.id), WebhookAttempt::of))
+    }
+
+    /// Replay a webhook's entries
+    ///
+    /// Queues again the entries after `after` up to the newest already queued, those the
+    /// filters want: for a receiver that lost what it had received, or after a disabled spell.
+    /// Entries are kept {{FEED_RETENTION_DAYS}} days; an older `after` is refused with
+    /// INVALID_CURSOR.
+    #[oai(path = "/webhooks/:webhookId/replay", method = "post", operation_id = "v2_webhooks_replay")]
+    async fn webhooks_replay(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        /// The webhook's `id` (`wh_…`).
+        #[oai(name = "webhookId")]
+        webhook_id: Path<String>,
+        body: JsonBody<WebhookReplay>,
+    ) -> Result<QueuedResponse, ApiError<WebhooksReplayV2>> {
+        let s = owned(&state, req, &webhook_id.0).await?;
+        let after = FeedPosition::parse(&body.0.after).map_or(0, |p| p.0);
+        if let Some(pruned) = store::feed::pruned_past(&state.db, after).await? {
+            return Err(feed::expired(after, pruned, "after", ParamLocation::Body).into());
+        }
+        let now = now_ms();
+        let (from, through) = subs::replay(&state.db, s, after, now).await?;
+        state.webhook_wake.notify_one();
+        let queued = WebhookQueued {
+            message_id: None,
+            from: Some(from.to_string()),
+            through: Some(through.to_string()),
+            queued_at: Timestamp::from_ms(now),
+        };
+        Ok(QueuedResponse::Queued(Json(V2Single::new(queued, freshness(&state)))))
+    }
+}

@@ -1,0 +1,271 @@
+//! `soak webhooks`: the feed pushed to many receivers (`POST /v2/webhooks`), all on loopback.
+//!
+//! - **Fan-out.** One `govdata serve`; receivers on 127.0.0.1, each subscribed once; a
+//!   publication (`govdata synth` in another process, as an ingester would) of about 10,000 feed
+//!   entries. Measures the publication's time against the same publication before any webhook
+//!   existed, the deliveries per second from the publisher's exit until every receiver has every
+//!   entry, and the server's peak RSS. With `--kill`, the server is killed (SIGKILL) a third of
+//!   the way through and started again on the same store: every entry must still arrive (the
+//!   leases of the killed process run out, `CLAIM_LEASE`), duplicates are counted.
+//! - **`--day`**: a receiver down for a day, on a simulated clock: the sender runs in this
+//!   process with a clock that moves a minute every few milliseconds; the receiver answers 503
+//!   for the first 24 simulated hours. Every entry must arrive once it is back (the standard's
+//!   schedule reaches past a day), none lost; duplicates and attempts are counted.
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use poem::listener::{Acceptor, Listener, TcpListener};
+use poem::{EndpointExt, Request, Response};
+use tokio::process::Command;
+
+use super::Server;
+
+pub struct Plan {
+    pub receivers: usize,
+    /// Proposals and votes of the synthetic DAO the publication adds (its feed entries follow).
+    pub proposals: u64,
+    pub votes: u64,
+    pub kill: bool,
+}
+
+/// What the receivers got: each message id once, and every delivery.
+#[derive(Default)]
+struct Tally {
+    unique: Mutex<HashSet<u64>>,
+    total: AtomicU64,
+}
+
+impl Tally {
+    fn unique(&self) -> usize {
+        self.unique.lock().expect("never poisoned").len()
+    }
+}
+
+/// A receiver on 127.0.0.1:0 answering 204 (or 503 while `down` says so), counting into `tally`.
+async fn receiver(tally: Arc<Tally>, down: Arc<dyn Fn() -> bool + Send + Sync>) -> anyhow::Result<String> {
+    let endpoint = poem::endpoint::make(move |req: Request| {
+        let (tally, down) = (tally.clone(), down.clone());
+        async move {
+            if down() {
+                return Response::builder().status(poem::http::StatusCode::SERVICE_UNAVAILABLE).body("");
+            }
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            req.header("webhook-id").unwrap_or_default().hash(&mut hasher);
+            let _ = req.into_body().into_bytes().await;
+            tally.total.fetch_add(1, Ordering::Relaxed);
+            tally.unique.lock().expect("never poisoned").insert(hasher.finish());
+            Response::builder().status(poem::http::StatusCode::NO_CONTENT).body("")
+        }
+    });
+    let acceptor = TcpListener::bind("127.0.0.1:0").into_acceptor().await?;
+    let addr = acceptor.local_addr()[0].as_socket_addr().copied().context("a socket address")?;
+    tokio::spawn(poem::Server::new_with_acceptor(acceptor).run(endpoint.map_to_response()));
+    Ok(format!("http://{addr}/hook"))
+}
+
+async fn synth(govdata: &std::path::Path, url: &str, dao: &str, plan: &Plan) -> anyhow::Result<(f64, i64)> {
+    let started = Instant::now();
+    let out = Command::new(govdata)
+        .args(["synth", "--votes", &plan.votes.to_string(), "--voters", &(plan.votes / 2).to_string()])
+        .args(["--proposals", &plan.proposals.to_string(), "--dao", dao])
+        .env("DATABASE_URL", url)
+        .env("RUST_LOG", "warn")
+        .output()
+        .await?;
+    if !out.status.success() {
+        bail!("govdata synth failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let took = started.elapsed().as_secs_f64();
+    let db = govdata::store::connect(url).await?;
+    let entries = feed_entries_of(&db, dao).await?;
+    Ok((took, entries))
+}
+
+async fn feed_entries_of(db: &sea_orm::DatabaseConnection, dao: &str) -> anyhow::Result<i64> {
+    use sea_orm::{ConnectionTrait, Statement};
+    let stmt = Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "SELECT COUNT(*) AS n FROM feed_entries WHERE dao_id = $1",
+        [dao.into()],
+    );
+    let row = db.query_one_raw(stmt).await?.context("a count")?;
+    Ok(row.try_get::<i64>("", "n")?)
+}
+
+pub async fn run(govdata: &std::path::Path, url: &str, plan: Plan) -> anyhow::Result<()> {
+    let env = [("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"), ("GOVDATA_RATE_PARTNER", "off"), ("GOVDATA_RATE_CLIENT", "off")];
+    let mut server = Server::start(govdata, url, &env).await?;
+    // The same publication before any webhook exists: the baseline of its time.
+    let (baseline, base_entries) = synth(govdata, url, &format!("whbase{}", std::process::id()), &plan).await?;
+    println!("publication without webhooks: {base_entries} feed entries in {baseline:.2} s (govdata synth)");
+
+    let tally = Arc::new(Tally::default());
+    let client = server.client();
+    for i in 0..plan.receivers {
+        let hook = receiver(tally.clone(), Arc::new(|| false)).await?;
+        let answer = client
+            .post(format!("{}/v2/webhooks", server.base))
+            .json(&serde_json::json!({ "url": hook, "description": format!("soak receiver {i}") }))
+            .send()
+            .await?;
+        if answer.status() != 201 {
+            bail!("subscribing receiver {i}: {} {}", answer.status(), answer.text().await.unwrap_or_default());
+        }
+    }
+    let idle = server.rss_mib().context("the server's RSS")?;
+    println!("{} receivers subscribed; server RSS {idle:.1} MiB", plan.receivers);
+
+    let dao = format!("whrun{}", std::process::id());
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (peak, pid) = (peak.clone(), server.child.id().context("a pid")?);
+        tokio::spawn(async move { sample_rss(pid, peak).await })
+    };
+    let (took, entries) = synth(govdata, url, &dao, &plan).await?;
+    let exited = Instant::now();
+    let expected = entries as usize * plan.receivers;
+    println!(
+        "publication with {} webhooks: {entries} feed entries in {took:.2} s ({:+.1} % against {baseline:.2} s)",
+        plan.receivers,
+        (took / baseline - 1.0) * 100.0
+    );
+    let mut killed = false;
+    let mut last_report = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(1_800);
+    while tally.unique() < expected {
+        if Instant::now() > deadline {
+            bail!("{} of {expected} deliveries after 30 minutes", tally.unique());
+        }
+        if plan.kill && !killed && tally.unique() >= expected / 3 {
+            killed = true;
+            let pid = server.child.id().context("a pid")?;
+            // SIGKILL: no drain, no recording of the attempts in flight.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            let _ = server.child.wait().await;
+            println!("killed the server (SIGKILL) at {} of {expected} deliveries; starting it again", tally.unique());
+            sampler.abort();
+            server = Server::start(govdata, url, &env).await?;
+            let (peak, pid) = (peak.clone(), server.child.id().context("a pid")?);
+            tokio::spawn(async move { sample_rss(pid, peak).await });
+        }
+        if last_report.elapsed() >= Duration::from_secs(5) {
+            last_report = Instant::now();
+            println!("  {:>9} of {expected} after {:.1} s", tally.unique(), exited.elapsed().as_secs_f64());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = exited.elapsed().as_secs_f64();
+    let total = tally.total.load(Ordering::Relaxed);
+    println!(
+        "all {expected} deliveries ({entries} entries × {} receivers) arrived {elapsed:.1} s after the publisher exited: \
+         {:.0} deliveries/s; {} duplicates; peak server RSS {:.1} MiB",
+        plan.receivers,
+        expected as f64 / elapsed,
+        total as usize - expected,
+        peak.load(Ordering::Relaxed) as f64 / 1024.0
+    );
+    Ok(())
+}
+
+/// Keeps the highest RSS (KiB) of process `pid` in `peak`, sampled every 100 ms.
+async fn sample_rss(pid: u32, peak: Arc<AtomicU64>) {
+    loop {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            && let Some(kib) = status
+                .lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<u64>().ok())
+        {
+            peak.fetch_max(kib, Ordering::Relaxed);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A receiver down for a simulated day, then back.
+pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
+    use govdata::store::{tokens, webhooks as queue};
+    const MINUTE: i64 = 60_000;
+    let db = govdata::store::connect(url).await?;
+    let start = govdata::contract::time::now_ms();
+    let clock = Arc::new(AtomicI64::new(start));
+    let back_at = start + 24 * 60 * MINUTE;
+    let tally = Arc::new(Tally::default());
+    let refused = Arc::new(AtomicU64::new(0));
+    let down = {
+        let (clock, refused) = (clock.clone(), refused.clone());
+        Arc::new(move || {
+            let down = clock.load(Ordering::Relaxed) < back_at;
+            if down {
+                refused.fetch_add(1, Ordering::Relaxed);
+            }
+            down
+        })
+    };
+    let hook = receiver(tally.clone(), down).await?;
+    let (token, _) = tokens::create(&db, "day", &["v2:paid:standard"], None, start).await?;
+    queue::create(&db, token.id, &queue::Target { url: hook, ..Default::default() }, start)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let dao = format!("whday{}", std::process::id());
+    let spec = govdata::sample::synth::SynthSpec {
+        votes: plan.votes,
+        voters: plan.votes / 2,
+        proposals: plan.proposals,
+        dao_id: dao.clone(),
+    };
+    govdata::sample::synth::synth(&db, &spec).await?;
+    let entries = feed_entries_of(&db, &dao).await? as usize;
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let sim = clock.clone();
+    let options = govdata::push::Options {
+        reach: govdata::push::guard::Reach { allow_private: true },
+        poll: Duration::from_millis(2),
+        public_url: "http://127.0.0.1".to_owned(),
+        clock: Arc::new(move || sim.load(Ordering::Relaxed)),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    govdata::push::Dispatcher::start(
+        db.clone(),
+        govdata::api::views::feed::webhook_entries(),
+        options,
+        wake.clone(),
+        async {
+            let _ = stop_rx.await;
+        },
+    );
+    println!("{entries} feed entries published at simulated 0 h; the receiver answers 503 until 24 h");
+    let real = Instant::now();
+    // A simulated minute every 2 ms; a little slower while attempts are due, so that each
+    // scheduled retry is made at its time.
+    while tally.unique() < entries {
+        let now = clock.fetch_add(MINUTE, Ordering::Relaxed) + MINUTE;
+        wake.notify_one();
+        if now - start > 5 * 24 * 60 * MINUTE {
+            bail!("{} of {entries} entries arrived in five simulated days", tally.unique());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let at_h = (clock.load(Ordering::Relaxed) - start) as f64 / (60.0 * MINUTE as f64);
+    let _ = stop_tx.send(());
+    let total = tally.total.load(Ordering::Relaxed) as usize;
+    let s = &queue::list(&db, None).await?[0];
+    println!(
+        "all {entries} entries arrived by simulated {at_h:.1} h ({:.1} s real): none lost, {} duplicates; {} attempts \
+         refused while down ({:.1} per entry); the webhook stayed {}",
+        real.elapsed().as_secs_f64(),
+        total - entries,
+        refused.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed) as f64 / entries as f64,
+        if s.enabled { "enabled" } else { "disabled" }
+    );
+    if total < entries {
+        bail!("entries lost");
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! Webhooks, declared once: Standard Webhooks v1.0.0 deliveries of the feed's entries to the
+//! URLs partners subscribe, with the standard's retry schedule.
+//!
+//! A delivery is a `POST` of `{type, timestamp, data}` (`data`: the feed entry as `/v2/feed`
+//! shows it) with `webhook-id` (the same on every attempt and replay of one entry to one
+//! subscription: the receiver's idempotency key), `webhook-timestamp` (the attempt's time, in
+//! seconds) and `webhook-signature` (`v1,` + base64 HMAC-SHA256 of `id.timestamp.body` under
+//! the subscription's `whsec_` secret; during a rotation's overlap, one signature per secret,
+//! space-separated). Deliveries are at least once: a receiver dedupes on `webhook-id`.
+use std::time::Duration;
+
+/// The standard's retry schedule: the delay before each attempt after the previous one failed
+/// (the first attempt goes at once). After the last, the delivery is `failed` and kept; a
+/// replay sends it again.
+pub const RETRY_SCHEDULE: [Duration; 10] = [
+    Duration::ZERO,
+    Duration::from_secs(5),
+    Duration::from_secs(5 * 60),
+    Duration::from_secs(30 * 60),
+    Duration::from_secs(2 * 3_600),
+    Duration::from_secs(5 * 3_600),
+    Duration::from_secs(10 * 3_600),
+    Duration::from_secs(14 * 3_600),
+    Duration::from_secs(20 * 3_600),
+    Duration::from_secs(24 * 3_600),
+];
+
+/// How long one attempt may take, connection included.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A `Retry-After` (429, 503) is honoured up to this long.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3_600);
+
+/// A payload larger than this is sent thin: the entry's identity and the URL that serves it.
+pub const THIN_PAYLOAD_BYTES: usize = 20_000;
+
+/// An endpoint that has failed every attempt for this long is disabled, with the reason shown.
+pub const DISABLE_AFTER_FAILING: Duration = Duration::from_secs(5 * 24 * 3_600);
+
+/// Attempts in flight to one subscription at most: a slow receiver holds only its own slots.
+pub const ENDPOINT_CONCURRENCY: usize = 4;
+
+/// How long a process holds the attempts it claimed; a process killed meanwhile leaves them to
+/// be claimed again after it (longer than an attempt may take).
+pub const CLAIM_LEASE: Duration = Duration::from_secs(60);
+
+/// After a secret is rotated, the previous one still signs (beside the new one) this long.
+pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3_600);
+
+/// Subscriptions one partner token may hold.
+pub const MAX_SUBSCRIPTIONS_PER_TOKEN: u64 = 100;
+
+/// The longest subscribed URL, in bytes.
+pub const MAX_URL_BYTES: usize = 2_048;
+
+/// The longest description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+
+/// The most DAOs one subscription may name.
+pub const MAX_DAO_IDS: usize = 100;
+
+/// The prefix of a subscription's secret (the standard's), and of its public id.
+pub const SECRET_PREFIX: &str = "whsec_";
+pub const SUBSCRIPTION_ID_PREFIX: &str = "wh_";
+pub const MESSAGE_ID_PREFIX: &str = "msg_";
+
+/// The `type` of the message `POST /v2/webhooks/{id}/test` sends (never a feed kind).
+pub const TEST_MESSAGE_TYPE: &str = "webhook.test";
+
+/// The headers of a delivery (Standard Webhooks).
+pub const ID_HEADER: &str = "webhook-id";
+pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
+pub const SIGNATURE_HEADER: &str = "webhook-signature";
+
+/// The environment variable that lets subscriptions reach loopback and private addresses, and
+/// plain `http` (tests, private deployments).
+pub const ALLOW_PRIVATE_ENV: &str = "GOVDATA_WEBHOOK_ALLOW_PRIVATE";
+
+/// The message id of feed entry `seq` sent to subscription `subscription` (its public id):
+/// the same on every attempt and every replay.
+pub fn message_id(subscription: &str, seq: i64) -> String {
+    format!("{MESSAGE_ID_PREFIX}{}_{seq}", subscription.trim_start_matches(SUBSCRIPTION_ID_PREFIX))
+}
+
+/// The delay before attempt `next` (1-based: attempt 2 is the first retry), or `None` when
+/// the schedule is over.
+pub fn retry_delay(next: usize) -> Option<Duration> {
+    next.checked_sub(1).and_then(|i| RETRY_SCHEDULE.get(i)).copied()
+}
+
+/// The schedule in words: `at once, then after 5 s, 5 min, 30 min, 2 h, …`.
+pub fn schedule_text() -> String {
+    let words: Vec<String> = RETRY_SCHEDULE[1..]
+        .iter()
+        .map(|d| match d.as_secs() {
+            s if s % 3_600 == 0 => format!("{} h", s / 3_600),
+            s if s % 60 == 0 => format!("{} min", s / 60),
+            s => format!("{s} s"),
+        })
+        .collect();
+    format!("at once, then after {}", words.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_is_the_standards() {
+        assert_eq!(retry_delay(1), Some(Duration::ZERO));
+        assert_eq!(retry_delay(2), Some(Duration::from_secs(5)));
+        assert_eq!(retry_delay(10), Some(Duration::from_secs(86_400)));
+        assert_eq!(retry_delay(11), None);
+        assert_eq!(retry_delay(0), None);
+        let total: Duration = RETRY_SCHEDULE.iter().sum();
+        // About 3.15 days: an endpoint down a day gets every entry, and one down past
+        // DISABLE_AFTER_FAILING is disabled.
+        assert_eq!(total.as_secs(), 5 + 300 + 1_800 + 3_600 * (2 + 5 + 10 + 14 + 20 + 24));
+        assert!(ATTEMPT_TIMEOUT < CLAIM_LEASE);
+        assert_eq!(schedule_text(), "at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h");
+    }
+
+    #[test]
+    fn a_message_id_is_stable_per_entry_and_subscription() {
+        assert_eq!(message_id("wh_abc", 42), "msg_abc_42");
+        assert_ne!(message_id("wh_abc", 42), message_id("wh_abd", 42));
+    }
+}

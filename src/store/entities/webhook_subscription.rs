@@ -1,0 +1,44 @@
+//! A webhook subscription (migration 15): where a partner token wants the feed's entries
+//! delivered, which of them, and how far they were enqueued (`store::webhooks`).
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "webhook_subscriptions")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// `wh_…`: the id the API and the CLI show.
+    #[sea_orm(unique)]
+    pub public_id: String,
+    /// The partner token that owns it: only that token sees it, and it stops when the token is
+    /// revoked.
+    pub token_id: i64,
+    pub url: String,
+    /// Comma-separated DAO ids; empty: every DAO.
+    pub dao_ids: String,
+    /// Comma-separated feed kinds; empty: every kind.
+    pub kinds: String,
+    pub description: Option<String>,
+    /// `whsec_…`, kept to sign with (a signature needs the secret itself, unlike a token check).
+    pub secret: String,
+    /// The secret before the last rotation, signing beside the new one until `previous_until_ms`.
+    pub previous_secret: Option<String>,
+    pub previous_until_ms: Option<i64>,
+    pub enabled: bool,
+    /// Why it was disabled (by its owner, a 410, or days of failures).
+    pub disabled_reason: Option<String>,
+    /// Since when every attempt failed (cleared by a success or when re-enabled).
+    pub failing_since_ms: Option<i64>,
+    /// The feed sequence up to which its deliveries were enqueued.
+    pub enqueued_through: i64,
+    /// A replay in progress: entries in (`replay_from`, `replay_through`] are enqueued again.
+    pub replay_from: Option<i64>,
+    pub replay_through: Option<i64>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

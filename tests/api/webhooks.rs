@@ -1,0 +1,547 @@
+//! Webhooks (`/v2/webhooks`): a partner subscribes its URL with its token, and every feed entry
+//! published afterwards reaches a real receiver on 127.0.0.1, signed as Standard Webhooks
+//! v1.0.0 (checked with the reference TypeScript and Python libraries), retried on the
+//! standard's schedule, at least once and never twice by two processes. Request bodies are
+//! validated member by member, and the address guard refuses loopback URLs when private reach
+//! is off (tested with loopback names and addresses only: nothing leaves the machine).
+use std::time::Duration;
+
+use govdata::ingest::run_once;
+use serde_json::{Value, json};
+
+use crate::access::partner_token;
+use crate::feed::entries_after;
+use crate::fixtures::receiver::Receiver;
+use crate::fixtures::testgov::{DAO, options, world, world_with};
+use crate::helpers::{TestApp, spawn_app_with};
+use crate::on_both_backends;
+
+const TOKEN: &str = "x-service-api-token";
+
+async fn send(app: &TestApp, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = app.anonymous.request(method.parse().unwrap(), app.url(path)).header(TOKEN, token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    if response.status().is_success() && status != 204 {
+        assert_eq!(response.headers()["cache-control"], "no-store", "{method} {path}");
+    }
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn subscribe(app: &TestApp, token: &str, body: Value) -> (String, String) {
+    let (status, created) = send(app, "POST", "/v2/webhooks", token, Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    let data = &created["data"];
+    let secret = data["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    (data["id"].as_str().unwrap().to_owned(), secret)
+}
+
+/// Every attempt of webhook `id`, newest first, page after page.
+async fn attempts(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
+    let mut all = Vec::new();
+    let mut path = format!("/v2/webhooks/{id}/deliveries?limit=100");
+    loop {
+        let (status, page) = send(app, "GET", &path, token, None).await;
+        assert_eq!(status, 200, "{page}");
+        all.extend(page["data"]["items"].as_array().unwrap().iter().cloned());
+        match page["meta"]["page"]["nextCursor"].as_str() {
+            Some(cursor) => path = format!("/v2/webhooks/{id}/deliveries?limit=100&cursor={cursor}"),
+            None => return all,
+        }
+    }
+}
+
+on_both_backends!(every_entry_reaches_the_receiver_signed_as_the_standard_says, |backend: Backend| async move {
+    let w = world(backend).await;
+    let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    let receiver = Receiver::start().await;
+    let (status, created) = {
+        let response = w
+            .app
+            .anonymous
+            .post(w.app.url("/v2/webhooks"))
+            .header(TOKEN, &token)
+            .json(&json!({ "url": receiver.url, "description": "all of it" }))
+            .send()
+            .await
+            .unwrap();
+        let location = response.headers()["location"].to_str().unwrap().to_owned();
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(location, format!("/v2/webhooks/{}", body["data"]["id"].as_str().unwrap()));
+        (status, body)
+    };
+    assert_eq!(status, 201, "{created}");
+    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    let secret = created["data"]["secret"].as_str().unwrap().to_owned();
+    assert_eq!(created["data"]["enabled"], true);
+    // The secret is shown once: never in a later answer.
+    let (_, shown) = send(&w.app, "GET", &format!("/v2/webhooks/{id}"), &token, None).await;
+    assert!(shown["data"].get("secret").is_none() && !shown.to_string().contains(&secret), "{shown}");
+    let (_, listed) = send(&w.app, "GET", "/v2/webhooks", &token, None).await;
+    assert_eq!(listed["data"]["items"][0]["id"], id.as_str());
+    assert!(!listed.to_string().contains(&secret));
+
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let feed = entries_after(&w.app, "0").await;
+    assert!(feed.len() > 100, "{}", feed.len());
+    let got = receiver.wait_for(feed.len(), Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received().len(), feed.len(), "each entry once when every attempt succeeds");
+    // Each message is the entry as /v2/feed shows it, in `{type, timestamp, data}`.
+    let mut by_sequence: Vec<Value> = got.iter().map(|d| d.json()).collect();
+    by_sequence.sort_by_key(|m| m["data"]["sequence"].as_str().unwrap().parse::<i64>().unwrap());
+    for (message, entry) in by_sequence.iter().zip(&feed) {
+        assert_eq!(&message["data"], entry);
+        assert_eq!(message["type"], entry["kind"]);
+        assert_eq!(message["timestamp"], entry["publishedAt"]);
+    }
+    for d in &got {
+        assert_eq!(d.content_type, "application/json");
+        let sequence = d.json()["data"]["sequence"].as_str().unwrap().to_owned();
+        assert_eq!(d.id, format!("msg_{}_{sequence}", id.trim_start_matches("wh_")));
+        let at: i64 = d.timestamp.parse().unwrap();
+        assert!((at - govdata::contract::time::now_ms() / 1000).abs() < 120, "{}", d.timestamp);
+        assert!(d.signature.starts_with("v1,") && !d.signature.contains(' '), "{}", d.signature);
+    }
+    // Verified by the reference libraries, and by nothing of ours.
+    if let Some(types) = Receiver::verify(&got, &[&secret]).await {
+        assert_eq!(types.len(), feed.len());
+    }
+    let made = attempts(&w.app, &token, &id).await;
+    assert!(!made.is_empty());
+    for a in &made {
+        assert_eq!(a["outcome"], "delivered", "{a}");
+        assert_eq!(a["statusCode"], 204);
+        assert_eq!(a["attempt"], 1);
+        assert!(a.get("nextAttemptAt").is_none());
+    }
+
+    // A test message, then a rotation: both secrets sign for the overlap, and either verifies.
+    let (status, queued) = send(&w.app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+    assert_eq!(status, 202, "{queued}");
+    let test = receiver.wait_for(feed.len() + 1, Duration::from_secs(20)).await.pop().unwrap();
+    assert_eq!(test.id, queued["data"]["messageId"].as_str().unwrap());
+    assert_eq!(test.json()["type"], "webhook.test");
+    let (status, rotated) = send(&w.app, "POST", &format!("/v2/webhooks/{id}/rotate-secret"), &token, None).await;
+    assert_eq!(status, 200, "{rotated}");
+    let new_secret = rotated["data"]["secret"].as_str().unwrap().to_owned();
+    assert_ne!(new_secret, secret);
+    assert!(rotated["data"]["previousSecretExpiresAt"].is_string(), "{rotated}");
+    send(&w.app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+    let overlap = receiver.wait_for(feed.len() + 2, Duration::from_secs(20)).await.pop().unwrap();
+    assert_eq!(overlap.signature.split(' ').count(), 2, "{}", overlap.signature);
+    for secrets in [[new_secret.as_str()], [secret.as_str()]] {
+        if let Some(types) = Receiver::verify(std::slice::from_ref(&overlap), &secrets).await {
+            assert_eq!(types, ["webhook.test"]);
+        }
+    }
+
+    // A replay from the start sends every entry again, each with the webhook-id it had.
+    let (status, replay) =
+        send(&w.app, "POST", &format!("/v2/webhooks/{id}/replay"), &token, Some(json!({"after": "0"}))).await;
+    assert_eq!(status, 202, "{replay}");
+    assert_eq!(replay["data"]["from"], "0");
+    let again = receiver.wait_for(2 * feed.len() + 2, Duration::from_secs(60)).await;
+    let mut first: Vec<String> = got.iter().map(|d| d.id.clone()).collect();
+    let mut second: Vec<String> = again[feed.len() + 2..].iter().map(|d| d.id.clone()).collect();
+    first.sort();
+    second.sort();
+    assert_eq!(first, second);
+
+    // Deleted: nothing more is sent, and it is gone.
+    let (status, _) = send(&w.app, "DELETE", &format!("/v2/webhooks/{id}"), &token, None).await;
+    assert_eq!(status, 204);
+    let (status, _) = send(&w.app, "GET", &format!("/v2/webhooks/{id}"), &token, None).await;
+    assert_eq!(status, 404);
+});
+
+on_both_backends!(failures_are_retried_on_the_schedule_and_a_410_disables, |backend: Backend| async move {
+    let w = world(backend).await;
+    let (_, token) = partner_token(&w.app, &["v2:paid:plus"]).await;
+    let receiver = Receiver::start().await;
+    let (id, _) = subscribe(&w.app, &token, json!({ "url": receiver.url, "kinds": ["proposal_created"] })).await;
+    // The first attempt fails (500): the same message comes again 5 s later (the schedule's
+    // second step); a 429 asks for 1 s, and is given it.
+    receiver.answer(500, None);
+    receiver.answer(429, Some("1"));
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let created: Vec<Value> =
+        entries_after(&w.app, "0").await.into_iter().filter(|e| e["kind"] == "proposal_created").collect();
+    let n = created.len();
+    assert!(n >= 2, "{n}");
+    let got = receiver.wait_for(n + 2, Duration::from_secs(30)).await;
+    let failed = &got[0];
+    let retried: Vec<_> = got.iter().filter(|d| d.id == failed.id).collect();
+    assert_eq!(retried.len(), 2, "the failed message once more: {:?}", got.iter().map(|d| &d.id).collect::<Vec<_>>());
+    let waited = retried[1].at - retried[0].at;
+    assert!(waited >= Duration::from_millis(4_900), "the retry waited the schedule's 5 s: {waited:?}");
+    let throttled = &got[1];
+    let again: Vec<_> = got.iter().filter(|d| d.id == throttled.id).collect();
+    assert_eq!(again.len(), 2);
+    let waited = again[1].at - again[0].at;
+    assert!(waited >= Duration::from_millis(900) && waited < Duration::from_millis(4_500), "Retry-After 1: {waited:?}");
+    // The receiver has the retry; its record follows the batch it was sent in.
+    let recorded = |made: &[Value], attempt: i64| {
+        made.iter().find(|a| a["messageId"] == failed.id.as_str() && a["attempt"] == attempt).cloned()
+    };
+    crate::helpers::eventually("the retry is recorded", || async {
+        recorded(&attempts(&w.app, &token, &id).await, 2).is_some()
+    })
+    .await;
+    let made = attempts(&w.app, &token, &id).await;
+    let first = recorded(&made, 1).unwrap();
+    assert_eq!(first["outcome"], "retrying");
+    assert_eq!(first["statusCode"], 500);
+    assert_eq!(first["error"], "the endpoint answered 500 Internal Server Error");
+    assert!(first["nextAttemptAt"].is_string());
+    let second = recorded(&made, 2).unwrap();
+    assert_eq!(second["outcome"], "delivered");
+
+    // 410 Gone disables the webhook, with the reason shown; enabling it again works.
+    receiver.answer(410, None);
+    let (status, _) = send(&w.app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+    assert_eq!(status, 202);
+    crate::helpers::eventually("the webhook is disabled", || async {
+        let (_, shown) = send(&w.app, "GET", &format!("/v2/webhooks/{id}"), &token, None).await;
+        shown["data"]["enabled"] == false
+            && shown["data"]["disabledReason"].as_str().is_some_and(|r| r.contains("410 Gone"))
+    })
+    .await;
+    let before = receiver.received().len();
+    send(&w.app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(receiver.received().len(), before, "a disabled webhook is sent nothing");
+    let (status, enabled) =
+        send(&w.app, "PATCH", &format!("/v2/webhooks/{id}"), &token, Some(json!({ "enabled": true }))).await;
+    assert_eq!(status, 200, "{enabled}");
+    assert_eq!(enabled["data"]["enabled"], true);
+    assert!(enabled["data"].get("disabledReason").is_none());
+    // What was queued while it was disabled goes once it is enabled.
+    receiver.wait_for(before + 1, Duration::from_secs(10)).await;
+});
+
+on_both_backends!(two_processes_never_send_the_same_attempt, |backend: Backend| async move {
+    let w = world(backend).await;
+    let other = spawn_app_with(w.app.database_url.clone(), |_| {}).await;
+    let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    let receiver = Receiver::start().await;
+    subscribe(&w.app, &token, json!({ "url": receiver.url })).await;
+    subscribe(&other, &token, json!({ "url": receiver.url, "kinds": ["signal_raised"] })).await;
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let feed = entries_after(&w.app, "0").await;
+    let signals = feed.iter().filter(|e| e["kind"] == "signal_raised").count();
+    receiver.wait_for(feed.len() + signals, Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = receiver.received();
+    let mut ids: Vec<&str> = got.iter().map(|d| d.id.as_str()).collect();
+    ids.sort();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "no message sent twice by the two processes");
+    assert_eq!(n, feed.len() + signals);
+    drop(other);
+});
+
+on_both_backends!(request_bodies_are_validated_member_by_member, |backend: Backend| async move {
+    let w = world(backend).await;
+    // The DAO a filter names must be covered: publish it first.
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    let app = &w.app;
+    let refused = |body: Value| {
+        let token = token.clone();
+        async move {
+            let (status, problem) = send(app, "POST", "/v2/webhooks", &token, Some(body)).await;
+            assert_eq!(status, 400, "{problem}");
+            assert_eq!(problem["code"], "VALIDATION_ERROR");
+            let errors = problem["errors"].as_array().unwrap().clone();
+            errors
+                .iter()
+                .map(|e| {
+                    assert_eq!(e["in"], "body", "{e}");
+                    (e["name"].as_str().unwrap().to_owned(), e["reason"].as_str().unwrap().to_owned())
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let names = |errors: Vec<(String, String)>| errors.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+    assert_eq!(names(refused(json!({ "url": "http://127.0.0.1:9/x", "extra": 1 })).await), ["extra"]);
+    assert_eq!(names(refused(json!({ "url": 7 })).await), ["url"]);
+    assert_eq!(names(refused(json!({})).await), ["url"]);
+    assert_eq!(names(refused(json!({ "url": "ftp://127.0.0.1/x" })).await), ["url"]);
+    assert_eq!(
+        names(refused(json!({ "url": "http://127.0.0.1:9/x", "kinds": ["vote_cast", "nope"] })).await),
+        ["kinds[1]"]
+    );
+    assert_eq!(names(refused(json!({ "url": "http://127.0.0.1:9/x", "daoIds": ["No Such"] })).await), ["daoIds[0]"]);
+    assert_eq!(names(refused(json!({ "url": "http://127.0.0.1:9/x", "daoIds": ["nosuchdao"] })).await), ["daoIds[0]"]);
+    assert_eq!(
+        names(refused(json!({ "url": 1, "daoIds": "x", "description": false })).await),
+        ["daoIds", "description", "url"]
+    );
+    let huge = "x".repeat(govdata::contract::body::MAX_BODY_BYTES);
+    assert_eq!(names(refused(json!({ "url": "http://127.0.0.1:9/", "description": huge })).await), ["body"]);
+    // Not JSON, and no JSON content type.
+    let tok = token.clone();
+    for (content_type, body, name, location) in [
+        (Some("application/json"), "{not json", "body", "body"),
+        (Some("text/plain"), "{}", "content-type", "header"),
+        (None, "{}", "content-type", "header"),
+    ] {
+        let mut request = app.anonymous.post(app.url("/v2/webhooks")).header(TOKEN, &tok).body(body);
+        if let Some(ct) = content_type {
+            request = request.header("content-type", ct);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 400);
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["errors"][0]["name"], name, "{problem}");
+        assert_eq!(problem["errors"][0]["in"], location, "{problem}");
+    }
+    // A change and a replay are read the same way.
+    let (id, _) = subscribe(app, &tok, json!({ "url": "http://127.0.0.1:9/x" })).await;
+    let (status, problem) =
+        send(app, "PATCH", &format!("/v2/webhooks/{id}"), &tok, Some(json!({ "enabled": "yes" }))).await;
+    assert_eq!((status, problem["errors"][0]["name"].clone()), (400, json!("enabled")), "{problem}");
+    let (status, problem) =
+        send(app, "POST", &format!("/v2/webhooks/{id}/replay"), &tok, Some(json!({ "after": -1 }))).await;
+    assert_eq!((status, problem["errors"][0]["name"].clone()), (400, json!("after")), "{problem}");
+    // A description can be set and removed.
+    let (_, changed) = send(
+        app,
+        "PATCH",
+        &format!("/v2/webhooks/{id}"),
+        &tok,
+        Some(json!({ "description": "note", "daoIds": [DAO] })),
+    )
+    .await;
+    assert_eq!(changed["data"]["description"], "note", "{changed}");
+    assert_eq!(changed["data"]["daoIds"], json!([DAO]));
+    let (_, changed) =
+        send(app, "PATCH", &format!("/v2/webhooks/{id}"), &tok, Some(json!({ "description": null }))).await;
+    assert!(changed["data"].get("description").is_none(), "{changed}");
+});
+
+on_both_backends!(loopback_urls_are_refused_unless_private_reach_is_allowed, |backend: Backend| async move {
+    let w = world_with(backend, |args| args.webhooks.webhook_allow_private = false).await;
+    let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    // Loopback names and addresses only: the guard is checked, and nothing is sent anywhere.
+    for (url, reason) in [
+        ("http://hooks.localhost/x", "scheme"),
+        ("https://127.0.0.1/x", "loopback"),
+        ("https://127.8.9.10:8443/x", "loopback"),
+        ("https://[::1]/x", "loopback"),
+        ("https://localhost/x", "loopback"),
+        ("https://[::ffff:127.0.0.1]/x", "loopback"),
+    ] {
+        let (status, problem) = send(&w.app, "POST", "/v2/webhooks", &token, Some(json!({ "url": url }))).await;
+        assert_eq!(status, 400, "{url}: {problem}");
+        let error = &problem["errors"][0];
+        assert_eq!((error["in"].as_str(), error["name"].as_str()), (Some("body"), Some("url")), "{problem}");
+        assert!(error["reason"].as_str().unwrap().contains(reason), "{url}: {problem}");
+        assert_eq!(error["received"], url);
+    }
+});
+
+on_both_backends!(a_partner_sees_only_its_own_webhooks, |backend: Backend| async move {
+    let w = world(backend).await;
+    let (a_id, a) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    let (_, b) = partner_token(&w.app, &["v2:paid:*"]).await;
+    let (_, v1_only) = partner_token(&w.app, &["v1:paid:*"]).await;
+    let receiver = Receiver::start().await;
+    let (id, _) = subscribe(&w.app, &a, json!({ "url": receiver.url })).await;
+    for (method, path, body) in [
+        ("GET", format!("/v2/webhooks/{id}"), None),
+        ("PATCH", format!("/v2/webhooks/{id}"), Some(json!({ "enabled": false }))),
+        ("DELETE", format!("/v2/webhooks/{id}"), None),
+        ("POST", format!("/v2/webhooks/{id}/test"), None),
+        ("POST", format!("/v2/webhooks/{id}/replay"), Some(json!({ "after": "0" }))),
+        ("GET", format!("/v2/webhooks/{id}/deliveries"), None),
+    ] {
+        let (status, problem) = send(&w.app, method, &path, &b, body).await;
+        assert_eq!(status, 404, "{method} {path}: {problem}");
+    }
+    let (_, listed) = send(&w.app, "GET", "/v2/webhooks", &b, None).await;
+    assert_eq!(listed["data"]["items"], json!([]));
+    let (status, problem) = send(&w.app, "GET", "/v2/webhooks", &v1_only, None).await;
+    assert_eq!(status, 403, "{problem}");
+    // No token, a payment or the internal token alone: 401, and no payment is offered.
+    let response = w.app.anonymous.get(w.app.url("/v2/webhooks")).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert!(response.headers().get("payment-required").is_none());
+    let response = w.app.client.get(w.app.url("/v2/webhooks")).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    // A revoked token's webhooks stop.
+    assert!(govdata::edge::serving::revoke_token(&w.db, a_id).await.unwrap());
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    assert!(!entries_after(&w.app, "0").await.is_empty());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(receiver.received().is_empty(), "nothing is sent for a revoked token");
+});
+
+// A process killed while it held attempts (claimed, never recorded): once the lease runs out,
+// another claims them and they are sent; the killed process's late record changes nothing. And
+// an endpoint failing for days is disabled with the reason. The queue is driven with given
+// times on a store no server sends from, so no test waits a lease or five days.
+on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: Backend| async move {
+    use govdata::contract::webhooks::{CLAIM_LEASE, DISABLE_AFTER_FAILING};
+    use govdata::store::webhooks::{self as queue, Outcome, Verdict};
+    let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
+    let (token, _) = govdata::store::tokens::create(&db, "p", &["v2:paid:standard"], None, 0).await.unwrap();
+    let target = queue::Target { url: "http://127.0.0.1:9/x".into(), ..Default::default() };
+    let s = queue::create(&db, token.id, &target, 0).await.unwrap();
+    let t0 = 1_000_000;
+    let msg = queue::queue_test(&db, &s, "a test", t0).await.unwrap();
+    let lease = CLAIM_LEASE.as_millis() as i64;
+    let first = queue::claim(&db, s.id, t0, t0 + lease, 8).await.unwrap();
+    assert_eq!(first.len(), 1);
+    // Held: nobody else gets it until the lease ends.
+    assert!(queue::claim(&db, s.id, t0 + lease - 1, t0 + 2 * lease, 8).await.unwrap().is_empty());
+    assert_eq!(queue::next_due(&db, s.id).await.unwrap(), Some(t0 + lease));
+    // The holder was killed: after the lease another process claims it.
+    let later = t0 + lease + 1;
+    let second = queue::claim(&db, s.id, later, later + lease, 8).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].msg_id, msg);
+    let outcome = |claimed: &queue::Claimed, at: i64, verdict: Verdict| Outcome {
+        claimed: claimed.clone(),
+        attempted_ms: at,
+        status_code: Some(500),
+        duration_ms: 1,
+        error: Some("the endpoint answered 500 Internal Server Error".into()),
+        verdict,
+    };
+    // The killed process's record, arriving late, does not move the delivery.
+    queue::record(&db, &s, &[outcome(&first[0], t0, Verdict::Delivered)], t0).await.unwrap();
+    assert!(queue::claim(&db, s.id, later + 1, later + lease, 8).await.unwrap().is_empty(), "still held by the second");
+    // The second process's failure schedules a retry; failing since then.
+    queue::record(&db, &s, &[outcome(&second[0], later, Verdict::RetryAt(later + 5_000))], later).await.unwrap();
+    let s = queue::get(&db, None, &s.public_id).await.unwrap().unwrap();
+    assert_eq!(s.failing_since_ms, Some(later));
+    assert!(s.enabled);
+    let retry = queue::claim(&db, s.id, later + 5_000, later + 5_000 + lease, 8).await.unwrap();
+    assert_eq!(retry.len(), 1);
+    assert_eq!(retry[0].attempts, 1);
+    // Still failing five days on: disabled, with the reason.
+    let days = later + DISABLE_AFTER_FAILING.as_millis() as i64;
+    let disabled = queue::record(&db, &s, &[outcome(&retry[0], days, Verdict::RetryAt(days + 1))], days).await.unwrap();
+    let reason = disabled.expect("disabled");
+    assert!(reason.contains("failed for 5 days"), "{reason}");
+    let s = queue::get(&db, None, &s.public_id).await.unwrap().unwrap();
+    assert!(!s.enabled);
+    assert_eq!(s.disabled_reason.as_deref(), Some(reason.as_str()));
+    let all = queue::attempts(&db, s.id, None, 10).await.unwrap();
+    assert_eq!(
+        all.iter().map(|a| a.attempt).collect::<Vec<_>>(),
+        [2, 1, 1],
+        "every attempt is recorded, late ones too"
+    );
+});
+
+// `govdata webhooks`: the operator's view over every token, doing what the API does; a running
+// server sends what it queued.
+on_both_backends!(operators_manage_webhooks_with_the_cli, |backend: Backend| async move {
+    use crate::processes::{govdata, run};
+    let w = world(backend).await;
+    let url = w.app.database_url.clone();
+    let (token_id, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    let receiver = Receiver::start().await;
+    let mut create = govdata(&url, &["webhooks", "create", "--token", &token_id.to_string(), "--url", &receiver.url]);
+    create.env("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1");
+    let secret = run(create).await.trim().to_owned();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    let (_, listed) = send(&w.app, "GET", "/v2/webhooks", &token, None).await;
+    let id = listed["data"]["items"][0]["id"].as_str().unwrap().to_owned();
+    let list = run(govdata(&url, &["webhooks", "list"])).await;
+    assert!(list.contains(&id) && list.contains("enabled") && !list.contains(&secret), "{list}");
+    // Without private reach, the CLI refuses a loopback URL as the API does.
+    let refused =
+        govdata(&url, &["webhooks", "create", "--token", &token_id.to_string(), "--url", "https://127.0.0.1/x"])
+            .output()
+            .await
+            .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("loopback"));
+    let queued = run(govdata(&url, &["webhooks", "test", &id])).await;
+    let got = receiver.wait_for(1, Duration::from_secs(20)).await;
+    assert_eq!(queued.trim(), format!("queued {}", got[0].id));
+    if let Some(types) = Receiver::verify(&got, &[&secret]).await {
+        assert_eq!(types, ["webhook.test"]);
+    }
+    crate::helpers::eventually("the attempt is recorded", || async {
+        run(govdata(&url, &["webhooks", "deliveries", &id])).await.contains("delivered")
+    })
+    .await;
+    run(govdata(&url, &["webhooks", "disable", &id])).await;
+    let (_, shown) = send(&w.app, "GET", &format!("/v2/webhooks/{id}"), &token, None).await;
+    assert_eq!(shown["data"]["enabled"], false);
+    assert_eq!(shown["data"]["disabledReason"], "disabled by its owner");
+    run(govdata(&url, &["webhooks", "enable", &id])).await;
+    run(govdata(&url, &["webhooks", "delete", &id])).await;
+    let (status, _) = send(&w.app, "GET", &format!("/v2/webhooks/{id}"), &token, None).await;
+    assert_eq!(status, 404);
+});
+
+// One response snapshot per webhook operation (the v2 rule: `v2_snapshots`), on both backends
+// under one name. What is random or timed is redacted: ids, secrets, message ids, times, the
+// receiver's port.
+on_both_backends!(webhook_answers_are_snapshotted, |backend: Backend| async move {
+    let w = world(backend).await;
+    run_once(&w.db, &w.registry, &options()).await.expect("run");
+    // Every answer states the revision's `dataAsOf`: the server has seen the run.
+    w.app.sync().await;
+    let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    let receiver = Receiver::start().await;
+    let snap = |name: &'static str, body: Value| {
+        let mut settings = crate::helpers::snapshot_settings();
+        for field in
+            ["id", "secret", "url", "createdAt", "updatedAt", "previousSecretExpiresAt", "messageId", "queuedAt"]
+        {
+            settings.add_redaction(&format!(".data.{field}"), format!("[{field}]"));
+            settings.add_redaction(&format!(".data.items[].{field}"), format!("[{field}]"));
+        }
+        for field in ["attemptedAt", "durationMs", "enqueuedThrough", "from", "through"] {
+            settings.add_redaction(&format!(".data.items[].{field}"), format!("[{field}]"));
+            settings.add_redaction(&format!(".data.{field}"), format!("[{field}]"));
+        }
+        settings.add_redaction(".meta.freshness.dataAsOf", "[dataAsOf]");
+        settings.bind(|| insta::assert_json_snapshot!(name, body));
+    };
+    let body = json!({
+        "url": receiver.url,
+        "daoIds": [DAO],
+        "kinds": ["proposal_created", "proposal_closed"],
+        "description": "testgov proposals to the bot",
+    });
+    let (status, created) = send(&w.app, "POST", "/v2/webhooks", &token, Some(body)).await;
+    assert_eq!(status, 201);
+    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    snap("v2_webhooks_create_filtered", created);
+    let (_, listed) = send(&w.app, "GET", "/v2/webhooks", &token, None).await;
+    snap("v2_webhooks_list_one", listed);
+    let (_, shown) = send(&w.app, "GET", &format!("/v2/webhooks/{id}"), &token, None).await;
+    snap("v2_webhooks_get_filtered", shown);
+    let (status, queued) = send(&w.app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+    assert_eq!(status, 202);
+    snap("v2_webhook_test_send_queued", queued);
+    receiver.wait_for(1, Duration::from_secs(20)).await;
+    crate::helpers::eventually("the attempt is recorded", || async { !attempts(&w.app, &token, &id).await.is_empty() })
+        .await;
+    let (_, made) = send(&w.app, "GET", &format!("/v2/webhooks/{id}/deliveries"), &token, None).await;
+    snap("v2_webhook_deliveries_list_test_delivered", made);
+    let (_, rotated) = send(&w.app, "POST", &format!("/v2/webhooks/{id}/rotate-secret"), &token, None).await;
+    snap("v2_webhook_secret_rotate_overlap", rotated);
+    let (_, replayed) =
+        send(&w.app, "POST", &format!("/v2/webhooks/{id}/replay"), &token, Some(json!({ "after": "0" }))).await;
+    snap("v2_webhooks_replay_from_start", replayed);
+    let (_, disabled) =
+        send(&w.app, "PATCH", &format!("/v2/webhooks/{id}"), &token, Some(json!({ "enabled": false }))).await;
+    snap("v2_webhooks_update_disabled", disabled);
+    let (status, deleted) = send(&w.app, "DELETE", &format!("/v2/webhooks/{id}"), &token, None).await;
+    snap("v2_webhooks_delete_no_content", json!({ "status": status, "body": deleted }));
+});
