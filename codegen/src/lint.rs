@@ -15,6 +15,9 @@ pub const VERBS: &[&str] =
     &["list", "get", "lookup", "stream", "create", "update", "delete", "rotate", "send", "replay"];
 /// The schema every error response carries.
 pub const PROBLEM_REF: &str = "#/components/schemas/Problem";
+/// The schema the errors of an operation with a request body carry (`Problem`, whose
+/// `errors[].in` may also be `body`).
+pub const BODY_PROBLEM_REF: &str = "#/components/schemas/BodyProblem";
 pub const PROBLEM_MEDIA_TYPE: &str = "application/problem+json";
 /// The extension that states an operation's tier, price and scopes.
 pub const ACCESS_EXTENSION: &str = "x-govdata-access";
@@ -107,16 +110,19 @@ pub fn lint(doc: &OpenAPI, raw: &Value) -> Vec<Finding> {
                 push("description", &where_, "no description".into());
             }
             if *code >= 400 {
+                // An operation with a request body answers `BodyProblem` (its errors may name a
+                // body member); every other, `Problem`.
+                let expected = if op.request_body.is_some() { BODY_PROBLEM_REF } else { PROBLEM_REF };
                 let problem = response
                     .content
                     .get(PROBLEM_MEDIA_TYPE)
                     .and_then(|m| m.schema.as_ref())
-                    .is_some_and(|s| matches!(s, ReferenceOr::Reference { reference } if reference == PROBLEM_REF));
+                    .is_some_and(|s| matches!(s, ReferenceOr::Reference { reference } if reference == expected));
                 if !problem || response.content.len() != 1 {
                     push(
                         "error-response",
                         &where_,
-                        format!("an error answers only `{PROBLEM_MEDIA_TYPE}` with {PROBLEM_REF}"),
+                        format!("an error answers only `{PROBLEM_MEDIA_TYPE}` with {expected}"),
                     );
                 }
             } else if (200..300).contains(code) && !response.content.is_empty() {

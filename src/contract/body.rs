@@ -175,6 +175,26 @@ impl Members {
         ok.then_some(Some(read_all))
     }
 
+    /// Every member of an array read by `read`, each at most once: a repeated one is refused,
+    /// naming its element.
+    pub fn each_once<T: PartialEq>(
+        &mut self,
+        name: &'static str,
+        max: usize,
+        read: impl Fn(&Value) -> Result<T, Refusal>,
+    ) -> Option<Option<Vec<T>>> {
+        let items = self.each(name, max, read)?;
+        let list = self.map.get(name).cloned().unwrap_or(Value::Null);
+        for (i, item) in items.iter().flatten().enumerate() {
+            if let Some(first) = items.iter().flatten().take(i).position(|earlier| earlier == item) {
+                let refusal = Refusal::new(format!("repeats `{name}[{first}]`"), "each value once");
+                self.refuse(format!("{name}[{i}]"), &list[i], refusal);
+                return None;
+            }
+        }
+        Some(items)
+    }
+
     /// Records a refusal found after reading (a DAO id no DAO has, say).
     pub fn refuse(&mut self, name: String, value: &Value, refusal: Refusal) {
         self.errors.push(FieldError {
@@ -258,6 +278,20 @@ pub fn boolean(value: &Value) -> Result<bool, Refusal> {
     value.as_bool().ok_or_else(|| Refusal::new(format!("is {}, not a boolean", kind_of(value)), "true or false"))
 }
 
+/// What a refused body looks like, for the documents.
+pub fn example_problem() -> Problem {
+    let mut problem = refuse_member(
+        "url",
+        "https://10.0.0.8/hook",
+        Refusal::new(
+            "resolves to 10.0.0.8, a private address, which webhooks may not reach",
+            "an https URL whose host resolves to public addresses",
+        ),
+    );
+    problem.request_id = "01J9Z7Q4T8ZK3M2N5P6R7S8T9V".to_owned();
+    problem
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,7 +307,7 @@ mod tests {
         const MEMBERS: &'static [&'static str] = &["name", "tags", "on"];
         fn from_body(m: &mut Members) -> Option<Self> {
             let name = m.required("name", string(5));
-            let tags = m.each("tags", 2, string(3));
+            let tags = m.each_once("tags", 2, string(3));
             let on = m.optional("on", boolean);
             Some(Self { name: name?, tags: tags?, on: on? })
         }
@@ -312,6 +346,7 @@ mod tests {
             ]
         );
         assert_eq!(errors(r#"{"name":"a","tags":["a","b","c"]}"#), vec![("tags".into(), "has 3 members".into())]);
+        assert_eq!(errors(r#"{"name":"a","tags":["a","a"]}"#), vec![("tags[1]".into(), "repeats `tags[0]`".into())]);
     }
 
     #[test]

@@ -298,13 +298,8 @@ fn finish(version: Version, doc: &mut Value, prices: Prices) {
     if version == Version::V2 {
         constrain_v2_parameters(doc);
         constrain_v2_bodies(doc);
-    } else {
-        // v1 takes no request body: its problems never say `in: body`, and the released
-        // document's enum stays as it was (a new value in a response is a breaking change).
-        if let Some(values) = doc["components"]["schemas"]["ParamLocation"]["enum"].as_array_mut() {
-            values.retain(|v| v != "body");
-        }
     }
+    split_body_problems(doc);
     let mut any_paid = false;
     if let Some(paths) = doc["paths"].as_object_mut() {
         for item in paths.values_mut() {
@@ -539,7 +534,8 @@ fn constrain_v2_bodies(doc: &mut Value) {
         if url_and_filters {
             vec![
                 ("url", json!({ "maxLength": MAX_URL_BYTES, "format": "uri" })),
-                ("daoIds", json!({ "maxItems": MAX_DAO_IDS })),
+                ("daoIds", json!({ "maxItems": MAX_DAO_IDS, "uniqueItems": true })),
+                ("kinds", json!({ "maxItems": super::feed::FeedKind::ALL.len(), "uniqueItems": true })),
                 ("description", json!({ "maxLength": MAX_DESCRIPTION_CHARS })),
             ]
         } else {
@@ -558,6 +554,60 @@ fn constrain_v2_bodies(doc: &mut Value) {
             }
         }
     }
+}
+
+/// The problems of an operation that takes a request body may name a member of it (`in: body`);
+/// no other operation's can. So `Problem` keeps the locations of parameters only (what the
+/// released documents promise every client of the operations without a body), and the
+/// operations with a body answer their errors with `BodyProblem`: the same members, whose
+/// `errors[].in` may also be `body` (`BodyFieldError`, `BodyParamLocation`).
+fn split_body_problems(doc: &mut Value) {
+    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else { return };
+    let Some(location) = schemas.get_mut("ParamLocation") else { return };
+    let with_body = location.clone();
+    if let Some(values) = location["enum"].as_array_mut() {
+        values.retain(|v| v != "body");
+    }
+    let mut bodies = false;
+    for item in doc["paths"].as_object_mut().into_iter().flat_map(|p| p.values_mut()) {
+        for op in item.as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
+            if op.get("requestBody").is_none() {
+                continue;
+            }
+            bodies = true;
+            let responses = op.get_mut("responses").and_then(Value::as_object_mut);
+            for (status, response) in responses.into_iter().flatten() {
+                if status.starts_with('4') || status.starts_with('5') {
+                    for media in response.get_mut("content").and_then(Value::as_object_mut).into_iter().flatten() {
+                        media.1["schema"] = json!({ "$ref": "#/components/schemas/BodyProblem" });
+                    }
+                }
+            }
+        }
+    }
+    if !bodies {
+        return;
+    }
+    let schemas = doc["components"]["schemas"].as_object_mut().expect("read above");
+    let mut location = with_body;
+    location["title"] = json!("BodyParamLocation");
+    location["description"] = json!("Where the invalid input was found: a parameter, or a member of the request body.");
+    let mut field = schemas["FieldError"].clone();
+    field["title"] = json!("BodyFieldError");
+    field["properties"]["in"] = json!({ "$ref": "#/components/schemas/BodyParamLocation" });
+    field["properties"]["name"]["description"] =
+        json!("The parameter's public name, or the body member's (`daoIds[2]` for an element of an array).");
+    let mut problem = schemas["Problem"].clone();
+    problem["title"] = json!("BodyProblem");
+    problem["description"] = json!(
+        "RFC 9457 problem details, as `Problem`, of an operation that takes a request body: an entry of \
+         `errors` may name a member of the body (`in: body`)."
+    );
+    problem["properties"]["errors"]["items"] = json!({ "$ref": "#/components/schemas/BodyFieldError" });
+    problem["example"] = serde_json::to_value(super::body::example_problem()).expect("a problem serialises");
+    schemas.insert("BodyParamLocation".to_owned(), location);
+    schemas.insert("BodyFieldError".to_owned(), field);
+    schemas.insert("BodyProblem".to_owned(), problem);
 }
 
 /// poem-openapi writes a documented member of a named type as

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, future::BoxFuture, stream};
 use sea_orm::DatabaseConnection;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::contract::errors::Problem;
 use crate::contract::time::Timestamp;
@@ -81,7 +81,27 @@ pub struct Dispatcher {
     client: reqwest::Client,
     options: Options,
     rendered: Mutex<Rendered>,
+    /// The subscription tasks' turns at the queue, written together (see [`Dispatcher::write`]).
+    turns: mpsc::Sender<Turn>,
 }
+
+/// A subscription task's turn at the queue: record the outcomes of its last attempts, then
+/// claim its next due deliveries.
+struct Turn {
+    subscription: Subscription,
+    outcomes: Vec<Outcome>,
+    reply: oneshot::Sender<Result<Claims, String>>,
+}
+
+/// What a turn came to.
+struct Claims {
+    /// Why the subscription was disabled by the outcomes, if it was (nothing is claimed then).
+    disabled: Option<String>,
+    claimed: Vec<Claimed>,
+}
+
+/// Turns written in one transaction at most.
+const TURNS_PER_COMMIT: usize = 256;
 
 /// Rendered messages by feed sequence, the oldest dropped past [`RENDERED_KEPT`].
 #[derive(Default)]
@@ -120,10 +140,13 @@ impl Dispatcher {
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> tokio::task::JoinHandle<()> {
         let client = guard::client(options.reach);
-        let dispatcher = Arc::new(Self { db, render, client, options, rendered: Mutex::new(Default::default()) });
+        let (turns, queue) = mpsc::channel(TURNS_PER_COMMIT);
+        let dispatcher =
+            Arc::new(Self { db, render, client, options, rendered: Mutex::new(Default::default()), turns });
         tokio::spawn(async move {
             tokio::select! {
-                () = dispatcher.supervise(wake) => {}
+                () = dispatcher.clone().supervise(wake) => {}
+                () = dispatcher.write(queue) => {}
                 () = stop => {}
             }
         })
@@ -191,43 +214,114 @@ impl Dispatcher {
         }
     }
 
-    /// One subscription's task: claim what is due, send it, record it; wait when nothing is.
+    /// One subscription's task: record its last attempts and claim what is due (one turn), send
+    /// it; wait when nothing is due.
     async fn work(self: Arc<Self>, mut subscription: watch::Receiver<Subscription>, kick: Arc<Notify>) {
+        let mut outcomes = Vec::new();
         loop {
-            // The supervisor dropped the sender: the subscription is no longer active.
-            if subscription.has_changed().is_err() {
-                return;
-            }
+            // The supervisor dropped the sender: the subscription is no longer active. What was
+            // attempted is still recorded.
+            let gone = subscription.has_changed().is_err();
             let s = subscription.borrow_and_update().clone();
-            let now = self.now();
-            let lease = now + CLAIM_LEASE.as_millis() as i64;
-            let claimed = match queue::claim(&self.db, s.id, now, lease, CLAIM_BATCH).await {
-                Ok(claimed) => claimed,
+            if outcomes.is_empty() {
+                if gone {
+                    return;
+                }
+                // Nothing to record: a turn (a write) only when something is due. An idle
+                // webhook costs one read per wake, and never the writer's lock a publication
+                // needs.
+                let due = match queue::next_due(&self.db, s.id).await {
+                    Ok(due) => due,
+                    Err(err) => {
+                        tracing::warn!(error = %err, subscription = s.public_id, "webhooks: could not read the queue");
+                        self.idle(&kick, None).await;
+                        continue;
+                    }
+                };
+                if due.is_none_or(|at| at > self.now()) {
+                    self.idle(&kick, due).await;
+                    continue;
+                }
+            }
+            let claims = self.turn(&s, std::mem::take(&mut outcomes)).await;
+            let claimed = match claims {
+                Ok(Claims { disabled: Some(reason), .. }) => {
+                    tracing::warn!(subscription = s.public_id, reason, "webhooks: subscription disabled");
+                    return;
+                }
+                Ok(Claims { claimed, .. }) => claimed,
                 Err(err) => {
-                    tracing::warn!(error = %err, subscription = s.public_id, "webhooks: could not claim deliveries");
+                    // The claims' leases run out and the attempts are made again: at least once.
+                    tracing::warn!(error = %err, subscription = s.public_id, "webhooks: could not record or claim");
                     self.idle(&kick, None).await;
                     continue;
                 }
             };
+            if gone {
+                return;
+            }
             if claimed.is_empty() {
-                let due = queue::next_due(&self.db, s.id).await.ok().flatten();
-                self.idle(&kick, due).await;
+                // Due, but held by another process's claim being written: look again later.
+                self.idle(&kick, None).await;
                 continue;
             }
-            let outcomes = self.send_all(&s, claimed).await;
-            match queue::record(&self.db, &s, &outcomes, self.now()).await {
-                Ok(Some(reason)) => {
-                    tracing::warn!(subscription = s.public_id, reason, "webhooks: subscription disabled");
-                    return;
+            outcomes = self.send_all(&s, claimed).await;
+        }
+    }
+
+    /// Takes a turn at the queue (see [`Self::write`]).
+    async fn turn(&self, subscription: &Subscription, outcomes: Vec<Outcome>) -> Result<Claims, String> {
+        let (reply, answer) = oneshot::channel();
+        let turn = Turn { subscription: subscription.clone(), outcomes, reply };
+        self.turns.send(turn).await.map_err(|_| "the dispatcher stopped".to_owned())?;
+        answer.await.map_err(|_| "the dispatcher stopped".to_owned())?
+    }
+
+    /// Writes the subscription tasks' turns, as many as are waiting (up to
+    /// [`TURNS_PER_COMMIT`]) in one transaction: each task's outcomes recorded and its next
+    /// deliveries claimed. One commit (one fsync on SQLite) serves every receiver at once,
+    /// instead of two per batch of each.
+    async fn write(&self, mut queue: mpsc::Receiver<Turn>) {
+        while let Some(first) = queue.recv().await {
+            let mut turns = vec![first];
+            while turns.len() < TURNS_PER_COMMIT {
+                match queue.try_recv() {
+                    Ok(turn) => turns.push(turn),
+                    Err(_) => break,
                 }
-                Ok(None) => {}
+            }
+            match self.write_turns(&turns).await {
+                Ok(claims) => {
+                    for (turn, claims) in turns.into_iter().zip(claims) {
+                        let _ = turn.reply.send(Ok(claims));
+                    }
+                }
                 Err(err) => {
-                    // The leases run out and the attempts are made again: at least once.
-                    tracing::warn!(error = %err, subscription = s.public_id, "webhooks: could not record attempts");
-                    self.idle(&kick, None).await;
+                    for turn in turns {
+                        let _ = turn.reply.send(Err(err.to_string()));
+                    }
                 }
             }
         }
+    }
+
+    async fn write_turns(&self, turns: &[Turn]) -> Result<Vec<Claims>, sea_orm::DbErr> {
+        use sea_orm::TransactionTrait;
+        let txn = self.db.begin().await?;
+        let now = self.now();
+        let lease = now + CLAIM_LEASE.as_millis() as i64;
+        let mut claims = Vec::with_capacity(turns.len());
+        for turn in turns {
+            let id = turn.subscription.id;
+            let disabled = queue::record(&txn, &turn.subscription, &turn.outcomes, now).await?;
+            let claimed = match disabled {
+                Some(_) => Vec::new(),
+                None => queue::claim(&txn, id, now, lease, CLAIM_BATCH).await?,
+            };
+            claims.push(Claims { disabled, claimed });
+        }
+        txn.commit().await?;
+        Ok(claims)
     }
 
     /// Waits for a kick, for the next due attempt, or for the poll interval, whichever is first.

@@ -221,6 +221,10 @@ impl Keyset for FeedAfter {
     }
 }
 
+/// After a row of a list keyed by one integer, as the feed is by its sequence: a partner's
+/// webhooks by row id (ascending), a webhook's attempts by row id (descending: before it).
+pub use FeedAfter as IdAfter;
+
 impl FeedRecord {
     pub fn keyset(&self) -> FeedAfter {
         FeedAfter(self.seq)
@@ -266,23 +270,5 @@ mod tests {
         assert_eq!(ActivityAfter::read(&entry.values(), ()), Some(entry));
         assert_eq!(TimeAfter::read(&["5".into()], ()), None);
         assert_eq!(TimeAfter::read(&["x".into(), "1".into()], ()), None);
-    }
-}
-
-/// After a row of a list in ascending row-id order (a partner's webhook subscriptions), or, in
-/// descending order, before it (a subscription's attempts, newest first): its id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdAfter(pub i64);
-
-impl Keyset for IdAfter {
-    type Order = ();
-    fn values(&self) -> Vec<String> {
-        vec![self.0.to_string()]
-    }
-    fn read(values: &[String], (): ()) -> Option<Self> {
-        match values {
-            [id] => id.parse().ok().map(Self),
-            _ => None,
-        }
     }
 }

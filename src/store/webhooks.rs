@@ -356,40 +356,42 @@ pub async fn enqueue(db: &DatabaseConnection, now_ms: i64) -> Result<Enqueued, D
                 Some(last) => last.max(newest),
                 None => newest,
             };
-            let txn = db.begin().await?;
             let moved = webhook_subscription::Entity::update_many()
                 .col_expr(webhook_subscription::Column::EnqueuedThrough, cursor.into())
-                .filter(webhook_subscription::Column::Id.eq(s.id))
-                .filter(webhook_subscription::Column::EnqueuedThrough.eq(s.enqueued_through))
-                .exec(&txn)
-                .await?
-                .rows_affected;
-            if moved == 1 {
-                done.deliveries += insert_deliveries(&txn, &s, &page.seqs, now_ms).await?;
-                done.more |= page.full;
-            }
-            txn.commit().await?;
+                .filter(webhook_subscription::Column::EnqueuedThrough.eq(s.enqueued_through));
+            advance(db, &s, moved, &page, now_ms, &mut done).await?;
         }
         if let (Some(from), Some(through)) = (s.replay_from, s.replay_through) {
             let page = wanted(db, &s, from, Some(through)).await?;
             let next = if page.full { page.last_read } else { None };
-            let txn = db.begin().await?;
             let moved = webhook_subscription::Entity::update_many()
                 .col_expr(webhook_subscription::Column::ReplayFrom, next.into())
                 .col_expr(webhook_subscription::Column::ReplayThrough, next.map(|_| through).into())
-                .filter(webhook_subscription::Column::Id.eq(s.id))
-                .filter(webhook_subscription::Column::ReplayFrom.eq(from))
-                .exec(&txn)
-                .await?
-                .rows_affected;
-            if moved == 1 {
-                done.deliveries += insert_deliveries(&txn, &s, &page.seqs, now_ms).await?;
-                done.more |= page.full;
-            }
-            txn.commit().await?;
+                .filter(webhook_subscription::Column::ReplayFrom.eq(from));
+            advance(db, &s, moved, &page, now_ms, &mut done).await?;
         }
     }
     Ok(done)
+}
+
+/// Moves `s`'s cursor with `moved` (an update of it that matches only while the cursor is where
+/// this pass read it) and queues the page's wanted entries, in one transaction: nothing when
+/// another process moved the cursor first.
+async fn advance(
+    db: &DatabaseConnection,
+    s: &Subscription,
+    moved: sea_orm::UpdateMany<webhook_subscription::Entity>,
+    page: &Wanted,
+    now_ms: i64,
+    done: &mut Enqueued,
+) -> Result<(), DbErr> {
+    let txn = db.begin().await?;
+    let moved = moved.filter(webhook_subscription::Column::Id.eq(s.id)).exec(&txn).await?.rows_affected;
+    if moved == 1 {
+        done.deliveries += insert_deliveries(&txn, s, &page.seqs, now_ms).await?;
+        done.more |= page.full;
+    }
+    txn.commit().await
 }
 
 /// A page of the feed as one subscription's enqueue reads it.
@@ -495,14 +497,15 @@ pub async fn claim(
 ) -> Result<Vec<Claimed>, DbErr> {
     let backend = db.get_database_backend();
     let lock = if backend == DbBackend::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
+    // `state` is written as a literal: only then can SQLite and PostgreSQL's generic plans use the
+    // partial index of pending deliveries (`ix_webhook_due`), whatever else the table holds.
     let sql = format!(
         "UPDATE webhook_deliveries SET lease_until_ms = $1 WHERE id IN (\
-           SELECT id FROM webhook_deliveries WHERE subscription_id = $2 AND state = $3 \
-           AND next_attempt_ms <= $4 AND lease_until_ms <= $4 ORDER BY next_attempt_ms, id LIMIT $5{lock}) \
+           SELECT id FROM webhook_deliveries WHERE subscription_id = $2 AND state = '{PENDING}' \
+           AND next_attempt_ms <= $3 AND lease_until_ms <= $3 ORDER BY next_attempt_ms, id LIMIT $4{lock}) \
          RETURNING id, seq, payload, msg_id, attempts, lease_until_ms"
     );
-    let values: Vec<Value> =
-        vec![lease_until_ms.into(), subscription_id.into(), PENDING.into(), now_ms.into(), (limit as i64).into()];
+    let values: Vec<Value> = vec![lease_until_ms.into(), subscription_id.into(), now_ms.into(), (limit as i64).into()];
     let mut claimed = Claimed::find_by_statement(Statement::from_sql_and_values(backend, sql, values)).all(db).await?;
     claimed.sort_by_key(|c| c.id);
     Ok(claimed)
@@ -510,9 +513,11 @@ pub async fn claim(
 
 /// When `subscription_id`'s next pending delivery is due, if it has one.
 pub async fn next_due(db: &impl ConnectionTrait, subscription_id: i64) -> Result<Option<i64>, DbErr> {
-    let sql = "SELECT MIN(CASE WHEN lease_until_ms > next_attempt_ms THEN lease_until_ms ELSE next_attempt_ms END) \
-               AS due FROM webhook_deliveries WHERE subscription_id = $1 AND state = $2";
-    let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, [subscription_id.into(), PENDING.into()]);
+    let sql = format!(
+        "SELECT MIN(CASE WHEN lease_until_ms > next_attempt_ms THEN lease_until_ms ELSE next_attempt_ms END) \
+         AS due FROM webhook_deliveries WHERE subscription_id = $1 AND state = '{PENDING}'"
+    );
+    let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, [subscription_id.into()]);
     match db.query_one_raw(stmt).await? {
         Some(row) => row.try_get::<Option<i64>>("", "due"),
         None => Ok(None),
@@ -547,8 +552,11 @@ pub enum Verdict {
 /// (only while its claim's lease is still held), each attempt, and the subscription's health:
 /// a success clears `failing_since_ms`; failures for [`DISABLE_AFTER_FAILING`], or a 410,
 /// disable it with the reason. Returns the subscription's disabled reason, if it was disabled.
+///
+/// Call it in a transaction (the sender records the attempts of many webhooks in one, with
+/// their next claims: one commit for all).
 pub async fn record(
-    db: &DatabaseConnection,
+    txn: &impl ConnectionTrait,
     subscription: &Subscription,
     outcomes: &[Outcome],
     now_ms: i64,
@@ -556,7 +564,6 @@ pub async fn record(
     if outcomes.is_empty() {
         return Ok(None);
     }
-    let txn = db.begin().await?;
     let mut attempts = Vec::with_capacity(outcomes.len());
     for o in outcomes {
         let (state, next, outcome) = match o.verdict {
@@ -572,7 +579,7 @@ pub async fn record(
             .col_expr(webhook_delivery::Column::LeaseUntilMs, 0i64.into())
             .filter(webhook_delivery::Column::Id.eq(o.claimed.id))
             .filter(webhook_delivery::Column::LeaseUntilMs.eq(o.claimed.lease_until_ms))
-            .exec(&txn)
+            .exec(txn)
             .await?;
         attempts.push(webhook_attempt::ActiveModel {
             delivery_id: Set(o.claimed.id),
@@ -589,10 +596,10 @@ pub async fn record(
             ..Default::default()
         });
     }
-    webhook_attempt::Entity::insert_many(attempts).exec_without_returning(&txn).await?;
+    webhook_attempt::Entity::insert_many(attempts).exec_without_returning(txn).await?;
     let delivered = outcomes.iter().any(|o| o.verdict == Verdict::Delivered);
     let gone = outcomes.iter().find(|o| o.verdict == Verdict::Gone);
-    let current = webhook_subscription::Entity::find_by_id(subscription.id).one(&txn).await?;
+    let current = webhook_subscription::Entity::find_by_id(subscription.id).one(txn).await?;
     let mut disabled = None;
     if let Some(current) = current {
         let failing_since = match (delivered, current.failing_since_ms) {
@@ -621,10 +628,9 @@ pub async fn record(
                 row.enabled = Set(false);
                 row.disabled_reason = Set(Some(reason.clone()));
             }
-            row.update(&txn).await?;
+            row.update(txn).await?;
         }
     }
-    txn.commit().await?;
     Ok(disabled)
 }
 

@@ -203,8 +203,8 @@ impl FromBody for WebhookCreate {
 
     fn from_body(m: &mut Members) -> Option<Self> {
         let url = m.required("url", body::string(MAX_URL_BYTES));
-        let dao_ids = m.each("daoIds", MAX_DAO_IDS, dao_id);
-        let kinds = m.each("kinds", FeedKind::ALL.len(), kind);
+        let dao_ids = m.each_once("daoIds", MAX_DAO_IDS, dao_id);
+        let kinds = m.each_once("kinds", FeedKind::ALL.len(), kind);
         let description = m.optional("description", body::string(MAX_DESCRIPTION_CHARS));
         Some(Self { url: url?, dao_ids: dao_ids?, kinds: kinds?, description: description? })
     }
@@ -215,8 +215,8 @@ impl FromBody for WebhookUpdate {
 
     fn from_body(m: &mut Members) -> Option<Self> {
         let url = m.optional("url", body::string(MAX_URL_BYTES));
-        let dao_ids = m.each("daoIds", MAX_DAO_IDS, dao_id);
-        let kinds = m.each("kinds", FeedKind::ALL.len(), kind);
+        let dao_ids = m.each_once("daoIds", MAX_DAO_IDS, dao_id);
+        let kinds = m.each_once("kinds", FeedKind::ALL.len(), kind);
         // `null` removes the note as `""` does: both are `Some("")` here.
         let description = if m.has("description") {
             m.optional("description", body::string(MAX_DESCRIPTION_CHARS)).map(|d| Some(d.unwrap_or_default()))
