@@ -103,11 +103,6 @@ pub fn parse<T: FromBody>(bytes: &[u8]) -> Result<T, Problem> {
 }
 
 impl Members {
-    /// Whether the body has member `name` (`null` included): a change names what it changes.
-    pub fn has(&self, name: &str) -> bool {
-        self.map.contains_key(name)
-    }
-
     /// A required member read by `read`.
     pub fn required<T>(&mut self, name: &'static str, read: impl FnOnce(&Value) -> Result<T, Refusal>) -> Option<T> {
         match self.map.get(name) {
@@ -125,15 +120,29 @@ impl Members {
         }
     }
 
-    /// An optional member: `Some(None)` when absent (or `null`), `None` when refused.
+    /// An optional member: `Some(None)` when absent, `None` when refused (`null` included: the
+    /// documents do not declare it, so leave the member out instead).
     pub fn optional<T>(
         &mut self,
         name: &'static str,
         read: impl FnOnce(&Value) -> Result<T, Refusal>,
     ) -> Option<Option<T>> {
         match self.map.get(name) {
-            None | Some(Value::Null) => Some(None),
+            None => Some(None),
             Some(value) => self.read(name, value.clone(), read).map(Some),
+        }
+    }
+
+    /// An optional member that may also be `null` (declared `nullable`): `Some(Some(None))`
+    /// for `null`.
+    pub fn nullable<T>(
+        &mut self,
+        name: &'static str,
+        read: impl FnOnce(&Value) -> Result<T, Refusal>,
+    ) -> Option<Option<Option<T>>> {
+        match self.map.get(name) {
+            Some(Value::Null) => Some(Some(None)),
+            _ => self.optional(name, read).map(|v| v.map(Some)),
         }
     }
 
@@ -145,7 +154,7 @@ impl Members {
         read: impl Fn(&Value) -> Result<T, Refusal>,
     ) -> Option<Option<Vec<T>>> {
         let value = match self.map.get(name) {
-            None | Some(Value::Null) => return Some(None),
+            None => return Some(None),
             Some(value) => value.clone(),
         };
         let Value::Array(items) = &value else {
@@ -329,7 +338,7 @@ mod tests {
 
     #[test]
     fn a_valid_body_reads_every_member() {
-        let s = parse::<Sample>(br#"{"name":"ab","tags":["x","yz"],"on":null}"#).unwrap();
+        let s = parse::<Sample>(br#"{"name":"ab","tags":["x","yz"]}"#).unwrap();
         assert_eq!(s, Sample { name: "ab".into(), tags: Some(vec!["x".into(), "yz".into()]), on: None });
     }
 
@@ -347,6 +356,11 @@ mod tests {
         );
         assert_eq!(errors(r#"{"name":"a","tags":["a","b","c"]}"#), vec![("tags".into(), "has 3 members".into())]);
         assert_eq!(errors(r#"{"name":"a","tags":["a","a"]}"#), vec![("tags[1]".into(), "repeats `tags[0]`".into())]);
+        // `null` is no value the documents declare for these members.
+        assert_eq!(
+            errors(r#"{"name":"a","tags":null,"on":null}"#),
+            vec![("on".into(), "is null, not a boolean".into()), ("tags".into(), "is null, not an array".into())]
+        );
     }
 
     #[test]

@@ -542,6 +542,10 @@ fn constrain_v2_bodies(doc: &mut Value) {
             vec![("after", json!({ "pattern": super::feed::SEQUENCE_PATTERN }))]
         }
     };
+    if let Some(note) = doc["components"]["schemas"]["WebhookUpdate"]["properties"].get_mut("description") {
+        // `null` removes the note.
+        note["nullable"] = Value::Bool(true);
+    }
     for (name, url_and_filters) in [("WebhookCreate", true), ("WebhookUpdate", true), ("WebhookReplay", false)] {
         let Some(schema) = doc["components"]["schemas"].get_mut(name).and_then(Value::as_object_mut) else { continue };
         schema.insert("additionalProperties".to_owned(), Value::Bool(false));

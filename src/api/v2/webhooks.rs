@@ -218,11 +218,8 @@ impl FromBody for WebhookUpdate {
         let dao_ids = m.each_once("daoIds", MAX_DAO_IDS, dao_id);
         let kinds = m.each_once("kinds", FeedKind::ALL.len(), kind);
         // `null` removes the note as `""` does: both are `Some("")` here.
-        let description = if m.has("description") {
-            m.optional("description", body::string(MAX_DESCRIPTION_CHARS)).map(|d| Some(d.unwrap_or_default()))
-        } else {
-            Some(None)
-        };
+        let description =
+            m.nullable("description", body::string(MAX_DESCRIPTION_CHARS)).map(|d| d.map(Option::unwrap_or_default));
         let enabled = m.optional("enabled", body::boolean);
         Some(Self { url: url?, dao_ids: dao_ids?, kinds: kinds?, description: description?, enabled: enabled? })
     }
