@@ -233,6 +233,10 @@ pub struct WebhookArgs {
     /// `http` URLs (tests, private deployments). Off: only `https` to public addresses.
     #[arg(long, env = "GOVDATA_WEBHOOK_ALLOW_PRIVATE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub webhook_allow_private: bool,
+    /// Send webhooks only to loopback hosts (`localhost`, 127.0.0.0/8, ::1), resolving no other
+    /// name: for tests, benchmarks and contract tools, whose made-up URLs must never be reached.
+    #[arg(long, env = "GOVDATA_WEBHOOK_LOOPBACK_ONLY", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub webhook_loopback_only: bool,
     /// Longest the webhook sender waits before looking at its queue again when nothing woke it
     /// (a publication, a subscription change and a due retry each wake it at once).
     #[arg(long, env = "GOVDATA_WEBHOOK_POLL", default_value = "1s", value_parser = humantime::parse_duration)]

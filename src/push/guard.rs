@@ -181,6 +181,13 @@ pub fn literal_refused(reach: Reach, url: &reqwest::Url) -> Option<String> {
     reach.refused(&[SocketAddr::new(ip, 0)]).map(|(ip, why)| format!("{ip} is {why}, which webhooks may not reach"))
 }
 
+/// Whether `url` names a loopback host (`localhost`, or a loopback address written in it),
+/// judged without resolving anything.
+pub fn names_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The sender's HTTP client: the guarded resolver, no redirects (a 3xx is a failed attempt, and
 /// never a way around the guard), no proxy from the environment, the attempt timeout.
 pub fn client(reach: Reach) -> reqwest::Client {
@@ -269,5 +276,9 @@ mod tests {
         assert!(literal_refused(open, &loopback).is_none());
         let v6: reqwest::Url = "https://[::1]:8443/".parse().unwrap();
         assert!(literal_refused(strict, &v6).is_some());
+        assert!(names_loopback(&v6) && names_loopback(&loopback));
+        for other in ["https://0.com/", "https://10.0.0.1/", "https://localhost.example/"] {
+            assert!(!names_loopback(&other.parse().unwrap()), "{other}");
+        }
     }
 }

@@ -56,6 +56,9 @@ pub fn wall_clock() -> Clock {
 #[derive(Clone)]
 pub struct Options {
     pub reach: guard::Reach,
+    /// Send only to loopback hosts, without resolving any other (tests, benchmarks and the
+    /// contract tools, whose made-up URLs must never be reached).
+    pub loopback_only: bool,
     /// The longest wait between looks at the queue when nothing woke the dispatcher.
     pub poll: Duration,
     /// The URL a thin payload's `url` starts with (the server's public URL).
@@ -431,6 +434,10 @@ impl Dispatcher {
     ) -> (Option<u16>, Option<String>, Option<Duration>) {
         if let Some(why) = guard::literal_refused(self.options.reach, url) {
             return (None, Some(why), None);
+        }
+        if self.options.loopback_only && !guard::names_loopback(url) {
+            let why = "not sent: this server sends only to loopback hosts (GOVDATA_WEBHOOK_LOOPBACK_ONLY)";
+            return (None, Some(why.to_owned()), None);
         }
         let now = self.now();
         let timestamp = now.div_euclid(1_000);

@@ -274,20 +274,7 @@ pub async fn queue_test(
         "timestamp": rfc3339_ms(now_ms),
         "data": { "webhookId": subscription.public_id, "message": note },
     });
-    webhook_delivery::ActiveModel {
-        subscription_id: Set(subscription.id),
-        seq: Set(None),
-        payload: Set(Some(body.to_string())),
-        msg_id: Set(msg_id.clone()),
-        attempts: Set(0),
-        state: Set(PENDING.to_owned()),
-        next_attempt_ms: Set(now_ms),
-        lease_until_ms: Set(0),
-        created_ms: Set(now_ms),
-        ..Default::default()
-    }
-    .insert(db)
-    .await?;
+    delivery(subscription.id, None, Some(body.to_string()), msg_id.clone(), now_ms).insert(db).await?;
     Ok(msg_id)
 }
 
@@ -450,6 +437,28 @@ async fn wanted(
     })
 }
 
+/// A new delivery, due at once: of feed entry `seq`, or of a test message's `payload`.
+fn delivery(
+    subscription_id: i64,
+    seq: Option<i64>,
+    payload: Option<String>,
+    msg_id: String,
+    now_ms: i64,
+) -> webhook_delivery::ActiveModel {
+    webhook_delivery::ActiveModel {
+        subscription_id: Set(subscription_id),
+        seq: Set(seq),
+        payload: Set(payload),
+        msg_id: Set(msg_id),
+        attempts: Set(0),
+        state: Set(PENDING.to_owned()),
+        next_attempt_ms: Set(now_ms),
+        lease_until_ms: Set(0),
+        created_ms: Set(now_ms),
+        ..Default::default()
+    }
+}
+
 async fn insert_deliveries(
     db: &impl ConnectionTrait,
     s: &Subscription,
@@ -457,18 +466,8 @@ async fn insert_deliveries(
     now_ms: i64,
 ) -> Result<u64, DbErr> {
     for chunk in seqs.chunks(CHUNK) {
-        let rows = chunk.iter().map(|&seq| webhook_delivery::ActiveModel {
-            subscription_id: Set(s.id),
-            seq: Set(Some(seq)),
-            payload: Set(None),
-            msg_id: Set(webhooks::message_id(&s.public_id, seq)),
-            attempts: Set(0),
-            state: Set(PENDING.to_owned()),
-            next_attempt_ms: Set(now_ms),
-            lease_until_ms: Set(0),
-            created_ms: Set(now_ms),
-            ..Default::default()
-        });
+        let rows =
+            chunk.iter().map(|&seq| delivery(s.id, Some(seq), None, webhooks::message_id(&s.public_id, seq), now_ms));
         webhook_delivery::Entity::insert_many(rows).exec_without_returning(db).await?;
     }
     Ok(seqs.len() as u64)

@@ -213,6 +213,7 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     // Webhooks go to receivers on 127.0.0.1 (tests of the address guard turn this off), and the
     // sender looks at its queue often.
     args.webhooks.webhook_allow_private = true;
+    args.webhooks.webhook_loopback_only = true;
     args.webhooks.webhook_poll = std::time::Duration::from_millis(100);
     configure(&mut args);
     let govdata::server::Listening { server, addr, serving, .. } =

@@ -104,7 +104,12 @@ async fn feed_entries_of(db: &sea_orm::DatabaseConnection, dao: &str) -> anyhow:
 }
 
 pub async fn run(govdata: &std::path::Path, url: &str, plan: Plan) -> anyhow::Result<()> {
-    let env = [("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"), ("GOVDATA_RATE_PARTNER", "off"), ("GOVDATA_RATE_CLIENT", "off")];
+    let env = [
+        ("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"),
+        ("GOVDATA_WEBHOOK_LOOPBACK_ONLY", "1"),
+        ("GOVDATA_RATE_PARTNER", "off"),
+        ("GOVDATA_RATE_CLIENT", "off"),
+    ];
     let mut server = Server::start(govdata, url, &env).await?;
     // The same publication before any webhook exists: the baseline of its time.
     // Twice: each publication adds a DAO to a growing store, so the second is the fair baseline of
@@ -242,6 +247,7 @@ pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
     let sim = clock.clone();
     let options = govdata::push::Options {
         reach: govdata::push::guard::Reach { allow_private: true },
+        loopback_only: true,
         poll: Duration::from_millis(2),
         public_url: "http://127.0.0.1".to_owned(),
         clock: Arc::new(move || sim.load(Ordering::Relaxed)),
