@@ -73,6 +73,7 @@ surface!(
     [
         v2::activity::Api,
         v2::daos::Api,
+        v2::delegates::Api,
         v2::events::Api,
         v2::feed::Api,
         v2::stream::Api,

@@ -172,6 +172,19 @@ impl ProposalState {
 }
 
 vocabulary! {
+    /// Why a delegate's on-chain voting power changed (a token's `DelegateVotesChanged`).
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    PowerCause ("power cause") {
+        /// A holder delegated to the delegate, or moved its delegation away (`DelegateChanged`
+        /// in the same transaction, just before).
+        Delegation = "delegation",
+        /// Tokens moved between holders with different delegates: a transfer, a mint or a burn.
+        Transfer = "transfer",
+    }
+}
+
+vocabulary! {
     /// How an ingestion run stands.
     RunStatus ("run status") {
         /// Still writing (or its process stopped: see `abandoned`).

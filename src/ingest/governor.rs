@@ -20,10 +20,11 @@ use serde_json::json;
 
 use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
-use crate::contract::vocabulary::{ProposalSource, ProposalState};
+use crate::contract::vocabulary::{PowerCause, ProposalSource, ProposalState};
 use crate::store::apply::Watermark;
 use crate::store::staging::{
-    DelegateRecord, DelegationRecord, ProposalRecord, ProposalRef, ProposalUpdate, Record, VoteRecord,
+    DelegateRecord, DelegationChangeRecord, DelegationRecord, PowerCheckpointRecord, ProposalRecord, ProposalRef,
+    ProposalUpdate, Record, VoteRecord,
 };
 
 sol! {
@@ -84,6 +85,8 @@ struct Log {
     topics: Vec<B256>,
     data: Bytes,
     block_number: U256,
+    #[serde(default)]
+    log_index: Option<U256>,
     transaction_hash: Option<B256>,
     #[serde(default)]
     removed: bool,
@@ -122,6 +125,7 @@ impl Connector for GovernorConnector {
         let mut touched: BTreeSet<U256> = BTreeSet::new();
         let mut powers: BTreeMap<Address, (U256, u64)> = BTreeMap::new();
         let mut delegations: BTreeMap<Address, (Address, u64)> = BTreeMap::new();
+        let mut history = History { dao_id: &self.dao_id, decimals: self.source.token_decimals, open: None };
         let mut start = from;
         let mut range = self.source.block_range.max(1);
         while start <= safe {
@@ -140,12 +144,19 @@ impl Connector for GovernorConnector {
                 let tx = log.transaction_hash.unwrap_or_default();
                 let Some(topic0) = log.topics.first().copied() else { continue };
                 if log.address == token {
+                    let index = log.log_index.map(u64_of).transpose()?.context("a token log without logIndex")?;
+                    let place = Place { block, index: index as i64, tx, at_ms: times.get(self, block).await? };
                     if topic0 == DelegateVotesChanged::SIGNATURE_HASH {
                         let e = DelegateVotesChanged::decode_raw_log(log.topics.iter().copied(), &log.data)?;
                         powers.insert(e.delegate, (e.newVotes, block));
+                        let record = history.checkpoint(&e, place);
+                        sink.push(Record::PowerCheckpoint(record)).await?;
                     } else if topic0 == DelegateChanged::SIGNATURE_HASH {
                         let e = DelegateChanged::decode_raw_log(log.topics.iter().copied(), &log.data)?;
                         delegations.insert(e.delegator, (e.toDelegate, block));
+                        if let Some(done) = history.change(&e, place) {
+                            sink.push(Record::DelegationChange(done)).await?;
+                        }
                     }
                     continue;
                 }
@@ -177,6 +188,10 @@ impl Connector for GovernorConnector {
                     }
                     _ => {}
                 }
+            }
+            // A transaction lies in one block, so nothing after this range completes a change.
+            if let Some(done) = history.finish() {
+                sink.push(Record::DelegationChange(done)).await?;
             }
             start = end + 1;
         }
@@ -381,6 +396,106 @@ impl Cast {
         };
         let (voter, proposal, support, weight, reason) = cast;
         Ok(Self { voter, proposal, support, weight, reason })
+    }
+}
+
+/// Where a token log sits on chain.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    block: u64,
+    index: i64,
+    tx: B256,
+    at_ms: i64,
+}
+
+/// The token's history as its logs come, in chain order: each `DelegateChanged` becomes a
+/// delegation change and each `DelegateVotesChanged` a power checkpoint with its cause.
+///
+/// ERC20Votes (OpenZeppelin, Compound's Comp) emits, for a delegation, `DelegateChanged` and then
+/// at most two `DelegateVotesChanged` (the old delegate losing the holder's units, the new one
+/// gaining them) moving the same amount; for a transfer, mint or burn, `Transfer` and then the
+/// same pair. Transfers are not read (a busy token has millions), so a checkpoint is the
+/// delegation's when it directly follows that delegation in its transaction and moves the same
+/// amount, and a transfer's otherwise.
+struct History<'a> {
+    dao_id: &'a str,
+    decimals: u32,
+    /// The latest delegation change, until the checkpoints that follow it are seen.
+    open: Option<Open>,
+}
+
+struct Open {
+    record: DelegationChangeRecord,
+    tx: B256,
+    delegator: Address,
+    /// The checkpoints attributed so far (at most two), and the amount they moved.
+    attributed: u8,
+    moved: Option<U256>,
+}
+
+impl History<'_> {
+    /// Opens a delegation change; returns the one it closes, complete.
+    fn change(&mut self, e: &DelegateChanged, at: Place) -> Option<DelegationChangeRecord> {
+        let done = self.finish();
+        self.open = Some(Open {
+            record: DelegationChangeRecord {
+                dao_id: self.dao_id.to_owned(),
+                delegator: lower(e.delegator),
+                from_delegate: lower(e.fromDelegate),
+                to_delegate: lower(e.toDelegate),
+                power_moved_raw: "0".to_owned(),
+                decimals: self.decimals,
+                block_number: at.block as i64,
+                log_index: at.index,
+                tx_hash: format!("{:#x}", at.tx),
+                at_ms: at.at_ms,
+            },
+            tx: at.tx,
+            delegator: e.delegator,
+            attributed: 0,
+            moved: None,
+        });
+        done
+    }
+
+    fn checkpoint(&mut self, e: &DelegateVotesChanged, at: Place) -> PowerCheckpointRecord {
+        let delta =
+            if e.newVotes >= e.previousVotes { e.newVotes - e.previousVotes } else { e.previousVotes - e.newVotes };
+        let delegator = match &mut self.open {
+            Some(o) if o.tx == at.tx && o.attributed < 2 && o.moved.is_none_or(|m| m == delta) => {
+                o.attributed += 1;
+                o.moved = Some(delta);
+                Some(lower(o.delegator))
+            }
+            _ => None,
+        };
+        if delegator.is_none()
+            && let Some(o) = &mut self.open
+        {
+            // Something else came between: the open change takes no later checkpoint.
+            o.attributed = 2;
+        }
+        PowerCheckpointRecord {
+            dao_id: self.dao_id.to_owned(),
+            delegate: lower(e.delegate),
+            previous_raw: e.previousVotes.to_string(),
+            power_raw: e.newVotes.to_string(),
+            decimals: self.decimals,
+            cause: if delegator.is_some() { PowerCause::Delegation } else { PowerCause::Transfer },
+            cause_delegator: delegator,
+            block_number: at.block as i64,
+            log_index: at.index,
+            tx_hash: format!("{:#x}", at.tx),
+            at_ms: at.at_ms,
+        }
+    }
+
+    /// The open change, complete.
+    fn finish(&mut self) -> Option<DelegationChangeRecord> {
+        self.open.take().map(|mut o| {
+            o.record.power_moved_raw = o.moved.unwrap_or(U256::ZERO).to_string();
+            o.record
+        })
     }
 }
 

@@ -9,19 +9,23 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::time::Duration;
 
+use sea_orm::sea_query::OnConflict;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
-    QuerySelect, Statement, TransactionTrait,
+    ActiveModelTrait,
+    ActiveValue::{NotSet, Set},
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, QuerySelect, Statement,
+    TransactionTrait,
 };
 
 use super::address::AccountBytes;
 use super::entities::{
-    dao, data_source, delegate, delegation, forum_post, forum_topic, ingestion_run, proposal, source_watermark, vote,
-    voter,
+    dao, data_source, delegate, delegation, delegation_change, forum_post, forum_topic, ingestion_run,
+    power_checkpoint, proposal, source_watermark, vote, voter,
 };
 use super::publish::{Scope, TallyDelta, Touched};
 use super::staging::{
-    self, DelegateRecord, DelegationRecord, PostRecord, ProposalRecord, ProposalUpdate, Record, TopicRecord, VoteRecord,
+    self, DelegateRecord, DelegationChangeRecord, DelegationRecord, PostRecord, PowerCheckpointRecord, ProposalRecord,
+    ProposalUpdate, Record, TopicRecord, VoteRecord,
 };
 use super::stored::{Choices, Scores, Tags};
 use super::upsert::{Changes, TableCounts, by_key, stored, upsert};
@@ -64,6 +68,9 @@ pub struct PublishReport {
     pub posts: TableCounts,
     pub delegates: TableCounts,
     pub delegations: TableCounts,
+    /// The append-only governor history: every `DelegateChanged` and `DelegateVotesChanged`.
+    pub delegation_changes: TableCounts,
+    pub power_checkpoints: TableCounts,
     /// Records that could not be applied (a vote for a proposal the store does not hold, an
     /// unreadable number), with the reason.
     pub skipped: Vec<String>,
@@ -75,7 +82,7 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    fn tables(&self) -> [(&'static str, TableCounts); 8] {
+    fn tables(&self) -> [(&'static str, TableCounts); 10] {
         [
             ("registry", self.registry),
             ("proposals", self.proposals),
@@ -85,6 +92,8 @@ impl PublishReport {
             ("forum posts", self.posts),
             ("delegates", self.delegates),
             ("delegations", self.delegations),
+            ("delegation changes", self.delegation_changes),
+            ("power checkpoints", self.power_checkpoints),
         ]
     }
 
@@ -356,6 +365,8 @@ impl Applier<'_> {
         let mut posts = Vec::new();
         let mut delegates = Vec::new();
         let mut delegations = Vec::new();
+        let mut changes = Vec::new();
+        let mut checkpoints = Vec::new();
         for record in records {
             match record {
                 Record::Proposal(r) => proposals.push(*r),
@@ -365,6 +376,8 @@ impl Applier<'_> {
                 Record::Post(r) => posts.push(r),
                 Record::Delegate(r) => delegates.push(r),
                 Record::Delegation(r) => delegations.push(r),
+                Record::DelegationChange(r) => changes.push(r),
+                Record::PowerCheckpoint(r) => checkpoints.push(r),
             }
         }
         let touched = &mut report.touched;
@@ -379,7 +392,68 @@ impl Applier<'_> {
         add(&mut report.posts, self.posts(&posts, &mut report.skipped, touched).await?);
         add(&mut report.delegates, self.delegates(&delegates, &mut report.skipped, touched).await?);
         add(&mut report.delegations, self.delegations(&delegations, touched).await?);
+        add(&mut report.delegation_changes, self.delegation_changes(changes, touched).await?);
+        add(&mut report.power_checkpoints, self.power_checkpoints(checkpoints, touched).await?);
         Ok(())
+    }
+
+    /// Appends delegation changes; one already stored (the same log, read again) is kept as it is.
+    async fn delegation_changes(
+        &self,
+        rows: Vec<DelegationChangeRecord>,
+        touched: &mut Touched,
+    ) -> Result<TableCounts, DbErr> {
+        use delegation_change::Column as C;
+        let models: Vec<_> = rows
+            .into_iter()
+            .map(|r| delegation_change::ActiveModel {
+                id: NotSet,
+                dao_id: Set(r.dao_id),
+                delegator: Set(r.delegator),
+                from_delegate: Set(r.from_delegate),
+                to_delegate: Set(r.to_delegate),
+                power_moved_raw: Set(r.power_moved_raw),
+                decimals: Set(r.decimals as i32),
+                block_number: Set(r.block_number),
+                log_index: Set(r.log_index),
+                tx_hash: Set(r.tx_hash),
+                at_ms: Set(r.at_ms),
+            })
+            .collect();
+        append::<delegation_change::Entity>(self.txn, models, &[C::DaoId, C::BlockNumber, C::LogIndex], touched, |m| {
+            m.dao_id.clone().unwrap()
+        })
+        .await
+    }
+
+    /// Appends voting power checkpoints, as [`Self::delegation_changes`] does.
+    async fn power_checkpoints(
+        &self,
+        rows: Vec<PowerCheckpointRecord>,
+        touched: &mut Touched,
+    ) -> Result<TableCounts, DbErr> {
+        use power_checkpoint::Column as C;
+        let models: Vec<_> = rows
+            .into_iter()
+            .map(|r| power_checkpoint::ActiveModel {
+                id: NotSet,
+                dao_id: Set(r.dao_id),
+                delegate: Set(r.delegate),
+                previous_raw: Set(r.previous_raw),
+                power_raw: Set(r.power_raw),
+                decimals: Set(r.decimals as i32),
+                cause: Set(r.cause),
+                cause_delegator: Set(r.cause_delegator),
+                block_number: Set(r.block_number),
+                log_index: Set(r.log_index),
+                tx_hash: Set(r.tx_hash),
+                at_ms: Set(r.at_ms),
+            })
+            .collect();
+        append::<power_checkpoint::Entity>(self.txn, models, &[C::DaoId, C::BlockNumber, C::LogIndex], touched, |m| {
+            m.dao_id.clone().unwrap()
+        })
+        .await
     }
 
     /// Each holder's delegate; an event older than the stored one is ignored.
@@ -876,4 +950,33 @@ fn top_choice_pct(scores: Option<&[String]>, total: Option<&str>) -> Option<Stri
         return None;
     }
     Some(crate::rules::tally::share(&(top * bigdecimal::BigDecimal::from(100)), &total))
+}
+
+/// Inserts append-only rows, skipping those whose natural key is stored (a log read twice), and
+/// counts what was new; a DAO that gained a row is touched.
+async fn append<E>(
+    txn: &DatabaseTransaction,
+    rows: Vec<E::ActiveModel>,
+    natural_key: &[E::Column],
+    touched: &mut Touched,
+    dao_of: impl Fn(&E::ActiveModel) -> String,
+) -> Result<TableCounts, DbErr>
+where
+    E: EntityTrait,
+    E::ActiveModel: ActiveModelTrait<Entity = E> + Send,
+{
+    let mut counts = TableCounts::default();
+    let conflict = OnConflict::columns(natural_key.iter().copied()).do_nothing().to_owned();
+    let mut rows = rows;
+    while !rows.is_empty() {
+        let rest = rows.split_off(rows.len().min(super::upsert::BATCH));
+        let batch = std::mem::replace(&mut rows, rest);
+        let daos: BTreeSet<String> = batch.iter().map(&dao_of).collect();
+        let inserted = E::insert_many(batch).on_conflict(conflict.clone()).exec_without_returning(txn).await?;
+        if inserted > 0 {
+            touched.daos.extend(daos);
+        }
+        counts.inserted += inserted;
+    }
+    Ok(counts)
 }

@@ -12,12 +12,14 @@
 //! | a voter's votes, events, signals, forum topics    | time desc, id desc                 | [`TimeAfter`]     |
 //! | activity                                          | time desc, entry asc, id desc      | [`ActivityAfter`] |
 //! | the feed                                          | sequence asc                       | [`FeedAfter`]     |
+//! | a voter's delegation changes and power checkpoints | time, block, log index, all desc   | [`LogAfter`]      |
+//! | a DAO's delegates                                 | power desc, address asc (with rank)| [`RankAfter`]     |
 use bigdecimal::BigDecimal;
 
 use super::activity::ActivityRow;
 use super::address::AccountBytes;
 use super::daos::DaoRecord;
-use super::entities::{forum_topic, proposal, vote, voter_dao_stat};
+use super::entities::{delegate, delegation_change, forum_topic, power_checkpoint, proposal, vote, voter_dao_stat};
 use super::events::EventRow;
 use super::feed::FeedRecord;
 use super::proposals::{ProposalOrder, VoteOrder, VoteWithEns};
@@ -40,6 +42,27 @@ impl Keyset for TimeAfter {
     fn read(values: &[String], (): ()) -> Option<Self> {
         match values {
             [ms, id] => Some(Self { ms: ms.parse().ok()?, id: id.parse().ok()? }),
+            _ => None,
+        }
+    }
+}
+
+/// After a token log of a list newest first: its block's time, then its place on chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogAfter {
+    pub ms: i64,
+    pub block: i64,
+    pub log: i64,
+}
+
+impl Keyset for LogAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.ms.to_string(), self.block.to_string(), self.log.to_string()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [ms, block, log] => Some(Self { ms: ms.parse().ok()?, block: block.parse().ok()?, log: log.parse().ok()? }),
             _ => None,
         }
     }
@@ -198,6 +221,25 @@ impl voter_dao_stat::Model {
     }
 }
 
+impl delegate::Model {
+    /// Where a DAO's delegates resume after this one, served at `rank`.
+    pub fn keyset(&self, rank: u64) -> RankAfter {
+        RankAfter { power: PowerKey::of(&self.voting_power, &self.vp_sort), voter: self.address.clone(), rank }
+    }
+}
+
+impl delegation_change::Model {
+    pub fn keyset(&self) -> LogAfter {
+        LogAfter { ms: self.at_ms, block: self.block_number, log: self.log_index }
+    }
+}
+
+impl power_checkpoint::Model {
+    pub fn keyset(&self) -> LogAfter {
+        LogAfter { ms: self.at_ms, block: self.block_number, log: self.log_index }
+    }
+}
+
 impl forum_topic::Model {
     pub fn keyset(&self) -> TimeAfter {
         TimeAfter { ms: self.created_ms, id: self.id }
@@ -268,6 +310,8 @@ mod tests {
         assert_eq!(RankAfter::read(&rank.values(), ()), Some(rank));
         let entry = ActivityAfter { ms: 5, entry: "signal".into(), id: 7 };
         assert_eq!(ActivityAfter::read(&entry.values(), ()), Some(entry));
+        let log = LogAfter { ms: 5, block: 19_000_000, log: 311 };
+        assert_eq!(LogAfter::read(&log.values(), ()), Some(log));
         assert_eq!(TimeAfter::read(&["5".into()], ()), None);
         assert_eq!(TimeAfter::read(&["x".into(), "1".into()], ()), None);
     }

@@ -11,6 +11,7 @@ pub mod evidence;
 pub mod facts;
 pub mod feed;
 pub mod freshness;
+pub mod governor;
 pub mod items;
 pub mod keys;
 pub mod keysets;

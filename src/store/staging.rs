@@ -14,7 +14,7 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use super::entities::staged_record;
-use crate::contract::vocabulary::{ProposalSource, ProposalState, RunStatus, SourceKind};
+use crate::contract::vocabulary::{PowerCause, ProposalSource, ProposalState, RunStatus, SourceKind};
 
 /// Which stored proposal a record refers to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -144,6 +144,39 @@ pub struct DelegationRecord {
     pub block_number: i64,
 }
 
+/// One `DelegateChanged`, kept in the delegation history (`delegation_changes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegationChangeRecord {
+    pub dao_id: String,
+    pub delegator: String,
+    /// The zero address for "none".
+    pub from_delegate: String,
+    pub to_delegate: String,
+    /// The voting units that moved, exact integer in the token's smallest unit.
+    pub power_moved_raw: String,
+    pub decimals: u32,
+    pub block_number: i64,
+    pub log_index: i64,
+    pub tx_hash: String,
+    pub at_ms: i64,
+}
+
+/// One `DelegateVotesChanged`, kept in the voting power history (`power_checkpoints`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerCheckpointRecord {
+    pub dao_id: String,
+    pub delegate: String,
+    pub previous_raw: String,
+    pub power_raw: String,
+    pub decimals: u32,
+    pub cause: PowerCause,
+    pub cause_delegator: Option<String>,
+    pub block_number: i64,
+    pub log_index: i64,
+    pub tx_hash: String,
+    pub at_ms: i64,
+}
+
 /// One staged record. The variant order is the application order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -155,6 +188,8 @@ pub enum Record {
     Post(PostRecord),
     Delegate(DelegateRecord),
     Delegation(DelegationRecord),
+    DelegationChange(DelegationChangeRecord),
+    PowerCheckpoint(PowerCheckpointRecord),
 }
 
 impl Record {
@@ -168,10 +203,12 @@ impl Record {
             Record::Post(_) => 4,
             Record::Delegate(_) => 5,
             Record::Delegation(_) => 6,
+            Record::DelegationChange(_) => 7,
+            Record::PowerCheckpoint(_) => 8,
         }
     }
 
-    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=6;
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=8;
 
     pub fn dao_id(&self) -> &str {
         match self {
@@ -182,6 +219,8 @@ impl Record {
             Record::Post(r) => &r.dao_id,
             Record::Delegate(r) => &r.dao_id,
             Record::Delegation(r) => &r.dao_id,
+            Record::DelegationChange(r) => &r.dao_id,
+            Record::PowerCheckpoint(r) => &r.dao_id,
         }
     }
 }

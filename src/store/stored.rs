@@ -28,7 +28,9 @@ use crate::contract::decimal;
 use crate::contract::events::EventKind;
 use crate::contract::feed::FeedKind;
 use crate::contract::signals::{Severity, SignalKind};
-use crate::contract::vocabulary::{DaoId, ItemKind, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
+use crate::contract::vocabulary::{
+    DaoId, ItemKind, PowerCause, ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind,
+};
 
 /// The column type of a type stored as text: `String`'s, its text parsed by `$parse`
 /// (`&String` → `Result<Self, DbErr>`) when its row is read, a parse failure failing the read.
@@ -121,7 +123,8 @@ stored_as_text!(
     EventKind,
     FeedKind,
     SignalKind,
-    Severity
+    Severity,
+    PowerCause
 );
 
 /// A DAO named in a query binds as its id's text (the `dao_id` columns hold the ids of the

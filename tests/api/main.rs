@@ -17,6 +17,7 @@ mod evidence;
 mod feed;
 mod freshness;
 mod governor;
+mod governor_history;
 mod health;
 mod import;
 mod ingest;

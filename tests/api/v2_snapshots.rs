@@ -13,6 +13,7 @@ use govdata::store::keys;
 
 use crate::fixtures::sample::RFC_ID;
 use crate::fixtures::stores::synthetic_database;
+use crate::fixtures::token_node;
 use crate::helpers::{TestApp, snapshot_settings, spawn_app_on};
 use crate::on_both_backends;
 
@@ -131,6 +132,24 @@ on_both_backends!(v2_voters_get, |app: TestApp| async move {
 
 on_both_backends!(v2_voter_votes_list, |app: TestApp| async move {
     snapshot(&app, "v2_voter_votes_list_latest", &format!("/v2/voters/{VOTER}/votes?limit=3")).await;
+});
+
+on_both_backends!(v2_delegates_list, |app: TestApp| async move {
+    snapshot(&app, "v2_delegates_list_uniswap", "/v2/daos/uniswap/delegates?limit=3").await;
+});
+
+// The bundled sample holds no token logs (its delegates come from a Tally export): the history
+// lists are snapshotted over a fixed token history ingested from a node (`token_node`).
+on_both_backends!(v2_voter_delegations_list, |backend: Backend| async move {
+    let app = spawn_app_on(token_node::store_with_history(backend).await).await;
+    let path = format!("/v2/voters/{}/delegations?side=delegate&limit=2", token_node::DELEGATE);
+    snapshot(&app, "v2_voter_delegations_list_as_delegate", &path).await;
+});
+
+on_both_backends!(v2_voter_power_list, |backend: Backend| async move {
+    let app = spawn_app_on(token_node::store_with_history(backend).await).await;
+    let path = format!("/v2/voters/{}/power?daoId={}&limit=4", token_node::DELEGATE, token_node::DAO);
+    snapshot(&app, "v2_voter_power_list_history", &path).await;
 });
 
 fn snapshot_names() -> Vec<String> {

@@ -1,6 +1,7 @@
 //! The additive v2 surface.
 pub mod activity;
 pub mod daos;
+pub mod delegates;
 pub mod events;
 pub mod feed;
 pub mod proposals;
@@ -43,6 +44,9 @@ pub enum V2Tag {
     Activity,
     /// The covered DAOs, their data sources, counts and freshness.
     Daos,
+    /// On-chain delegation: a DAO's delegates, each voter's delegation changes and voting power
+    /// over time, from the governance token's own logs.
+    Delegates,
     /// Proposals and their votes.
     Proposals,
     /// Dated governance events.

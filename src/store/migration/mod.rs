@@ -21,6 +21,7 @@ mod m0012_voter_stats_float;
 mod m0013_trigram_search;
 mod m0014_feed;
 mod m0015_webhooks;
+mod m0016_governor_history;
 
 pub struct Migrator;
 
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0013_trigram_search::Migration),
             Box::new(m0014_feed::Migration),
             Box::new(m0015_webhooks::Migration),
+            Box::new(m0016_governor_history::Migration),
         ]
     }
 }

@@ -1,0 +1,33 @@
+//! Every `DelegateChanged` a governance token emitted (migration 16): a holder moving its votes
+//! from one delegate to another. Append-only, keyed by the log's place on chain (`block_number`,
+//! `log_index`), so re-reading a range changes nothing.
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "delegation_changes")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    #[sea_orm(unique_key = "delegation_change_log")]
+    pub dao_id: String,
+    /// Lowercase 0x addresses; the zero address is "no delegate".
+    pub delegator: String,
+    pub from_delegate: String,
+    pub to_delegate: String,
+    /// The voting units that moved with the change (the delegator's balance), exact integer in the
+    /// token's smallest unit, from the `DelegateVotesChanged` that follow it; "0" when none did.
+    pub power_moved_raw: String,
+    pub decimals: i32,
+    #[sea_orm(unique_key = "delegation_change_log")]
+    pub block_number: i64,
+    #[sea_orm(unique_key = "delegation_change_log")]
+    pub log_index: i64,
+    pub tx_hash: String,
+    /// The block's time.
+    pub at_ms: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,170 @@
+//! Read queries over the governor history (migration 16): a voter's delegation changes and
+//! voting power checkpoints, and a DAO's delegates by delegated power.
+//!
+//! Every list reads at most one page per index it seeks (`limit` rows), whatever the voter's
+//! history or the store holds: the window and the cursor are range bounds of the index order.
+use std::collections::HashMap;
+
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, sea_query::Expr,
+};
+
+use super::entities::{delegate, delegation_change, power_checkpoint, voter_dao_stat};
+use super::keysets::{LogAfter, RankAfter};
+use crate::contract::vocabulary::DaoId;
+
+/// Which side of a delegation change a voter is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The holder who delegated.
+    Delegator,
+    /// The delegate the holder left or chose.
+    Delegate,
+}
+
+/// `(at_ms, block_number, log_index) < after`, with a leading bound an index can seek.
+fn before<C: ColumnTrait>(ms: C, block: C, log: C, after: LogAfter) -> Condition {
+    Condition::all().add(ms.lte(after.ms)).add(
+        Condition::any().add(ms.lt(after.ms)).add(
+            Condition::all().add(ms.eq(after.ms)).add(
+                Condition::any()
+                    .add(block.lt(after.block))
+                    .add(Condition::all().add(block.eq(after.block)).add(log.lt(after.log))),
+            ),
+        ),
+    )
+}
+
+/// A voter's delegation changes, newest first: those it made as a delegator and those that
+/// moved votes to or from it as a delegate, or only one side.
+pub async fn delegations(
+    db: &impl ConnectionTrait,
+    address: &str,
+    dao_id: Option<&DaoId>,
+    side: Option<Side>,
+    window: Option<(i64, i64)>,
+    after: Option<LogAfter>,
+    limit: u64,
+) -> Result<Vec<delegation_change::Model>, DbErr> {
+    use delegation_change::Column as C;
+    // One seek per address column: each is a range of its own index, newest first.
+    let columns: &[C] = match side {
+        Some(Side::Delegator) => &[C::Delegator],
+        Some(Side::Delegate) => &[C::FromDelegate, C::ToDelegate],
+        None => &[C::Delegator, C::FromDelegate, C::ToDelegate],
+    };
+    let mut rows: Vec<delegation_change::Model> = Vec::new();
+    for column in columns {
+        let mut q = delegation_change::Entity::find().filter(column.eq(address));
+        if let Some(d) = dao_id {
+            q = q.filter(C::DaoId.eq(d));
+        }
+        if let Some((from, to)) = window {
+            q = q.filter(C::AtMs.gte(from)).filter(C::AtMs.lte(to));
+        }
+        if let Some(after) = after {
+            q = q.filter(before(C::AtMs, C::BlockNumber, C::LogIndex, after));
+        }
+        let page = q
+            .order_by_desc(C::AtMs)
+            .order_by_desc(C::BlockNumber)
+            .order_by_desc(C::LogIndex)
+            .limit(limit)
+            .all(db)
+            .await?;
+        rows.extend(page);
+    }
+    // A self-delegation names the voter twice; the merged page keeps each change once.
+    rows.sort_by(|a, b| {
+        (b.at_ms, b.block_number, b.log_index, b.id).cmp(&(a.at_ms, a.block_number, a.log_index, a.id))
+    });
+    rows.dedup_by_key(|r| r.id);
+    rows.truncate(limit as usize);
+    Ok(rows)
+}
+
+/// A voter's voting power checkpoints, newest first.
+pub async fn power(
+    db: &impl ConnectionTrait,
+    address: &str,
+    dao_id: Option<&DaoId>,
+    window: Option<(i64, i64)>,
+    after: Option<LogAfter>,
+    limit: u64,
+) -> Result<Vec<power_checkpoint::Model>, DbErr> {
+    use power_checkpoint::Column as C;
+    let mut q = power_checkpoint::Entity::find().filter(C::Delegate.eq(address));
+    if let Some(d) = dao_id {
+        q = q.filter(C::DaoId.eq(d));
+    }
+    if let Some((from, to)) = window {
+        q = q.filter(C::AtMs.gte(from)).filter(C::AtMs.lte(to));
+    }
+    if let Some(after) = after {
+        q = q.filter(before(C::AtMs, C::BlockNumber, C::LogIndex, after));
+    }
+    q.order_by_desc(C::AtMs).order_by_desc(C::BlockNumber).order_by_desc(C::LogIndex).limit(limit).all(db).await
+}
+
+/// A delegate of a DAO with what the store knows of the delegate as a voter there.
+pub struct RankedDelegate {
+    pub delegate: delegate::Model,
+    pub ens: Option<String>,
+    pub stats: Option<voter_dao_stat::Model>,
+}
+
+/// A DAO's delegates by delegated power (then address), after a keyset position: one seek of
+/// the ranking index and one read of the page's voting stats.
+pub async fn delegates(
+    db: &impl ConnectionTrait,
+    dao_id: &str,
+    after: Option<&RankAfter>,
+    limit: u64,
+) -> Result<Vec<RankedDelegate>, DbErr> {
+    use delegate::Column as C;
+    let mut q = delegate::Entity::find().filter(C::DaoId.eq(dao_id));
+    if let Some(after) = after {
+        q = q.filter(super::after_desc_asc(C::VpSort, C::Address, (after.power.sort.clone(), after.voter.clone())));
+    }
+    let rows: Vec<(delegate::Model, Option<String>)> = q
+        .column_as(Expr::cust(super::voters::ens_sql(r#""delegates"."address""#)), super::voters::VOTER_ENS)
+        .order_by_desc(C::VpSort)
+        .order_by_asc(C::Address)
+        .limit(limit)
+        .into_model::<DelegateWithEns>()
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|r| (r.delegate, r.ens))
+        .collect();
+    let mut stats: HashMap<String, voter_dao_stat::Model> = HashMap::new();
+    if !rows.is_empty() {
+        let found = voter_dao_stat::Entity::find()
+            .filter(voter_dao_stat::Column::DaoId.eq(dao_id))
+            .filter(voter_dao_stat::Column::Voter.is_in(rows.iter().map(|(d, _)| d.address.clone())))
+            .all(db)
+            .await?;
+        stats.extend(found.into_iter().map(|s| (s.voter.clone(), s)));
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(delegate, ens)| {
+            let stats = stats.remove(&delegate.address);
+            RankedDelegate { delegate, ens, stats }
+        })
+        .collect())
+}
+
+struct DelegateWithEns {
+    delegate: delegate::Model,
+    ens: Option<String>,
+}
+
+impl sea_orm::FromQueryResult for DelegateWithEns {
+    fn from_query_result(res: &sea_orm::QueryResult, pre: &str) -> Result<Self, DbErr> {
+        Ok(Self {
+            delegate: delegate::Model::from_query_result(res, pre)?,
+            ens: res.try_get(pre, super::voters::VOTER_ENS)?,
+        })
+    }
+}
