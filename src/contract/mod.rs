@@ -4,6 +4,7 @@
 //! Routing, validation, the documents, `/v1/meta/pricing` and the access gate all read from here.
 pub mod access;
 pub mod body;
+pub mod counting;
 pub mod cursor;
 pub mod dataset;
 pub mod decimal;

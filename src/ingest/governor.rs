@@ -20,6 +20,7 @@ use serde_json::json;
 
 use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
+use crate::contract::counting::{self, CountingModule};
 use crate::contract::vocabulary::{PowerCause, ProposalSource, ProposalState};
 use crate::store::apply::Watermark;
 use crate::store::staging::{
@@ -42,6 +43,8 @@ sol! {
     function proposalSnapshot(uint256 proposalId) external view returns (uint256);
     function proposalDeadline(uint256 proposalId) external view returns (uint256);
     function quorum(uint256 timepoint) external view returns (uint256);
+    function COUNTING_MODE() external view returns (string);
+    function CLOCK_MODE() external view returns (string);
 }
 
 pub const ORIGIN: &str = "governor-logs";
@@ -120,6 +123,13 @@ impl Connector for GovernorConnector {
         let governor: Address = self.source.governor.parse().context("governor address")?;
         let token: Address = self.source.token.parse().context("token address")?;
 
+        // How the governor counts, as it declares it (GovernorBravo declares neither).
+        let modes = Modes {
+            counting: self.call(COUNTING_MODECall {}).await.ok(),
+            clock: self.call(CLOCK_MODECall {}).await.ok(),
+        };
+        let fractional = modes.counting.as_deref().map(counting::module) == Some(CountingModule::Fractional);
+        let mut split: BTreeMap<(U256, Address), Split> = BTreeMap::new();
         let mut times = BlockTimes::default();
         let mut created: Vec<Created> = Vec::new();
         let mut touched: BTreeSet<U256> = BTreeSet::new();
@@ -170,7 +180,13 @@ impl Connector for GovernorConnector {
                         let cast = Cast::decode(&log)?;
                         let at = times.get(self, block).await?;
                         touched.insert(cast.proposal);
-                        sink.push(Record::Vote(self.vote(cast, at, block, tx))).await?;
+                        if fractional {
+                            // A voter may cast several times on a fractional governor: its vote is
+                            // the sum of its casts, recorded once they are all read.
+                            split.entry((cast.proposal, cast.voter)).or_default().add(cast, at, block, tx);
+                        } else {
+                            sink.push(Record::Vote(self.vote(cast, at, block, tx))).await?;
+                        }
                     }
                     t if t == ProposalQueued::SIGNATURE_HASH => {
                         touched
@@ -196,12 +212,15 @@ impl Connector for GovernorConnector {
             start = end + 1;
         }
 
+        for ((proposal, voter), s) in split {
+            sink.push(Record::Vote(self.split_vote(proposal, voter, s))).await?;
+        }
         // The governor's own view of every proposal that was seen or can still change.
         let created_ids: BTreeSet<U256> = created.iter().map(|c| c.event.proposalId).collect();
         for c in created {
             let view = self.view(c.event.proposalId, head, &mut times).await?;
             let at = times.get(self, c.block).await?;
-            sink.push(Record::Proposal(Box::new(self.proposal(c, view, at)))).await?;
+            sink.push(Record::Proposal(Box::new(self.proposal(c, view, at, &modes)))).await?;
         }
         let open = resume.open_proposals.iter().filter_map(|id| id.parse::<U256>().ok());
         for id in touched.into_iter().chain(open).collect::<BTreeSet<_>>().difference(&created_ids) {
@@ -215,6 +234,8 @@ impl Connector for GovernorConnector {
                 quorum: view.quorum.clone(),
                 start_ms: view.start_ms,
                 end_ms: view.end_ms,
+                counting_mode: modes.counting.clone(),
+                clock_mode: modes.clock.clone(),
             }))
             .await?;
         }
@@ -326,7 +347,7 @@ impl GovernorConnector {
         Ok(view)
     }
 
-    fn proposal(&self, c: Created, view: View, created_ms: i64) -> ProposalRecord {
+    fn proposal(&self, c: Created, view: View, created_ms: i64, modes: &Modes) -> ProposalRecord {
         let e = c.event;
         let description = e.description;
         ProposalRecord {
@@ -353,7 +374,38 @@ impl GovernorConnector {
             snapshot_block: Some(e.voteStart.to_string()),
             tx_hash: Some(format!("{:#x}", c.tx)),
             block_number: Some(c.block as i64),
+            counting_mode: modes.counting.clone(),
+            clock_mode: modes.clock.clone(),
             origin: ORIGIN.to_owned(),
+        }
+    }
+
+    /// A voter's casts on a fractional governor as one vote: its weight the sum of the casts,
+    /// its choice the one support it went to (`2` for For), or the exact split across supports
+    /// (`{"1":…,"2":…}`, choice numbers to weights in the token's smallest unit), its time,
+    /// block and transaction the last cast's.
+    fn split_vote(&self, proposal: U256, voter: Address, s: Split) -> VoteRecord {
+        let used: Vec<(usize, U256)> = s.parts.iter().copied().enumerate().filter(|(_, w)| !w.is_zero()).collect();
+        let choice = match used.as_slice() {
+            [(index, _)] => (index + 1).to_string(),
+            // Snapshot's weighted form with exact integers, which `rules::tally` reads.
+            _ => {
+                let parts: Vec<String> = used.iter().map(|(i, w)| format!("\"{}\":{w}", i + 1)).collect();
+                format!("{{{}}}", parts.join(","))
+            }
+        };
+        VoteRecord {
+            dao_id: self.dao_id.clone(),
+            proposal: ProposalRef { source: ProposalSource::Onchain, external_id: proposal.to_string() },
+            voter: lower(voter),
+            choice,
+            voting_power: s.weight.to_string(),
+            vp_from_float: ProposalSource::Onchain.power_from_float(),
+            reason: Some(s.reason).filter(|r| !r.is_empty()),
+            created_ms: s.at_ms,
+            ipfs: None,
+            tx_hash: Some(format!("{:#x}", s.tx)),
+            block_number: Some(s.block as i64),
         }
     }
 
@@ -382,20 +434,74 @@ struct Cast {
     support: u8,
     weight: U256,
     reason: String,
+    params: Bytes,
 }
 
 impl Cast {
     fn decode(log: &Log) -> anyhow::Result<Self> {
         let topics = log.topics.iter().copied();
-        let cast = if log.topics.first() == Some(&VoteCastWithParams::SIGNATURE_HASH) {
+        Ok(if log.topics.first() == Some(&VoteCastWithParams::SIGNATURE_HASH) {
             let e = VoteCastWithParams::decode_raw_log(topics, &log.data)?;
-            (e.voter, e.proposalId, e.support, e.weight, e.reason)
+            Self {
+                voter: e.voter,
+                proposal: e.proposalId,
+                support: e.support,
+                weight: e.weight,
+                reason: e.reason,
+                params: e.params,
+            }
         } else {
             let e = VoteCast::decode_raw_log(topics, &log.data)?;
-            (e.voter, e.proposalId, e.support, e.weight, e.reason)
-        };
-        let (voter, proposal, support, weight, reason) = cast;
-        Ok(Self { voter, proposal, support, weight, reason })
+            Self {
+                voter: e.voter,
+                proposal: e.proposalId,
+                support: e.support,
+                weight: e.weight,
+                reason: e.reason,
+                params: Bytes::new(),
+            }
+        })
+    }
+}
+
+/// The governor's `COUNTING_MODE()` and `CLOCK_MODE()`, when it declares them.
+struct Modes {
+    counting: Option<String>,
+    clock: Option<String>,
+}
+
+/// One voter's casts on one proposal of a fractional governor, summed.
+#[derive(Default)]
+struct Split {
+    /// Weight per support: against, for, abstain.
+    parts: [U256; 3],
+    weight: U256,
+    reason: String,
+    at_ms: i64,
+    block: u64,
+    tx: B256,
+}
+
+impl Split {
+    /// Adds a cast: a full vote (support 0, 1 or 2) puts its weight on one support; a fractional
+    /// one (support 255) splits it as its params say (three packed uint128: against, for,
+    /// abstain), exactly as `GovernorCountingFractional._countVote` does.
+    fn add(&mut self, cast: Cast, at_ms: i64, block: u64, tx: B256) {
+        match cast.support {
+            s @ 0..=2 => self.parts[s as usize] += cast.weight,
+            counting::FRACTIONAL_SUPPORT if cast.params.len() == 48 => {
+                for (i, part) in cast.params.chunks(16).enumerate() {
+                    self.parts[i] += U256::from_be_slice(part);
+                }
+            }
+            // The governor reverts any other cast; nothing else reaches a log.
+            _ => {}
+        }
+        self.weight += cast.weight;
+        if !cast.reason.is_empty() {
+            self.reason = cast.reason;
+        }
+        (self.at_ms, self.block, self.tx) = (at_ms, block, tx);
     }
 }
 

@@ -335,6 +335,8 @@ impl SnapshotConnector {
             snapshot_block: p.snapshot.map(|s| s.get().trim_matches('"').to_owned()).filter(|s| s != "null"),
             tx_hash: None,
             block_number: None,
+            counting_mode: None,
+            clock_mode: None,
             origin: ORIGIN.to_owned(),
             external_id: p.id,
         })

@@ -3,7 +3,7 @@
 use bigdecimal::{BigDecimal, Zero};
 
 use super::tally::{self, Tally};
-use crate::contract::decimal;
+use crate::contract::{counting, decimal};
 
 /// One choice with its exact score and its share of all choices' scores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +77,23 @@ pub enum Quorum {
     Unknown,
 }
 
-/// Where the upstream `scores_total` stands against the `quorum`: reached at or above it.
+/// The votes that count toward a proposal's quorum, exact: for an on-chain governor that declares
+/// its counting (`COUNTING_MODE()`), the sum of the supports it counts (`contract::counting`;
+/// For and Abstain for OpenZeppelin's modules, so Against never helps reach a quorum); otherwise
+/// the upstream total, which Snapshot compares its quorum with.
+pub fn quorum_votes(
+    counting_mode: Option<&str>,
+    scores: Option<&[String]>,
+    scores_total: Option<&str>,
+) -> Option<String> {
+    match counting_mode.and_then(counting::quorum_counts) {
+        Some(counts) => scores.and_then(|s| counting::counted(s, &counts)).map(|v| decimal::plain(&v)),
+        None => scores_total.map(str::to_owned),
+    }
+}
+
+/// Where the votes that count toward the quorum (`quorum_votes`, or the upstream `scores_total`)
+/// stand against the `quorum`: reached at or above it.
 pub fn quorum(quorum: Option<&str>, scores_total: Option<&str>) -> Quorum {
     let (Some(total), Some(quorum)) = (scores_total, quorum) else {
         return Quorum::Unknown;
@@ -109,6 +125,19 @@ mod tests {
         assert_eq!(quorum(Some("0"), Some("n/a")), Quorum::NoQuorum, "a zero quorum needs no total");
         assert_eq!(quorum(None, Some("5")), Quorum::Unknown);
         assert_eq!(quorum(Some("10"), Some("n/a")), Quorum::Unknown);
+    }
+
+    #[test]
+    fn a_governor_counts_toward_its_quorum_what_it_declares() {
+        let scores = ["900".to_owned(), "60".to_owned(), "40".to_owned()];
+        let simple = Some("support=bravo&quorum=for,abstain");
+        assert_eq!(quorum_votes(simple, Some(&scores), Some("1000")).as_deref(), Some("100"), "Against is not counted");
+        assert_eq!(quorum(Some("100"), quorum_votes(simple, Some(&scores), None).as_deref()), Quorum::Reached);
+        assert_eq!(quorum(Some("101"), quorum_votes(simple, Some(&scores), None).as_deref()), Quorum::NotReached);
+        let bravo = Some("support=bravo&quorum=bravo");
+        assert_eq!(quorum_votes(bravo, Some(&scores), None).as_deref(), Some("60"));
+        assert_eq!(quorum_votes(None, Some(&scores), Some("1000")).as_deref(), Some("1000"), "Snapshot: the total");
+        assert_eq!(quorum_votes(simple, None, Some("1000")), None, "no scores: unknown, not the total");
     }
 
     #[test]

@@ -247,6 +247,8 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &SampleProposal) -> propos
         snapshot_block: kept!(old, snapshot_block),
         tx_hash: kept!(old, tx_hash),
         block_number: old.and_then(|s| s.block_number),
+        counting_mode: kept!(old, counting_mode),
+        clock_mode: kept!(old, clock_mode),
         origin: PROPOSAL_ORIGIN.to_owned(),
         updated_ms: old.map_or(0, |s| s.updated_ms),
     }

@@ -550,6 +550,8 @@ impl Applier<'_> {
                 snapshot_block: r.snapshot_block.clone().or_else(|| kept!(old, snapshot_block)),
                 tx_hash: r.tx_hash.clone().or_else(|| kept!(old, tx_hash)),
                 block_number: r.block_number.or_else(|| old.and_then(|s| s.block_number)),
+                counting_mode: r.counting_mode.clone().or_else(|| kept!(old, counting_mode)),
+                clock_mode: r.clock_mode.clone().or_else(|| kept!(old, clock_mode)),
                 origin: r.origin.clone(),
                 updated_ms: old.map_or(0, |s| s.updated_ms),
             };
@@ -589,6 +591,8 @@ impl Applier<'_> {
             desired.quorum = r.quorum.clone().or(desired.quorum);
             desired.start_ms = r.start_ms.or(desired.start_ms);
             desired.end_ms = r.end_ms.or(desired.end_ms);
+            desired.counting_mode = r.counting_mode.clone().or(desired.counting_mode);
+            desired.clock_mode = r.clock_mode.clone().or(desired.clock_mode);
             if r.scores.is_some() {
                 desired.top_choice_pct =
                     top_choice_pct(r.scores.as_deref(), r.scores_total.as_deref()).or(desired.top_choice_pct);

@@ -51,6 +51,12 @@ pub struct ProposalRecord {
     pub snapshot_block: Option<String>,
     pub tx_hash: Option<String>,
     pub block_number: Option<i64>,
+    /// An on-chain governor's `COUNTING_MODE()` and `CLOCK_MODE()` (records staged before they
+    /// existed read as unknown).
+    #[serde(default)]
+    pub counting_mode: Option<String>,
+    #[serde(default)]
+    pub clock_mode: Option<String>,
     /// `snapshot-hub` | `governor-logs`.
     pub origin: String,
 }
@@ -67,6 +73,10 @@ pub struct ProposalUpdate {
     pub quorum: Option<String>,
     pub start_ms: Option<i64>,
     pub end_ms: Option<i64>,
+    #[serde(default)]
+    pub counting_mode: Option<String>,
+    #[serde(default)]
+    pub clock_mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,6 +5,12 @@
 //! the last checkpoint at or before a block is `getPastVotes(voter, block)`, the delegate after
 //! the last change is `delegates(holder)`, and the ranking holds `getVotes`. Several seeds make it
 //! a property test over histories; re-reading the chain changes nothing.
+//!
+//! The same chain carries a governor with `GovernorCountingFractional`: a vote split across
+//! supports and completed later, a quorum numerator raised by an executed proposal, a proposal
+//! defeated for lack of quorum and one canceled. Its counting mode, clock, quorum, what counts
+//! toward it, the tallies, each voter's summed casts and each state are served as the governor's
+//! views return them, on v2 and in v1 evidence.
 use std::collections::BTreeMap;
 
 use govdata::ingest::{Registry, RunOptions, run_once};
@@ -55,6 +61,85 @@ fn place(item: &Value) -> (u64, u64) {
     (n("blockNumber"), n("logIndex"))
 }
 
+/// The governor's proposals, served as its views return them.
+async fn assert_governance(app: &TestApp, scenario: &Value) {
+    let mode = scenario["countingMode"].as_str().unwrap();
+    assert_eq!(mode, "support=bravo,fractional&quorum=for,abstain&params=fractional");
+    for p in scenario["proposals"].as_array().unwrap() {
+        let id = p["id"].as_str().unwrap();
+        let key = govdata::store::keys::proposal_key(DAO, "onchain", id);
+        let (status, detail) = app.get_json(&format!("/v2/proposals/{key}")).await;
+        assert_eq!(status, 200, "{detail}");
+        let d = &detail["data"];
+        let label = p["label"].as_str().unwrap();
+        assert_eq!(d["state"], p["state"].as_str().unwrap().to_lowercase(), "{label}: {d}");
+        let tally = &p["tally"];
+        let wei = |k: &str| tally[k].as_str().unwrap().parse::<u128>().unwrap();
+        if label != "D" {
+            assert_eq!(d["scores"], serde_json::json!([tally["against"], tally["for"], tally["abstain"]]), "{label}");
+        }
+        let counting = &d["counting"];
+        assert_eq!(counting["mode"], mode, "{label}: {d}");
+        assert_eq!(counting["module"], "fractional");
+        assert_eq!(counting["clock"], scenario["clockMode"]);
+        assert_eq!(counting["snapshot"], p["snapshot"].to_string(), "{label}: the timepoint weights are taken at");
+        assert_eq!(counting["quorumCounts"], serde_json::json!(["for", "abstain"]));
+        assert_eq!(counting["quorum"], p["quorum"], "{label}: quorum(proposalSnapshot)");
+        assert_eq!(d["quorum"], p["quorum"]);
+        if label != "D" {
+            let counted = wei("for") + wei("abstain");
+            assert_eq!(counting["quorumVotes"], counted.to_string(), "{label}: For + Abstain, never Against");
+            let quorum: u128 = p["quorum"].as_str().unwrap().parse().unwrap();
+            assert_eq!(counting["quorumReached"], quorum <= counted, "{label}: as _quorumReached");
+            let (status, evidence) = app.get_json(&format!("/v1/daos/{DAO}/proposals/onchain/{id}/evidence")).await;
+            assert_eq!(status, 200, "{evidence}");
+            let q = &evidence["data"]["quorum"];
+            assert_eq!(q["counted"], counted.to_string(), "{label}: {q}");
+            assert_eq!(q["reached"], quorum <= counted, "{label}: {q}");
+            assert_eq!(q["countingMode"], mode);
+        }
+        match label {
+            // The quorum numerator went from 4% to 10% with B: quorum(snapshot) is the
+            // numerator at each snapshot times the supply, rounded down.
+            "C" => {
+                let supply: u128 = scenario["final"]["balances"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(|b| b.as_str().unwrap().parse::<u128>().unwrap())
+                    .sum();
+                let quorum = |p: &Value| p["quorum"].as_str().unwrap().parse::<u128>().unwrap();
+                assert_eq!(quorum(&scenario["proposals"][0]), supply * 4 / 100, "A: 4%");
+                assert_eq!(quorum(p), supply * 10 / 100, "C: 10%");
+                assert_eq!(counting["quorumReached"], false);
+                assert_eq!(d["state"], "defeated");
+            }
+            "B" => assert_eq!(d["state"], "executed"),
+            "D" => assert_eq!(d["state"], "canceled"),
+            _ => {}
+        }
+        let (_, votes) = app.get_json(&format!("/v2/proposals/{key}/votes?limit=100")).await;
+        let served = votes["data"]["items"].as_array().unwrap();
+        assert_eq!(served.len(), p["votes"].as_array().unwrap().len(), "{label}: one vote per voter: {votes}");
+        for v in p["votes"].as_array().unwrap() {
+            let s = served.iter().find(|s| s["voterIdentity"] == v["voter"]).expect("the voter's vote");
+            assert_eq!(s["votingPower"], v["weight"], "{label}: the sum of the voter's casts");
+            let parts = &v["parts"];
+            let used: Vec<(usize, &str)> = ["against", "for", "abstain"]
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (i + 1, parts[*k].as_str().unwrap()))
+                .filter(|(_, w)| *w != "0")
+                .collect();
+            let choice = match used.as_slice() {
+                [(c, _)] => c.to_string(),
+                _ => format!("{{{}}}", used.iter().map(|(c, w)| format!("\"{c}\":{w}")).collect::<Vec<_>>().join(",")),
+            };
+            assert_eq!(s["choice"], choice, "{label}: {s}");
+        }
+    }
+}
+
 async fn history_on(backend: Backend, seed: u32) {
     let (_anvil, rpc_url) = start_chain().await;
     let scenario = script("history.mjs", &["--rpc", &rpc_url, "--seed", &seed.to_string(), "--steps", "30"]).await;
@@ -76,6 +161,7 @@ async fn history_on(backend: Backend, seed: u32) {
     assert_eq!(again.published.power_checkpoints.inserted, 0, "{again}");
 
     let app = spawn_app_with(url, |_| {}).await;
+    assert_governance(&app, &scenario).await;
     let accounts: Vec<&str> = scenario["accounts"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     let steps = scenario["steps"].as_array().unwrap();
     let mut checkpoints = 0;
@@ -157,7 +243,13 @@ async fn history_on(backend: Backend, seed: u32) {
         assert_eq!(r["votingPowerRaw"], fin["votes"][a], "getVotes({a})");
         let delegators = accounts.iter().filter(|h| fin["delegates"][**h] == a).count();
         assert_eq!(r["delegatorsCount"], delegators.to_string(), "delegators of {a}");
-        assert_eq!(r["votesCast"], "0");
+        let cast = scenario["proposals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["votes"].as_array().unwrap().iter().any(|v| v["voter"] == a))
+            .count();
+        assert_eq!(r["votesCast"], cast.to_string(), "votes of {a}");
     }
     for a in &accounts {
         if fin["votes"][*a] != "0" {

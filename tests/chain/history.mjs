@@ -12,13 +12,32 @@
 //   - empty blocks between steps.
 // After every step it records the block, and once the chain has moved past it, reads back
 // `delegates(a)` and `getPastVotes(a, block)` for every account at that block.
+// Then the governor's turn: every holder delegates to itself, and four proposals follow:
+//   A: the largest holder splits part of its weight (support 255, against/for/abstain in params),
+//      then casts the rest For; the second holder votes Against, the third Abstain; A ends.
+//   B: raises the quorum numerator from 4% to 10% (`updateQuorumNumerator`), passes and is executed.
+//   C: only an Against vote: the quorum (now 10%) is not reached, and C is defeated.
+//   D: canceled by its proposer while pending.
+// Every figure of each proposal is read back from the governor's views.
 // stdout: {"chainId":…,"token":"0x…","governor":"0x…","deployBlock":…,"head":…,"decimals":18,
 //          "accounts":["0x…",…],"steps":[{"block":…,"label":"…","delegates":{a:d},"pastVotes":{a:"…"}}],
-//          "final":{"votes":{a:"…"},"delegates":{a:d}},"events":{"DelegateChanged":n,"DelegateVotesChanged":n}}
+//          "final":{"votes":{a:"…"},"delegates":{a:d}},"events":{"DelegateChanged":n,"DelegateVotesChanged":n},
+//          "countingMode":"…","clockMode":"…","proposals":[{"id":"…","state":"Succeeded","snapshot":n,
+//          "quorum":"…","tally":{"against":"…","for":"…","abstain":"…"},"votes":[{"voter":"0x…","weight":"…",
+//          "parts":{"against":"…","for":"…","abstain":"…"}}]}]}
 import { POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, required, run, solcInput } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { createPublicClient, createWalletClient, decodeEventLog, http, toHex, zeroAddress } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  decodeEventLog,
+  encodeFunctionData,
+  http,
+  keccak256,
+  toHex,
+  zeroAddress,
+} from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import solc from "solc";
 
@@ -177,6 +196,128 @@ run(async () => {
   }
   await mine(1); // every step's block is now in the past, where getPastVotes can read it
 
+
+  // --- The governor ---------------------------------------------------------------------------
+  const PROPOSAL_STATES = ["Pending", "Active", "Canceled", "Defeated", "Succeeded", "Queued", "Expired", "Executed"];
+  const gov = { address: governor.address, abi: artifacts.governor.abi };
+  const greadAt = (fn, a) => client.readContract({ address: gov.address, abi: gov.abi, functionName: fn, args: a });
+  async function gsend(label, account, functionName, a) {
+    const hash = await wallet(account).writeContract({ address: gov.address, abi: gov.abi, functionName, args: a });
+    const receipt = await client.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`${label}: reverted (tx ${hash})`);
+    count(receipt);
+    log(`${label}: block ${receipt.blockNumber}`);
+    return receipt;
+  }
+  for (const h of holders) {
+    const hash = await wallet(h).writeContract({ address: token.address, abi: token.abi, functionName: "delegate", args: [h.address] });
+    count(await client.waitForTransactionReceipt({ hash }));
+  }
+  await mine(1);
+  const byBalance = [...holders].filter((h) => balances.get(h.address) > 0n).sort((x, y) => (balances.get(y.address) > balances.get(x.address) ? 1 : -1));
+  if (byBalance.length < 3) throw new Error("fewer than three holders hold tokens");
+  const [big, second, third] = byBalance;
+  const proposals = [];
+  const pack = (a, f, x) => `0x${[a, f, x].map((v) => v.toString(16).padStart(32, "0")).join("")}`;
+  async function propose(label, description, call) {
+    const targets = [call.address];
+    const values = [0n];
+    const calldatas = [encodeFunctionData({ abi: call.abi, functionName: call.functionName, args: call.args })];
+    await gsend(label, big, "propose", [targets, values, calldatas, description]);
+    const id = await greadAt("getProposalId", [targets, values, calldatas, keccak256(toHex(description))]);
+    const p = { id, label, targets, values, calldatas, description, votes: new Map() };
+    proposals.push(p);
+    return p;
+  }
+  async function toVoting(p) {
+    const snapshot = await greadAt("proposalSnapshot", [p.id]);
+    await mine(Number(snapshot + 1n - (await head())));
+  }
+  async function toEnd(p) {
+    const deadline = await greadAt("proposalDeadline", [p.id]);
+    await mine(Number(deadline + 2n - (await head())));
+  }
+  async function cast(p, voter, fn, a) {
+    const receipt = await gsend(`${p.label}: vote ${fn}`, voter, fn, [p.id, ...a]);
+    for (const l of receipt.logs) {
+      if (l.address.toLowerCase() !== gov.address) continue;
+      const e = decodeEventLog({ abi: gov.abi, data: l.data, topics: l.topics });
+      if (e.eventName !== "VoteCast" && e.eventName !== "VoteCastWithParams") continue;
+      const v = p.votes.get(e.args.voter.toLowerCase()) ?? { weight: 0n, parts: [0n, 0n, 0n] };
+      v.weight += e.args.weight;
+      if (e.args.support === 255) {
+        const hex = e.args.params.slice(2);
+        for (let i = 0; i < 3; i++) v.parts[i] += BigInt(`0x${hex.slice(i * 32, i * 32 + 32)}`);
+      } else {
+        v.parts[e.args.support] += e.args.weight;
+      }
+      p.votes.set(e.args.voter.toLowerCase(), v);
+    }
+  }
+  const transferNothing = { address: token.address, abi: token.abi, functionName: "transfer", args: [big.address, 0n] };
+
+  const a = await propose("A", "# Proposal A\nSplit the vote.", transferNothing);
+  await toVoting(a);
+  const w = balances.get(big.address);
+  await cast(a, big, "castVoteWithReasonAndParams", [255, "Split", pack(w / 4n, w / 2n, w / 8n)]);
+  await cast(a, big, "castVote", [1]);
+  await cast(a, second, "castVoteWithReason", [0, "Against"]);
+  await cast(a, third, "castVote", [2]);
+  await toEnd(a);
+
+  const b = await propose("B", "# Proposal B\nRaise the quorum to 10%.", {
+    address: gov.address,
+    abi: gov.abi,
+    functionName: "updateQuorumNumerator",
+    args: [10n],
+  });
+  await toVoting(b);
+  for (const v of byBalance) await cast(b, v, "castVote", [1]);
+  await toEnd(b);
+  await gsend("B: execute", big, "execute", [b.targets, b.values, b.calldatas, keccak256(toHex(b.description))]);
+
+  const c = await propose("C", "# Proposal C\nOnly against.", transferNothing);
+  await toVoting(c);
+  await cast(c, third, "castVote", [0]);
+  await toEnd(c);
+
+  const d = await propose("D", "# Proposal D\nWithdrawn.", transferNothing);
+  await gsend("D: cancel", big, "cancel", [d.targets, d.values, d.calldatas, keccak256(toHex(d.description))]);
+  await mine(1);
+
+  const governance = { countingMode: await greadAt("COUNTING_MODE", []), clockMode: await greadAt("CLOCK_MODE", []), proposals: [] };
+  for (const p of proposals) {
+    const [stateIdx, snapshot, tally] = await Promise.all([
+      greadAt("state", [p.id]),
+      greadAt("proposalSnapshot", [p.id]),
+      greadAt("proposalVotes", [p.id]),
+    ]);
+    const quorum = await greadAt("quorum", [snapshot]);
+    const votes = [];
+    for (const [voter, v] of p.votes) {
+      const past = await read("getPastVotes", [voter, snapshot]);
+      if (past !== v.weight) throw new Error(`${p.label}: ${voter} cast ${v.weight}, getPastVotes says ${past}`);
+      const used = await greadAt("usedVotes", [p.id, voter]);
+      if (used !== v.weight) throw new Error(`${p.label}: usedVotes ${used} != ${v.weight}`);
+      votes.push({ voter, weight: v.weight.toString(), parts: { against: v.parts[0].toString(), for: v.parts[1].toString(), abstain: v.parts[2].toString() } });
+    }
+    const [against, forVotes, abstain] = tally;
+    governance.proposals.push({
+      id: p.id.toString(),
+      label: p.label,
+      state: PROPOSAL_STATES[stateIdx],
+      snapshot: Number(snapshot),
+      quorum: quorum.toString(),
+      tally: { against: against.toString(), for: forVotes.toString(), abstain: abstain.toString() },
+      votes,
+    });
+  }
+  const states = governance.proposals.map((p) => p.state).join(",");
+  if (states !== "Succeeded,Executed,Defeated,Canceled" && states !== "Defeated,Executed,Defeated,Canceled") {
+    throw new Error(`unexpected proposal states ${states}`);
+  }
+  await mine(1);
+
   const accounts = holders.map((h) => h.address);
   for (const step of timeline) {
     step.delegates = {};
@@ -207,7 +348,8 @@ run(async () => {
     final.votes[k] = (await read("getVotes", [a])).toString();
     final.delegates[k] = (await read("delegates", [a])).toLowerCase();
     final.balances[k] = (await read("balanceOf", [a])).toString();
-    if (final.delegates[k] !== timeline.at(-1).delegates[k]) throw new Error(`replayed delegate of ${k} differs`);
+    const replayed = (changes.filter((c) => c.args.delegator.toLowerCase() === k).at(-1)?.args.toDelegate ?? zeroAddress).toLowerCase();
+    if (final.delegates[k] !== replayed) throw new Error(`replayed delegate of ${k} differs`);
     if (BigInt(final.balances[k]) !== balances.get(a)) throw new Error(`balance of ${k} differs from the script's`);
   }
   const out = {
@@ -221,6 +363,7 @@ run(async () => {
     steps: timeline,
     final,
     events: counts,
+    ...governance,
   };
   log(`seed ${seed}: ${steps} steps, ${counts.DelegateChanged} DelegateChanged, ${counts.DelegateVotesChanged} DelegateVotesChanged, head ${out.head}, ${Date.now() - started} ms`);
   emit(out);

@@ -32,13 +32,15 @@ use crate::store::{
     entities::{delegate, voter_dao_stat},
 };
 
-/// Whether a proposal's upstream score total reached its quorum.
+/// Whether the votes that count toward a proposal's quorum reached it: the upstream score total,
+/// or, for an on-chain governor that declares its counting, the supports it counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
 #[oai(rename_all = "snake_case")]
 pub enum QuorumStatus {
-    /// The upstream `scoresTotal` is at least the quorum.
+    /// The counted votes (the upstream `scoresTotal`, or For and Abstain on an OpenZeppelin
+    /// governor) are at least the quorum.
     Reached,
-    /// The upstream `scoresTotal` is below the quorum.
+    /// The counted votes are below the quorum.
     NotReached,
     /// The proposal has no quorum (zero).
     NoQuorum,
@@ -101,7 +103,8 @@ pub struct BriefProposal {
     pub scores_total: Option<String>,
     /// The upstream quorum, exact text.
     pub quorum: Option<String>,
-    /// `scoresTotal` against `quorum`, both upstream, compared exactly.
+    /// The votes that count toward `quorum` against it, compared exactly: `scoresTotal`, or for an
+    /// on-chain governor the supports its `COUNTING_MODE()` counts (For and Abstain).
     pub quorum_status: QuorumStatus,
     /// The tally of the votes held in this store.
     pub tally: BriefTally,
@@ -313,7 +316,15 @@ fn standing(tp: TalliedProposal) -> BriefProposal {
         leading_label: leader.as_ref().and_then(|c| c.label.clone()),
         leading_share: leader.map(|c| c.share),
         upstream_top_choice_pct: p.top_choice_pct,
-        quorum_status: quorum_status(p.scores_total.as_deref(), p.quorum.as_deref()),
+        quorum_status: quorum_status(
+            evidence::quorum_votes(
+                p.counting_mode.as_deref(),
+                p.scores.as_ref().map(|s| s.0.as_slice()),
+                p.scores_total.as_deref(),
+            )
+            .as_deref(),
+            p.quorum.as_deref(),
+        ),
         scores_total: p.scores_total,
         quorum: p.quorum,
         tally,

@@ -58,16 +58,23 @@ pub struct EvidenceChoice {
     pub share: String,
 }
 
-/// The quorum and whether the upstream total reaches it.
+/// The quorum and whether the votes that count toward it reach it.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct QuorumEvidence {
-    /// The upstream quorum, as the exact text received.
+    /// The upstream quorum, as the exact text received (on chain: the governor's
+    /// `quorum(proposalSnapshot)`, in the token's smallest unit).
     pub required: String,
-    /// The upstream `scoresTotal` it is compared with.
+    /// The upstream `scoresTotal`: what `reached` compares with, unless `counted` is present.
     pub scores_total: String,
-    /// `scoresTotal ≥ required`.
+    /// `counted ≥ required` when `counted` is present, else `scoresTotal ≥ required`.
     pub reached: bool,
+    /// An on-chain governor's `COUNTING_MODE()`, verbatim, when it declares one (e.g.
+    /// `support=bravo&quorum=for,abstain`).
+    pub counting_mode: Option<String>,
+    /// The votes that count toward the quorum as `countingMode` says (For and Abstain for
+    /// OpenZeppelin's modules: Against never helps reach it), exact; what `reached` compares with.
+    pub counted: Option<String>,
 }
 
 /// Participation: upstream counts and what this store holds, kept apart.
@@ -206,6 +213,8 @@ impl poem_openapi::types::Example for ProposalEvidence {
                 required: "10000000".to_owned(),
                 scores_total: "26545729.025454085".to_owned(),
                 reached: true,
+                counting_mode: None,
+                counted: None,
             }),
             turnout: EvidenceTurnout {
                 upstream_votes: Some("333".to_owned()),
@@ -361,7 +370,12 @@ impl Api {
                 p.upstream_vote_count.map(|u| format!(" of {u} cast upstream")).unwrap_or_default()
             ),
         };
-        let reached = match evidence::quorum(p.quorum.as_deref(), p.scores_total.as_deref()) {
+        let counted = p
+            .counting_mode
+            .as_deref()
+            .and_then(|mode| evidence::quorum_votes(Some(mode), p.scores.as_ref().map(|s| s.0.as_slice()), None));
+        let compared = counted.as_deref().or(p.scores_total.as_deref());
+        let reached = match evidence::quorum(p.quorum.as_deref(), compared) {
             Quorum::Reached => Some(true),
             Quorum::NotReached => Some(false),
             Quorum::NoQuorum | Quorum::Unknown => None,
@@ -370,6 +384,8 @@ impl Api {
             required: p.quorum.clone().unwrap_or_default(),
             scores_total: p.scores_total.clone().unwrap_or_default(),
             reached,
+            counting_mode: counted.as_ref().and(p.counting_mode.clone()),
+            counted,
         });
 
         let citations = evidence_citations(&EvidenceFacts {

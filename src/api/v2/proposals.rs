@@ -14,12 +14,15 @@ use crate::contract::params::KeyParam;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
 use crate::contract::{
+    counting::{self, CountingModule, Support},
+    decimal,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
     limits::{MostLists, ProposalVotes},
     operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
     params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
 };
+use crate::rules::{evidence, tally::share};
 use crate::store::{
     self,
     address::AccountBytes,
@@ -40,6 +43,64 @@ pub struct ProposalDetail {
     /// Per-choice scores as the upstream reported them (exact decimal strings), when given.
     pub scores: Option<Vec<String>>,
     pub discussion_url: Option<String>,
+    /// How the on-chain governor counts the votes, as it declares it; absent for Snapshot
+    /// proposals and for governors that declare nothing (Compound's GovernorBravo).
+    pub counting: Option<ProposalCounting>,
+}
+
+/// An on-chain governor's counting and quorum for one proposal, exact, read as the contract
+/// defines them.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct ProposalCounting {
+    /// The governor's `COUNTING_MODE()`, verbatim (e.g. `support=bravo&quorum=for,abstain`).
+    pub mode: String,
+    /// The counting module the mode names.
+    pub module: CountingModule,
+    /// The governor's `CLOCK_MODE()` (ERC-6372), verbatim: whether `snapshot` is a block number
+    /// (`mode=blocknumber`) or a time in seconds (`mode=timestamp`).
+    pub clock: Option<String>,
+    /// The timepoint voting power is taken at (`proposalSnapshot`): every vote's weight is the
+    /// voter's `getPastVotes(voter, snapshot)`.
+    pub snapshot: Option<String>,
+    /// The supports whose votes count toward the quorum, as the mode says.
+    pub quorum_counts: Option<Vec<Support>>,
+    /// `quorum(snapshot)`, in the token's smallest unit, exact.
+    pub quorum: Option<String>,
+    /// The votes that count toward the quorum (the sum of `quorumCounts`' scores), exact.
+    pub quorum_votes: Option<String>,
+    /// `quorumVotes ÷ quorum`, exact to {{SHARE_DECIMALS}} decimals.
+    pub quorum_progress: Option<String>,
+    /// `quorum ≤ quorumVotes`, as the governor's `_quorumReached` decides.
+    pub quorum_reached: Option<bool>,
+}
+
+impl ProposalCounting {
+    /// The counting of `p`, when its governor declared one.
+    pub fn of(p: &proposal::Model) -> Option<Self> {
+        let mode = p.counting_mode.clone()?;
+        let counts = counting::quorum_counts(&mode);
+        let votes = evidence::quorum_votes(Some(&mode), p.scores.as_ref().map(|s| s.0.as_slice()), None);
+        let parse = |t: &Option<String>| t.as_deref().and_then(|t| decimal::parse(t).ok());
+        let (required, counted) = (parse(&p.quorum), parse(&votes));
+        Some(Self {
+            module: counting::module(&mode),
+            clock: p.clock_mode.clone(),
+            snapshot: p.snapshot_block.clone(),
+            quorum_counts: counts,
+            quorum: p.quorum.clone(),
+            quorum_progress: match (&counted, &required) {
+                (Some(c), Some(q)) if !bigdecimal::Zero::is_zero(q) => Some(share(c, q)),
+                _ => None,
+            },
+            quorum_reached: match (&counted, &required) {
+                (Some(c), Some(q)) => Some(q <= c),
+                _ => None,
+            },
+            quorum_votes: votes,
+            mode,
+        })
+    }
 }
 
 impl poem_openapi::types::Example for ProposalDetail {
@@ -50,6 +111,7 @@ impl poem_openapi::types::Example for ProposalDetail {
             choices: None,
             scores: None,
             discussion_url: None,
+            counting: None,
         }
     }
 }
@@ -60,7 +122,10 @@ impl poem_openapi::types::Example for ProposalDetail {
 pub struct ProposalVote {
     #[oai(flatten)]
     pub voter: VoterNames,
-    /// The choice exactly as the upstream recorded it: `1`, `[1,3]`, `{'2': 1}`.
+    /// The choice exactly as the upstream recorded it: `1`, `[1,3]`, `{'2': 1}`. On chain the
+    /// choice is `support + 1` (`1` Against, `2` For, `3` Abstain); a vote that a fractional
+    /// governor split across supports is `{"1":…,"2":…,"3":…}`, each support's exact weight in
+    /// the token's smallest unit (the sum of the voter's casts).
     pub choice: String,
     /// Exact voting power as received.
     pub voting_power: String,
@@ -216,6 +281,7 @@ impl Api {
             choices: p.choices.clone().map(|c| c.0),
             scores: p.scores.clone().map(|s| s.0),
             discussion_url: p.discussion_url.clone(),
+            counting: ProposalCounting::of(&p),
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }

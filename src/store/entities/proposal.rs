@@ -48,6 +48,10 @@ pub struct Model {
     pub snapshot_block: Option<String>,
     pub tx_hash: Option<String>,
     pub block_number: Option<i64>,
+    /// An on-chain governor's `COUNTING_MODE()` and `CLOCK_MODE()`, verbatim (migration 17;
+    /// `contract::counting` reads them).
+    pub counting_mode: Option<String>,
+    pub clock_mode: Option<String>,
     /// Where the record came from (`snapshot-sample-csv`, `snapshot-hub`, `governor-logs`).
     pub origin: String,
     pub updated_ms: i64,

@@ -22,6 +22,7 @@ mod m0013_trigram_search;
 mod m0014_feed;
 mod m0015_webhooks;
 mod m0016_governor_history;
+mod m0017_counting;
 
 pub struct Migrator;
 
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0014_feed::Migration),
             Box::new(m0015_webhooks::Migration),
             Box::new(m0016_governor_history::Migration),
+            Box::new(m0017_counting::Migration),
         ]
     }
 }
