@@ -126,6 +126,7 @@ pub async fn run(govdata: &std::path::Path, url: &str, plan: Plan) -> anyhow::Re
 
     let tally = Arc::new(Tally::default());
     let client = server.client();
+    let mut ids = Vec::with_capacity(plan.receivers);
     for i in 0..plan.receivers {
         let hook = receiver(tally.clone(), Arc::new(|| false)).await?;
         let answer = client
@@ -136,6 +137,8 @@ pub async fn run(govdata: &std::path::Path, url: &str, plan: Plan) -> anyhow::Re
         if answer.status() != 201 {
             bail!("subscribing receiver {i}: {} {}", answer.status(), answer.text().await.unwrap_or_default());
         }
+        let created: serde_json::Value = answer.json().await?;
+        ids.push(created["data"]["id"].as_str().context("the webhook's id")?.to_owned());
     }
     let idle = server.rss_mib().context("the server's RSS")?;
     println!("{} receivers subscribed; server RSS {idle:.1} MiB", plan.receivers);
@@ -190,6 +193,26 @@ pub async fn run(govdata: &std::path::Path, url: &str, plan: Plan) -> anyhow::Re
         total as usize - expected,
         peak.load(Ordering::Relaxed) as f64 / 1024.0
     );
+    if !plan.kill {
+        // The same publication once more, the webhooks deleted and their deliveries done: each
+        // publication adds a DAO to a growing store (and `govdata synth` publishes it whole), so
+        // the publication with webhooks is compared with the mean of the ones around it.
+        for id in &ids {
+            let answer = client.delete(format!("{}/v2/webhooks/{id}", server.base)).send().await?;
+            if !answer.status().is_success() {
+                bail!("deleting webhook {id}: {}", answer.status());
+            }
+        }
+        let (after, after_entries, after_phases) =
+            synth(govdata, url, &format!("whafter{}", std::process::id()), &plan).await?;
+        let around = (baseline + after) / 2.0;
+        println!(
+            "publication after the webhooks were deleted: {after_entries} feed entries in {after:.2} s (govdata synth: \
+             {after_phases}); the publication with webhooks took {:+.1} % against the mean of the two around it \
+             ({around:.2} s)",
+            (took / around - 1.0) * 100.0
+        );
+    }
     Ok(())
 }
 

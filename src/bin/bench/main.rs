@@ -17,10 +17,18 @@
 //! loopback connection. Prints a table; exits 1 when a deep page's median exceeds the first
 //! page's by more than the allowed ratio.
 //!
+//! 5. **Governor history** (`--history-events N`, issue 29): the store's delegation changes and
+//!    power checkpoints grown to N events (`history`), their bytes per event, an ingestion run
+//!    appending 1,000 more, and the same page timings for the busiest delegate's power over time
+//!    and delegation changes.
+//!
 //! ```sh
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release -- synth
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench
+//! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench -- --history-events 1000000
 //! ```
+mod history;
+
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -62,6 +70,9 @@ struct Args {
     /// Skip the publication runs (they add 1,000 votes to the store).
     #[arg(long)]
     no_publication: bool,
+    /// Also measure the governor history, grown to this many delegation and checkpoint events.
+    #[arg(long)]
+    history_events: Option<u64>,
 }
 
 #[tokio::main]
@@ -86,6 +97,17 @@ async fn main() -> anyhow::Result<()> {
     if !args.no_publication {
         publication_runs(&db, &busiest).await?;
     }
+    let history = match args.history_events {
+        Some(events) => {
+            let h = history::ensure(&db, &args.dao, events).await?;
+            history::report(&db, &h).await?;
+            if !args.no_publication {
+                history::publication(&db, &args.dao).await?;
+            }
+            Some(h)
+        }
+        None => None,
+    };
     let busiest_voter: String = voter_dao_stat::Entity::find()
         .filter(voter_dao_stat::Column::DaoId.eq(&args.dao))
         .order_by_desc(voter_dao_stat::Column::VotesCast)
@@ -111,10 +133,14 @@ async fn main() -> anyhow::Result<()> {
         "store: {backend}; dao `{}`; busiest proposal {} with {} votes; {} timed requests per page",
         args.dao, busiest.proposal_key, busiest.ingested_vote_count, args.repeat
     );
-    let lists = [
+    let mut lists = vec![
         ("proposal votes", format!("/v2/proposals/{}/votes?limit={}", busiest.proposal_key, args.votes_limit)),
         ("voter ranking", format!("/v2/daos/{}/voters?limit={}", args.dao, args.voters_limit)),
     ];
+    if let Some(h) = &history {
+        lists.push(("power over time", format!("/v2/voters/{}/power?daoId={}&limit=100", h.busiest, args.dao)));
+        lists.push(("delegations", format!("/v2/voters/{}/delegations?side=delegate&limit=100", h.busiest)));
+    }
     let single = [
         (
             "evidence (busiest proposal)",
