@@ -440,27 +440,15 @@ struct Cast {
 impl Cast {
     fn decode(log: &Log) -> anyhow::Result<Self> {
         let topics = log.topics.iter().copied();
-        Ok(if log.topics.first() == Some(&VoteCastWithParams::SIGNATURE_HASH) {
-            let e = VoteCastWithParams::decode_raw_log(topics, &log.data)?;
-            Self {
-                voter: e.voter,
-                proposal: e.proposalId,
-                support: e.support,
-                weight: e.weight,
-                reason: e.reason,
-                params: e.params,
-            }
-        } else {
-            let e = VoteCast::decode_raw_log(topics, &log.data)?;
-            Self {
-                voter: e.voter,
-                proposal: e.proposalId,
-                support: e.support,
-                weight: e.weight,
-                reason: e.reason,
-                params: Bytes::new(),
-            }
-        })
+        let (voter, proposal, support, weight, reason, params) =
+            if log.topics.first() == Some(&VoteCastWithParams::SIGNATURE_HASH) {
+                let e = VoteCastWithParams::decode_raw_log(topics, &log.data)?;
+                (e.voter, e.proposalId, e.support, e.weight, e.reason, e.params)
+            } else {
+                let e = VoteCast::decode_raw_log(topics, &log.data)?;
+                (e.voter, e.proposalId, e.support, e.weight, e.reason, Bytes::new())
+            };
+        Ok(Self { voter, proposal, support, weight, reason, params })
     }
 }
 

@@ -13,7 +13,7 @@
 // stdout: {"chainId":…,"governor":"0x…","token":"0x…","timelock":"0x…","tokenInfo":{…},"deployBlock":…,"head":…,
 //          "proposals":[…],"delegates":[…],"holders":[…]} (addresses lowercase, uint256 as decimal strings,
 //          block numbers as JSON numbers)
-import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput } from "./lib/common.mjs";
+import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
@@ -68,14 +68,7 @@ function compile() {
   });
 
   // Only OpenZeppelin imports are resolved, from the pinned package in node_modules.
-  const findImports = (path) => {
-    if (!path.startsWith(OZ_PREFIX) || path.includes("..")) return { error: `import not allowed: ${path}` };
-    try {
-      return { contents: readFileSync(fileURLToPath(new URL(path, NODE_MODULES_DIR)), "utf8") };
-    } catch (err) {
-      return { error: `cannot read ${path} (run npm install in tests/chain): ${err.message}` };
-    }
-  };
+  const findImports = openZeppelinImports();
   const t0 = Date.now();
   const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports }));
   const diagnostics = output.errors ?? [];

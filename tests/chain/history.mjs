@@ -25,9 +25,7 @@
 //          "countingMode":"…","clockMode":"…","proposals":[{"id":"…","state":"Succeeded","snapshot":n,
 //          "quorum":"…","tally":{"against":"…","for":"…","abstain":"…"},"votes":[{"voter":"0x…","weight":"…",
 //          "parts":{"against":"…","for":"…","abstain":"…"}}]}]}
-import { POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, required, run, solcInput } from "./lib/common.mjs";
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
 import {
   createPublicClient,
   createWalletClient,
@@ -46,8 +44,6 @@ const USAGE = `usage: history.mjs --rpc URL [--seed N] [--steps N]
   --seed   the random history to script (default 1)
   --steps  how many steps (default 40)`;
 
-const NODE_MODULES_DIR = new URL("./node_modules/", import.meta.url);
-const OZ_PREFIX = "@openzeppelin/contracts/";
 const MNEMONIC = "test test test test test test test test test test test junk"; // anvil's default
 // Odd amounts beyond 2^64 and beyond f64's exact integers, for #1..#4; #5 and #6 start empty.
 const AMOUNTS = [345043375299837213698988n, 120000000000000000000001n, 7777777777777777777777n, 1n, 0n, 0n];
@@ -70,14 +66,7 @@ function compile() {
     "GovToken.sol": { GovToken: ["abi", "evm.bytecode.object"] },
     "GovFractional.sol": { GovFractional: ["abi", "evm.bytecode.object"] },
   });
-  const findImports = (path) => {
-    if (!path.startsWith(OZ_PREFIX) || path.includes("..")) return { error: `import not allowed: ${path}` };
-    try {
-      return { contents: readFileSync(fileURLToPath(new URL(path, NODE_MODULES_DIR)), "utf8") };
-    } catch (err) {
-      return { error: `cannot read ${path} (run npm install in tests/chain): ${err.message}` };
-    }
-  };
+  const findImports = openZeppelinImports();
   const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports }));
   const errors = (output.errors ?? []).filter((d) => d.severity === "error");
   for (const e of errors) log(`solc error: ${e.formattedMessage ?? e.message}`);

@@ -9,7 +9,7 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{Listing, V2Tag, resolve_voter};
+use super::{Listing, V2Tag, resolve_voter, voters::rate};
 use crate::api::{AppState, views::voter::VoterNames};
 use crate::contract::{
     decimal::{self, DELEGATED_POWER_FROM_FLOAT},
@@ -21,7 +21,6 @@ use crate::contract::{
     time::Timestamp,
     vocabulary::PowerCause,
 };
-use crate::rules::tally::share;
 use crate::store::{
     self,
     entities::{delegation_change, power_checkpoint},
@@ -243,11 +242,6 @@ fn power_item(p: power_checkpoint::Model) -> PowerChange {
     }
 }
 
-fn rate(votes: i64, proposals: Option<i64>) -> String {
-    let whole = bigdecimal::BigDecimal::from(proposals.unwrap_or(0));
-    share(&bigdecimal::BigDecimal::from(votes), &whole)
-}
-
 pub struct Api;
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Delegates")]
@@ -280,16 +274,8 @@ impl Api {
             .filtered(vec![("daoId", dao.dao.id.clone())]);
         let after = list.after(cursor.0.as_deref())?;
         let rows = store::governor::delegates(&state.db, &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
-        let mut rank = after.map_or(0, |a| a.rank);
-        let ranked: Vec<(u64, RankedDelegate)> = rows
-            .into_iter()
-            .map(|r| {
-                rank += 1;
-                (rank, r)
-            })
-            .collect();
         Ok(list.page(
-            ranked,
+            super::ranked(after.as_ref(), rows),
             |(rank, r)| r.delegate.keyset(*rank),
             |(rank, RankedDelegate { delegate: d, ens, stats })| DelegateRank {
                 rank: rank.to_string(),

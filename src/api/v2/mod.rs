@@ -206,6 +206,13 @@ impl<'s, Op: Operation, K: Keyset> Listing<'s, Op, K> {
     }
 }
 
+/// The rows of a ranking page with their ranks: 1 for the first row of the first page, and on
+/// from the rank the cursor carries.
+pub fn ranked<R>(after: Option<&store::keysets::RankAfter>, rows: Vec<R>) -> Vec<(u64, R)> {
+    let first = after.map_or(0, |a| a.rank);
+    rows.into_iter().enumerate().map(|(i, r)| (first + 1 + i as u64, r)).collect()
+}
+
 /// The canonical address a voter parameter names (ENS names resolved from the store).
 pub async fn resolve_voter(
     state: &AppState,

@@ -173,7 +173,8 @@ fn gauntlet() -> VoterNames {
     }
 }
 
-fn rate(votes: i64, proposals: Option<i64>) -> String {
+/// Votes cast ÷ the DAO's proposals held here (none known: 0), exact to the share decimals.
+pub(super) fn rate(votes: i64, proposals: Option<i64>) -> String {
     let whole = bigdecimal::BigDecimal::from(proposals.unwrap_or(0));
     share(&bigdecimal::BigDecimal::from(votes), &whole)
 }
@@ -213,16 +214,8 @@ impl Api {
             .filtered(vec![("daoId", dao.dao.id.clone())]);
         let after = list.after(cursor.0.as_deref())?;
         let rows = store::voters::ranking(&state.db, &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
-        let mut rank = after.map_or(0, |a| a.rank);
-        let ranked: Vec<(u64, _)> = rows
-            .into_iter()
-            .map(|r| {
-                rank += 1;
-                (rank, r)
-            })
-            .collect();
         Ok(list.page(
-            ranked,
+            super::ranked(after.as_ref(), rows),
             |(rank, (s, _))| s.keyset(*rank),
             |(rank, (s, v))| RankedVoter {
                 rank: rank.to_string(),

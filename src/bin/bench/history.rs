@@ -5,12 +5,12 @@
 use std::time::Instant;
 
 use anyhow::Context;
-use govdata::contract::vocabulary::{PowerCause, RunStatus, RunTrigger, SourceKind};
+use govdata::contract::vocabulary::{PowerCause, SourceKind};
 use govdata::store::entities::{delegation_change, power_checkpoint};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
-    PaginatorTrait, QueryFilter, Statement, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, PaginatorTrait,
+    QueryFilter, Statement, TransactionTrait,
 };
 
 /// Holders that delegate, and delegates they choose among (the first one is chosen most).
@@ -244,17 +244,7 @@ pub async fn publication(db: &DatabaseConnection, dao: &str) -> anyhow::Result<(
         })
         .collect();
     for label in ["1,000 new history events", "the same 1,000 events again (nothing new)"] {
-        let run = govdata::store::entities::ingestion_run::ActiveModel {
-            trigger: Set(RunTrigger::Manual),
-            dao_filter: Set(Some(dao.to_owned())),
-            started_ms: Set(govdata::contract::time::now_ms()),
-            status: Set(RunStatus::Running),
-            rows_written: Set(0),
-            rows_skipped: Set(0),
-            ..Default::default()
-        }
-        .insert(db)
-        .await?;
+        let run = crate::manual_run(db, dao).await?;
         staging::append(db, run.id, SourceKind::Onchain, &records).await?;
         let outcome = SourceOutcome {
             dao_id: dao.to_owned(),

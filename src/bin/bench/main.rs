@@ -238,7 +238,6 @@ async fn vote_bytes(db: &sea_orm::DatabaseConnection) -> anyhow::Result<(i64, i6
 async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::Model) -> anyhow::Result<()> {
     use govdata::store::apply::{SourceOutcome, Watermark, publish_run};
     use govdata::store::staging::{self, ProposalRef, Record, VoteRecord};
-    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
     let now = govdata::contract::time::now_ms();
     let outcome = || SourceOutcome {
         dao_id: busiest.dao_id.clone(),
@@ -246,19 +245,7 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
         result: Ok(Watermark { data_as_of_ms: govdata::contract::time::now_ms(), position: None }),
         skipped: Vec::new(),
     };
-    let new_run = || async {
-        govdata::store::entities::ingestion_run::ActiveModel {
-            trigger: Set(RunTrigger::Manual),
-            dao_filter: Set(Some(busiest.dao_id.clone())),
-            started_ms: Set(govdata::contract::time::now_ms()),
-            status: Set(RunStatus::Running),
-            rows_written: Set(0),
-            rows_skipped: Set(0),
-            ..Default::default()
-        }
-        .insert(db)
-        .await
-    };
+    let new_run = || manual_run(db, &busiest.dao_id);
 
     let run = new_run().await?;
     let started = Instant::now();
@@ -302,6 +289,25 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
         report.votes.inserted
     );
     Ok(())
+}
+
+/// A manual ingestion run of `dao`, running: what a bench run stages its records under.
+async fn manual_run(
+    db: &sea_orm::DatabaseConnection,
+    dao: &str,
+) -> anyhow::Result<govdata::store::entities::ingestion_run::Model> {
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+    Ok(govdata::store::entities::ingestion_run::ActiveModel {
+        trigger: Set(RunTrigger::Manual),
+        dao_filter: Set(Some(dao.to_owned())),
+        started_ms: Set(govdata::contract::time::now_ms()),
+        status: Set(RunStatus::Running),
+        rows_written: Set(0),
+        rows_skipped: Set(0),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?)
 }
 
 struct Row {

@@ -140,3 +140,18 @@ export function parseHeaders(list) {
   }
   return headers;
 }
+
+/** The pinned OpenZeppelin package's sources, for solc's import callback: only
+ * `@openzeppelin/contracts/…` imports are resolved, from tests/chain/node_modules (no network). */
+export function openZeppelinImports() {
+  const prefix = "@openzeppelin/contracts/";
+  const nodeModules = new URL("../node_modules/", import.meta.url);
+  return (path) => {
+    if (!path.startsWith(prefix) || path.includes("..")) return { error: `import not allowed: ${path}` };
+    try {
+      return { contents: readFileSync(fileURLToPath(new URL(path, nodeModules)), "utf8") };
+    } catch (err) {
+      return { error: `cannot read ${path} (run npm install in tests/chain): ${err.message}` };
+    }
+  };
+}
