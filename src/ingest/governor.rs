@@ -376,6 +376,7 @@ impl GovernorConnector {
             block_number: Some(c.block as i64),
             counting_mode: modes.counting.clone(),
             clock_mode: modes.clock.clone(),
+            privacy: None,
             origin: ORIGIN.to_owned(),
         }
     }

@@ -34,7 +34,7 @@ const VOTE_CONCURRENCY: usize = 4;
 pub const ORIGIN: &str = "snapshot-hub";
 
 const PROPOSAL_FIELDS: &str = "id ipfs author created type title body discussion choices start end snapshot state \
-                               scores scores_state scores_total quorum votes";
+                               scores scores_state scores_total quorum votes privacy";
 
 pub struct SnapshotConnector {
     pub upstream: Upstream,
@@ -65,6 +65,9 @@ struct Proposal {
     scores_total: Option<Box<RawValue>>,
     quorum: Option<Box<RawValue>>,
     votes: Option<i64>,
+    /// `shutter` for shielded voting; empty (or absent) otherwise.
+    #[serde(default)]
+    privacy: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -337,6 +340,7 @@ impl SnapshotConnector {
             block_number: None,
             counting_mode: None,
             clock_mode: None,
+            privacy: p.privacy.filter(|v| !v.is_empty()),
             origin: ORIGIN.to_owned(),
             external_id: p.id,
         })

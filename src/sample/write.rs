@@ -249,6 +249,7 @@ fn desired_proposal(old: Option<&proposal::Model>, r: &SampleProposal) -> propos
         block_number: old.and_then(|s| s.block_number),
         counting_mode: kept!(old, counting_mode),
         clock_mode: kept!(old, clock_mode),
+        privacy: kept!(old, privacy),
         origin: PROPOSAL_ORIGIN.to_owned(),
         updated_ms: old.map_or(0, |s| s.updated_ms),
     }

@@ -552,6 +552,7 @@ impl Applier<'_> {
                 block_number: r.block_number.or_else(|| old.and_then(|s| s.block_number)),
                 counting_mode: r.counting_mode.clone().or_else(|| kept!(old, counting_mode)),
                 clock_mode: r.clock_mode.clone().or_else(|| kept!(old, clock_mode)),
+                privacy: r.privacy.clone().or_else(|| kept!(old, privacy)),
                 origin: r.origin.clone(),
                 updated_ms: old.map_or(0, |s| s.updated_ms),
             };

@@ -57,6 +57,9 @@ pub struct ProposalRecord {
     pub counting_mode: Option<String>,
     #[serde(default)]
     pub clock_mode: Option<String>,
+    /// Snapshot's `privacy` (`shutter`: shielded voting), when it names one.
+    #[serde(default)]
+    pub privacy: Option<String>,
     /// `snapshot-hub` | `governor-logs`.
     pub origin: String,
 }

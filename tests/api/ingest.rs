@@ -15,7 +15,7 @@ use crate::fixtures::testgov::{
     BASE, BIG_VOTES, DAO, HUGE_VP, LINKED_TOPIC, PROPOSALS, SPACE, TOPIC_POSTS, UNREADABLE_CREATED, big, forum_data,
     hub_data, options, proposal_id, registry_file, world,
 };
-use crate::fixtures::upstreams::{Fake, Fault, discourse, snapshot_hub};
+use crate::fixtures::upstreams::{Fake, Fault, HubProposal, HubVote, discourse, snapshot_hub};
 use crate::helpers::{Backend, TestApp, eventually, eventually_within, fresh_database, spawn_app_with};
 use crate::on_both_backends;
 
@@ -145,6 +145,86 @@ on_both_backends!(snapshot_and_discourse_are_ingested_and_served, |backend: Back
         proposal::Entity::find().filter(proposal::Column::DaoId.eq(DAO)).count(&w.db).await.unwrap(),
         PROPOSALS as u64
     );
+});
+
+// Shielded voting (Snapshot `privacy: shutter`): while the scores are pending the hub returns each
+// choice encrypted; the store keeps it as received, the tally counts it as unreadable (never a
+// guess), and the answers say the scores are provisional and the voting shielded. Once the hub
+// reveals the choices and finalises the scores, the next run replaces every encrypted choice.
+on_both_backends!(shielded_choices_are_never_guessed_and_are_replaced_once_revealed, |backend: Backend| async move {
+    let w = world(backend).await;
+    let shielded = proposal_id(PROPOSALS + 1);
+    let voters: Vec<String> = (0..3).map(|i| format!("0x{:040x}", 0x5e1d00 + i)).collect();
+    let encrypted = |i: usize| format!("\"0x03{}\"", format!("{:02x}", 0xa0 + i).repeat(40));
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        hub.proposals.push(HubProposal {
+            id: shielded.clone(),
+            created: UNREADABLE_CREATED + 60,
+            state: "active",
+            scores: vec![],
+            scores_total: "0",
+            scores_state: "pending",
+            title: "Shielded treasury vote".to_owned(),
+            votes: 3,
+        });
+        for (i, voter) in voters.iter().enumerate() {
+            hub.votes.push(HubVote {
+                id: format!("0x{:064x}", 9_000_000 + i),
+                proposal: shielded.clone(),
+                voter: voter.clone(),
+                created: UNREADABLE_CREATED + 120 + i as i64,
+                choice: encrypted(i),
+                vp: format!("{}.5", 10 + i),
+            });
+        }
+    }
+    run_once(&w.db, &w.registry, &snapshot_only()).await.expect("the run completes");
+    let path = format!("/v2/proposals/{}", key("snapshot", &shielded));
+    let (status, detail) = w.app.get_json(&path).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(detail["data"]["privacy"], "shutter", "{detail}");
+    assert_eq!(detail["data"]["scoresProvisional"], true);
+    let evidence_path = format!("/v1/daos/{DAO}/proposals/snapshot/{shielded}/evidence");
+    let (status, evidence) = w.app.get_json(&evidence_path).await;
+    assert_eq!(status, 200, "{evidence}");
+    let e = &evidence["data"];
+    assert_eq!(e["turnout"]["votesUnreadable"], "3", "an encrypted choice is no choice: {e}");
+    assert_eq!(e["turnout"]["votesCounted"], "0");
+    let note = e["scoresNote"].as_str().unwrap();
+    assert!(note.contains("Provisional") && note.contains("Shielded"), "{note}");
+    let (_, votes) = w.app.get_json(&format!("{path}/votes?sort=time")).await;
+    let served: Vec<&str> =
+        votes["data"]["items"].as_array().unwrap().iter().map(|v| v["choice"].as_str().unwrap()).collect();
+    assert_eq!(served.len(), 3, "{votes}");
+    assert!(served.iter().all(|c| c.contains("0x03")), "kept as received, never decoded or guessed: {served:?}");
+
+    // The hub reveals the choices and finalises the scores.
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        let p = hub.proposals.iter_mut().find(|p| p.id == shielded).unwrap();
+        p.state = "closed";
+        p.scores = vec!["23", "11.5", "0"];
+        p.scores_total = "34.5";
+        p.scores_state = "final";
+        for v in hub.votes.iter_mut().filter(|v| v.proposal == shielded) {
+            v.choice = if v.voter == voters[1] { "2".to_owned() } else { "1".to_owned() };
+        }
+    }
+    run_once(&w.db, &w.registry, &snapshot_only()).await.expect("the run completes");
+    let (_, detail) = w.app.get_json(&path).await;
+    assert_eq!(detail["data"]["privacy"], "shutter");
+    assert_eq!(detail["data"]["scoresProvisional"], false, "{detail}");
+    assert_eq!(detail["data"]["scores"], serde_json::json!(["23", "11.5", "0"]));
+    let (_, votes) = w.app.get_json(&format!("{path}/votes?sort=time")).await;
+    let served: Vec<&str> =
+        votes["data"]["items"].as_array().unwrap().iter().map(|v| v["choice"].as_str().unwrap()).collect();
+    assert_eq!(served, ["1", "2", "1"], "the revealed choices replace the encrypted ones: {votes}");
+    let (_, evidence) = w.app.get_json(&evidence_path).await;
+    let e = &evidence["data"];
+    assert_eq!(e["turnout"]["votesUnreadable"], "0", "{e}");
+    let note = e["scoresNote"].as_str().unwrap();
+    assert!(!note.contains("Provisional") && note.contains("Shielded"), "{note}");
 });
 
 fn snapshot_only() -> RunOptions {

@@ -362,7 +362,7 @@ impl Api {
             .upstream_vote_count
             .filter(|u| *u > 0)
             .map(|u| tally::share(&BigDecimal::from(ingested), &BigDecimal::from(u)));
-        let scores_note = match scores_from {
+        let mut scores_note = match scores_from {
             ScoresFrom::Upstream => "Per-choice scores are the upstream's own.".to_owned(),
             ScoresFrom::IngestedVotes => format!(
                 "Per-choice scores are computed here from the {} ingested votes{}; the upstream's per-choice scores are not stored.",
@@ -375,6 +375,17 @@ impl Api {
             .as_deref()
             .and_then(|mode| evidence::quorum_votes(Some(mode), p.scores.as_ref().map(|s| s.0.as_slice()), None));
         let compared = counted.as_deref().or(p.scores_total.as_deref());
+        if p.scores_state.as_deref().is_some_and(|s| s != crate::api::views::proposal::SCORES_FINAL) {
+            scores_note.push_str(
+                " Provisional: the upstream has not finalised the scores (`scoresState`); they may still change.",
+            );
+        }
+        if p.privacy.as_deref() == Some("shutter") {
+            scores_note.push_str(
+                " Shielded voting (Snapshot privacy `shutter`): each choice stays encrypted until the scores are final; a \
+                 vote whose choice is still encrypted is counted as unreadable, never guessed.",
+            );
+        }
         let reached = match evidence::quorum(p.quorum.as_deref(), compared) {
             Quorum::Reached => Some(true),
             Quorum::NotReached => Some(false),

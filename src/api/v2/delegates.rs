@@ -9,8 +9,11 @@ use poem_openapi::{
     payload::Json,
 };
 
-use super::{Listing, V2Tag, resolve_voter, voters::rate};
-use crate::api::{AppState, views::voter::VoterNames};
+use super::{Listing, V2Tag, resolve_voter};
+use crate::api::{
+    AppState,
+    views::voter::{VoterNames, participation_rate as rate},
+};
 use crate::contract::{
     decimal::{self, DELEGATED_POWER_FROM_FLOAT},
     envelope::V2List,

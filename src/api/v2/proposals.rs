@@ -7,7 +7,7 @@ use poem_openapi::{
 };
 
 use super::{Listing, V2Tag, bound, resolve_voter};
-pub use crate::api::views::proposal::{ProposalSummary, VoteCounts};
+pub use crate::api::views::proposal::{ProposalSummary, SCORES_FINAL, VoteCounts};
 use crate::api::{AppState, views::voter::VoterNames};
 use crate::contract::ids::{IssuedKey, ProposalKey};
 use crate::contract::params::KeyParam;
@@ -46,6 +46,14 @@ pub struct ProposalDetail {
     /// How the on-chain governor counts the votes, as it declares it; absent for Snapshot
     /// proposals and for governors that declare nothing (Compound's GovernorBravo).
     pub counting: Option<ProposalCounting>,
+    /// Snapshot's `privacy`: `shutter` for shielded voting, where each vote's choice stays
+    /// encrypted until the proposal has ended and its scores are final. Until then a vote's
+    /// `choice` is served as the hub returns it (encrypted), and the store's own tally counts it
+    /// as unreadable: a choice is never guessed. Absent for an open vote.
+    pub privacy: Option<String>,
+    /// Whether the upstream may still change `scores` and `scoresTotal` (`scoresState` is not
+    /// `final`); absent when the upstream does not say.
+    pub scores_provisional: Option<bool>,
 }
 
 /// An on-chain governor's counting and quorum for one proposal, exact, read as the contract
@@ -112,6 +120,8 @@ impl poem_openapi::types::Example for ProposalDetail {
             scores: None,
             discussion_url: None,
             counting: None,
+            privacy: None,
+            scores_provisional: Some(false),
         }
     }
 }
@@ -282,6 +292,8 @@ impl Api {
             scores: p.scores.clone().map(|s| s.0),
             discussion_url: p.discussion_url.clone(),
             counting: ProposalCounting::of(&p),
+            privacy: p.privacy.clone(),
+            scores_provisional: p.scores_state.as_deref().map(|s| s != SCORES_FINAL),
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }

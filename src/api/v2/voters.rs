@@ -10,7 +10,10 @@ use poem_openapi::{
 use super::{Listing, V2Tag, bound, resolve_voter};
 use crate::api::{
     AppState,
-    views::{item::ItemRef, voter::VoterNames},
+    views::{
+        item::ItemRef,
+        voter::{VoterNames, participation_rate as rate},
+    },
 };
 use crate::contract::params::DaoIdParam;
 use crate::contract::time::Timestamp;
@@ -24,7 +27,6 @@ use crate::contract::{
     operations::{Operation, VoterVotesListV2, VotersGetV2, VotersListV2},
     params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
 };
-use crate::rules::tally::share;
 use crate::store::{
     self,
     keysets::{RankAfter, TimeAfter},
@@ -171,12 +173,6 @@ fn gauntlet() -> VoterNames {
         address: "0x683a4F9915D6216f73d6Df50151725036bD26C02".to_owned(),
         ens: Some("gauntletgov.eth".to_owned()),
     }
-}
-
-/// Votes cast ÷ the DAO's proposals held here (none known: 0), exact to the share decimals.
-pub(super) fn rate(votes: i64, proposals: Option<i64>) -> String {
-    let whole = bigdecimal::BigDecimal::from(proposals.unwrap_or(0));
-    share(&bigdecimal::BigDecimal::from(votes), &whole)
 }
 
 fn not_found_voter(v: &str) -> Problem {

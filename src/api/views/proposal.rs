@@ -9,6 +9,9 @@ pub use crate::contract::urls::split_host;
 use crate::contract::vocabulary::SourceKind;
 use crate::store::{entities::proposal, evidence::SAMPLE_PROPOSAL_ORIGIN};
 
+/// Snapshot's `scores_state` once the scores can no longer change.
+pub const SCORES_FINAL: &str = "final";
+
 /// A proposal with everything stored about it.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none)]

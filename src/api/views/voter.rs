@@ -32,6 +32,13 @@ impl VoterNames {
     }
 }
 
+/// Votes cast ÷ the DAO's proposals held here (none known: 0), exact to the share decimals: the
+/// participation rate of every ranking and profile.
+pub fn participation_rate(votes: i64, proposals: Option<i64>) -> String {
+    let whole = bigdecimal::BigDecimal::from(proposals.unwrap_or(0));
+    crate::rules::tally::share(&bigdecimal::BigDecimal::from(votes), &whole)
+}
+
 /// The ENS names of one answer's voters, read at once, by canonical address.
 #[derive(Debug, Clone, Default)]
 pub struct KnownVoters(HashMap<String, String>);

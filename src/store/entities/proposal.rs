@@ -52,6 +52,8 @@ pub struct Model {
     /// `contract::counting` reads them).
     pub counting_mode: Option<String>,
     pub clock_mode: Option<String>,
+    /// Snapshot's `privacy` (migration 18): `shutter` for shielded voting.
+    pub privacy: Option<String>,
     /// Where the record came from (`snapshot-sample-csv`, `snapshot-hub`, `governor-logs`).
     pub origin: String,
     pub updated_ms: i64,

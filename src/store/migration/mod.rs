@@ -23,6 +23,7 @@ mod m0014_feed;
 mod m0015_webhooks;
 mod m0016_governor_history;
 mod m0017_counting;
+mod m0018_privacy;
 
 pub struct Migrator;
 
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0015_webhooks::Migration),
             Box::new(m0016_governor_history::Migration),
             Box::new(m0017_counting::Migration),
+            Box::new(m0018_privacy::Migration),
         ]
     }
 }
