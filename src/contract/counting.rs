@@ -58,6 +58,26 @@ impl Support {
     }
 }
 
+vocabulary! {
+    /// What a timepoint counts (ERC-6372's clock mode): a proposal's snapshot, where every vote's
+    /// voting power is read.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    Clock ("clock") {
+        /// A block number (Snapshot proposals, on the space's network; governors whose
+        /// `CLOCK_MODE()` is `mode=blocknumber`, or that declare none).
+        Blocknumber = "blocknumber",
+        /// A Unix time in seconds (governors whose `CLOCK_MODE()` is `mode=timestamp`).
+        Timestamp = "timestamp",
+    }
+}
+
+/// The clock a governor's `CLOCK_MODE()` names; a block number when it declares none (ERC-6372's
+/// default, and GovernorBravo's).
+pub fn clock(clock_mode: Option<&str>) -> Clock {
+    if clock_mode.is_some_and(clock_is_timestamp) { Clock::Timestamp } else { Clock::Blocknumber }
+}
+
 /// `support = 255`: a fractional vote (`GovernorCountingFractional.VOTE_TYPE_FRACTIONAL`).
 pub const FRACTIONAL_SUPPORT: u8 = 255;
 

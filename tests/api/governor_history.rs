@@ -97,6 +97,9 @@ async fn assert_governance(app: &TestApp, scenario: &Value) {
             assert_eq!(q["counted"], counted.to_string(), "{label}: {q}");
             assert_eq!(q["reached"], quorum <= counted, "{label}: {q}");
             assert_eq!(q["countingMode"], mode);
+            let at = &evidence["data"]["votingPowerAt"];
+            assert_eq!(at["timepoint"], p["snapshot"].to_string(), "{label}: weights read at the snapshot");
+            assert_eq!(at["clock"], "blocknumber", "ERC20Votes' default clock");
         }
         match label {
             // The quorum numerator went from 4% to 10% with B: quorum(snapshot) is the
@@ -124,6 +127,7 @@ async fn assert_governance(app: &TestApp, scenario: &Value) {
         for v in p["votes"].as_array().unwrap() {
             let s = served.iter().find(|s| s["voterIdentity"] == v["voter"]).expect("the voter's vote");
             assert_eq!(s["votingPower"], v["weight"], "{label}: the sum of the voter's casts");
+            assert_eq!(s["votingPowerAt"], p["snapshot"].to_string(), "{label}: getPastVotes(voter, snapshot)");
             let parts = &v["parts"];
             let used: Vec<(usize, &str)> = ["against", "for", "abstain"]
                 .iter()

@@ -10,7 +10,7 @@ use crate::api::{
     views::{
         citation::{Citation, EvidenceFacts, citation, evidence_citations, fields},
         item::{ItemRef, topic_ref},
-        proposal::V1ProposalSummary,
+        proposal::{PowerTimepoint, SCORES_FINAL, V1ProposalSummary},
         voter::{KnownVoters, VoterNames},
     },
 };
@@ -163,6 +163,9 @@ pub struct ProposalEvidence {
     pub timeline: ProposalTimeline,
     /// The largest ingested votes by voting power (at most 10; ties by address).
     pub largest_votes: Vec<EvidenceVote>,
+    /// Where every vote's voting power was read: the proposal's snapshot, when the upstream
+    /// gave one.
+    pub voting_power_at: Option<PowerTimepoint>,
     /// Forum topics that discuss the proposal.
     pub linked_topics: Vec<ItemRef>,
     /// Where each fact comes from; `supports` names fields of this object (`proposal.title`,
@@ -230,6 +233,7 @@ impl poem_openapi::types::Example for ProposalEvidence {
                 end_at: Some(Timestamp::known("2025-06-17T00:00:00.000Z")),
                 events: Vec::new(),
             },
+            voting_power_at: None,
             largest_votes: vec![EvidenceVote {
                 voter: "0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned(),
                 names: VoterNames {
@@ -375,7 +379,7 @@ impl Api {
             .as_deref()
             .and_then(|mode| evidence::quorum_votes(Some(mode), p.scores.as_ref().map(|s| s.0.as_slice()), None));
         let compared = counted.as_deref().or(p.scores_total.as_deref());
-        if p.scores_state.as_deref().is_some_and(|s| s != crate::api::views::proposal::SCORES_FINAL) {
+        if p.scores_state.as_deref().is_some_and(|s| s != SCORES_FINAL) {
             scores_note.push_str(
                 " Provisional: the upstream has not finalised the scores (`scoresState`); they may still change.",
             );
@@ -432,6 +436,7 @@ impl Api {
                 events: events.iter().map(timeline_event).collect(),
             },
             largest_votes: votes.largest.iter().map(|v| vote_evidence(v, &tally.total_power, &known)).collect(),
+            voting_power_at: PowerTimepoint::of(&p),
             linked_topics: topics.iter().map(topic_ref).collect(),
             citations,
         };

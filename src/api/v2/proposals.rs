@@ -143,6 +143,10 @@ pub struct ProposalVote {
     pub voting_power_from_float: bool,
     pub created_at: Timestamp,
     pub reason: Option<String>,
+    /// Where the voting power was read: the proposal's snapshot (a block number, or a time in
+    /// seconds on a governor whose clock is `mode=timestamp`: see the proposal's `counting`),
+    /// when the upstream gave one.
+    pub voting_power_at: Option<String>,
 }
 
 impl poem_openapi::types::Example for ProposalVote {
@@ -158,11 +162,12 @@ impl poem_openapi::types::Example for ProposalVote {
             voting_power_from_float: true,
             created_at: Timestamp::known("2025-12-03T00:00:00.000Z"),
             reason: None,
+            voting_power_at: Some("21000000".to_owned()),
         }
     }
 }
 
-fn vote_row(VoteWithEns { vote: v, ens }: VoteWithEns) -> ProposalVote {
+fn vote_row(VoteWithEns { vote: v, ens }: VoteWithEns, voting_power_at: Option<String>) -> ProposalVote {
     ProposalVote {
         voter: VoterNames::new(v.voter.lower(), ens),
         choice: v.choice,
@@ -170,6 +175,7 @@ fn vote_row(VoteWithEns { vote: v, ens }: VoteWithEns) -> ProposalVote {
         voting_power_from_float: v.vp_from_float,
         created_at: Timestamp::from_ms(v.created_ms),
         reason: v.reason,
+        voting_power_at,
     }
 }
 
@@ -356,6 +362,6 @@ impl Api {
             list.rows_to_read(),
         )
         .await?;
-        Ok(list.page(rows, |r| r.keyset(order), vote_row))
+        Ok(list.page(rows, |r| r.keyset(order), |r| vote_row(r, p.snapshot_block.clone())))
     }
 }

@@ -143,6 +143,9 @@ pub struct VoterVote {
     /// {{VOTING_POWER_FROM_FLOAT}}
     pub voting_power_from_float: bool,
     pub created_at: Timestamp,
+    /// Where the voting power was read: the proposal's snapshot (a block number, or a time in
+    /// seconds on a governor whose clock is `mode=timestamp`), when the upstream gave one.
+    pub voting_power_at: Option<String>,
 }
 
 impl poem_openapi::types::Example for VoterVote {
@@ -162,6 +165,7 @@ impl poem_openapi::types::Example for VoterVote {
             voting_power: "2755022.0714428956".to_owned(),
             voting_power_from_float: true,
             created_at: Timestamp::known("2025-12-03T00:00:00.000Z"),
+            voting_power_at: Some("21000000".to_owned()),
         }
     }
 }
@@ -350,6 +354,7 @@ impl Api {
                 voting_power: v.voting_power,
                 voting_power_from_float: v.vp_from_float,
                 created_at: Timestamp::from_ms(v.created_ms),
+                voting_power_at: p.snapshot_block,
             },
         ))
     }

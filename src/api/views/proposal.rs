@@ -2,6 +2,7 @@
 use poem_openapi::Object;
 
 use crate::api::views::citation::{Citation, proposal_citations};
+use crate::contract::counting::Clock;
 use crate::contract::time::Timestamp;
 pub use crate::contract::urls::ProposalUrl;
 pub use crate::contract::urls::parse_url;
@@ -11,6 +12,24 @@ use crate::store::{entities::proposal, evidence::SAMPLE_PROPOSAL_ORIGIN};
 
 /// Snapshot's `scores_state` once the scores can no longer change.
 pub const SCORES_FINAL: &str = "final";
+
+/// Where every vote's voting power of a proposal was read: its snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct PowerTimepoint {
+    /// The proposal's snapshot: a block number, or a time in seconds when `clock` is `timestamp`.
+    /// On a governor, each vote's weight is the voter's `getPastVotes(voter, timepoint)`.
+    pub timepoint: String,
+    pub clock: Clock,
+}
+
+impl PowerTimepoint {
+    /// The timepoint of `p`, when its upstream gave a snapshot.
+    pub fn of(p: &proposal::Model) -> Option<Self> {
+        let timepoint = p.snapshot_block.clone()?;
+        Some(Self { timepoint, clock: crate::contract::counting::clock(p.clock_mode.as_deref()) })
+    }
+}
 
 /// A proposal with everything stored about it.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
