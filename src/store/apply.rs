@@ -404,22 +404,24 @@ impl Applier<'_> {
         touched: &mut Touched,
     ) -> Result<TableCounts, DbErr> {
         use delegation_change::Column as C;
-        let models: Vec<_> = rows
+        let models = rows
             .into_iter()
-            .map(|r| delegation_change::ActiveModel {
-                id: NotSet,
-                dao_id: Set(r.dao_id),
-                delegator: Set(r.delegator),
-                from_delegate: Set(r.from_delegate),
-                to_delegate: Set(r.to_delegate),
-                power_moved_raw: Set(r.power_moved_raw),
-                decimals: Set(r.decimals as i32),
-                block_number: Set(r.block_number),
-                log_index: Set(r.log_index),
-                tx_hash: Set(r.tx_hash),
-                at_ms: Set(r.at_ms),
+            .map(|r| {
+                Ok(delegation_change::ActiveModel {
+                    id: NotSet,
+                    delegator: Set(account(&r.delegator)?),
+                    from_delegate: Set(account(&r.from_delegate)?),
+                    to_delegate: Set(account(&r.to_delegate)?),
+                    dao_id: Set(r.dao_id),
+                    power_moved_raw: Set(r.power_moved_raw),
+                    decimals: Set(r.decimals as i32),
+                    block_number: Set(r.block_number),
+                    log_index: Set(r.log_index),
+                    tx_hash: Set(r.tx_hash),
+                    at_ms: Set(r.at_ms),
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>, DbErr>>()?;
         append::<delegation_change::Entity>(self.txn, models, &[C::DaoId, C::BlockNumber, C::LogIndex], touched, |m| {
             m.dao_id.clone().unwrap()
         })
@@ -433,23 +435,25 @@ impl Applier<'_> {
         touched: &mut Touched,
     ) -> Result<TableCounts, DbErr> {
         use power_checkpoint::Column as C;
-        let models: Vec<_> = rows
+        let models = rows
             .into_iter()
-            .map(|r| power_checkpoint::ActiveModel {
-                id: NotSet,
-                dao_id: Set(r.dao_id),
-                delegate: Set(r.delegate),
-                previous_raw: Set(r.previous_raw),
-                power_raw: Set(r.power_raw),
-                decimals: Set(r.decimals as i32),
-                cause: Set(r.cause),
-                cause_delegator: Set(r.cause_delegator),
-                block_number: Set(r.block_number),
-                log_index: Set(r.log_index),
-                tx_hash: Set(r.tx_hash),
-                at_ms: Set(r.at_ms),
+            .map(|r| {
+                Ok(power_checkpoint::ActiveModel {
+                    id: NotSet,
+                    delegate: Set(account(&r.delegate)?),
+                    cause_delegator: Set(r.cause_delegator.as_deref().map(account).transpose()?),
+                    dao_id: Set(r.dao_id),
+                    previous_raw: Set(r.previous_raw),
+                    power_raw: Set(r.power_raw),
+                    decimals: Set(r.decimals as i32),
+                    cause: Set(r.cause),
+                    block_number: Set(r.block_number),
+                    log_index: Set(r.log_index),
+                    tx_hash: Set(r.tx_hash),
+                    at_ms: Set(r.at_ms),
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>, DbErr>>()?;
         append::<power_checkpoint::Entity>(self.txn, models, &[C::DaoId, C::BlockNumber, C::LogIndex], touched, |m| {
             m.dao_id.clone().unwrap()
         })
@@ -955,6 +959,11 @@ fn top_choice_pct(scores: Option<&[String]>, total: Option<&str>) -> Option<Stri
         return None;
     }
     Some(crate::rules::tally::share(&(top * bigdecimal::BigDecimal::from(100)), &total))
+}
+
+/// The bytes of an address a connector wrote (lowercase hex from the chain: always valid).
+fn account(text: &str) -> Result<AccountBytes, DbErr> {
+    AccountBytes::parse(text).map_err(|e| DbErr::Custom(format!("a token log's address: {e}")))
 }
 
 /// Inserts append-only rows, skipping those whose natural key is stored (a log read twice), and

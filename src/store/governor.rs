@@ -9,6 +9,7 @@ use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, sea_query::Expr,
 };
 
+use super::address::AccountBytes;
 use super::entities::{delegate, delegation_change, power_checkpoint, voter_dao_stat};
 use super::keysets::{LogAfter, RankAfter};
 use crate::contract::vocabulary::DaoId;
@@ -47,6 +48,7 @@ pub async fn delegations(
     limit: u64,
 ) -> Result<Vec<delegation_change::Model>, DbErr> {
     use delegation_change::Column as C;
+    let address = AccountBytes::parse(address).map_err(|e| DbErr::Custom(e.to_string()))?;
     // One seek per address column: each is a range of its own index, newest first.
     let columns: &[C] = match side {
         Some(Side::Delegator) => &[C::Delegator],
@@ -55,7 +57,7 @@ pub async fn delegations(
     };
     let mut rows: Vec<delegation_change::Model> = Vec::new();
     for column in columns {
-        let mut q = delegation_change::Entity::find().filter(column.eq(address));
+        let mut q = delegation_change::Entity::find().filter(column.eq(address.clone()));
         if let Some(d) = dao_id {
             q = q.filter(C::DaoId.eq(d));
         }
@@ -93,6 +95,7 @@ pub async fn power(
     limit: u64,
 ) -> Result<Vec<power_checkpoint::Model>, DbErr> {
     use power_checkpoint::Column as C;
+    let address = AccountBytes::parse(address).map_err(|e| DbErr::Custom(e.to_string()))?;
     let mut q = power_checkpoint::Entity::find().filter(C::Delegate.eq(address));
     if let Some(d) = dao_id {
         q = q.filter(C::DaoId.eq(d));

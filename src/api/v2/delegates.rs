@@ -26,6 +26,7 @@ use crate::contract::{
 };
 use crate::store::{
     self,
+    address::AccountBytes,
     entities::{delegation_change, power_checkpoint},
     governor::{RankedDelegate, Side},
     keysets::{LogAfter, RankAfter},
@@ -206,7 +207,8 @@ fn difference(after: &str, before: &str, decimals: i32) -> String {
     }
 }
 
-fn delegate_of(address: String) -> Option<String> {
+fn delegate_of(address: AccountBytes) -> Option<String> {
+    let address = address.lower();
     (address != NO_DELEGATE).then_some(address)
 }
 
@@ -217,7 +219,7 @@ fn change_item(c: delegation_change::Model) -> DelegationChange {
         voting_power_moved_raw: c.power_moved_raw,
         decimals: c.decimals,
         dao_id: c.dao_id,
-        delegator: c.delegator,
+        delegator: c.delegator.lower(),
         from_delegate: delegate_of(c.from_delegate),
         to_delegate: delegate_of(c.to_delegate),
         block_number: c.block_number.to_string(),
@@ -236,7 +238,7 @@ fn power_item(p: power_checkpoint::Model) -> PowerChange {
         voting_power_raw: p.power_raw,
         previous_voting_power_raw: p.previous_raw,
         decimals: p.decimals,
-        cause: PowerChangeCause { kind: p.cause, delegator: p.cause_delegator },
+        cause: PowerChangeCause { kind: p.cause, delegator: p.cause_delegator.map(|d| d.lower()) },
         dao_id: p.dao_id,
         block_number: p.block_number.to_string(),
         log_index: p.log_index.to_string(),

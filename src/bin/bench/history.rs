@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use govdata::contract::vocabulary::{PowerCause, SourceKind};
+use govdata::store::address::AccountBytes;
 use govdata::store::entities::{delegation_change, power_checkpoint};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use sea_orm::{
@@ -31,6 +32,10 @@ pub struct History {
 
 fn address(kind: u8, n: u64) -> String {
     format!("0x{kind:02x}{:038x}", n)
+}
+
+fn bytes(kind: u8, n: u64) -> AccountBytes {
+    AccountBytes::parse(&address(kind, n)).expect("an address")
 }
 
 /// The store's history for `dao`, grown to at least `events` rows if it holds fewer.
@@ -66,7 +71,7 @@ async fn synthesise(db: &DatabaseConnection, dao: &str, events: u64) -> anyhow::
     let mut power: Vec<u128> = vec![0; DELEGATES as usize];
     let (mut changes, mut checkpoints) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
     let (mut written, mut block, mut log) = (0u64, FIRST_BLOCK, 0i64);
-    let zero = "0x0000000000000000000000000000000000000000".to_owned();
+    let zero = AccountBytes(vec![0; 20]);
     while written < events {
         if rng.random_range(0..4) == 0 {
             block += 1;
@@ -77,12 +82,12 @@ async fn synthesise(db: &DatabaseConnection, dao: &str, events: u64) -> anyhow::
         let checkpoint = |delegate: u64, before: u128, after: u128, cause: PowerCause, by: Option<String>, log: i64| {
             power_checkpoint::ActiveModel {
                 dao_id: Set(dao.to_owned()),
-                delegate: Set(address(0xde, delegate)),
+                delegate: Set(bytes(0xde, delegate)),
                 previous_raw: Set(before.to_string()),
                 power_raw: Set(after.to_string()),
                 decimals: Set(18),
                 cause: Set(cause),
-                cause_delegator: Set(by),
+                cause_delegator: Set(by.as_deref().map(|a| AccountBytes::parse(a).expect("an address"))),
                 block_number: Set(block),
                 log_index: Set(log),
                 tx_hash: Set(tx.clone()),
@@ -113,9 +118,9 @@ async fn synthesise(db: &DatabaseConnection, dao: &str, events: u64) -> anyhow::
                 let by = Some(address(0xa0, holder));
                 changes.push(delegation_change::ActiveModel {
                     dao_id: Set(dao.to_owned()),
-                    delegator: Set(address(0xa0, holder)),
-                    from_delegate: Set(from.map_or(zero.clone(), |d| address(0xde, d))),
-                    to_delegate: Set(to.map_or(zero.clone(), |d| address(0xde, d))),
+                    delegator: Set(bytes(0xa0, holder)),
+                    from_delegate: Set(from.map_or(zero.clone(), |d| bytes(0xde, d))),
+                    to_delegate: Set(to.map_or(zero.clone(), |d| bytes(0xde, d))),
                     power_moved_raw: Set(units.to_string()),
                     decimals: Set(18),
                     block_number: Set(block),

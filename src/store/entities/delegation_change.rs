@@ -3,6 +3,8 @@
 //! `log_index`), so re-reading a range changes nothing.
 use sea_orm::entity::prelude::*;
 
+use crate::store::address::AccountBytes;
+
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "delegation_changes")]
 pub struct Model {
@@ -10,10 +12,11 @@ pub struct Model {
     pub id: i64,
     #[sea_orm(unique_key = "delegation_change_log")]
     pub dao_id: String,
-    /// Lowercase 0x addresses; the zero address is "no delegate".
-    pub delegator: String,
-    pub from_delegate: String,
-    pub to_delegate: String,
+    /// Address bytes, as `votes` keeps voters (half the hex text, in the table and in each of the
+    /// three address indexes); the zero address is "no delegate".
+    pub delegator: AccountBytes,
+    pub from_delegate: AccountBytes,
+    pub to_delegate: AccountBytes,
     /// The voting units that moved with the change (the delegator's balance), exact integer in the
     /// token's smallest unit, from the `DelegateVotesChanged` that follow it; "0" when none did.
     pub power_moved_raw: String,

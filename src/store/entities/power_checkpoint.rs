@@ -3,6 +3,7 @@
 use sea_orm::entity::prelude::*;
 
 use crate::contract::vocabulary::PowerCause;
+use crate::store::address::AccountBytes;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "power_checkpoints")]
@@ -11,15 +12,15 @@ pub struct Model {
     pub id: i64,
     #[sea_orm(unique_key = "power_checkpoint_log")]
     pub dao_id: String,
-    /// Lowercase 0x address of the delegate whose power changed.
-    pub delegate: String,
+    /// The address bytes of the delegate whose power changed.
+    pub delegate: AccountBytes,
     /// Exact integers in the token's smallest unit.
     pub previous_raw: String,
     pub power_raw: String,
     pub decimals: i32,
     pub cause: PowerCause,
     /// For a delegation: the holder who delegated or withdrew.
-    pub cause_delegator: Option<String>,
+    pub cause_delegator: Option<AccountBytes>,
     #[sea_orm(unique_key = "power_checkpoint_log")]
     pub block_number: i64,
     #[sea_orm(unique_key = "power_checkpoint_log")]
