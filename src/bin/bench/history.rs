@@ -34,7 +34,7 @@ fn address(kind: u8, n: u64) -> String {
     format!("0x{kind:02x}{:038x}", n)
 }
 
-fn bytes(kind: u8, n: u64) -> AccountBytes {
+fn account(kind: u8, n: u64) -> AccountBytes {
     AccountBytes::parse(&address(kind, n)).expect("an address")
 }
 
@@ -82,7 +82,7 @@ async fn synthesise(db: &DatabaseConnection, dao: &str, events: u64) -> anyhow::
         let checkpoint = |delegate: u64, before: u128, after: u128, cause: PowerCause, by: Option<String>, log: i64| {
             power_checkpoint::ActiveModel {
                 dao_id: Set(dao.to_owned()),
-                delegate: Set(bytes(0xde, delegate)),
+                delegate: Set(account(0xde, delegate)),
                 previous_raw: Set(before.to_string()),
                 power_raw: Set(after.to_string()),
                 decimals: Set(18),
@@ -118,9 +118,9 @@ async fn synthesise(db: &DatabaseConnection, dao: &str, events: u64) -> anyhow::
                 let by = Some(address(0xa0, holder));
                 changes.push(delegation_change::ActiveModel {
                     dao_id: Set(dao.to_owned()),
-                    delegator: Set(bytes(0xa0, holder)),
-                    from_delegate: Set(from.map_or(zero.clone(), |d| bytes(0xde, d))),
-                    to_delegate: Set(to.map_or(zero.clone(), |d| bytes(0xde, d))),
+                    delegator: Set(account(0xa0, holder)),
+                    from_delegate: Set(from.map_or(zero.clone(), |d| account(0xde, d))),
+                    to_delegate: Set(to.map_or(zero.clone(), |d| account(0xde, d))),
                     power_moved_raw: Set(units.to_string()),
                     decimals: Set(18),
                     block_number: Set(block),
