@@ -90,6 +90,10 @@ struct Log {
     block_number: U256,
     #[serde(default)]
     log_index: Option<U256>,
+    /// The block's time, which recent nodes (geth, reth, anvil) put in each log: when present, no
+    /// `eth_getBlockByNumber` is needed for it.
+    #[serde(default)]
+    block_timestamp: Option<U256>,
     transaction_hash: Option<B256>,
     #[serde(default)]
     removed: bool,
@@ -151,6 +155,9 @@ impl Connector for GovernorConnector {
             };
             for log in logs.into_iter().filter(|l| !l.removed) {
                 let block = u64_of(log.block_number)?;
+                if let Some(seconds) = log.block_timestamp {
+                    times.note(block, seconds)?;
+                }
                 let tx = log.transaction_hash.unwrap_or_default();
                 let Some(topic0) = log.topics.first().copied() else { continue };
                 if log.address == token {
@@ -599,15 +606,21 @@ impl History<'_> {
 struct BlockTimes(HashMap<u64, i64>);
 
 impl BlockTimes {
+    /// Keeps the time of `block` a log carried.
+    fn note(&mut self, block: u64, seconds: U256) -> anyhow::Result<()> {
+        let ms = i64::try_from(u64_of(seconds)?).context("block timestamp")?.saturating_mul(1000);
+        self.0.insert(block, ms);
+        Ok(())
+    }
+
     async fn get(&mut self, c: &GovernorConnector, block: u64) -> anyhow::Result<i64> {
         if let Some(ms) = self.0.get(&block) {
             return Ok(*ms);
         }
         let b: Option<Block> = c.rpc("eth_getBlockByNumber", json!([format!("{block:#x}"), false])).await?;
         let b = b.with_context(|| format!("block {block} is unknown to the node"))?;
-        let ms = i64::try_from(u64_of(b.timestamp)?).context("block timestamp")?.saturating_mul(1000);
-        self.0.insert(block, ms);
-        Ok(ms)
+        self.note(block, b.timestamp)?;
+        Ok(self.0[&block])
     }
 }
 

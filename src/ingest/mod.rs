@@ -326,7 +326,9 @@ impl Drop for Heartbeat {
     }
 }
 
-async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Result<ingestion_run::Model> {
+/// Records a run as started (running, beating from now) for `options`: what a run stages its
+/// records under.
+pub async fn start_run(db: &DatabaseConnection, options: &RunOptions) -> anyhow::Result<ingestion_run::Model> {
     let now = crate::store::publish::now_ms();
     Ok(ingestion_run::ActiveModel {
         trigger: Set(options.trigger),

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, sea_query::Expr,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select,
+    sea_query::Expr,
 };
 
 use super::address::AccountBytes;
@@ -57,23 +58,9 @@ pub async fn delegations(
     };
     let mut rows: Vec<delegation_change::Model> = Vec::new();
     for column in columns {
-        let mut q = delegation_change::Entity::find().filter(column.eq(address.clone()));
-        if let Some(d) = dao_id {
-            q = q.filter(C::DaoId.eq(d));
-        }
-        if let Some((from, to)) = window {
-            q = q.filter(C::AtMs.gte(from)).filter(C::AtMs.lte(to));
-        }
-        if let Some(after) = after {
-            q = q.filter(before(C::AtMs, C::BlockNumber, C::LogIndex, after));
-        }
-        let page = q
-            .order_by_desc(C::AtMs)
-            .order_by_desc(C::BlockNumber)
-            .order_by_desc(C::LogIndex)
-            .limit(limit)
-            .all(db)
-            .await?;
+        let q = delegation_change::Entity::find().filter(column.eq(address.clone()));
+        let columns = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
+        let page = newest_first(db, q, columns, dao_id, window, after, limit).await?;
         rows.extend(page);
     }
     // A self-delegation names the voter twice; the merged page keeps each change once.
@@ -96,17 +83,40 @@ pub async fn power(
 ) -> Result<Vec<power_checkpoint::Model>, DbErr> {
     use power_checkpoint::Column as C;
     let address = AccountBytes::parse(address).map_err(|e| DbErr::Custom(e.to_string()))?;
-    let mut q = power_checkpoint::Entity::find().filter(C::Delegate.eq(address));
+    let q = power_checkpoint::Entity::find().filter(C::Delegate.eq(address));
+    let columns = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
+    newest_first(db, q, columns, dao_id, window, after, limit).await
+}
+
+/// The columns a history table is filtered and ordered by.
+struct Keyed<C> {
+    dao: C,
+    ms: C,
+    block: C,
+    log: C,
+}
+
+/// One page of `q` (a history table's rows of one address) in `dao_id` and the window, after
+/// the position, newest first by time, block and log index: a range of the address's index.
+async fn newest_first<E: EntityTrait>(
+    db: &impl ConnectionTrait,
+    mut q: Select<E>,
+    c: Keyed<E::Column>,
+    dao_id: Option<&DaoId>,
+    window: Option<(i64, i64)>,
+    after: Option<LogAfter>,
+    limit: u64,
+) -> Result<Vec<E::Model>, DbErr> {
     if let Some(d) = dao_id {
-        q = q.filter(C::DaoId.eq(d));
+        q = q.filter(c.dao.eq(d));
     }
     if let Some((from, to)) = window {
-        q = q.filter(C::AtMs.gte(from)).filter(C::AtMs.lte(to));
+        q = q.filter(c.ms.gte(from)).filter(c.ms.lte(to));
     }
     if let Some(after) = after {
-        q = q.filter(before(C::AtMs, C::BlockNumber, C::LogIndex, after));
+        q = q.filter(before(c.ms, c.block, c.log, after));
     }
-    q.order_by_desc(C::AtMs).order_by_desc(C::BlockNumber).order_by_desc(C::LogIndex).limit(limit).all(db).await
+    q.order_by_desc(c.ms).order_by_desc(c.block).order_by_desc(c.log).limit(limit).all(db).await
 }
 
 /// A delegate of a DAO with what the store knows of the delegate as a voter there.

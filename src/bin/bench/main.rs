@@ -34,7 +34,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 use govdata::config::{DEFAULT_DATABASE_URL, ServeArgs, Settings};
-use govdata::contract::vocabulary::{RunStatus, RunTrigger};
 use govdata::store::{
     self,
     entities::{proposal, voter_dao_stat},
@@ -296,18 +295,8 @@ async fn manual_run(
     db: &sea_orm::DatabaseConnection,
     dao: &str,
 ) -> anyhow::Result<govdata::store::entities::ingestion_run::Model> {
-    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
-    Ok(govdata::store::entities::ingestion_run::ActiveModel {
-        trigger: Set(RunTrigger::Manual),
-        dao_filter: Set(Some(dao.to_owned())),
-        started_ms: Set(govdata::contract::time::now_ms()),
-        status: Set(RunStatus::Running),
-        rows_written: Set(0),
-        rows_skipped: Set(0),
-        ..Default::default()
-    }
-    .insert(db)
-    .await?)
+    let options = govdata::ingest::RunOptions { dao: Some(dao.to_owned()), ..Default::default() };
+    govdata::ingest::start_run(db, &options).await
 }
 
 struct Row {
