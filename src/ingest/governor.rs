@@ -45,6 +45,7 @@ sol! {
     function quorum(uint256 timepoint) external view returns (uint256);
     function COUNTING_MODE() external view returns (string);
     function CLOCK_MODE() external view returns (string);
+    function usedVotes(uint256 proposalId, address account) external view returns (uint256);
 }
 
 pub const ORIGIN: &str = "governor-logs";
@@ -219,11 +220,21 @@ impl Connector for GovernorConnector {
             start = end + 1;
         }
 
+        let created_ids: BTreeSet<U256> = created.iter().map(|c| c.event.proposalId).collect();
         for ((proposal, voter), s) in split {
+            // A proposal created in this run has all its casts in it; an older one may have
+            // casts from earlier runs, which the stored vote already summed and this run's
+            // record replaces: they are read again.
+            let s = if created_ids.contains(&proposal) || from <= self.source.start_block {
+                s
+            } else {
+                let since = resume.created_blocks.get(&proposal.to_string()).copied().unwrap_or(self.source.start_block);
+                let earlier = Earlier { proposal, voter, since, before: from - 1, safe };
+                self.with_earlier_casts(earlier, s, &mut times).await?
+            };
             sink.push(Record::Vote(self.split_vote(proposal, voter, s))).await?;
         }
         // The governor's own view of every proposal that was seen or can still change.
-        let created_ids: BTreeSet<U256> = created.iter().map(|c| c.event.proposalId).collect();
         for c in created {
             let view = self.view(c.event.proposalId, head, &mut times).await?;
             let at = times.get(self, c.block).await?;
@@ -323,9 +334,76 @@ impl GovernorConnector {
     }
 
     async fn call<C: SolCall>(&self, call: C) -> anyhow::Result<C::Return> {
+        self.call_at(call, json!("latest")).await
+    }
+
+    /// `call` as the governor answered at `block` (a number or a tag).
+    async fn call_at<C: SolCall>(&self, call: C, block: serde_json::Value) -> anyhow::Result<C::Return> {
         let tx = json!({"to": self.source.governor, "data": Bytes::from(call.abi_encode())});
-        let out: Bytes = self.rpc("eth_call", json!([tx, "latest"])).await?;
+        let out: Bytes = self.rpc("eth_call", json!([tx, block])).await?;
         Ok(C::abi_decode_returns(&out)?)
+    }
+
+    /// Completes a voter's casts on a fractional governor with those of earlier runs.
+    ///
+    /// `usedVotes(proposal, voter)` at the last block read says how much weight the voter has
+    /// cast in all: when this run's casts account for all of it there is nothing before them
+    /// (one call per voter, the common case). Otherwise the voter's casts are read back from
+    /// the proposal's creation (the voter is an indexed topic, so the node filters them), and
+    /// their sum must then equal `usedVotes`: a vote is never stored as part of itself.
+    async fn with_earlier_casts(&self, e: Earlier, run: Split, times: &mut BlockTimes) -> anyhow::Result<Split> {
+        let used = self
+            .call_at(usedVotesCall { proposalId: e.proposal, account: e.voter }, json!(format!("{:#x}", e.safe)))
+            .await
+            .ok();
+        if used == Some(run.weight) {
+            return Ok(run);
+        }
+        let governor: Address = self.source.governor.parse().context("governor address")?;
+        let mut all = Split::default();
+        let mut start = e.since;
+        let mut range = self.source.block_range.max(1);
+        while start <= e.before {
+            let end = (start + range - 1).min(e.before);
+            let filter = json!([{
+                "fromBlock": format!("{start:#x}"),
+                "toBlock": format!("{end:#x}"),
+                "address": governor,
+                "topics": [[VoteCast::SIGNATURE_HASH, VoteCastWithParams::SIGNATURE_HASH], e.voter.into_word()],
+            }]);
+            let logs: Vec<Log> = match self.rpc("eth_getLogs", filter).await {
+                Ok(logs) => logs,
+                Err(err) if range > 1 && refused_range(&err) => {
+                    range = (range / 2).max(1);
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
+            for log in logs.into_iter().filter(|l| !l.removed) {
+                let cast = Cast::decode(&log)?;
+                if cast.proposal != e.proposal || cast.voter != e.voter {
+                    continue;
+                }
+                let block = u64_of(log.block_number)?;
+                if let Some(seconds) = log.block_timestamp {
+                    times.note(block, seconds)?;
+                }
+                all.add(cast, times.get(self, block).await?, block, log.transaction_hash.unwrap_or_default());
+            }
+            start = end + 1;
+        }
+        all.then(run);
+        if let Some(used) = used
+            && used != all.weight
+        {
+            bail!(
+                "{} on proposal {}: usedVotes says {used}, its casts sum to {}",
+                lower(e.voter),
+                e.proposal,
+                all.weight
+            );
+        }
+        Ok(all)
     }
 
     async fn view(&self, id: U256, head: u64, times: &mut BlockTimes) -> anyhow::Result<View> {
@@ -499,6 +577,28 @@ impl Split {
         }
         (self.at_ms, self.block, self.tx) = (at_ms, block, tx);
     }
+
+    /// Adds the casts of `later`, which came after these.
+    fn then(&mut self, later: Split) {
+        for (part, more) in self.parts.iter_mut().zip(later.parts) {
+            *part += more;
+        }
+        self.weight += later.weight;
+        if !later.reason.is_empty() {
+            self.reason = later.reason;
+        }
+        (self.at_ms, self.block, self.tx) = (later.at_ms, later.block, later.tx);
+    }
+}
+
+/// Where to look for a voter's casts from earlier runs: blocks `since..=before`, checked
+/// against the governor at block `safe`.
+struct Earlier {
+    proposal: U256,
+    voter: Address,
+    since: u64,
+    before: u64,
+    safe: u64,
 }
 
 /// Where a token log sits on chain.

@@ -6,6 +6,7 @@
 //! the records of the jobs that completed, move their watermarks, record the failures, publish.
 //! A failing source is recorded on its watermark and in the run's error and never blocks the
 //! others; a partial fetch is discarded, never published.
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,6 +43,8 @@ pub struct Resume {
     pub position: Option<String>,
     /// External ids of this DAO's proposals from this source that can still change.
     pub open_proposals: Vec<String>,
+    /// The block each of those proposals was created in, where it has one (on-chain sources).
+    pub created_blocks: HashMap<String, u64>,
 }
 
 /// Where a connector puts what it fetched: staging, in batches.
@@ -237,8 +240,9 @@ async fn fetch(
     kind: SourceKind,
     policy: &RetryPolicy,
 ) -> anyhow::Result<(Watermark, Vec<String>)> {
-    let resume = crate::store::staging::resume(db, &dao.id, kind).await?;
-    let resume = Resume { position: resume.0, open_proposals: resume.1 };
+    let (position, open) = crate::store::staging::resume(db, &dao.id, kind).await?;
+    let created_blocks = open.iter().filter_map(|(id, block)| Some((id.clone(), u64::try_from((*block)?).ok()?))).collect();
+    let resume = Resume { position, open_proposals: open.into_iter().map(|(id, _)| id).collect(), created_blocks };
     let upstream = Upstream::new(policy.clone());
     let mut sink = Sink::new(db, run_id, kind);
     let watermark = match kind {

@@ -367,13 +367,14 @@ pub async fn clear(db: &impl ConnectionTrait, run_id: i64) -> Result<(), DbErr> 
 const OPEN_PROPOSALS_MAX: u64 = 1000;
 
 /// Where a connector resumes for (`dao_id`, `source`): the position its last successful run
-/// reached, and the external ids of the proposals that can still change (not in a final state,
-/// or Snapshot scores not final yet), newest first.
+/// reached, and the proposals that can still change (not in a final state, or Snapshot scores
+/// not final yet), newest first: each external id with the block it was created in, where it
+/// has one.
 pub async fn resume(
     db: &impl ConnectionTrait,
     dao_id: &str,
     source: SourceKind,
-) -> Result<(Option<String>, Vec<String>), DbErr> {
+) -> Result<(Option<String>, Vec<(String, Option<i64>)>), DbErr> {
     use super::entities::{proposal::Column as P, proposal::Entity as Proposals, source_watermark::Column as W};
     use sea_orm::Condition;
     let position = super::entities::source_watermark::Entity::find()
@@ -397,12 +398,13 @@ pub async fn resume(
     let ids = Proposals::find()
         .select_only()
         .column(P::ExternalId)
+        .column(P::BlockNumber)
         .filter(P::DaoId.eq(dao_id))
         .filter(P::Source.eq(source))
         .filter(open)
         .order_by_desc(P::CreatedMs)
         .limit(OPEN_PROPOSALS_MAX)
-        .into_tuple::<String>()
+        .into_tuple::<(String, Option<i64>)>()
         .all(db)
         .await?;
     Ok((position, ids))

@@ -242,13 +242,16 @@ run(async () => {
       }
       p.votes.set(e.args.voter.toLowerCase(), v);
     }
+    return receipt;
   }
   const transferNothing = { address: token.address, abi: token.abi, functionName: "transfer", args: [big.address, 0n] };
 
   const a = await propose("A", "# Proposal A\nSplit the vote.", transferNothing);
   await toVoting(a);
   const w = balances.get(big.address);
-  await cast(a, big, "castVoteWithReasonAndParams", [255, "Split", pack(w / 4n, w / 2n, w / 8n)]);
+  const split = await cast(a, big, "castVoteWithReasonAndParams", [255, "Split", pack(w / 4n, w / 2n, w / 8n)]);
+  // The block of the first part of a split vote: a reader that stops here sees half a vote.
+  const splitAt = { block: Number(split.blockNumber), voter: big.address.toLowerCase(), weight: (w / 4n + w / 2n + w / 8n).toString() };
   await cast(a, big, "castVote", [1]);
   await cast(a, second, "castVoteWithReason", [0, "Against"]);
   await cast(a, third, "castVote", [2]);
@@ -348,6 +351,7 @@ run(async () => {
     deployBlock: Number(tokenDeploy.receipt.blockNumber),
     head: Number(await head()),
     decimals: Number(await read("decimals", [])),
+    splitAt,
     accounts: accounts.map((a) => a.toLowerCase()),
     steps: timeline,
     final,
