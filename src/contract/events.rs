@@ -4,6 +4,7 @@
 //!
 //! `store::events` derives events from these declarations at every publication;
 //! `/v1/governance-events`, `/v1/activity` and `/v1/daos/{daoId}/brief` serve them.
+use bigdecimal::BigDecimal;
 use poem_openapi::Enum;
 
 use super::vocabulary::{ProposalState, vocabulary};
@@ -32,7 +33,10 @@ vocabulary! {
         ProposalCanceled = "proposal_canceled",
         /// A forum topic was opened (`actor`: its author).
         ForumTopicCreated = "forum_topic_created",
-        /// A delegate's delegation changed (on-chain `DelegateChanged`); written by the on-chain connector.
+        /// A holder moved at least {{NOTABLE_DELEGATION_PERCENT}}% of the token's supply to another delegate
+        /// (on-chain `DelegateChanged`). Its subject is a delegation, not a proposal or a forum topic, so
+        /// it is not listed with these events: `GET /v2/daos/{daoId}/notable-delegations` lists them,
+        /// and the feed, its stream and webhooks carry each as a `delegation_changed` entry.
         DelegationChanged = "delegation_changed",
     }
 }
@@ -101,6 +105,24 @@ impl ActivityKind {
 /// proposal without an upstream total (or a zero one) yields no vote events.
 pub const NOTABLE_VOTE_MIN_SHARE: &str = "0.01";
 
+/// The notable-delegation rule: a delegation change is notable when the voting units it moved
+/// (the delegator's balance) are at least this share of the token's total supply at its block,
+/// compared exactly in integers.
+///
+/// Why the total supply: it is what `GovernorVotesQuorumFraction` takes its quorum from, it is
+/// one exact figure the token itself answers at any block (`totalSupply`, `getPastTotalSupply`),
+/// and it does not move with who else delegated, so a change is judged once, for good. 0.5 %
+/// of the supply is an eighth of the usual 4 % quorum: enough to swing a vote, and rare (most
+/// changes move a few tokens; a holder delegating a first time moves nothing).
+pub const NOTABLE_DELEGATION_MIN_SHARE: &str = "0.005";
+
+/// Whether `moved` voting units out of a `supply` are a notable delegation change (exact: both
+/// integers in the token's smallest unit).
+pub fn notable_delegation(moved: &BigDecimal, supply: &BigDecimal) -> bool {
+    let share = super::decimal::parse(NOTABLE_DELEGATION_MIN_SHARE).expect("the share is a decimal");
+    moved.sign() == bigdecimal::num_bigint::Sign::Plus && *moved >= share * supply
+}
+
 /// Proposal states that are themselves events, derived from the state when no connector wrote
 /// the exact on-chain event (with its transaction) first.
 pub const STATE_EVENTS: &[(ProposalState, EventKind)] = &[
@@ -165,6 +187,15 @@ mod tests {
         }
         assert_eq!(ActivityKind::Signal.event_kind(), None);
         assert!(EventKind::parse("nope").is_err());
+    }
+
+    #[test]
+    fn notable_delegations_are_judged_exactly() {
+        let d = |s: &str| super::super::decimal::parse(s).unwrap();
+        let supply = d("1000000000000000000000");
+        assert!(notable_delegation(&d("5000000000000000000"), &supply), "exactly 0.5%");
+        assert!(!notable_delegation(&d("4999999999999999999"), &supply), "one unit short");
+        assert!(!notable_delegation(&d("0"), &d("0")), "nothing moved is never notable");
     }
 
     #[test]

@@ -267,6 +267,8 @@ operations! {
     VotersGetV2 = "v2_voters_get", V2, Paid(Plus), [ValidationError, NotFound];
     /// `GET /v2/daos/{daoId}/delegates`
     DelegatesListV2 = "v2_delegates_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS;
+    /// `GET /v2/daos/{daoId}/notable-delegations`
+    NotableDelegationsListV2 = "v2_notable_delegations_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
     /// `GET /v2/voters/{voterIdentity}/delegations`
     VoterDelegationsListV2 = "v2_voter_delegations_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
     /// `GET /v2/voters/{voterIdentity}/power`

@@ -223,6 +223,8 @@ vocabulary! {
         Event = "ev_",
         /// A signal's public id.
         Signal = "sg_",
+        /// A notable delegation change's public id (its feed entries' `itemId`).
+        Delegation = "dl_",
     }
 }
 
@@ -232,7 +234,7 @@ impl KeyKind {
         match self {
             Self::Proposal => "proposalKey",
             Self::Topic => "topicKey",
-            Self::Event | Self::Signal => "id",
+            Self::Event | Self::Signal | Self::Delegation => "id",
         }
     }
 }

@@ -10,6 +10,9 @@
 //! `proposalVotes`, `quorum`), read for every proposal the run saw and every stored one that can
 //! still change.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::str::FromStr;
+
+use bigdecimal::BigDecimal;
 
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_sol_types::{SolCall, SolEvent, sol};
@@ -21,6 +24,7 @@ use serde_json::json;
 use super::registry::OnchainSource;
 use super::{Connector, Resume, Sink, Upstream, UpstreamError};
 use crate::contract::counting::{self, CountingModule};
+use crate::contract::events::notable_delegation;
 use crate::contract::vocabulary::{PowerCause, ProposalSource, ProposalState};
 use crate::store::apply::Watermark;
 use crate::store::staging::{
@@ -46,6 +50,8 @@ sol! {
     function COUNTING_MODE() external view returns (string);
     function CLOCK_MODE() external view returns (string);
     function usedVotes(uint256 proposalId, address account) external view returns (uint256);
+    function totalSupply() external view returns (uint256);
+    function getPastTotalSupply(uint256 timepoint) external view returns (uint256);
 }
 
 pub const ORIGIN: &str = "governor-logs";
@@ -141,6 +147,7 @@ impl Connector for GovernorConnector {
         let mut powers: BTreeMap<Address, (U256, u64)> = BTreeMap::new();
         let mut delegations: BTreeMap<Address, (Address, u64)> = BTreeMap::new();
         let mut history = History { dao_id: &self.dao_id, decimals: self.source.token_decimals, open: None };
+        let mut supplies: HashMap<u64, Option<U256>> = HashMap::new();
         let mut start = from;
         let mut range = self.source.block_range.max(1);
         while start <= safe {
@@ -173,6 +180,7 @@ impl Connector for GovernorConnector {
                         let e = DelegateChanged::decode_raw_log(log.topics.iter().copied(), &log.data)?;
                         delegations.insert(e.delegator, (e.toDelegate, block));
                         if let Some(done) = history.change(&e, place) {
+                            let done = self.judged(done, &modes, &mut supplies).await;
                             sink.push(Record::DelegationChange(done)).await?;
                         }
                     }
@@ -215,6 +223,7 @@ impl Connector for GovernorConnector {
             }
             // A transaction lies in one block, so nothing after this range completes a change.
             if let Some(done) = history.finish() {
+                let done = self.judged(done, &modes, &mut supplies).await;
                 sink.push(Record::DelegationChange(done)).await?;
             }
             start = end + 1;
@@ -228,7 +237,8 @@ impl Connector for GovernorConnector {
             let s = if created_ids.contains(&proposal) || from <= self.source.start_block {
                 s
             } else {
-                let since = resume.created_blocks.get(&proposal.to_string()).copied().unwrap_or(self.source.start_block);
+                let since =
+                    resume.created_blocks.get(&proposal.to_string()).copied().unwrap_or(self.source.start_block);
                 let earlier = Earlier { proposal, voter, since, before: from - 1, safe };
                 self.with_earlier_casts(earlier, s, &mut times).await?
             };
@@ -339,9 +349,70 @@ impl GovernorConnector {
 
     /// `call` as the governor answered at `block` (a number or a tag).
     async fn call_at<C: SolCall>(&self, call: C, block: serde_json::Value) -> anyhow::Result<C::Return> {
-        let tx = json!({"to": self.source.governor, "data": Bytes::from(call.abi_encode())});
+        self.call_to(&self.source.governor, call, block).await
+    }
+
+    /// `call` to the contract at `to`, as it answered at `block`.
+    async fn call_to<C: SolCall>(&self, to: &str, call: C, block: serde_json::Value) -> anyhow::Result<C::Return> {
+        let tx = json!({"to": to, "data": Bytes::from(call.abi_encode())});
         let out: Bytes = self.rpc("eth_call", json!([tx, block])).await?;
         Ok(C::abi_decode_returns(&out)?)
+    }
+
+    /// The token's total supply at `block` (whose time is `at_ms`); `None` when the token
+    /// answers neither way.
+    async fn supply_at(&self, block: u64, at_ms: i64, modes: &Modes) -> Option<U256> {
+        let token = &self.source.token;
+        if let Ok(supply) = self.call_to(token, totalSupplyCall {}, json!(format!("{block:#x}"))).await {
+            return Some(supply);
+        }
+        let timepoint = match counting::clock(modes.clock.as_deref()) {
+            counting::Clock::Timestamp => U256::from(at_ms / 1000),
+            counting::Clock::Blocknumber => U256::from(block),
+        };
+        match self.call_to(token, getPastTotalSupplyCall { timepoint }, json!("latest")).await {
+            Ok(supply) => Some(supply),
+            Err(e) => {
+                tracing::warn!(dao = self.dao_id, block, "the token's supply is unreadable: {e:#}");
+                None
+            }
+        }
+    }
+
+    /// A delegation change with the token's supply at its block when it is notable
+    /// (`contract::events::notable_delegation`). The supply is read once per block, and only
+    /// for changes that moved something: `totalSupply()` as of the block (any node that keeps
+    /// that state: an archive node, anvil), else the token's own history of it,
+    /// `getPastTotalSupply(timepoint)` (ERC20Votes; a timepoint of the token's clock). A token
+    /// that answers neither leaves the change unjudged, never judged on a guess.
+    async fn judged(
+        &self,
+        mut change: DelegationChangeRecord,
+        modes: &Modes,
+        supplies: &mut HashMap<u64, Option<U256>>,
+    ) -> DelegationChangeRecord {
+        let Ok(moved) = change.power_moved_raw.parse::<U256>() else { return change };
+        if moved.is_zero() {
+            return change;
+        }
+        let block = change.block_number as u64;
+        let supply = match supplies.get(&block) {
+            Some(known) => *known,
+            None => {
+                let read = self.supply_at(block, change.at_ms, modes).await;
+                supplies.insert(block, read);
+                read
+            }
+        };
+        if let Some(supply) = supply {
+            let (m, s) = (BigDecimal::from_str(&moved.to_string()), BigDecimal::from_str(&supply.to_string()));
+            if let (Ok(m), Ok(s)) = (m, s)
+                && notable_delegation(&m, &s)
+            {
+                change.supply_raw = Some(supply.to_string());
+            }
+        }
+        change
     }
 
     /// Completes a voter's casts on a fractional governor with those of earlier runs.
@@ -651,6 +722,7 @@ impl History<'_> {
                 log_index: at.index,
                 tx_hash: format!("{:#x}", at.tx),
                 at_ms: at.at_ms,
+                supply_raw: None,
             },
             tx: at.tx,
             delegator: e.delegator,

@@ -241,7 +241,8 @@ async fn fetch(
     policy: &RetryPolicy,
 ) -> anyhow::Result<(Watermark, Vec<String>)> {
     let (position, open) = crate::store::staging::resume(db, &dao.id, kind).await?;
-    let created_blocks = open.iter().filter_map(|(id, block)| Some((id.clone(), u64::try_from((*block)?).ok()?))).collect();
+    let created_blocks =
+        open.iter().filter_map(|(id, block)| Some((id.clone(), u64::try_from((*block)?).ok()?))).collect();
     let resume = Resume { position, open_proposals: open.into_iter().map(|(id, _)| id).collect(), created_blocks };
     let upstream = Upstream::new(policy.clone());
     let mut sink = Sink::new(db, run_id, kind);

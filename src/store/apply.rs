@@ -187,7 +187,9 @@ pub async fn publish_run(
     };
     match scope {
         Some(scope) => {
-            report.revision_id = Some(publish::publish(&txn, run_id, &report.summary(run_id), &scope).await?.id);
+            let above = report.touched.delegation_changes_above;
+            let summary = report.summary(run_id);
+            report.revision_id = Some(publish::publish_appended(&txn, run_id, &summary, &scope, above).await?.id);
         }
         // Nothing served changed: freshness moves, the revision (cursors, caches) stays.
         None => {
@@ -404,6 +406,9 @@ impl Applier<'_> {
         touched: &mut Touched,
     ) -> Result<TableCounts, DbErr> {
         use delegation_change::Column as C;
+        if !rows.is_empty() && touched.delegation_changes_above.is_none() {
+            touched.delegation_changes_above = Some(super::governor::last_change_id(self.txn).await?);
+        }
         let models = rows
             .into_iter()
             .map(|r| {
@@ -419,6 +424,7 @@ impl Applier<'_> {
                     log_index: Set(r.log_index),
                     tx_hash: Set(r.tx_hash),
                     at_ms: Set(r.at_ms),
+                    supply_raw: Set(r.supply_raw),
                 })
             })
             .collect::<Result<Vec<_>, DbErr>>()?;

@@ -20,9 +20,10 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::entities::{data_revision, feed_entry, setting, signal};
+use super::entities::{data_revision, delegation_change, feed_entry, setting, signal};
 use super::events::EventRow;
 use super::signals::SignalRecord;
+use super::staging::DelegationChangeRecord;
 use super::{keys, placeholders};
 use crate::contract::feed::{FEED_PRUNE_BATCH, FEED_RETENTION, FeedKind};
 use crate::contract::vocabulary::DaoId;
@@ -44,6 +45,8 @@ pub struct Changes {
     /// Signals raised, changed or cleared, each as it stands after the change (cleared: as it
     /// last stood), in the order they are fed.
     pub signals: Vec<(FeedKind, signal::Model)>,
+    /// Notable delegation changes the publication appended, in chain order.
+    pub delegations: Vec<delegation_change::Model>,
 }
 
 /// What an entry reports, as published.
@@ -54,6 +57,8 @@ pub enum FeedBody {
     Event { event: EventRow, correction: bool },
     /// A signal raised, changed or cleared.
     Signal { record: SignalRecord },
+    /// A notable delegation change (`contract::events::NOTABLE_DELEGATION_MIN_SHARE`).
+    Delegation { change: DelegationChangeRecord },
 }
 
 /// An entry as read.
@@ -111,6 +116,18 @@ pub async fn append<C: ConnectionTrait>(
         .zip(records)
         .map(|((kind, s), record)| {
             (s.dao_id.clone(), *kind, keys::signal_id(&s.natural_key), FeedBody::Signal { record })
+        })
+        .collect();
+    for chunk in entries.chunks(CHUNK) {
+        written += insert(db, revision, chunk.to_vec()).await?;
+    }
+    let entries: Vec<_> = changes
+        .delegations
+        .iter()
+        .map(|c| {
+            let item = keys::delegation_id(&c.dao_id, c.block_number, c.log_index);
+            let body = FeedBody::Delegation { change: DelegationChangeRecord::from(c.clone()) };
+            (c.dao_id.clone(), FeedKind::DelegationChanged, item, body)
         })
         .collect();
     for chunk in entries.chunks(CHUNK) {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select,
-    sea_query::Expr,
+    sea_query::{Expr, ExprTrait},
 };
 
 use super::address::AccountBytes;
@@ -70,6 +70,48 @@ pub async fn delegations(
     rows.dedup_by_key(|r| r.id);
     rows.truncate(limit as usize);
     Ok(rows)
+}
+
+/// A DAO's notable delegation changes (those that moved at least
+/// `contract::events::NOTABLE_DELEGATION_MIN_SHARE` of the token's supply), newest first: a
+/// range of the partial index `ix_delegation_changes_notable`, which holds only them.
+pub async fn notable_delegations(
+    db: &impl ConnectionTrait,
+    dao_id: &DaoId,
+    window: Option<(i64, i64)>,
+    after: Option<LogAfter>,
+    limit: u64,
+) -> Result<Vec<delegation_change::Model>, DbErr> {
+    use delegation_change::Column as C;
+    let q = delegation_change::Entity::find().filter(C::SupplyRaw.is_not_null());
+    let columns = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
+    newest_first(db, q, columns, Some(dao_id), window, after, limit).await
+}
+
+/// The notable delegation changes a publication appended: those with an id above `above` (ids
+/// only grow, and publications take the writer's turn one at a time), in chain order.
+pub async fn notable_since(db: &impl ConnectionTrait, above: i64) -> Result<Vec<delegation_change::Model>, DbErr> {
+    use delegation_change::Column as C;
+    delegation_change::Entity::find()
+        .filter(C::Id.gt(above))
+        .filter(C::SupplyRaw.is_not_null())
+        .order_by_asc(C::DaoId)
+        .order_by_asc(C::BlockNumber)
+        .order_by_asc(C::LogIndex)
+        .all(db)
+        .await
+}
+
+/// The largest delegation change id stored (0 for none).
+pub async fn last_change_id(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
+    use delegation_change::Column as C;
+    let max: Option<Option<i64>> = delegation_change::Entity::find()
+        .select_only()
+        .column_as(Expr::col(C::Id).max(), "m")
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(max.flatten().unwrap_or(0))
 }
 
 /// A voter's voting power checkpoints, newest first.

@@ -30,6 +30,12 @@ pub fn signal_id(natural_key: &str) -> String {
     derive(KeyKind::Signal, &[natural_key])
 }
 
+/// The public id of a delegation change (`dl_` + 22 URL-safe characters), from its place on
+/// chain: its DAO, block and log index.
+pub fn delegation_id(dao_id: &str, block_number: i64, log_index: i64) -> String {
+    derive(KeyKind::Delegation, &[dao_id, &block_number.to_string(), &log_index.to_string()])
+}
+
 /// `prefix` + base64url (no padding) of the first 16 bytes of SHA-256 over the parts.
 /// Parts are joined with the ASCII unit separator, which none of them contains, so
 /// ("a", "bc") and ("ab", "c") cannot collide.

@@ -57,6 +57,9 @@ pub struct Touched {
     /// How the votes of each proposal in `voted` changed: publication adds this to the stored
     /// tally instead of reading every vote again (`store::facts::refresh`).
     pub tallies: BTreeMap<i64, TallyDelta>,
+    /// The highest delegation change id before this run appended any (none appended: `None`):
+    /// the notable changes above it are fed.
+    pub delegation_changes_above: Option<i64>,
 }
 
 /// How a proposal's votes changed in one publication.
@@ -179,6 +182,25 @@ pub async fn publish<C>(db: &C, run_id: i64, summary: &str, scope: &Scope) -> Re
 where
     C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
 {
+    let above = match scope {
+        Scope::All => None,
+        Scope::Touched(t) => t.delegation_changes_above,
+    };
+    publish_appended(db, run_id, summary, scope, above).await
+}
+
+/// [`publish`], feeding the notable delegation changes with an id above `delegations_above`:
+/// those the writer appended (a writer that publishes everything still knows what it appended).
+pub async fn publish_appended<C>(
+    db: &C,
+    run_id: i64,
+    summary: &str,
+    scope: &Scope,
+    delegations_above: Option<i64>,
+) -> Result<data_revision::Model, DbErr>
+where
+    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
+{
     let txn = db.begin().await?;
     // Publications take turns (ingestion took its turn already: the lock is re-entrant), so that
     // feed sequences commit in the order they were drawn and a reader that has seen sequence N
@@ -204,6 +226,9 @@ where
     });
     let mut fed = super::feed::Changes { events_before: super::feed::newest_event(&txn).await?, ..Default::default() };
     fed.events = super::events::derive(&txn, now, events.as_ref()).await?;
+    if let Some(above) = delegations_above {
+        fed.delegations = super::governor::notable_since(&txn, above).await?;
+    }
     let revision = data_revision::ActiveModel {
         published_ms: Set(now),
         data_as_of_ms: Set(newest_watermark(&txn).await?.unwrap_or(now)),

@@ -158,7 +158,7 @@ pub struct DelegationRecord {
 }
 
 /// One `DelegateChanged`, kept in the delegation history (`delegation_changes`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DelegationChangeRecord {
     pub dao_id: String,
     pub delegator: String,
@@ -172,6 +172,27 @@ pub struct DelegationChangeRecord {
     pub log_index: i64,
     pub tx_hash: String,
     pub at_ms: i64,
+    /// The token's total supply at the block, for a notable change only (see the entity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supply_raw: Option<String>,
+}
+
+impl From<super::entities::delegation_change::Model> for DelegationChangeRecord {
+    fn from(c: super::entities::delegation_change::Model) -> Self {
+        Self {
+            dao_id: c.dao_id,
+            delegator: c.delegator.lower(),
+            from_delegate: c.from_delegate.lower(),
+            to_delegate: c.to_delegate.lower(),
+            power_moved_raw: c.power_moved_raw,
+            decimals: c.decimals.max(0) as u32,
+            block_number: c.block_number,
+            log_index: c.log_index,
+            tx_hash: c.tx_hash,
+            at_ms: c.at_ms,
+            supply_raw: c.supply_raw,
+        }
+    }
 }
 
 /// One `DelegateVotesChanged`, kept in the voting power history (`power_checkpoints`).

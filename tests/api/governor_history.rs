@@ -249,6 +249,8 @@ async fn history_on(backend: Backend, seed: u32) {
     let delegations: usize = as_delegator.values().map(Vec::len).sum();
     assert_eq!(delegations as u64, events["DelegateChanged"].as_u64().unwrap(), "every change served");
 
+    assert_notable(&app, &scenario, as_delegator.values().flatten().cloned().collect()).await;
+
     // The ranking: `getVotes` of every delegate, largest first, and its delegators counted from
     // `delegates`.
     let ranking = all_pages(&app, &format!("/v2/daos/{DAO}/delegates"), 2).await;
@@ -274,6 +276,66 @@ async fn history_on(backend: Backend, seed: u32) {
         if fin["votes"][*a] != "0" {
             assert!(ranking.iter().any(|r| r["voterIdentity"] == *a), "{a} holds votes and is ranked");
         }
+    }
+}
+
+/// Notable delegation changes: exactly those that moved at least 0.5% of the token's supply
+/// (`totalSupply` is constant after the deploy here: transfers only), listed by the DAO, fed once
+/// each, and cited by a `delegation_shift` on every proposal whose snapshot follows them.
+async fn assert_notable(app: &TestApp, scenario: &Value, changes: Vec<Value>) {
+    let supply: u128 = scenario["final"]["balances"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|b| b.as_str().unwrap().parse::<u128>().unwrap())
+        .sum();
+    let share = govdata::contract::events::NOTABLE_DELEGATION_MIN_SHARE;
+    assert_eq!(share, "0.005", "the expectations below are written for 0.5%");
+    let mut expected: Vec<(u64, u64)> = Vec::new();
+    for c in &changes {
+        let moved: u128 = c["votingPowerMovedRaw"].as_str().unwrap().parse().unwrap();
+        let notable = moved > 0 && moved * 200 >= supply;
+        assert_eq!(c.get("totalSupplyRaw").is_some(), notable, "moved {moved} of {supply}: {c}");
+        if notable {
+            assert_eq!(c["totalSupplyRaw"], supply.to_string(), "totalSupply() at the block");
+            let share: f64 = c["shareOfSupply"].as_str().unwrap().parse().unwrap();
+            assert!(share >= 0.005, "{c}");
+            expected.push(place(c));
+        }
+    }
+    expected.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(!expected.is_empty(), "the self-delegations before the proposals move whole balances");
+
+    let listed = all_pages(app, &format!("/v2/daos/{DAO}/notable-delegations"), 2).await;
+    assert_eq!(listed.iter().map(place).collect::<Vec<_>>(), expected, "every notable change, newest first");
+
+    // Fed once each (the re-read of the whole chain appended nothing, so fed nothing), with the
+    // change as the list shows it.
+    let fed = all_pages(app, &format!("/v2/feed?daoId={DAO}&kinds=delegation_changed"), 3).await;
+    assert_eq!(fed.len(), expected.len(), "{fed:?}");
+    for entry in &fed {
+        assert_eq!(entry["kind"], "delegation_changed");
+        assert!(entry.get("event").is_none() && entry.get("signal").is_none(), "{entry}");
+        let change = &entry["delegation"];
+        let same = listed.iter().find(|l| place(l) == place(change)).expect("a listed change");
+        assert_eq!(change, same);
+    }
+
+    // Every proposal's snapshot follows every change here: each proposal that reached its
+    // snapshot cites them all.
+    let (status, signals) = app.get_json(&format!("/v2/signals?daoId={DAO}&kind=delegation_shift&limit=100")).await;
+    assert_eq!(status, 200, "{signals}");
+    let signals = signals["data"]["items"].as_array().unwrap();
+    for label in ["A", "B", "C"] {
+        let p = scenario["proposals"].as_array().unwrap().iter().find(|p| p["label"] == label).unwrap();
+        let s = signals
+            .iter()
+            .find(|s| s["subject"]["externalId"] == p["id"])
+            .unwrap_or_else(|| panic!("{label}: a delegation_shift: {signals:?}"));
+        assert_eq!(s["severity"], "warning");
+        let cited: Vec<(u64, u64)> =
+            s["evidence"]["delegationChanges"].as_array().unwrap().iter().map(place).rev().collect();
+        assert_eq!(cited, expected, "{label}: every notable change before its snapshot");
     }
 }
 

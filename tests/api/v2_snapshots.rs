@@ -140,6 +140,12 @@ on_both_backends!(v2_delegates_list, |app: TestApp| async move {
 
 // The bundled sample holds no token logs (its delegates come from a Tally export): the history
 // lists are snapshotted over a fixed token history ingested from a node (`token_node`).
+on_both_backends!(v2_notable_delegations_list, |backend: Backend| async move {
+    let app = spawn_app_on(token_node::store_with_history(backend).await).await;
+    let path = format!("/v2/daos/{}/notable-delegations?limit=5", token_node::DAO);
+    snapshot(&app, "v2_notable_delegations_list_token_history", &path).await;
+});
+
 on_both_backends!(v2_voter_delegations_list, |backend: Backend| async move {
     let app = spawn_app_on(token_node::store_with_history(backend).await).await;
     let path = format!("/v2/voters/{}/delegations?side=delegate&limit=2", token_node::DELEGATE);

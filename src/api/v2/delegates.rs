@@ -12,28 +12,27 @@ use poem_openapi::{
 use super::{Listing, V2Tag, resolve_voter};
 use crate::api::{
     AppState,
-    views::voter::{VoterNames, participation_rate as rate},
+    views::{
+        delegation::{DelegationChange, change_item, units},
+        voter::{VoterNames, participation_rate as rate},
+    },
 };
 use crate::contract::{
     decimal::{self, DELEGATED_POWER_FROM_FLOAT},
     envelope::V2List,
     errors::{ApiError, ParamLocation, Problem},
     limits::MostLists,
-    operations::{DelegatesListV2, Operation, VoterDelegationsListV2, VoterPowerListV2},
+    operations::{DelegatesListV2, NotableDelegationsListV2, Operation, VoterDelegationsListV2, VoterPowerListV2},
     params::{DaoFilter, DaoIdParam, V2Limit, V2Timestamp, resolve_v2_window},
     time::Timestamp,
     vocabulary::PowerCause,
 };
 use crate::store::{
     self,
-    address::AccountBytes,
     entities::{delegation_change, power_checkpoint},
     governor::{RankedDelegate, Side},
     keysets::{LogAfter, RankAfter},
 };
-
-/// The address a token writes for "no delegate".
-const NO_DELEGATE: &str = "0x0000000000000000000000000000000000000000";
 
 /// A delegate of one DAO, ranked by delegated voting power.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
@@ -76,52 +75,6 @@ impl poem_openapi::types::Example for DelegateRank {
             participation_rate: "0.68".to_owned(),
             last_vote_at: Some(Timestamp::known("2025-12-03T00:00:00.000Z")),
             as_of: Timestamp::known("2026-03-01T12:00:00.000Z"),
-        }
-    }
-}
-
-/// One change of delegation: a holder moving its votes from one delegate to another.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
-pub struct DelegationChange {
-    pub dao_id: String,
-    /// The holder (lowercase 0x address).
-    pub delegator: String,
-    /// The delegate the holder left; absent when it had none.
-    pub from_delegate: Option<String>,
-    /// The delegate the holder chose; absent when it withdrew its delegation.
-    pub to_delegate: Option<String>,
-    /// The voting power that moved with the change (the holder's balance then), in token units,
-    /// exact; 0 for a holder without tokens.
-    pub voting_power_moved: String,
-    /// {{VOTING_POWER_FROM_FLOAT}}
-    pub voting_power_from_float: bool,
-    /// The same power as the raw integer in the token's smallest unit.
-    pub voting_power_moved_raw: String,
-    pub decimals: i32,
-    pub block_number: String,
-    /// The log's index in its block: with `blockNumber`, its place on chain.
-    pub log_index: String,
-    pub transaction_hash: String,
-    /// The block's time.
-    pub at: Timestamp,
-}
-
-impl poem_openapi::types::Example for DelegationChange {
-    fn example() -> Self {
-        Self {
-            dao_id: "uniswap".to_owned(),
-            delegator: "0x70997970c51812dc3a010c7d01b50e0d17dc79c8".to_owned(),
-            from_delegate: None,
-            to_delegate: Some("0x683a4f9915d6216f73d6df50151725036bd26c02".to_owned()),
-            voting_power_moved: "7777.777777777777777777".to_owned(),
-            voting_power_from_float: false,
-            voting_power_moved_raw: "7777777777777777777777".to_owned(),
-            decimals: 18,
-            block_number: "19000012".to_owned(),
-            log_index: "41".to_owned(),
-            transaction_hash: "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060".to_owned(),
-            at: Timestamp::known("2026-03-01T12:00:00.000Z"),
         }
     }
 }
@@ -193,39 +146,12 @@ pub enum DelegationSide {
     Delegate,
 }
 
-/// Token units of a stored raw integer (stored valid by ingestion).
-fn units(raw: &str, decimals: i32) -> String {
-    decimal::scale_down(raw, decimals.max(0) as u32).map(|d| decimal::plain(&d)).unwrap_or_else(|_| raw.to_owned())
-}
-
 /// `after - before` in token units, signed, exact.
 fn difference(after: &str, before: &str, decimals: i32) -> String {
     let scale = decimals.max(0) as u32;
     match (decimal::scale_down(after, scale), decimal::scale_down(before, scale)) {
         (Ok(a), Ok(b)) => decimal::plain(&(a - b)),
         _ => "0".to_owned(),
-    }
-}
-
-fn delegate_of(address: AccountBytes) -> Option<String> {
-    let address = address.lower();
-    (address != NO_DELEGATE).then_some(address)
-}
-
-fn change_item(c: delegation_change::Model) -> DelegationChange {
-    DelegationChange {
-        voting_power_moved: units(&c.power_moved_raw, c.decimals),
-        voting_power_from_float: DELEGATED_POWER_FROM_FLOAT,
-        voting_power_moved_raw: c.power_moved_raw,
-        decimals: c.decimals,
-        dao_id: c.dao_id,
-        delegator: c.delegator.lower(),
-        from_delegate: delegate_of(c.from_delegate),
-        to_delegate: delegate_of(c.to_delegate),
-        block_number: c.block_number.to_string(),
-        log_index: c.log_index.to_string(),
-        transaction_hash: c.tx_hash,
-        at: Timestamp::from_ms(c.at_ms),
     }
 }
 
@@ -296,6 +222,46 @@ impl Api {
                 as_of: Timestamp::from_ms(d.as_of_ms),
             },
         ))
+    }
+
+    /// List a DAO's notable delegation changes
+    ///
+    /// The on-chain delegation changes of one DAO's token that moved at least
+    /// {{NOTABLE_DELEGATION_PERCENT}}% of its total supply at their block (the holder's balance,
+    /// compared exactly with `totalSupply()` as of the block), newest first: who moved how much
+    /// from which delegate to which, the supply and the share, with block, log index,
+    /// transaction and time. The feed, its stream and webhooks carry each as a
+    /// `delegation_changed` entry as it is published. Filter by a window of at most
+    /// {{PROPOSALS_AND_HISTORY_WINDOW_DAYS}} days (`from`/`to`, RFC 3339, on the block's time).
+    /// Keyset-paginated with `cursor`; the history only grows, so a cursor stays valid.
+    #[oai(path = "/daos/:daoId/notable-delegations", method = "get", operation_id = "v2_notable_delegations_list")]
+    async fn notable_delegations_list(
+        &self,
+        state: Data<&AppState>,
+        /// The DAO's slug.
+        #[oai(name = "daoId")]
+        dao_id: Path<DaoIdParam>,
+        /// Window start (inclusive).
+        from: Query<Option<V2Timestamp>>,
+        /// Window end (inclusive).
+        to: Query<Option<V2Timestamp>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<MostLists>>>,
+        /// `meta.page.nextCursor` of the previous page, unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<DelegationChange>>, ApiError<NotableDelegationsListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let window = resolve_v2_window(from.0, to.0, <NotableDelegationsListV2 as Operation>::WINDOW)?;
+        let no_dao = |id: &str| Problem::not_found(format!("No DAO has the id `{id}`. `GET /v2/daos` lists them."));
+        let dao_id = dao_id.0.parse().map_err(|received| no_dao(&received))?;
+        let dao = store::daos::get(&state.db, dao_id.as_str()).await?.ok_or_else(|| no_dao(dao_id.as_str()))?;
+        let list = Listing::<NotableDelegationsListV2, LogAfter>::append_only(&state, limit).filtered(vec![
+            ("daoId", dao.dao.id.clone()),
+            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
+        ]);
+        let after = list.after(cursor.0.as_deref())?;
+        let rows = store::governor::notable_delegations(&state.db, &dao_id, window, after, list.rows_to_read()).await?;
+        Ok(list.page(rows, delegation_change::Model::keyset, change_item))
     }
 
     /// List a voter's delegation changes

@@ -7,6 +7,7 @@ use poem_openapi::{Object, types::ToJSON};
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 use crate::api::views::{
+    delegation::{DelegationChange, change_item},
     event::{GovernanceEvent, event_from_row},
     signal::Signal,
 };
@@ -39,6 +40,10 @@ pub struct FeedEntry {
     /// The signal, for `signal_raised`, `signal_changed` and `signal_cleared`: as `/v2/signals`
     /// shows it (a cleared signal as it last stood).
     pub signal: Option<Signal>,
+    /// The delegation change, for `delegation_changed`: a holder moved at least
+    /// {{NOTABLE_DELEGATION_PERCENT}}% of the token's supply, as
+    /// `/v2/daos/{daoId}/notable-delegations` shows it.
+    pub delegation: Option<DelegationChange>,
 }
 
 impl FeedEntry {
@@ -57,6 +62,7 @@ impl FeedEntry {
                 correction: false,
                 event: None,
                 signal: None,
+                delegation: None,
             };
             match r.body {
                 FeedBody::Event { event, correction } => {
@@ -66,6 +72,9 @@ impl FeedEntry {
                     signals.push(record);
                     at.push(heads.len());
                     heads.push(head);
+                }
+                FeedBody::Delegation { change } => {
+                    heads.push(Self { delegation: Some(change_item(change)), ..head });
                 }
             }
         }
@@ -135,6 +144,7 @@ impl poem_openapi::types::Example for FeedEntry {
             correction: false,
             event: Some(event),
             signal: None,
+            delegation: None,
         }
     }
 }

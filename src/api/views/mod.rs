@@ -4,6 +4,7 @@
 pub mod activity;
 pub mod citation;
 pub mod dao;
+pub mod delegation;
 pub mod event;
 pub mod feed;
 pub mod item;

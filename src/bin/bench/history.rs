@@ -231,6 +231,7 @@ pub async fn publication(db: &DatabaseConnection, dao: &str) -> anyhow::Result<(
                     log_index: 2 * i,
                     tx_hash: tx.clone(),
                     at_ms: now,
+                    supply_raw: None,
                 }),
                 Record::PowerCheckpoint(PowerCheckpointRecord {
                     dao_id: dao.to_owned(),

@@ -28,6 +28,10 @@ pub struct Model {
     pub tx_hash: String,
     /// The block's time.
     pub at_ms: i64,
+    /// The token's total supply at the block, exact integer in its smallest unit, kept only for a
+    /// notable change: one that moved at least `contract::events::NOTABLE_DELEGATION_MIN_SHARE`
+    /// of it (migration 19). NULL for every other change.
+    pub supply_raw: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -24,6 +24,7 @@ mod m0015_webhooks;
 mod m0016_governor_history;
 mod m0017_counting;
 mod m0018_privacy;
+mod m0019_notable_delegations;
 
 pub struct Migrator;
 
@@ -49,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0016_governor_history::Migration),
             Box::new(m0017_counting::Migration),
             Box::new(m0018_privacy::Migration),
+            Box::new(m0019_notable_delegations::Migration),
         ]
     }
 }
