@@ -240,6 +240,7 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{LOOKUP_CLOSEST_CANDIDATES_WORD}}", spelled(lookup::CLOSEST_CANDIDATES)),
         ("{{LOOKUP_TYPO_EDITS}}", typo_edits()),
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
+        ("{{VOTING_TYPES}}", super::voting::voting_types_text()),
         ("{{NOTABLE_DELEGATION_SHARE}}", super::events::NOTABLE_DELEGATION_MIN_SHARE.to_owned()),
         ("{{VOTING_POWER_FROM_FLOAT}}", super::decimal::FROM_FLOAT_TEXT.to_owned()),
         ("{{WEBHOOK_RETRY_SCHEDULE}}", super::webhooks::schedule_text()),

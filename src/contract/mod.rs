@@ -25,6 +25,7 @@ pub mod signals;
 pub mod time;
 pub mod urls;
 pub mod vocabulary;
+pub mod voting;
 pub mod webhooks;
 pub mod x402;
 pub mod yaml;

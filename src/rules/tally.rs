@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use bigdecimal::{BigDecimal, RoundingMode, Zero};
 
 use crate::contract::decimal::{self, SHARE_DECIMALS};
+use crate::contract::voting::{TallyMethod, tally_method};
 
 /// How a vote's choice text distributes its voting power.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +42,9 @@ pub fn parse_choice(voting_type: Option<&str>, text: &str) -> Result<Allocation,
     if let Some(inner) = t.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
         let list = inner.split(',').filter(|p| !p.trim().is_empty()).map(index).collect::<Result<Vec<_>, _>>()?;
         let first = *list.first().ok_or_else(err)?;
-        return Ok(match voting_type {
-            Some("ranked-choice") => Allocation::Single(first),
+        return Ok(match tally_method(voting_type) {
+            // A ranked ballot gives outright only its first preference.
+            TallyMethod::FirstPreferences => Allocation::Single(first),
             _ => Allocation::Each(list),
         });
     }
@@ -169,6 +171,7 @@ mod tests {
         assert_eq!(parse_choice(Some("basic"), "3").unwrap(), Allocation::Single(3));
         assert_eq!(parse_choice(Some("approval"), "[1,3]").unwrap(), Allocation::Each(vec![1, 3]));
         assert_eq!(parse_choice(Some("ranked-choice"), "[2,1,3]").unwrap(), Allocation::Single(2));
+        assert_eq!(parse_choice(Some("copeland"), "[3,1,2]").unwrap(), Allocation::Single(3), "first preference");
         assert_eq!(parse_choice(Some("weighted"), "{'2': 1}").unwrap(), Allocation::Weighted(vec![(2, d("1"))]));
         assert_eq!(
             parse_choice(Some("weighted"), r#"{"1": 250, "2": 16350}"#).unwrap(),

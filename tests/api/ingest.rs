@@ -227,6 +227,54 @@ on_both_backends!(shielded_choices_are_never_guessed_and_are_replaced_once_revea
     assert!(!note.contains("Provisional") && note.contains("Shielded"), "{note}");
 });
 
+// Copeland ballots rank every choice: the store's tally gives each vote's power to its first
+// preference only (never to every ranked choice, as an approval would), says so, and names the
+// rule Snapshot decides by (no race is judged on it: `rules::signals::facts`' unit tests).
+on_both_backends!(copeland_ballots_are_tallied_as_first_preferences_and_explained, |backend: Backend| async move {
+    let w = world(backend).await;
+    let id = proposal_id(PROPOSALS + 2);
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        hub.proposals.push(HubProposal {
+            id: id.clone(),
+            created: UNREADABLE_CREATED + 90,
+            state: "closed",
+            scores: vec![],
+            scores_total: "21",
+            scores_state: "final",
+            title: "Copeland grants round".to_owned(),
+            votes: 3,
+        });
+        for (i, (ballot, vp)) in [("[1,2,3]", "10"), ("[2,3,1]", "6"), ("[3,2,1]", "5")].into_iter().enumerate() {
+            hub.votes.push(HubVote {
+                id: format!("0x{:064x}", 9_100_000 + i),
+                proposal: id.clone(),
+                voter: format!("0x{:040x}", 0xc0be00 + i),
+                created: UNREADABLE_CREATED + 150 + i as i64,
+                choice: ballot.to_owned(),
+                vp: vp.to_owned(),
+            });
+        }
+    }
+    run_once(&w.db, &w.registry, &snapshot_only()).await.expect("the run completes");
+    let (status, detail) = w.app.get_json(&format!("/v2/proposals/{}", key("snapshot", &id))).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(detail["data"]["votingType"], "copeland");
+    let rule = detail["data"]["votingRule"].as_str().unwrap();
+    assert!(rule.contains("every pair of choices is a contest"), "{rule}");
+    let (status, evidence) = w.app.get_json(&format!("/v1/daos/{DAO}/proposals/snapshot/{id}/evidence")).await;
+    assert_eq!(status, 200, "{evidence}");
+    let e = &evidence["data"];
+    let scores: Vec<(u64, &str)> = e["choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["choice"].as_u64().unwrap(), c["score"].as_str().unwrap()))
+        .collect();
+    assert_eq!(scores, [(1, "10"), (2, "6"), (3, "5")], "first preferences, not 21 each: {e}");
+    assert!(e["scoresNote"].as_str().unwrap().contains("first preferences"), "{e}");
+});
+
 fn snapshot_only() -> RunOptions {
     RunOptions { source: Some(SourceKind::Snapshot), ..options() }
 }

@@ -16,6 +16,7 @@ use crate::contract::params::DaoIdParam;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
+use crate::contract::voting::{TallyMethod, tally_method};
 use crate::contract::{
     decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
@@ -78,6 +79,11 @@ pub struct BriefTally {
     pub unreadable_votes: String,
     /// Sum of the counted votes' voting power, exact.
     pub counted_power: String,
+    /// What each choice's score is for this voting type: `sum` (the result, exactly),
+    /// `first_preferences` (ranked-choice, copeland) or `allocated_power` (quadratic); only a
+    /// `sum` decides the outcome, the others are what the ballots gave outright, and the outcome
+    /// is the upstream's scores.
+    pub method: TallyMethod,
     /// Choices by score, highest first.
     pub choices: Vec<BriefChoiceScore>,
 }
@@ -218,6 +224,7 @@ impl poem_openapi::types::Example for DaoBrief {
                     counted_votes: "2".to_owned(),
                     unreadable_votes: "0".to_owned(),
                     counted_power: "25024703.3752255581".to_owned(),
+                    method: TallyMethod::Sum,
                     choices: vec![
                         BriefChoiceScore {
                             choice: "1".to_owned(),
@@ -268,9 +275,16 @@ fn quorum_status(scores_total: Option<&str>, quorum: Option<&str>) -> QuorumStat
     }
 }
 
-fn ingested_tally(t: &Tally, ingested: i64, upstream: Option<i64>, labels: &[String]) -> BriefTally {
+fn ingested_tally(
+    t: &Tally,
+    voting_type: Option<&str>,
+    ingested: i64,
+    upstream: Option<i64>,
+    labels: &[String],
+) -> BriefTally {
     let label = |c: u32| labels.get(c.checked_sub(1)? as usize).cloned();
     BriefTally {
+        method: tally_method(voting_type),
         coverage: match upstream {
             Some(m) => format!("covers {ingested} ingested of {m} upstream votes"),
             None => format!("covers {ingested} ingested votes; the upstream total is not known"),
@@ -296,7 +310,7 @@ fn ingested_tally(t: &Tally, ingested: i64, upstream: Option<i64>, labels: &[Str
 fn standing(tp: TalliedProposal) -> BriefProposal {
     let TalliedProposal { proposal: p, tally: t } = tp;
     let labels = p.choices.clone().unwrap_or_default().0;
-    let tally = ingested_tally(&t, p.ingested_vote_count, p.upstream_vote_count, &labels);
+    let tally = ingested_tally(&t, p.voting_type.as_deref(), p.ingested_vote_count, p.upstream_vote_count, &labels);
     let leader = tally.choices.first().cloned();
     BriefProposal {
         proposal: ItemRef {

@@ -18,6 +18,7 @@ use crate::contract::params::{DaoIdParam, canonical_v1_value};
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ProposalSource;
 use crate::contract::vocabulary::SourceKind;
+use crate::contract::voting::TallyMethod;
 use crate::contract::{
     decimal,
     envelope::{V1Envelope, V1Request},
@@ -374,6 +375,19 @@ impl Api {
                 p.upstream_vote_count.map(|u| format!(" of {u} cast upstream")).unwrap_or_default()
             ),
         };
+        if scores_from == ScoresFrom::IngestedVotes {
+            match crate::contract::voting::tally_method(p.voting_type.as_deref()) {
+                TallyMethod::Sum => {}
+                TallyMethod::FirstPreferences => scores_note.push_str(
+                    " For this ranked voting type they are first preferences (the power that ranked each choice \
+                     first), not the outcome, which Snapshot decides over every preference.",
+                ),
+                TallyMethod::AllocatedPower => scores_note.push_str(
+                    " For quadratic voting they are the power each choice was allocated, not Snapshot's quadratic \
+                     scores, which square sums of square roots.",
+                ),
+            }
+        }
         let counted = p
             .counting_mode
             .as_deref()

@@ -13,6 +13,7 @@ use crate::contract::ids::{IssuedKey, ProposalKey};
 use crate::contract::params::KeyParam;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
+use crate::contract::voting::voting_type;
 use crate::contract::{
     counting::{self, CountingModule, Support},
     decimal,
@@ -54,6 +55,10 @@ pub struct ProposalDetail {
     /// Whether the upstream may still change `scores` and `scoresTotal` (`scoresState` is not
     /// `final`); absent when the upstream does not say.
     pub scores_provisional: Option<bool>,
+    /// How Snapshot scores this proposal's voting type, in one sentence (`scores` are its
+    /// result); absent for on-chain proposals, which `counting` describes. The types:
+    /// {{VOTING_TYPES}}
+    pub voting_rule: Option<String>,
 }
 
 /// An on-chain governor's counting and quorum for one proposal, exact, read as the contract
@@ -122,6 +127,7 @@ impl poem_openapi::types::Example for ProposalDetail {
             counting: None,
             privacy: None,
             scores_provisional: Some(false),
+            voting_rule: voting_type(Some("basic")).map(|t| t.rule.to_owned()),
         }
     }
 }
@@ -300,6 +306,7 @@ impl Api {
             counting: ProposalCounting::of(&p),
             privacy: p.privacy.clone(),
             scores_provisional: p.scores_state.as_deref().map(|s| s != SCORES_FINAL),
+            voting_rule: voting_type(p.voting_type.as_deref()).map(|t| t.rule.to_owned()),
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }

@@ -165,7 +165,8 @@ pub struct V1ProposalSummary {
     pub title: String,
     /// pending | active | closed | queued | executed | canceled | defeated | succeeded | expired
     pub state: String,
-    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`) or `governor`.
+    /// Snapshot voting type (`single-choice`, `basic`, `approval`, `weighted`, `quadratic`,
+    /// `ranked-choice`, `copeland`) or `governor`.
     pub voting_type: Option<String>,
     /// Lowercase 0x address of the author.
     pub author: String,
@@ -248,7 +249,8 @@ pub struct ProposalSummary {
     /// Lowercase 0x address of the author.
     pub author: String,
     pub state: String,
-    /// Snapshot voting type (`basic`, `single-choice`, `weighted`, `approval`, `ranked-choice`).
+    /// Snapshot voting type (`single-choice`, `basic`, `approval`, `weighted`, `quadratic`,
+    /// `ranked-choice`, `copeland`).
     pub voting_type: Option<String>,
     pub created_at: Timestamp,
     pub start_at: Option<Timestamp>,

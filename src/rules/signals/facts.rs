@@ -10,6 +10,7 @@ use bigdecimal::{BigDecimal, Zero};
 
 use super::{DaoContext, Pair, ProposalInput, VoteFacts, VoteInput, is_closed, start_of, vote_count};
 use crate::contract::decimal;
+use crate::contract::voting::tally_method;
 use crate::rules::tally::Tally;
 
 /// The tally, the two leading choices and the weightiest votes of one proposal.
@@ -46,13 +47,16 @@ pub fn analyse_votes(p: &ProposalInput, votes: &[VoteInput]) -> VoteFacts {
     VoteFacts { tally, complete, votes: votes.len() as u64, pair, largest, most_effective }
 }
 
-/// For and Against for `basic` (Abstain decides nothing), the top two choices otherwise; none for
-/// ranked-choice (first preferences do not decide it) or when nothing was counted.
+/// For and Against for `basic` (Abstain decides nothing), the top two choices otherwise; none
+/// where the store's tally does not decide the outcome (ranked-choice and copeland first
+/// preferences, quadratic allocations: `contract::voting`) or when nothing was counted.
 pub fn leading_pair(voting_type: Option<&str>, tally: &Tally) -> Option<Pair> {
+    if !tally_method(voting_type).decides() {
+        return None;
+    }
     let zero = BigDecimal::zero();
     let score = |c: u32| tally.scores.get(&c).cloned().unwrap_or_else(BigDecimal::zero);
     let (first, second, first_score, second_score, counted) = match voting_type {
-        Some("ranked-choice") => return None,
         Some("basic") => {
             let (f, a) = (score(1), score(2));
             let counted = &f + &a;
@@ -132,6 +136,17 @@ fn median(sorted: &[i64]) -> Option<BigDecimal> {
 mod tests {
     use super::super::fixtures::*;
     use super::*;
+
+    #[test]
+    fn races_are_judged_only_on_tallies_that_decide() {
+        let mut t = Tally::default();
+        t.add(Some("single-choice"), "1", "10");
+        t.add(Some("single-choice"), "2", "9.9");
+        assert!(leading_pair(Some("single-choice"), &t).is_some());
+        for voting_type in ["ranked-choice", "copeland", "quadratic"] {
+            assert!(leading_pair(Some(voting_type), &t).is_none(), "{voting_type}");
+        }
+    }
 
     #[test]
     fn turnout_history_is_the_exact_median_of_earlier_closed_proposals() {

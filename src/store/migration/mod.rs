@@ -25,6 +25,7 @@ mod m0016_governor_history;
 mod m0017_counting;
 mod m0018_privacy;
 mod m0019_notable_delegations;
+mod m0020_copeland_facts;
 
 pub struct Migrator;
 
@@ -51,6 +52,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0017_counting::Migration),
             Box::new(m0018_privacy::Migration),
             Box::new(m0019_notable_delegations::Migration),
+            Box::new(m0020_copeland_facts::Migration),
         ]
     }
 }
