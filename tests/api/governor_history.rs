@@ -58,6 +58,12 @@ async fn all_pages(app: &TestApp, path: &str, limit: u32) -> Vec<Value> {
     items
 }
 
+/// The token's total supply: minted at the deploy, only transferred after.
+fn supply(scenario: &Value) -> u128 {
+    let balances = scenario["final"]["balances"].as_object().unwrap();
+    balances.values().map(|b| b.as_str().unwrap().parse::<u128>().unwrap()).sum()
+}
+
 fn place(item: &Value) -> (u64, u64) {
     let n = |k: &str| item[k].as_str().unwrap().parse::<u64>().unwrap();
     (n("blockNumber"), n("logIndex"))
@@ -107,12 +113,7 @@ async fn assert_governance(app: &TestApp, scenario: &Value) {
             // The quorum numerator went from 4% to 10% with B: quorum(snapshot) is the
             // numerator at each snapshot times the supply, rounded down.
             "C" => {
-                let supply: u128 = scenario["final"]["balances"]
-                    .as_object()
-                    .unwrap()
-                    .values()
-                    .map(|b| b.as_str().unwrap().parse::<u128>().unwrap())
-                    .sum();
+                let supply = supply(scenario);
                 let quorum = |p: &Value| p["quorum"].as_str().unwrap().parse::<u128>().unwrap();
                 assert_eq!(quorum(&scenario["proposals"][0]), supply * 4 / 100, "A: 4%");
                 assert_eq!(quorum(p), supply * 10 / 100, "C: 10%");
@@ -283,12 +284,7 @@ async fn history_on(backend: Backend, seed: u32) {
 /// (`totalSupply` is constant after the deploy here: transfers only), listed by the DAO, fed once
 /// each, and cited by a `delegation_shift` on every proposal whose snapshot follows them.
 async fn assert_notable(app: &TestApp, scenario: &Value, changes: Vec<Value>) {
-    let supply: u128 = scenario["final"]["balances"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|b| b.as_str().unwrap().parse::<u128>().unwrap())
-        .sum();
+    let supply = supply(scenario);
     let share = govdata::contract::events::NOTABLE_DELEGATION_MIN_SHARE;
     assert_eq!(share, "0.005", "the expectations below are written for 0.5%");
     let mut expected: Vec<(u64, u64)> = Vec::new();
