@@ -242,6 +242,8 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
         ("{{VOTING_TYPES}}", super::voting::voting_types_text()),
         ("{{NOTABLE_DELEGATION_SHARE}}", super::events::NOTABLE_DELEGATION_MIN_SHARE.to_owned()),
+        ("{{DELEGATION_SHIFT_HOURS}}", (super::events::DELEGATION_SHIFT_WINDOW_MS / 3_600_000).to_string()),
+        ("{{DELEGATION_SHIFT_CITED}}", super::events::DELEGATION_SHIFT_CITED.to_string()),
         ("{{VOTING_POWER_FROM_FLOAT}}", super::decimal::FROM_FLOAT_TEXT.to_owned()),
         ("{{WEBHOOK_RETRY_SCHEDULE}}", super::webhooks::schedule_text()),
         ("{{WEBHOOK_DISABLE_DAYS}}", (super::webhooks::DISABLE_AFTER_FAILING.as_secs() / 86_400).to_string()),

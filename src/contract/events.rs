@@ -116,6 +116,18 @@ pub const NOTABLE_VOTE_MIN_SHARE: &str = "0.01";
 /// changes move a few tokens; a holder delegating a first time moves nothing).
 pub const NOTABLE_DELEGATION_MIN_SHARE: &str = "0.005";
 
+/// How long before an on-chain proposal's snapshot a notable delegation change is a shift of
+/// power for it (`delegationShift` on `GET /v2/proposals/{proposalKey}`). A governor weighs each
+/// vote at `proposalSnapshot` (`getPastVotes`), so power moved after it cannot count on the
+/// proposal, and power moved just before it (borrowed tokens, a holder re-delegating once the
+/// proposal is known) is what a delegate dashboard flags. Three days cover the usual voting
+/// delays (Compound's and Uniswap's are two days).
+pub const DELEGATION_SHIFT_WINDOW_MS: i64 = 72 * 3_600_000;
+
+/// The changes a proposal's `delegationShift` cites at most (newest first; `more` says when there
+/// were others).
+pub const DELEGATION_SHIFT_CITED: u64 = 20;
+
 /// Whether `moved` voting units out of a `supply` are a notable delegation change (exact: both
 /// integers in the token's smallest unit).
 pub fn notable_delegation(moved: &BigDecimal, supply: &BigDecimal) -> bool {

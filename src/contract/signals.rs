@@ -33,11 +33,6 @@ pub const NEW_AUTHOR_MIN_PRIOR_PROPOSALS: u64 = 5;
 pub const FORUM_SPIKE_MIN_POSTS: u64 = 20;
 /// `forum_discussion_spike`: the sliding window.
 pub const FORUM_SPIKE_WINDOW_MS: i64 = 24 * HOUR_MS;
-/// `delegation_shift`: how long before a proposal's snapshot (the timepoint its voting power is
-/// read at) a notable delegation change counts. Three days cover the usual voting delays
-/// (Compound's and Uniswap's are two days), the time in which power moved for a known proposal
-/// can still count on it.
-pub const DELEGATION_SHIFT_WINDOW_MS: i64 = 72 * HOUR_MS;
 
 vocabulary! {
     /// The kind of a signal: one per rule.
@@ -62,8 +57,6 @@ vocabulary! {
         NewAuthor = "new_author",
         /// Many forum posts on one topic within a short window.
         ForumDiscussionSpike = "forum_discussion_spike",
-        /// Large delegated power moved shortly before an on-chain proposal's voting power was fixed.
-        DelegationShift = "delegation_shift",
     }
 }
 
@@ -97,7 +90,7 @@ impl SignalKind {
         match self {
             Self::QuorumReached | Self::ProposalPassed | Self::NewAuthor => Severity::Info,
             Self::UnusualTurnout | Self::ProposalFailed | Self::ForumDiscussionSpike => Severity::Notice,
-            Self::CloseRace | Self::SingleVoterDecisive | Self::DelegationShift => Severity::Warning,
+            Self::CloseRace | Self::SingleVoterDecisive => Severity::Warning,
             Self::QuorumAtRisk => Severity::Critical,
         }
     }
@@ -122,10 +115,6 @@ impl SignalKind {
             Self::ForumDiscussionSpike => {
                 vec![t("minPosts", FORUM_SPIKE_MIN_POSTS.to_string()), t("windowMs", FORUM_SPIKE_WINDOW_MS.to_string())]
             }
-            Self::DelegationShift => vec![
-                t("minShareOfSupply", super::events::NOTABLE_DELEGATION_MIN_SHARE.to_owned()),
-                t("windowMs", DELEGATION_SHIFT_WINDOW_MS.to_string()),
-            ],
             Self::QuorumReached | Self::SingleVoterDecisive | Self::ProposalPassed | Self::ProposalFailed => vec![],
         }
     }
@@ -189,11 +178,6 @@ impl SignalKind {
                  topic, detected at the post that first brought a {}-hour window to {FORUM_SPIKE_MIN_POSTS} posts.",
                 hours(FORUM_SPIKE_WINDOW_MS),
                 hours(FORUM_SPIKE_WINDOW_MS)
-            ),
-            Self::DelegationShift => format!(
-                "An on-chain proposal whose governor reads voting power at a snapshot (`getPastVotes(voter,                  proposalSnapshot)`) saw, in the {} hours up to and including that snapshot, at least one notable                  delegation change of its DAO's token: a holder moving at least {} of the token's total supply at                  the change's block (exact integers). Power moved after the snapshot cannot count on the proposal,                  so the snapshot, not the close, is the moment that matters. Every such change is cited. Detected at                  the last of them.",
-                hours(DELEGATION_SHIFT_WINDOW_MS),
-                super::events::NOTABLE_DELEGATION_MIN_SHARE
             ),
         }
     }

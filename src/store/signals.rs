@@ -13,7 +13,6 @@
 //! their posts in batches, one read of the existing signals, then batched writes. All SQL is
 //! portable (sea-query builders).
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 use sea_orm::{
     ActiveModelTrait,
@@ -24,15 +23,15 @@ use sea_orm::{
 };
 
 use super::{
-    entities::{delegation_change, forum_post, forum_topic, proposal, signal},
+    entities::{forum_post, forum_topic, proposal, signal},
     facts,
 };
 use crate::contract::feed::FeedKind;
 use crate::contract::signals::{self as contract, SignalKind};
 use crate::contract::vocabulary::{DaoId, ProposalState};
 use crate::rules::signals::{
-    DaoContext, Desired, Evidence, ProposalInput, ShiftInput, TopicInput, VoteFacts, dao_contexts,
-    forum_discussion_spike, proposal_signals,
+    DaoContext, Desired, Evidence, ProposalInput, TopicInput, VoteFacts, dao_contexts, forum_discussion_spike,
+    proposal_signals,
 };
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
@@ -151,42 +150,6 @@ async fn forum_signals<C: ConnectionTrait>(db: &C, daos: Option<&BTreeSet<String
     Ok(out)
 }
 
-/// The notable delegation changes of the DAOs in `daos` (every DAO: `None`), per DAO in time
-/// order: a range of the partial index that holds only them (`ix_delegation_changes_notable`).
-async fn notable_delegations<C: ConnectionTrait>(
-    db: &C,
-    daos: Option<&BTreeSet<String>>,
-) -> Result<HashMap<String, Arc<Vec<ShiftInput>>>, DbErr> {
-    use delegation_change::Column as D;
-    let mut q = delegation_change::Entity::find().filter(D::SupplyRaw.is_not_null());
-    if let Some(daos) = daos {
-        q = q.filter(D::DaoId.is_in(daos.iter().cloned()));
-    }
-    let rows = q
-        .order_by_asc(D::DaoId)
-        .order_by_asc(D::AtMs)
-        .order_by_asc(D::BlockNumber)
-        .order_by_asc(D::LogIndex)
-        .all(db)
-        .await?;
-    let mut out: HashMap<String, Vec<ShiftInput>> = HashMap::new();
-    for c in rows {
-        out.entry(c.dao_id.clone()).or_default().push(ShiftInput {
-            delegator: c.delegator.lower(),
-            from_delegate: c.from_delegate.lower(),
-            to_delegate: c.to_delegate.lower(),
-            power_moved_raw: c.power_moved_raw,
-            supply_raw: c.supply_raw.unwrap_or_default(),
-            decimals: u32::try_from(c.decimals).unwrap_or(0),
-            block_number: c.block_number,
-            log_index: c.log_index,
-            tx_hash: c.tx_hash,
-            at_ms: c.at_ms,
-        });
-    }
-    Ok(out.into_iter().map(|(dao, changes)| (dao, Arc::new(changes))).collect())
-}
-
 // ---------------------------------------------------------------------------------------------
 // The engine: load the facts, run the rules, reconcile the table.
 // ---------------------------------------------------------------------------------------------
@@ -218,13 +181,7 @@ pub async fn compute<C: ConnectionTrait>(
     }
     let proposals: Vec<ProposalInput> = proposal_rows(daos).into_model::<ProposalInput>().all(db).await?;
     let facts = stored_facts(db, &proposals).await?;
-    let mut contexts = dao_contexts(&proposals);
-    let notable = notable_delegations(db, daos).await?;
-    for (p, ctx) in proposals.iter().zip(&mut contexts) {
-        if let Some(changes) = notable.get(&p.dao_id) {
-            ctx.notable_delegations = changes.clone();
-        }
-    }
+    let contexts = dao_contexts(&proposals);
     let fallback = as_of.values().copied().max().unwrap_or_else(crate::contract::time::now_ms);
     let mut desired: Vec<Desired> = Vec::new();
     for (p, ctx) in proposals.iter().zip(&contexts) {

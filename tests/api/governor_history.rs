@@ -282,7 +282,7 @@ async fn history_on(backend: Backend, seed: u32) {
 
 /// Notable delegation changes: exactly those that moved at least 0.5% of the token's supply
 /// (`totalSupply` is constant after the deploy here: transfers only), listed by the DAO, fed once
-/// each, and cited by a `delegation_shift` on every proposal whose snapshot follows them.
+/// each, and cited as a `delegationShift` by every proposal whose snapshot follows them.
 async fn assert_notable(app: &TestApp, scenario: &Value, changes: Vec<Value>) {
     let supply = supply(scenario);
     let share = govdata::contract::events::NOTABLE_DELEGATION_MIN_SHARE;
@@ -317,21 +317,19 @@ async fn assert_notable(app: &TestApp, scenario: &Value, changes: Vec<Value>) {
         assert_eq!(change, same);
     }
 
-    // Every proposal's snapshot follows every change here: each proposal that reached its
-    // snapshot cites them all.
-    let (status, signals) = app.get_json(&format!("/v2/signals?daoId={DAO}&kind=delegation_shift&limit=100")).await;
-    assert_eq!(status, 200, "{signals}");
-    let signals = signals["data"]["items"].as_array().unwrap();
-    for label in ["A", "B", "C"] {
-        let p = scenario["proposals"].as_array().unwrap().iter().find(|p| p["label"] == label).unwrap();
-        let s = signals
-            .iter()
-            .find(|s| s["subject"]["externalId"] == p["id"])
-            .unwrap_or_else(|| panic!("{label}: a delegation_shift: {signals:?}"));
-        assert_eq!(s["severity"], "warning");
-        let cited: Vec<(u64, u64)> =
-            s["evidence"]["delegationChanges"].as_array().unwrap().iter().map(place).rev().collect();
-        assert_eq!(cited, expected, "{label}: every notable change before its snapshot");
+    // Every proposal's snapshot follows every change here (the changes all come before the
+    // proposals, seconds apart): each proposal's `delegationShift` cites them, newest first, at
+    // most DELEGATION_SHIFT_CITED.
+    let cited_max = govdata::contract::events::DELEGATION_SHIFT_CITED as usize;
+    for p in scenario["proposals"].as_array().unwrap() {
+        let key = govdata::store::keys::proposal_key(DAO, "onchain", p["id"].as_str().unwrap());
+        let (status, detail) = app.get_json(&format!("/v2/proposals/{key}")).await;
+        assert_eq!(status, 200, "{detail}");
+        let shift = &detail["data"]["delegationShift"];
+        let cited: Vec<(u64, u64)> = shift["changes"].as_array().unwrap().iter().map(place).collect();
+        assert_eq!(cited, expected[..expected.len().min(cited_max)], "{}: {shift}", p["label"]);
+        assert_eq!(shift["more"], expected.len() > cited_max);
+        assert_eq!(shift["windowEnd"], detail["data"]["startAt"], "the window ends at the snapshot");
     }
 }
 

@@ -8,11 +8,18 @@ use poem_openapi::{
 
 use super::{Listing, V2Tag, bound, resolve_voter};
 pub use crate::api::views::proposal::{ProposalSummary, SCORES_FINAL, VoteCounts};
-use crate::api::{AppState, views::voter::VoterNames};
+use crate::api::{
+    AppState,
+    views::{
+        delegation::{DelegationChange, change_item},
+        voter::VoterNames,
+    },
+};
+use crate::contract::events::{DELEGATION_SHIFT_CITED, DELEGATION_SHIFT_WINDOW_MS};
 use crate::contract::ids::{IssuedKey, ProposalKey};
 use crate::contract::params::KeyParam;
 use crate::contract::time::Timestamp;
-use crate::contract::vocabulary::{ProposalSource, ProposalState};
+use crate::contract::vocabulary::{DaoId, ProposalSource, ProposalState};
 use crate::contract::voting::voting_type;
 use crate::contract::{
     counting::{self, CountingModule, Support},
@@ -59,6 +66,27 @@ pub struct ProposalDetail {
     /// result); absent for on-chain proposals, which `counting` describes. The types:
     /// {{VOTING_TYPES}}
     pub voting_rule: Option<String>,
+    /// For an on-chain proposal: the notable delegation changes of the DAO's token (each moving at
+    /// least {{NOTABLE_DELEGATION_PERCENT}}% of its supply) in the {{DELEGATION_SHIFT_HOURS}} hours up to
+    /// the proposal's snapshot, when there were any. The governor weighs every vote at that
+    /// snapshot, so power moved just before it counts on the proposal and power moved after it
+    /// cannot.
+    pub delegation_shift: Option<DelegationShift>,
+}
+
+/// Large delegated power moved shortly before an on-chain proposal's voting power was fixed.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct DelegationShift {
+    /// {{DELEGATION_SHIFT_HOURS}} hours before the snapshot.
+    pub window_start: Timestamp,
+    /// The snapshot's time: the timepoint every vote's weight is read at.
+    pub window_end: Timestamp,
+    /// The changes, newest first, at most {{DELEGATION_SHIFT_CITED}}.
+    pub changes: Vec<DelegationChange>,
+    /// True when the window holds more changes than are cited (`GET
+    /// /v2/daos/{daoId}/notable-delegations` with the window lists them all).
+    pub more: bool,
 }
 
 /// An on-chain governor's counting and quorum for one proposal, exact, read as the contract
@@ -128,8 +156,32 @@ impl poem_openapi::types::Example for ProposalDetail {
             privacy: None,
             scores_provisional: Some(false),
             voting_rule: voting_type(Some("basic")).map(|t| t.rule.to_owned()),
+            delegation_shift: None,
         }
     }
+}
+
+/// The notable delegation changes in the window up to an on-chain proposal's snapshot: one range
+/// of the partial index of notable changes, at most [`DELEGATION_SHIFT_CITED`] + 1 rows.
+async fn delegation_shift(state: &AppState, p: &proposal::Model) -> Result<Option<DelegationShift>, Problem> {
+    let (ProposalSource::Onchain, Some(snapshot)) = (p.source, p.start_ms) else { return Ok(None) };
+    let Some(dao) = DaoId::parse(&p.dao_id) else { return Ok(None) };
+    let window = (snapshot - DELEGATION_SHIFT_WINDOW_MS, snapshot);
+    let mut rows =
+        store::governor::notable_delegations(&state.db, &dao, Some(window), None, DELEGATION_SHIFT_CITED + 1)
+            .await
+            .map_err(|e| Problem::from_store(&e))?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let more = rows.len() as u64 > DELEGATION_SHIFT_CITED;
+    rows.truncate(DELEGATION_SHIFT_CITED as usize);
+    Ok(Some(DelegationShift {
+        window_start: Timestamp::from_ms(window.0),
+        window_end: Timestamp::from_ms(window.1),
+        changes: rows.into_iter().map(change_item).collect(),
+        more,
+    }))
 }
 
 /// One vote.
@@ -307,6 +359,7 @@ impl Api {
             privacy: p.privacy.clone(),
             scores_provisional: p.scores_state.as_deref().map(|s| s != SCORES_FINAL),
             voting_rule: voting_type(p.voting_type.as_deref()).map(|t| t.rule.to_owned()),
+            delegation_shift: delegation_shift(&state, &p).await?,
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }

@@ -11,7 +11,6 @@ use sea_orm::ConnectionTrait;
 
 use crate::api::views::{
     citation::{self, Citation, fields},
-    delegation::{DelegationChange, change_item},
     item::ItemRef,
     voter::{KnownVoters, VoterNames},
 };
@@ -25,7 +24,6 @@ use crate::contract::{
 use crate::rules::signals::{CitationRecord, Evidence};
 use crate::store::keys;
 use crate::store::signals::SignalRecord;
-use crate::store::staging::DelegationChangeRecord;
 
 /// The `kind` filter: one of the rule names. Its schema lists every rule with its thresholds,
 /// built from `contract::signals`, so the document states each rule exactly once.
@@ -190,8 +188,6 @@ pub struct SignalEvidence {
     pub window_end: Option<Timestamp>,
     /// Posts of the topic held.
     pub topic_posts: Option<String>,
-    /// The notable delegation changes a `delegation_shift` cites, in chain order.
-    pub delegation_changes: Option<Vec<DelegationChange>>,
     /// Where each number comes from.
     pub citations: Vec<Citation>,
 }
@@ -199,7 +195,7 @@ pub struct SignalEvidence {
 impl SignalEvidence {
     /// The stored evidence of a signal about a proposal from `source` (the signal's
     /// `subject_source`), its deciding voter named from `known`.
-    fn from_store(e: Evidence, dao_id: &str, source: SourceKind, known: &KnownVoters) -> Result<Self, UnknownValue> {
+    fn from_store(e: Evidence, source: SourceKind, known: &KnownVoters) -> Result<Self, UnknownValue> {
         // The stored deciding vote carries no flag (and stored evidence must keep parsing): whether
         // its power arrived as a float is what its proposal's source declares, as for every vote.
         let deciding_vote = e
@@ -247,26 +243,6 @@ impl SignalEvidence {
             window_start: e.window_start_ms.map(Timestamp::from_ms),
             window_end: e.window_end_ms.map(Timestamp::from_ms),
             topic_posts: e.topic_posts,
-            delegation_changes: e.delegation_changes.map(|changes| {
-                changes
-                    .into_iter()
-                    .map(|c| {
-                        change_item(DelegationChangeRecord {
-                            dao_id: dao_id.to_owned(),
-                            delegator: c.delegator,
-                            from_delegate: c.from_delegate,
-                            to_delegate: c.to_delegate,
-                            power_moved_raw: c.power_moved_raw,
-                            decimals: c.decimals,
-                            block_number: c.block_number,
-                            log_index: c.log_index,
-                            tx_hash: c.tx_hash,
-                            at_ms: c.at_ms,
-                            supply_raw: Some(c.supply_raw),
-                        })
-                    })
-                    .collect()
-            }),
             citations: e.citations.into_iter().map(citation).collect(),
         })
     }
@@ -330,7 +306,7 @@ impl Signal {
 
     fn from_record(r: SignalRecord, evidence: Evidence, known: &KnownVoters) -> Result<Self, Problem> {
         let s = r.signal;
-        let evidence = SignalEvidence::from_store(evidence, &s.dao_id, s.subject_source, known)?;
+        let evidence = SignalEvidence::from_store(evidence, s.subject_source, known)?;
         Ok(Self {
             id: keys::signal_id(&s.natural_key),
             key: s.natural_key,
@@ -407,7 +383,6 @@ impl poem_openapi::types::Example for Signal {
                 window_start: None,
                 window_end: None,
                 topic_posts: None,
-                delegation_changes: None,
                 citations: vec![Citation {
                     url: Some(url),
                     snapshot_id: Some(id.to_owned()),

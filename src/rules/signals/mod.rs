@@ -18,7 +18,6 @@ use crate::contract::vocabulary::{ItemKind, ProposalSource, ProposalState, Sourc
 use crate::rules::tally;
 
 pub mod close_race;
-pub mod delegation_shift;
 pub mod facts;
 pub mod forum_discussion_spike;
 pub mod new_author;
@@ -104,9 +103,6 @@ pub struct Evidence {
     pub window_end_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic_posts: Option<String>,
-    /// The notable delegation changes a `delegation_shift` cites, in chain order.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub delegation_changes: Option<Vec<ShiftInput>>,
     pub citations: Vec<CitationRecord>,
 }
 
@@ -197,25 +193,6 @@ pub struct VoteInput {
     pub block_number: Option<i64>,
 }
 
-/// A notable delegation change of a DAO's token, as `delegation_shift` reads it (stored with
-/// the signal's evidence, as JSON: its serialised form is stored data).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShiftInput {
-    pub delegator: String,
-    /// The zero address for "none".
-    pub from_delegate: String,
-    pub to_delegate: String,
-    /// Raw integers in the token's smallest unit.
-    pub power_moved_raw: String,
-    pub supply_raw: String,
-    pub decimals: u32,
-    pub block_number: i64,
-    pub log_index: i64,
-    pub tx_hash: String,
-    pub at_ms: i64,
-}
-
 /// The columns of a forum topic the spike rule reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicInput {
@@ -264,8 +241,6 @@ pub struct DaoContext {
     pub first_by_author: bool,
     /// Median upstream vote count of the DAO's earlier closed proposals, with their number.
     pub turnout_history: Option<(BigDecimal, u64)>,
-    /// The DAO's notable delegation changes, in time order (shared by its proposals).
-    pub notable_delegations: std::sync::Arc<Vec<ShiftInput>>,
 }
 
 /// One signal as the rules produce it.
@@ -433,7 +408,7 @@ impl<'a> Proposal<'a> {
 pub type Rule = fn(&Proposal) -> Option<Desired>;
 
 /// The proposal rules, in the order [`proposal_signals`] runs them.
-pub const PROPOSAL_RULES: [Rule; 8] = [
+pub const PROPOSAL_RULES: [Rule; 7] = [
     close_race::evaluate,
     quorum_reached::evaluate,
     quorum_at_risk::evaluate,
@@ -441,7 +416,6 @@ pub const PROPOSAL_RULES: [Rule; 8] = [
     unusual_turnout::evaluate,
     outcome::evaluate,
     new_author::evaluate,
-    delegation_shift::evaluate,
 ];
 
 /// Every proposal signal of `p`, in the order of [`PROPOSAL_RULES`]. `as_of` is the revision's
@@ -526,7 +500,6 @@ mod tests {
             prior_proposals: 5,
             first_by_author: true,
             turnout_history: Some((decimal::parse("5").unwrap(), 5)),
-            ..DaoContext::default()
         };
         let kinds: Vec<SignalKind> =
             proposal_signals(&p, facts.as_ref(), &ctx, END + H).into_iter().map(|d| d.kind).collect();

@@ -8,7 +8,7 @@
 //!   DAOs (migration 16's address indexes serve the lists across DAOs);
 //! - `ix_delegation_changes_notable` (`dao_id`, `at_ms`, block, log) over the notable changes
 //!   only (a partial index: it holds a few rows where the table holds millions): a DAO's notable
-//!   changes newest first, the feed and the `delegation_shift` signal.
+//!   changes newest first, the feed and a proposal's `delegationShift`.
 //!
 //! The column is added only where missing (a fresh store has it from migration 16, which
 //! follows the entity).
