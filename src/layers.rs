@@ -28,6 +28,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("ingest", &["contract", "rules", "store", "sample", "metrics", "connections", "config"]),
     ("edge", &["contract", "store", "x402", "config", "metrics", "connections"]),
     ("push", &["contract", "store", "metrics"]),
+    ("exports", &["contract", "store"]),
     ("api", &["contract", "rules", "store", "edge", "push"]),
     ("server", &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest", "push"]),
 ];

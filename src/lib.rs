@@ -16,6 +16,7 @@
 //!   operation, the access gate, payment, rate limits, the response cache and live refresh, the
 //!   serving watch, query bounds, store errors, MCP, and the paths that are not operations.
 //! - `push`: webhook delivery of the feed (queue, sender, signatures, the address guard).
+//! - `exports`: whole tables as Parquet, CSV and NDJSON files, streamed from `store`.
 //! - `x402`: the payment protocol the gate speaks; `config`: plain settings from flags;
 //!   `connections` serves the app (caps, timeouts, drain); `server` only wires: binds, assembles
 //!   the state, builds the route tree, and adapts live refresh (`edge::live::Refresh`) to
@@ -31,6 +32,7 @@ pub mod config;
 pub mod connections;
 pub mod contract;
 pub mod edge;
+pub mod exports;
 pub mod ingest;
 pub mod layers;
 pub mod metrics;

@@ -12,6 +12,7 @@ pub mod document;
 pub mod envelope;
 pub mod errors;
 pub mod events;
+pub mod exports;
 pub mod feed;
 pub mod ids;
 pub mod limits;
