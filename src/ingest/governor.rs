@@ -148,18 +148,14 @@ impl Connector for GovernorConnector {
         let mut delegations: BTreeMap<Address, (Address, u64)> = BTreeMap::new();
         let mut history = History { dao_id: &self.dao_id, decimals: self.source.token_decimals, open: None };
         let mut supplies: HashMap<u64, Option<U256>> = HashMap::new();
-        let mut start = from;
-        let mut range = self.source.block_range.max(1);
-        while start <= safe {
-            let end = (start + range - 1).min(safe);
+        let mut ranges = BlockRanges::new(from, safe, self.source.block_range);
+        while let Some((start, end)) = ranges.next() {
             let logs = match self.logs(governor, token, start, end).await {
                 Ok(logs) => logs,
-                Err(e) if range > 1 && refused_range(&e) => {
-                    range = (range / 2).max(1);
-                    tracing::debug!(start, range, "the node refused the block range; halving it");
+                Err(e) => {
+                    ranges.refused(e)?;
                     continue;
                 }
-                Err(e) => return Err(e),
             };
             for log in logs.into_iter().filter(|l| !l.removed) {
                 let block = u64_of(log.block_number)?;
@@ -226,7 +222,7 @@ impl Connector for GovernorConnector {
                 let done = self.judged(done, &modes, &mut supplies).await;
                 sink.push(Record::DelegationChange(done)).await?;
             }
-            start = end + 1;
+            ranges.read(end);
         }
 
         let created_ids: BTreeSet<U256> = created.iter().map(|c| c.event.proposalId).collect();
@@ -432,10 +428,8 @@ impl GovernorConnector {
         }
         let governor: Address = self.source.governor.parse().context("governor address")?;
         let mut all = Split::default();
-        let mut start = e.since;
-        let mut range = self.source.block_range.max(1);
-        while start <= e.before {
-            let end = (start + range - 1).min(e.before);
+        let mut ranges = BlockRanges::new(e.since, e.before, self.source.block_range);
+        while let Some((start, end)) = ranges.next() {
             let filter = json!([{
                 "fromBlock": format!("{start:#x}"),
                 "toBlock": format!("{end:#x}"),
@@ -444,11 +438,10 @@ impl GovernorConnector {
             }]);
             let logs: Vec<Log> = match self.rpc("eth_getLogs", filter).await {
                 Ok(logs) => logs,
-                Err(err) if range > 1 && refused_range(&err) => {
-                    range = (range / 2).max(1);
+                Err(err) => {
+                    ranges.refused(err)?;
                     continue;
                 }
-                Err(err) => return Err(err),
             };
             for log in logs.into_iter().filter(|l| !l.removed) {
                 let cast = Cast::decode(&log)?;
@@ -461,7 +454,7 @@ impl GovernorConnector {
                 }
                 all.add(cast, times.get(self, block).await?, block, log.transaction_hash.unwrap_or_default());
             }
-            start = end + 1;
+            ranges.read(end);
         }
         all.then(run);
         if let Some(used) = used
@@ -796,6 +789,42 @@ impl BlockTimes {
     }
 }
 
+/// Blocks `from..=to` walked in ranges of at most `range` blocks, the range halved whenever a
+/// node refuses one for its size (`refused_range`), down to single blocks.
+struct BlockRanges {
+    start: u64,
+    to: u64,
+    range: u64,
+}
+
+impl BlockRanges {
+    fn new(from: u64, to: u64, range: u64) -> Self {
+        Self { start: from, to, range: range.max(1) }
+    }
+
+    /// The next range to read, first and last block, or `None` when every block was read.
+    fn next(&self) -> Option<(u64, u64)> {
+        (self.start <= self.to).then(|| (self.start, (self.start + self.range - 1).min(self.to)))
+    }
+
+    /// The range ending at `end` was read.
+    fn read(&mut self, end: u64) {
+        self.start = end + 1;
+    }
+
+    /// Reading the next range failed with `e`: the range is halved when the node refused its
+    /// size (the same start is read again); any other failure, or a single block refused, is
+    /// the run's.
+    fn refused(&mut self, e: anyhow::Error) -> anyhow::Result<()> {
+        if self.range > 1 && refused_range(&e) {
+            self.range = (self.range / 2).max(1);
+            tracing::debug!(start = self.start, range = self.range, "the node refused the block range; halving it");
+            return Ok(());
+        }
+        Err(e)
+    }
+}
+
 /// Whether a node refused `eth_getLogs` for the size of the range or of its answer.
 fn refused_range(e: &anyhow::Error) -> bool {
     let text = format!("{e:#}").to_ascii_lowercase();
@@ -824,6 +853,25 @@ fn title(description: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_ranges_halve_on_a_refused_size_and_cover_every_block_once() {
+        let mut ranges = BlockRanges::new(10, 29, 8);
+        assert_eq!(ranges.next(), Some((10, 17)));
+        ranges.refused(anyhow::anyhow!("query returned more than 10000 results; limit exceeded")).unwrap();
+        assert_eq!(ranges.next(), Some((10, 13)), "the same start, half the range");
+        ranges.read(13);
+        assert_eq!(ranges.next(), Some((14, 17)));
+        assert!(ranges.refused(anyhow::anyhow!("connection reset")).is_err(), "not a size refusal");
+        ranges.read(17);
+        ranges.read(21);
+        ranges.read(25);
+        assert_eq!(ranges.next(), Some((26, 29)));
+        ranges.read(29);
+        assert_eq!(ranges.next(), None);
+        let mut one = BlockRanges::new(5, 5, 1);
+        assert!(one.refused(anyhow::anyhow!("block range too large")).is_err(), "a single block refused fails");
+    }
 
     #[test]
     fn event_signatures_match_the_reference_topics() {
