@@ -224,6 +224,21 @@ pub struct ServeArgs {
     pub rates: RateArgs,
     #[command(flatten)]
     pub webhooks: WebhookArgs,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}
+
+/// Where whole-table export files are kept (`exports`).
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The directory export files are built in and served from. Several processes on one store
+    /// may share it (they never build the same file twice at once); each may also have its own.
+    #[arg(long, env = "GOVDATA_EXPORT_DIR", default_value = "govdata-exports")]
+    pub export_dir: std::path::PathBuf,
+    /// The disk the export files may take, in MiB: past it, the least recently served files
+    /// are removed (and built again when asked for).
+    #[arg(long, env = "GOVDATA_EXPORT_BUDGET_MB", default_value_t = crate::contract::exports::DEFAULT_BUDGET_MB)]
+    pub export_budget_mb: u64,
 }
 
 /// How webhooks are sent (`push`).
@@ -483,6 +498,7 @@ pub struct Settings {
     pub limits: LimitArgs,
     pub rates: RateSettings,
     pub webhooks: WebhookArgs,
+    pub exports: ExportArgs,
 }
 
 /// When live refresh happens and how long requests wait for it.
@@ -515,6 +531,7 @@ impl Settings {
             limits: args.limits,
             rates: args.rates.settings(),
             webhooks: args.webhooks,
+            exports: args.exports.clone(),
         })
     }
 

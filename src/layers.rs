@@ -26,11 +26,11 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("connections", &["contract", "metrics"]),
     ("sample", &["contract", "rules", "store"]),
     ("ingest", &["contract", "rules", "store", "sample", "metrics", "connections", "config"]),
-    ("edge", &["contract", "store", "x402", "config", "metrics", "connections"]),
+    ("edge", &["contract", "store", "x402", "config", "metrics", "connections", "exports"]),
     ("push", &["contract", "store", "metrics"]),
     ("exports", &["contract", "store"]),
-    ("api", &["contract", "rules", "store", "edge", "push"]),
-    ("server", &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest", "push"]),
+    ("api", &["contract", "rules", "store", "edge", "push", "exports"]),
+    ("server", &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest", "push", "exports"]),
 ];
 
 /// External crates a module must not name: the contract and the settings know no database, and

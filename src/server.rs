@@ -127,11 +127,22 @@ pub async fn bind(
         webhook_wake.clone(),
         async move { draining_webhooks.begun().await },
     );
+    let exports = crate::exports::files::Exports::new(
+        db.clone(),
+        settings.exports.export_dir.clone(),
+        settings.exports.export_budget_mb.saturating_mul(1 << 20),
+    );
     let mut revisions = serving.subscribe();
     let wake = webhook_wake.clone();
+    let rebuild = exports.clone();
     tokio::spawn(async move {
         while revisions.changed().await.is_ok() {
             wake.notify_one();
+            // Export files already asked for are built again for the DAOs a publication changed.
+            let dao_revisions = revisions.borrow_and_update().dao_revisions.clone();
+            if let Err(e) = rebuild.refresh(&dao_revisions).await {
+                tracing::warn!(error = %e, "export files not rebuilt after a publication; they are built on request");
+            }
         }
     });
     let state = AppState {
@@ -148,6 +159,7 @@ pub async fn bind(
         rates,
         feed,
         webhook_wake,
+        exports,
     };
     let app = app(state);
     let draining = shutdown.clone();

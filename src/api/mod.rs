@@ -75,6 +75,7 @@ surface!(
         v2::daos::Api,
         v2::delegates::Api,
         v2::events::Api,
+        v2::exports::Api,
         v2::feed::Api,
         v2::stream::Api,
         v2::proposals::Api,

@@ -104,6 +104,27 @@ impl CursorCodec {
         mac
     }
 
+    /// A tag over `text` for `purpose` (hex), with the same secret as cursors: what the service
+    /// hands out and must recognise later (an export grant), shared by every process on the
+    /// store. The purpose keeps a tag of one kind from passing for another.
+    pub fn tag(&self, purpose: &str, text: &str) -> String {
+        let mut bytes = Vec::with_capacity(purpose.len() + 1 + text.len());
+        bytes.extend_from_slice(purpose.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(text.as_bytes());
+        hex::encode(&self.mac(&bytes).finalize().into_bytes()[..MAC_BYTES])
+    }
+
+    /// Whether `tag` is [`Self::tag`] of `purpose` and `text` (compared in constant time).
+    pub fn tag_matches(&self, purpose: &str, text: &str, tag: &str) -> bool {
+        let Ok(sent) = hex::decode(tag) else { return false };
+        let mut bytes = Vec::with_capacity(purpose.len() + 1 + text.len());
+        bytes.extend_from_slice(purpose.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(text.as_bytes());
+        self.mac(&bytes).verify_truncated_left(&sent).is_ok() && sent.len() == MAC_BYTES
+    }
+
     /// The cursor continuing `shape` after `position`, issued under `revision`.
     pub fn encode(&self, shape: &QueryShape<'_>, revision: i64, position: &impl Keyset) -> String {
         let payload = Payload { v: VERSION, r: revision, q: b64().encode(shape.fingerprint()), p: position.values() };

@@ -242,6 +242,10 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{SHARE_DECIMALS}}", super::decimal::SHARE_DECIMALS.to_string()),
         ("{{VOTING_TYPES}}", super::voting::voting_types_text()),
         ("{{NOTABLE_DELEGATION_SHARE}}", super::events::NOTABLE_DELEGATION_MIN_SHARE.to_owned()),
+        ("{{EXPORT_BUILD_WAIT_SECONDS}}", super::exports::BUILD_WAIT_SECONDS.to_string()),
+        ("{{EXPORT_GRANT_SECONDS}}", super::exports::GRANT_SECONDS.to_string()),
+        ("{{EXPORT_GRANT_HEADER}}", super::exports::GRANT_HEADER.to_owned()),
+        ("{{EXPORT_BUDGET_MB}}", super::exports::DEFAULT_BUDGET_MB.to_string()),
         ("{{DELEGATION_SHIFT_HOURS}}", (super::events::DELEGATION_SHIFT_WINDOW_MS / 3_600_000).to_string()),
         ("{{DELEGATION_SHIFT_CITED}}", super::events::DELEGATION_SHIFT_CITED.to_string()),
         ("{{VOTING_POWER_FROM_FLOAT}}", super::decimal::FROM_FLOAT_TEXT.to_owned()),
@@ -516,6 +520,7 @@ fn constrain_v2_parameters(doc: &mut Value) {
         ("topicKey", json!({ "pattern": ids::key_pattern(KeyKind::Topic) })),
         ("voterIdentity", voter()),
         ("voter", voter()),
+        ("file", json!({ "pattern": super::exports::ExportFile::pattern() })),
     ];
     let Some(paths) = doc["paths"].as_object_mut() else { return };
     for op in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|m| m.values_mut()) {
@@ -710,6 +715,9 @@ fn access_extension(version: Version, decl: &operations::OperationDecl, prices: 
             if decl.streams {
                 access["paidSeconds"] = json!(prices.stream_seconds);
             }
+            if decl.downloads {
+                access["grantSeconds"] = json!(super::exports::GRANT_SECONDS);
+            }
             access
         }
         Access::Partner(tier) => json!({
@@ -728,6 +736,13 @@ fn access_sentence(version: Version, decl: &operations::OperationDecl, prices: P
                     "{} (the stream then ends with `stream_ended`, reason `payment_expired`: pay again and resume \
                      with `Last-Event-ID`)",
                     prices.per_stream_payment()
+                )
+            } else if decl.downloads {
+                format!(
+                    "per file (the answer's `{}` header then opens the same file's range requests and resumed \
+                     downloads for {} s without paying again: send it back as a request header)",
+                    super::exports::GRANT_HEADER,
+                    super::exports::GRANT_SECONDS
                 )
             } else {
                 "per call".to_owned()

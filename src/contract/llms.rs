@@ -72,6 +72,12 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
                     prices.of(tier),
                     prices.per_stream_payment()
                 ),
+                Access::Paid(tier) if decl.downloads => format!(
+                    "paid, tier `{}`, {} per file; a file (Parquet, CSV or NDJSON) with HTTP ranges, `ETag` and a \
+                     grant for its range requests",
+                    tier.as_str(),
+                    prices.of(tier)
+                ),
                 Access::Paid(tier) => format!("paid, tier `{}`, {} per call", tier.as_str(), prices.of(tier)),
                 Access::Partner(tier) => format!(
                     "partner token only, a scope opening tier `{}`; Standard Webhooks deliveries",

@@ -1,4 +1,4 @@
-//! The MCP tools: one per operation of both finished documents (streams and webhook management excepted), made from the same declarations
+//! The MCP tools: one per operation of both finished documents (streams, file downloads and webhook management excepted), made from the same declarations
 //! as the documents and never written by hand. A tool is named by the operation's surface and
 //! local id (`v1_daos_list`, `v2_proposals_list`: `OperationDecl::qualified_id`, unique across
 //! the surfaces); its description is the operation's summary and description (access and price
@@ -79,7 +79,7 @@ pub fn tools(surfaces: [&Published; 2]) -> Vec<ToolDecl> {
             let decl = operations::find(published.version, id)
                 .unwrap_or_else(|| panic!("{id}: a documented operation has a declaration"));
             // A stream never answers; managing a partner's webhooks is no read a tool makes.
-            if decl.streams || decl.partner_tier().is_some() {
+            if decl.streams || decl.downloads || decl.partner_tier().is_some() {
                 continue;
             }
             let op = &doc["paths"][template][method];

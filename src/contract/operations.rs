@@ -47,6 +47,9 @@ pub struct OperationDecl {
     /// [`super::access::Prices::stream_seconds`] of it, and it is no MCP tool (a tool call
     /// returns).
     pub streams: bool,
+    /// The operation answers a file (`GET /v2/exports/{daoId}/{file}`), not JSON: one payment
+    /// buys the file and a grant for its range requests, and it is no MCP tool.
+    pub downloads: bool,
 }
 
 impl OperationDecl {
@@ -134,7 +137,8 @@ macro_rules! notes {
 
 macro_rules! operations {
     ($($(#[$doc:meta])* $name:ident = $id:literal, $version:ident, $access:expr, [$($err:ident),*]
-        $(, page $page:ident)? $(, window $window:ident)? $(, notes $notes:ident)? $(, streams $streams:literal)?;)*) => {
+        $(, page $page:ident)? $(, window $window:ident)? $(, notes $notes:ident)? $(, streams $streams:literal)?
+        $(, downloads $downloads:literal)?;)*) => {
         $(
             $(#[$doc])*
             pub struct $name;
@@ -148,6 +152,7 @@ macro_rules! operations {
                     window: optional!($($window)?),
                     notes: notes!($($notes)?),
                     streams: flag!($($streams)?),
+                    downloads: flag!($($downloads)?),
                 };
             }
         )*
@@ -193,6 +198,16 @@ const REPLAY_NOTES: &[ErrorNote] = &[ErrorNote {
     text: "INVALID_CURSOR: `after` is older than the feed keeps ({{FEED_RETENTION_DAYS}} days): entries after it \
            were pruned. Replay from a later position, or resynchronise from `GET /v2/events` and `GET /v2/signals`.",
     example: || super::feed::expired(3, 120, "after", super::errors::ParamLocation::Body),
+}];
+
+/// A file not built yet answers 503 while it is built, with when to ask again.
+const EXPORT_NOTES: &[ErrorNote] = &[ErrorNote {
+    code: ErrorCode::Unavailable,
+    text: "UNAVAILABLE: the file is being built for the DAO's serving revision (it was not asked for since the \
+           revision changed it) and was not ready within {{EXPORT_BUILD_WAIT_SECONDS}} s; the build goes on, and \
+           the file is served after `Retry-After`. Nothing is charged for this answer. Also when the store is \
+           unreachable or the server at a limit.",
+    example: super::exports::being_built_example,
 }];
 
 use Access::{Free, Paid, Partner};
@@ -273,6 +288,12 @@ operations! {
     VoterDelegationsListV2 = "v2_voter_delegations_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
     /// `GET /v2/voters/{voterIdentity}/power`
     VoterPowerListV2 = "v2_voter_power_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
+    /// `GET /v2/exports`
+    ExportsListV2 = "v2_exports_list", V2, Free, [ValidationError, InvalidCursor, NotFound], page MOST_LISTS;
+    /// `GET /v2/export-tables`
+    ExportTablesListV2 = "v2_export_tables_list", V2, Free, [];
+    /// `GET /v2/exports/{daoId}/{file}`
+    ExportsGetV2 = "v2_exports_get", V2, Paid(Plus), [ValidationError, NotFound], notes EXPORT_NOTES, downloads true;
     /// `GET /v2/voters/{voterIdentity}/votes`
     VoterVotesListV2 = "v2_voter_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS, window PROPOSALS_AND_HISTORY_WINDOW;
 }

@@ -22,13 +22,14 @@ use serde_json::Value;
 use super::{AppState, route::Route};
 use crate::contract::access::Version;
 use crate::contract::envelope::{CacheStatus, RequestId};
-use crate::contract::operations::{FreshnessGetV1, Operation, OperationDecl, PricingGetV1};
+use crate::contract::operations::{ExportsListV2, FreshnessGetV1, Operation, OperationDecl, PricingGetV1};
 use crate::contract::time::{now_ms, rfc3339_ms};
 use crate::metrics::METRICS;
 
 /// Operations whose answers describe the service rather than a data revision: the ingestion
-/// state moves without a new revision, and prices are not data. Never cached.
-const UNCACHED: [OperationDecl; 2] = [FreshnessGetV1::DECL, PricingGetV1::DECL];
+/// state moves without a new revision, prices are not data, and the export list changes as
+/// files are built. Never cached.
+const UNCACHED: [OperationDecl; 3] = [FreshnessGetV1::DECL, PricingGetV1::DECL, ExportsListV2::DECL];
 
 /// Responses of the current revision, oldest first out.
 pub struct ResponseCache {

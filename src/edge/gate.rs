@@ -31,7 +31,9 @@ use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, RatePolicy, Scope, Tier, Version},
     envelope::RequestId,
     errors::{ErrorCode, Problem},
+    exports::{ExportFile, GRANT_HEADER, grant_opens},
     paths::{self, PathAccess},
+    time::now_ms,
 };
 use crate::store::tokens::LiveToken;
 use crate::x402::wire;
@@ -49,6 +51,8 @@ pub struct PaidCall {
     pub url: String,
     /// The operation answers a stream (`text/event-stream`) that one payment holds open for a time.
     pub streams: bool,
+    /// The operation answers a file (an export): a grant from its payment opens its range requests.
+    pub downloads: bool,
     /// The operation's x402 discovery extension (`bazaar`), made once at start-up.
     pub discovery: Option<Arc<serde_json::Value>>,
     pub request_id: String,
@@ -87,11 +91,33 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
         };
         let mut response = ep.call(req).await?.into_response();
         // Paid data answered to one partner is not for shared caches; an answer no cache may
-        // keep at all (a stream) stays so.
-        if response.headers().get(header::CACHE_CONTROL).is_none_or(|v| v != "no-store") {
-            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
+        // keep at all (a stream) stays so, and one that must be revalidated (a file) stays so.
+        match response.headers().get(header::CACHE_CONTROL).and_then(|v| v.to_str().ok()) {
+            Some("no-store") => {}
+            Some(v) if v.contains("no-cache") => {
+                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+            }
+            _ => {
+                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
+            }
         }
         return Ok(rate::stamped(decision, response));
+    }
+    // A paid download's grant opens the same file's range requests and resumed downloads
+    // (`contract::exports::GRANT_HEADER`): a Parquet reader's many ranges cost one payment.
+    if call.downloads
+        && let Some(grant) = req.headers().get(GRANT_HEADER).and_then(|v| v.to_str().ok())
+        && grant_opens(&state.cursors, req.uri().path(), grant, now_ms())
+    {
+        AccessNote::credential(&req, "grant");
+        return match client_rate(&state, &req) {
+            Some(d) if !d.allowed => Ok(d.refusal(&call.request_id)),
+            decision => {
+                let mut response = ep.call(req).await?.into_response();
+                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+                Ok(rate::stamped(decision, response))
+            }
+        };
     }
     let sent = [Generation::V2, Generation::V1]
         .into_iter()
@@ -248,6 +274,7 @@ fn paid_call(state: &AppState, req: &Request) -> Option<PaidCall> {
         description: published.summary(&route.template, method).unwrap_or(decl.id).to_owned(),
         url,
         streams: decl.streams,
+        downloads: decl.downloads,
         discovery: state.documents.discovery.get(decl.id),
         request_id: request_id(req),
     })
@@ -301,6 +328,17 @@ pub fn resource_info(call: &PaidCall) -> wire::ResourceInfo {
     wire::ResourceInfo {
         url: call.url.clone(),
         description: call.description.clone(),
-        mime_type: if call.streams { "text/event-stream" } else { "application/json" }.to_owned(),
+        mime_type: if call.streams {
+            "text/event-stream"
+        } else if call.downloads {
+            call.url
+                .rsplit('/')
+                .next()
+                .and_then(|name| ExportFile::parse(name.split('?').next().unwrap_or(name)))
+                .map_or("application/octet-stream", |f| f.format.media_type())
+        } else {
+            "application/json"
+        }
+        .to_owned(),
     }
 }

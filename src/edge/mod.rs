@@ -72,6 +72,8 @@ pub struct AppState {
     pub feed: Arc<stream::FeedHub>,
     /// Wakes the process's webhook sender (`push`): a subscription changed or queued a message.
     pub webhook_wake: Arc<tokio::sync::Notify>,
+    /// The whole-table export files: built on request, kept within their disk budget.
+    pub exports: Arc<crate::exports::files::Exports>,
 }
 
 /// Both finished documents, and `/llms.txt` made from them.

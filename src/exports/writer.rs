@@ -7,10 +7,9 @@ use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Decimal256Builder, Int64Builder, StringBuilder, TimestampMillisecondBuilder,
+    BooleanBuilder, Decimal128Builder, Int64Builder, StringBuilder, TimestampMillisecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_buffer::i256;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -25,6 +24,15 @@ use crate::contract::time::rfc3339_ms;
 /// writer buffers (encoded) before it flushes.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
+/// The digits of a `Wei` column's Parquet `DECIMAL(38,0)`.
+pub const WEI_DIGITS: u8 = 38;
+
+/// `digits` as the integer a `DECIMAL(38,0)` holds, if it is one.
+fn wei(digits: &str) -> Option<i128> {
+    let fits = !digits.is_empty() && digits.len() <= WEI_DIGITS as usize && digits.bytes().all(|b| b.is_ascii_digit());
+    fits.then(|| digits.parse().ok()).flatten()
+}
+
 /// One value of a row, typed by its column's declaration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cell {
@@ -34,7 +42,7 @@ pub enum Cell {
     Boolean(bool),
     /// Milliseconds since the epoch, UTC.
     Timestamp(i64),
-    /// Decimal digits of an unsigned integer of at most 76 digits.
+    /// Decimal digits of an unsigned integer of at most [`WEI_DIGITS`] digits.
     Wei(String),
 }
 
@@ -86,7 +94,7 @@ fn arrow_type(ty: ColumnType) -> DataType {
         ColumnType::Integer => DataType::Int64,
         ColumnType::Boolean => DataType::Boolean,
         ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-        ColumnType::Wei => DataType::Decimal256(76, 0),
+        ColumnType::Wei => DataType::Decimal128(WEI_DIGITS, 0),
     }
 }
 
@@ -100,6 +108,16 @@ pub fn arrow_schema(table: &ExportTable) -> Schema {
     Schema::new(fields)
 }
 
+/// How every Parquet file of `table` is written: Snappy pages, row groups of at most
+/// [`ROW_GROUP_ROWS`], the table's schema document in the key-value metadata.
+pub fn parquet_properties(table: &ExportTable) -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_key_value_metadata(Some(vec![KeyValue::new("govdata.schema".to_owned(), schema_json(table).to_string())]))
+        .build()
+}
+
 fn bad(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
@@ -111,15 +129,7 @@ impl TableWriter {
         let sink = match format {
             ExportFormat::Parquet => {
                 let schema = Arc::new(arrow_schema(table));
-                let props = WriterProperties::builder()
-                    .set_compression(Compression::SNAPPY)
-                    .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-                    .set_key_value_metadata(Some(vec![KeyValue::new(
-                        "govdata.schema".to_owned(),
-                        schema_json(table).to_string(),
-                    )]))
-                    .build();
-                let writer = ArrowWriter::try_new(out, schema.clone(), Some(props)).map_err(bad)?;
+                let writer = ArrowWriter::try_new(out, schema.clone(), Some(parquet_properties(table))).map_err(bad)?;
                 Sink::Parquet(Box::new(writer), schema)
             }
             ExportFormat::Csv => {
@@ -223,12 +233,14 @@ fn column_array(ty: ColumnType, rows: &[Vec<Cell>], i: usize) -> io::Result<Arra
             Arc::new(b.finish())
         }
         ColumnType::Wei => {
-            let mut b = Decimal256Builder::new().with_precision_and_scale(76, 0).map_err(bad)?;
+            let mut b = Decimal128Builder::new().with_precision_and_scale(WEI_DIGITS, 0).map_err(bad)?;
             for c in cells {
                 match c {
-                    Cell::Wei(digits) => b.append_value(
-                        i256::from_string(digits).ok_or_else(|| bad(format!("{digits} is not a 76-digit integer")))?,
-                    ),
+                    Cell::Wei(digits) => b.append_value(wei(digits).ok_or_else(|| {
+                        bad(format!(
+                            "{digits} is no integer of at most {WEI_DIGITS} digits (Parquet DECIMAL({WEI_DIGITS},0))"
+                        ))
+                    })?),
                     Cell::Null => b.append_null(),
                     other => return Err(mismatch(other)),
                 }
@@ -257,5 +269,20 @@ fn json(c: &Cell) -> serde_json::Value {
         Cell::Integer(n) => serde_json::Value::from(*n),
         Cell::Boolean(b) => serde_json::Value::Bool(*b),
         Cell::Timestamp(ms) => serde_json::Value::String(rfc3339_ms(*ms)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wei;
+
+    #[test]
+    fn wei_takes_exactly_the_integers_a_decimal_38_holds() {
+        assert_eq!(wei("0"), Some(0));
+        assert_eq!(wei(&"9".repeat(38)), Some(10i128.pow(38) - 1));
+        assert_eq!(wei(&"1".repeat(39)), None, "past 38 digits");
+        assert_eq!(wei("-1"), None);
+        assert_eq!(wei("1.5"), None);
+        assert_eq!(wei(""), None);
     }
 }

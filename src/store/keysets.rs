@@ -82,6 +82,26 @@ impl Keyset for DaoAfter {
     }
 }
 
+/// After a file of the export list: its DAO, then its name (`votes.parquet`) in declared order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportAfter {
+    pub dao_id: String,
+    pub file: String,
+}
+
+impl Keyset for ExportAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.dao_id.clone(), self.file.clone()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [dao_id, file] => Some(Self { dao_id: dao_id.clone(), file: file.clone() }),
+            _ => None,
+        }
+    }
+}
+
 /// A voting power in a position: the exact value, which a cursor carries as a plain decimal
 /// (shorter than the key), and the sort key the seek compares, rebuilt from it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -124,7 +124,14 @@ fn extension_at(doc: &Value, template: &str, method: &str, output_depth: usize) 
         into.add(name, schema, required, example);
     }
 
-    let response = &op["responses"]["200"]["content"]["application/json"]["schema"];
+    // A JSON answer, or a file's (an export: its media types share one example schema); a
+    // stream's events are no one answer and have none.
+    let content = &op["responses"]["200"]["content"];
+    let (response, output_type) = match content.get("application/json") {
+        Some(json) => (&json["schema"], "json"),
+        None if content.get("text/event-stream").is_some() => (&Value::Null, "json"),
+        None => (content.as_object().and_then(|c| c.values().next()).map_or(&Value::Null, |m| &m["schema"]), "binary"),
+    };
     let output_example = (!response.is_null()).then(|| example_of(response, doc, 0));
 
     let mut input_properties = json!({
@@ -165,7 +172,7 @@ fn extension_at(doc: &Value, template: &str, method: &str, output_depth: usize) 
             },
             "required": ["type", "example"],
         });
-        info["output"] = json!({ "type": "json", "example": example });
+        info["output"] = json!({ "type": output_type, "example": example });
     }
     let mut ext = json!({ "info": info, "schema": schema });
     if !path.names.is_empty() {

@@ -49,7 +49,8 @@ pub async fn paid_paths(app: &TestApp) -> Vec<(Version, &'static str, operations
                 .replace("{kind}", "proposal")
                 .replace("{proposalKey}", &proposal_key)
                 .replace("{topicKey}", "t_AAAAAAAAAAAAAAAAAAAAAA")
-                .replace("{voterIdentity}", &voter);
+                .replace("{voterIdentity}", &voter)
+                .replace("{file}", "daos.csv");
             assert!(!path.contains('{'), "a value for every parameter of {template}");
             match id {
                 "events_list" if version == Version::V1 => path.push_str("?start_ms=0&end_ms=1900000000000"),
@@ -123,8 +124,8 @@ on_both_backends!(every_scope_against_every_paid_operation, |app: TestApp| async
             }
         }
     }
-    // v1: 7 standard × 3 scopes + 1 plus × 2; v2: 10 standard × 3 + 9 plus × 2.
-    assert_eq!(opened, 7 * 3 + 2 + 10 * 3 + 9 * 2);
+    // v1: 7 standard × 3 scopes + 1 plus × 2; v2: 10 standard × 3 + 10 plus × 2.
+    assert_eq!(opened, 7 * 3 + 2 + 10 * 3 + 10 * 2);
 });
 
 on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp| async move {
@@ -371,9 +372,16 @@ on_both_backends!(every_402_carries_its_bazaar_discovery_extension, |backend: Ba
         assert!(header.len() < 12 * 1024, "{id}: PAYMENT-REQUIRED is {} bytes", header.len());
         let v2 = decode(&header);
         let ext = &v2["extensions"]["bazaar"];
-        // A stream's answer is no JSON document: its extension describes the input only.
+        // A stream's answer is no JSON document: its extension describes the input only. A
+        // file's output example is its first bytes, as text.
         let streams = operations::ALL.iter().any(|d| d.id == id && d.streams);
-        assert_eq!(ext["info"]["output"]["example"].is_object(), !streams, "{id}: an output example");
+        let file = operations::ALL.iter().any(|d| d.id == id && d.downloads);
+        let output = &ext["info"]["output"];
+        if file {
+            assert!(output["example"].is_string() && output["type"] == "binary", "{id}: a file's example: {output}");
+        } else {
+            assert_eq!(output["example"].is_object(), !streams, "{id}: an output example");
+        }
         // The example input is a request the server accepts (an example key may name nothing).
         let input = &ext["info"]["input"];
         let mut example = ext["routeTemplate"].as_str().map(str::to_owned).unwrap_or_else(|| {

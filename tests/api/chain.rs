@@ -38,7 +38,9 @@ async fn the_reference_package_accepts_every_discovery_extension() {
         let canonical = if template.contains(':') { template } else { path.split('?').next().unwrap().to_owned() };
         assert!(discovered["resourceUrl"].as_str().unwrap().ends_with(&canonical), "{id}: {discovered}");
         // A stream's answer is no JSON document: its discovery describes the input only.
-        if !decl.streams {
+        if decl.downloads {
+            assert!(discovered["discoveryInfo"]["output"]["example"].is_string(), "{id}: a file's first bytes");
+        } else if !decl.streams {
             assert!(discovered["discoveryInfo"]["output"]["example"].is_object(), "{id}: an output example");
         }
     }

@@ -97,7 +97,13 @@ fn every_operation_is_documented_for_agents() {
                 // A stream answers Server-Sent Events, and says for how long a payment holds it;
                 // every other operation answers JSON.
                 assert_eq!(access["paidSeconds"].is_u64(), decl.streams, "{id}");
-                let media = if decl.streams { "text/event-stream" } else { "application/json" };
+                let media = if decl.streams {
+                    "text/event-stream"
+                } else if decl.downloads {
+                    "application/vnd.apache.parquet"
+                } else {
+                    "application/json"
+                };
                 let mut statuses = 0;
                 for (status, response) in op["responses"].as_object().unwrap() {
                     if status.starts_with('4') || status.starts_with('5') {
@@ -109,8 +115,9 @@ fn every_operation_is_documented_for_agents() {
                             format!("#/components/schemas/{problem}"),
                             "{id}: {status} uses the problem schema"
                         );
-                    } else if status != "204" {
-                        // Every success with a body has a schema and an example (a 204 has neither).
+                    } else if status != "204" && status != "304" {
+                        // Every success with a body has a schema and an example (a 204 and a 304
+                        // have neither).
                         let schema = &response["content"][media]["schema"];
                         assert!(schema.is_object(), "{id}: {status} has a schema");
                         assert!(has_example(doc, schema, 0), "{id}: {status} has an example");
@@ -330,6 +337,12 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
                 tier.as_str(),
                 prices.of(tier),
                 prices.stream_seconds
+            ),
+            Some(tier) if decl.downloads => format!(
+                "(paid, tier `{}`, {} per file; a file (Parquet, CSV or NDJSON) with HTTP ranges, `ETag` and a grant \
+                 for its range requests).",
+                tier.as_str(),
+                prices.of(tier)
             ),
             Some(tier) => format!("(paid, tier `{}`, {} per call).", tier.as_str(), prices.of(tier)),
         };

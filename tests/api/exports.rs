@@ -1,16 +1,26 @@
 //! Whole-table exports (issue 30), the writers: a DAO's votes written as Parquet, CSV and NDJSON
 //! from the real store, read back by a Parquet reader (arrow-rs), a CSV reader and a JSON parser,
 //! and compared value by value with the store. Typed columns survive (a wei integer as
-//! `DECIMAL(76,0)`, instants as UTC milliseconds), the schema travels in the file, and the same
+//! `DECIMAL(38,0)`, instants as UTC milliseconds), the schema travels in the file, and the same
 //! votes write the same bytes.
-use std::collections::BTreeMap;
+//!
+//! Then every declared table of a DAO, in every format, through `exports::read_table` (so a
+//! declared table without a reader fails here): as many rows as the store holds for the DAO,
+//! each row once (its identity is distinct), the Parquet schema as declared, and the proposals'
+//! keys in their declared order as `/v2/proposals` serves them.
+use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::{Array, StringArray};
+use arrow_array::{Array, Decimal128Array, StringArray};
 use arrow_schema::{DataType, TimeUnit};
-use govdata::contract::exports::{ExportFormat, VOTES};
-use govdata::exports::{export, votes};
+use govdata::contract::exports::{ColumnType, ExportFormat, ExportTable, TABLES, VOTES, schema_json};
+use govdata::exports::writer::WEI_DIGITS;
+use govdata::exports::{export, read_table, votes};
+use govdata::store::entities as e;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+};
+use serde_json::{Value, json};
 
 use crate::on_both_backends;
 
@@ -56,7 +66,7 @@ on_both_backends!(votes_export_in_every_format_equals_the_store, |app: TestApp| 
     let doc: serde_json::Value = serde_json::from_str(&schema_doc).unwrap();
     assert_eq!(doc["columns"].as_array().unwrap().len(), VOTES.columns.len());
     let schema = builder.schema().clone();
-    assert_eq!(schema.field_with_name("voting_power_wei").unwrap().data_type(), &DataType::Decimal256(76, 0));
+    assert_eq!(schema.field_with_name("voting_power_wei").unwrap().data_type(), &DataType::Decimal128(WEI_DIGITS, 0));
     assert_eq!(
         schema.field_with_name("created_at").unwrap().data_type(),
         &DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
@@ -117,5 +127,371 @@ on_both_backends!(votes_export_in_every_format_equals_the_store, |app: TestApp| 
         let again = dir.path().join(format!("again.{}", format.as_str()));
         let w = export(&again, &VOTES, *format, |out| votes::read(&db, DAO, out)).await.unwrap();
         assert_eq!(w, written[format].1, "{format:?}");
+    }
+});
+
+/// The rows the store holds for `DAO` in `table`, counted with sea-orm.
+async fn stored_rows(db: &DatabaseConnection, table: &str) -> u64 {
+    macro_rules! count {
+        ($entity:ident) => {
+            e::$entity::Entity::find().filter(e::$entity::Column::DaoId.eq(DAO)).count(db).await.unwrap()
+        };
+    }
+    match table {
+        "daos" => e::dao::Entity::find_by_id(DAO).count(db).await.unwrap(),
+        "proposals" => count!(proposal),
+        "votes" => count!(vote),
+        "voters" => count!(voter_dao_stat),
+        "delegates" => count!(delegate),
+        "delegations" => count!(delegation),
+        "delegation_changes" => count!(delegation_change),
+        "power_checkpoints" => count!(power_checkpoint),
+        "governance_events" => count!(governance_event),
+        "signals" => count!(signal),
+        "forum_topics" => count!(forum_topic),
+        other => panic!("no store count for the export table `{other}`: add it here"),
+    }
+}
+
+/// The columns that identify a row of `table`: each row's values are distinct.
+fn identity(table: &str) -> &'static [&'static str] {
+    match table {
+        "daos" => &["dao_id"],
+        "proposals" => &["proposal_key"],
+        "votes" => &["proposal_key", "voter"],
+        "voters" => &["voter"],
+        "delegates" => &["address"],
+        "delegations" => &["delegator"],
+        "delegation_changes" => &["delegation_id"],
+        "power_checkpoints" => &["block_number", "log_index"],
+        "governance_events" => &["event_id"],
+        "signals" => &["signal_id"],
+        "forum_topics" => &["topic_key"],
+        other => panic!("no identity for the export table `{other}`: add it here"),
+    }
+}
+
+/// The Arrow type a column of `ty` must have, written out here rather than read from the writer
+/// (only the wei precision is the writer's, and the schema document must name the same).
+fn arrow_type(ty: ColumnType) -> DataType {
+    assert_eq!(ColumnType::Wei.as_str(), format!("decimal({WEI_DIGITS},0)"));
+    match ty {
+        ColumnType::Text | ColumnType::DecimalText => DataType::Utf8,
+        ColumnType::Integer => DataType::Int64,
+        ColumnType::Boolean => DataType::Boolean,
+        ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+        ColumnType::Wei => DataType::Decimal128(WEI_DIGITS, 0),
+    }
+}
+
+/// Checks the Parquet file of `table` at `path` and returns its rows' values of `column`, as
+/// text (wei as its digits).
+fn parquet_column(path: &std::path::Path, table: &ExportTable, column: &str) -> (u64, Vec<String>) {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap()).unwrap();
+    let meta = builder.metadata().file_metadata().key_value_metadata().unwrap();
+    let doc = meta.iter().find(|kv| kv.key == "govdata.schema").and_then(|kv| kv.value.clone()).unwrap();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&doc).unwrap(), schema_json(table), "{}", table.name);
+    let schema = builder.schema().clone();
+    let fields: Vec<(&str, DataType, bool)> =
+        schema.fields().iter().map(|f| (f.name().as_str(), f.data_type().clone(), f.is_nullable())).collect();
+    let declared: Vec<(&str, DataType, bool)> =
+        table.columns.iter().map(|c| (c.name, arrow_type(c.ty), c.nullable)).collect();
+    assert_eq!(fields, declared, "{}", table.name);
+    let mut rows = 0;
+    let mut values = Vec::new();
+    for batch in builder.build().unwrap() {
+        let batch = batch.unwrap();
+        rows += batch.num_rows() as u64;
+        let array = batch.column_by_name(column).unwrap();
+        for i in 0..array.len() {
+            values.push(if let Some(s) = array.as_any().downcast_ref::<StringArray>() {
+                s.value(i).to_owned()
+            } else if let Some(d) = array.as_any().downcast_ref::<Decimal128Array>() {
+                d.value_as_string(i)
+            } else {
+                panic!("{}.{column} is neither text nor wei", table.name)
+            });
+        }
+    }
+    (rows, values)
+}
+
+on_both_backends!(every_table_exports_the_daos_rows_in_every_format, |app: TestApp| async move {
+    let db = govdata::store::connect(&app.database_url).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut non_empty = BTreeSet::new();
+    for table in TABLES {
+        let stored = stored_rows(&db, table.name).await;
+        if stored > 0 {
+            non_empty.insert(table.name);
+        }
+        let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+        for format in ExportFormat::ALL {
+            let path = dir.path().join(format!("{}.{}", table.name, format.as_str()));
+            let w = export(&path, table, *format, |out| read_table(&db, table, DAO, out)).await.unwrap();
+            assert_eq!(w.rows, stored, "{} {format:?}", table.name);
+            assert_eq!(w.bytes, std::fs::metadata(&path).unwrap().len());
+            match format {
+                ExportFormat::Parquet => {
+                    let (rows, dao_ids) = parquet_column(&path, table, "dao_id");
+                    assert_eq!(rows, stored, "{}", table.name);
+                    assert!(dao_ids.iter().all(|d| d == DAO), "{}: only the DAO's rows", table.name);
+                }
+                ExportFormat::Csv => {
+                    let mut reader = csv::Reader::from_path(&path).unwrap();
+                    assert_eq!(reader.headers().unwrap().iter().collect::<Vec<_>>(), names, "{}", table.name);
+                    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+                    assert_eq!(records.len() as u64, stored, "{}", table.name);
+                    let at: Vec<usize> = identity(table.name)
+                        .iter()
+                        .map(|c| names.iter().position(|n| n == c).unwrap_or_else(|| panic!("{}.{c}", table.name)))
+                        .collect();
+                    let distinct: BTreeSet<Vec<&str>> =
+                        records.iter().map(|r| at.iter().map(|i| &r[*i]).collect()).collect();
+                    assert_eq!(distinct.len(), records.len(), "{}: each row once", table.name);
+                }
+                ExportFormat::Ndjson => {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let lines: Vec<serde_json::Map<String, serde_json::Value>> =
+                        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+                    assert_eq!(lines.len() as u64, stored, "{}", table.name);
+                    for l in &lines {
+                        assert_eq!(
+                            l.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+                            names.iter().copied().collect()
+                        );
+                        assert_eq!(l["dao_id"], DAO);
+                    }
+                }
+            }
+        }
+    }
+    // The sample holds these for the DAO (the tables it has none of are still written, as a
+    // header or a schema alone, above).
+    for t in ["daos", "proposals", "votes", "voters", "delegates"] {
+        assert!(non_empty.contains(t), "the sample holds the DAO's {t}");
+    }
+
+    // The proposals: in the declared order (oldest first, then row order), each under the key
+    // `/v2/proposals` serves, derived from the natural key.
+    let proposals = e::proposal::Entity::find()
+        .filter(e::proposal::Column::DaoId.eq(DAO))
+        .order_by_asc(e::proposal::Column::CreatedMs)
+        .order_by_asc(e::proposal::Column::Id)
+        .all(&db)
+        .await
+        .unwrap();
+    let expected: Vec<String> =
+        proposals.iter().map(|p| govdata::store::keys::proposal_key(DAO, p.source.as_str(), &p.external_id)).collect();
+    let (_, keys) =
+        parquet_column(&dir.path().join("proposals.parquet"), &govdata::contract::exports::PROPOSALS, "proposal_key");
+    assert_eq!(keys, expected);
+    // And exactly the keys `/v2/proposals` serves for the DAO, page after page.
+    let mut served = BTreeSet::new();
+    let mut path = format!("/v2/proposals?daoId={DAO}&limit=100");
+    loop {
+        let (status, body) = app.get_json(&path).await;
+        assert_eq!(status, 200, "{body}");
+        served.extend(
+            body["data"]["items"].as_array().unwrap().iter().map(|p| p["proposalKey"].as_str().unwrap().to_owned()),
+        );
+        match body["meta"]["page"]["nextCursor"].as_str() {
+            Some(cursor) => path = format!("/v2/proposals?daoId={DAO}&limit=100&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(served, keys.iter().cloned().collect::<BTreeSet<_>>());
+
+    // The delegates' raw power survives as a Parquet DECIMAL, digit for digit.
+    let mut raw: Vec<(String, String)> = e::delegate::Entity::find()
+        .filter(e::delegate::Column::DaoId.eq(DAO))
+        .all(&db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.address, d.voting_power_raw))
+        .collect();
+    raw.sort();
+    let path = dir.path().join("delegates.parquet");
+    let (_, addresses) = parquet_column(&path, &govdata::contract::exports::DELEGATES, "address");
+    let (_, powers) = parquet_column(&path, &govdata::contract::exports::DELEGATES, "voting_power_raw");
+    assert_eq!(addresses.into_iter().zip(powers).collect::<Vec<_>>(), raw, "by address, exact");
+});
+
+/// The NDJSON export of `table` for `dao`, line by line.
+async fn ndjson(db: &DatabaseConnection, dir: &std::path::Path, table: &'static ExportTable, dao: &str) -> Vec<Value> {
+    let path = dir.join(format!("{dao}-{}.ndjson", table.name));
+    export(&path, table, ExportFormat::Ndjson, |out| read_table(db, table, dao, out)).await.unwrap();
+    std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+// The tables the sample leaves empty, with rows: exact values, public ids, "no delegate" as null,
+// chain order, the linked proposal's key, and only the DAO's rows.
+on_both_backends!(governor_and_forum_tables_export_their_rows, |backend: Backend| async move {
+    use govdata::contract::exports::{DELEGATION_CHANGES, DELEGATIONS, FORUM_TOPICS, POWER_CHECKPOINTS};
+    use govdata::contract::vocabulary::{PowerCause, ProposalSource, ProposalState};
+    use govdata::store::address::AccountBytes;
+    use govdata::store::keys;
+    use sea_orm::ActiveValue::Set;
+
+    let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
+    let zero = "0x0000000000000000000000000000000000000000";
+    let (alice, bob, carol) = (
+        "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
+        "0x683a4f9915d6216f73d6df50151725036bd26c02",
+        "0x3fb19771947072629c8eee7995a2ef23b72d4c8a",
+    );
+    let bytes = |a: &str| AccountBytes::parse(a).unwrap();
+    for (dao, delegator, delegate, block) in [(DAO, bob, zero, 9), (DAO, alice, carol, 7), ("other", alice, bob, 1)] {
+        e::delegation::ActiveModel {
+            dao_id: Set(dao.to_owned()),
+            delegator: Set(delegator.to_owned()),
+            delegate: Set(delegate.to_owned()),
+            block_number: Set(block),
+            ..Default::default()
+        }
+        .insert(&db)
+        .await
+        .unwrap();
+    }
+    // Inserted out of chain order: the export is in chain order.
+    let big = "123456789012345678901234567890123456"; // 36 digits
+    for (dao, from, to, moved, supply, block, log) in [
+        (DAO, carol, alice, "5", None, 20, 3),
+        (DAO, zero, carol, big, Some("1000000000000000000000000000"), 20, 1),
+        (DAO, alice, zero, "0", None, 11, 40),
+        ("other", zero, bob, "1", None, 1, 1),
+    ] {
+        e::delegation_change::ActiveModel {
+            dao_id: Set(dao.to_owned()),
+            delegator: Set(bytes(bob)),
+            from_delegate: Set(bytes(from)),
+            to_delegate: Set(bytes(to)),
+            power_moved_raw: Set(moved.to_owned()),
+            decimals: Set(18),
+            block_number: Set(block),
+            log_index: Set(log),
+            tx_hash: Set(format!("0x{block:064x}")),
+            at_ms: Set(block * 12_000),
+            supply_raw: Set(supply.map(str::to_owned)),
+            ..Default::default()
+        }
+        .insert(&db)
+        .await
+        .unwrap();
+    }
+    for (dao, cause, by, block, log) in
+        [(DAO, PowerCause::Transfer, None, 30, 2), (DAO, PowerCause::Delegation, Some(alice), 30, 1)]
+    {
+        e::power_checkpoint::ActiveModel {
+            dao_id: Set(dao.to_owned()),
+            delegate: Set(bytes(carol)),
+            previous_raw: Set("10".to_owned()),
+            power_raw: Set(big.to_owned()),
+            decimals: Set(18),
+            cause: Set(cause),
+            cause_delegator: Set(by.map(bytes)),
+            block_number: Set(block),
+            log_index: Set(log),
+            tx_hash: Set("0xabc".to_owned()),
+            at_ms: Set(1_700_000_000_000),
+            ..Default::default()
+        }
+        .insert(&db)
+        .await
+        .unwrap();
+    }
+    let proposal_key = keys::proposal_key(DAO, "snapshot", "0xp1");
+    let p = e::proposal::ActiveModel {
+        dao_id: Set(DAO.to_owned()),
+        source: Set(ProposalSource::Snapshot),
+        external_id: Set("0xp1".to_owned()),
+        proposal_key: Set(proposal_key.clone()),
+        title: Set("A proposal".to_owned()),
+        author: Set(alice.to_owned()),
+        state: Set(ProposalState::Closed),
+        created_ms: Set(1_000),
+        ingested_vote_count: Set(0),
+        origin: Set("snapshot-hub".to_owned()),
+        updated_ms: Set(1_000),
+        ..Default::default()
+    }
+    .insert(&db)
+    .await
+    .unwrap();
+    for (external_id, created_ms, linked) in [("2", 2_000, Some(p.id)), ("1", 1_000, None)] {
+        e::forum_topic::ActiveModel {
+            dao_id: Set(DAO.to_owned()),
+            external_id: Set(external_id.to_owned()),
+            topic_key: Set(keys::topic_key(DAO, external_id)),
+            title: Set(format!("Topic {external_id}")),
+            slug: Set(format!("topic-{external_id}")),
+            url: Set(format!("https://gov.example/t/{external_id}")),
+            posts_count: Set(3),
+            reply_count: Set(2),
+            views: Set(10),
+            like_count: Set(1),
+            created_ms: Set(created_ms),
+            closed: Set(false),
+            archived: Set(true),
+            linked_proposal_id: Set(linked),
+            updated_ms: Set(created_ms),
+            ..Default::default()
+        }
+        .insert(&db)
+        .await
+        .unwrap();
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let rows = ndjson(&db, dir.path(), &DELEGATIONS, DAO).await;
+    assert_eq!(
+        rows,
+        [
+            json!({"dao_id": DAO, "delegator": bob, "delegate": null, "block_number": 9}),
+            json!({"dao_id": DAO, "delegator": alice, "delegate": carol, "block_number": 7}),
+        ],
+        "by holder address; a withdrawn delegation has no delegate"
+    );
+    let rows = ndjson(&db, dir.path(), &DELEGATION_CHANGES, DAO).await;
+    let places: Vec<(i64, i64)> =
+        rows.iter().map(|r| (r["block_number"].as_i64().unwrap(), r["log_index"].as_i64().unwrap())).collect();
+    assert_eq!(places, [(11, 40), (20, 1), (20, 3)], "chain order");
+    assert_eq!(rows[0]["delegation_id"], keys::delegation_id(DAO, 11, 40));
+    assert_eq!((&rows[0]["from_delegate"], &rows[0]["to_delegate"]), (&json!(alice), &Value::Null));
+    assert_eq!((&rows[1]["from_delegate"], &rows[1]["to_delegate"]), (&Value::Null, &json!(carol)));
+    assert_eq!(
+        (&rows[1]["power_moved_raw"], &rows[1]["supply_raw"]),
+        (&json!(big), &json!("1000000000000000000000000000"))
+    );
+    assert_eq!(
+        (&rows[2]["delegator"], &rows[2]["supply_raw"], &rows[2]["at"]),
+        (&json!(bob), &Value::Null, &json!("1970-01-01T00:04:00.000Z"))
+    );
+    let path = dir.path().join("changes.parquet");
+    export(&path, &DELEGATION_CHANGES, ExportFormat::Parquet, |out| read_table(&db, &DELEGATION_CHANGES, DAO, out))
+        .await
+        .unwrap();
+    assert_eq!(parquet_column(&path, &DELEGATION_CHANGES, "power_moved_raw").1, ["0", big, "5"], "wei, exact");
+    let rows = ndjson(&db, dir.path(), &POWER_CHECKPOINTS, DAO).await;
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r["log_index"].as_i64().unwrap(), r["cause"].as_str().unwrap(), r["cause_delegator"].clone()))
+            .collect::<Vec<_>>(),
+        [(1, "delegation", json!(alice)), (2, "transfer", Value::Null)]
+    );
+    assert_eq!(
+        (&rows[0]["delegate"], &rows[0]["previous_power_raw"], &rows[0]["power_raw"]),
+        (&json!(carol), &json!("10"), &json!(big))
+    );
+    let rows = ndjson(&db, dir.path(), &FORUM_TOPICS, DAO).await;
+    assert_eq!(
+        rows.iter().map(|r| (r["external_id"].as_str().unwrap(), r["linked_proposal_key"].clone())).collect::<Vec<_>>(),
+        [("1", Value::Null), ("2", json!(proposal_key))],
+        "oldest first, the linked proposal by its public key"
+    );
+    assert_eq!(rows[0]["topic_key"], keys::topic_key(DAO, "1"));
+    for table in [&DELEGATIONS, &DELEGATION_CHANGES] {
+        assert_eq!(ndjson(&db, dir.path(), table, "other").await.len(), 1, "{}: only the DAO's rows", table.name);
     }
 });

@@ -215,6 +215,8 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     args.webhooks.webhook_allow_private = true;
     args.webhooks.webhook_loopback_only = true;
     args.webhooks.webhook_poll = std::time::Duration::from_millis(100);
+    // Export files of each server in a directory of its own (several may share a store).
+    args.exports.export_dir = std::env::temp_dir().join(format!("govdata-test-exports-{}", uuid::Uuid::new_v4()));
     configure(&mut args);
     let govdata::server::Listening { server, addr, serving, .. } =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");
@@ -397,5 +399,54 @@ where
     while !check().await {
         assert!(tokio::time::Instant::now() < deadline, "not within {within:?}: {what}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The Python of `target/<name>-venv`, holding the packages pinned in `tests/<name>/requirements.txt`
+/// (made on first use; `.ci/run` makes it before the tests), checked by importing `probe`; or
+/// `None` when Python or PyPI is missing (skipped loudly, or failed in CI). `cell` keeps the
+/// answer for the run.
+pub async fn pinned_python(
+    cell: &'static tokio::sync::OnceCell<Result<std::path::PathBuf, String>>,
+    name: &str,
+    probe: &str,
+) -> Option<std::path::PathBuf> {
+    use tokio::process::Command;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let ready = cell
+        .get_or_init(|| async {
+            let venv = root.join(format!("target/{name}-venv"));
+            let python = venv.join("bin/python");
+            let have = Command::new(&python).args(["-c", &format!("import {probe}")]).output().await;
+            if have.is_ok_and(|o| o.status.success()) {
+                return Ok(python);
+            }
+            let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).output().await;
+            if !made.as_ref().is_ok_and(|o| o.status.success()) {
+                return Err(format!("python3 could not make a venv: {made:?}"));
+            }
+            let requirements = root.join(format!("tests/{name}/requirements.txt"));
+            let installed = Command::new(venv.join("bin/pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check", "--no-deps", "-r"])
+                .arg(requirements)
+                .output()
+                .await;
+            match installed {
+                Ok(o) if o.status.success() => Ok(python),
+                other => Err(format!("pip could not install tests/{name}/requirements.txt: {other:?}")),
+            }
+        })
+        .await;
+    match ready {
+        Ok(python) => Some(python.clone()),
+        Err(missing) => {
+            skip(
+                missing,
+                &format!(
+                    "install Python 3 with venv and pip, with access to PyPI once (`.ci/run` makes target/{name}-venv)"
+                ),
+            );
+            None
+        }
     }
 }

@@ -190,6 +190,9 @@ on_both_backends!(every_tool_answers_what_its_operation_answers, |app: TestApp| 
     let mut cases: Vec<(String, String, bool)> = vec![
         ("daos_list".into(), "/v1/daos?limit=3&offset=1".into(), false),
         ("pricing_get".into(), "/v1/meta/pricing".into(), false),
+        // Files of a DAO no test builds (the list changes as files are built).
+        ("v2_exports_list".into(), "/v2/exports?daoId=lido&limit=3".into(), false),
+        ("v2_export_tables_list".into(), "/v2/export-tables".into(), false),
     ];
     cases.extend(
         paid_paths(&app)
@@ -437,5 +440,5 @@ async fn the_reference_clients_list_call_and_pay() {
 /// Whether an operation is an MCP tool: every one that answers and reads (not a stream, which
 /// never answers; not a partner's webhook management).
 fn is_tool(d: &govdata::contract::operations::OperationDecl) -> bool {
-    !d.streams && d.partner_tier().is_none()
+    !d.streams && !d.downloads && d.partner_tier().is_none()
 }

@@ -508,3 +508,41 @@ on_both_backends!(a_payment_buys_a_stream_for_its_paid_time, |backend: Backend| 
     let again = app.anonymous.get(app.url("/v2/stream")).header("last-event-id", "1").send().await.unwrap();
     assert_eq!(again.status(), 402);
 });
+
+// A paid export download answers a grant that opens the same file's ranges without paying again
+// (a Parquet reader makes several requests), and nothing else.
+on_both_backends!(a_paid_download_grants_its_file_s_ranges, |backend: Backend| async move {
+    const FILE: &str = "/v2/exports/uniswap/votes.csv";
+    let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
+    let app = paying_app(backend, &facilitator.url).await;
+    let offer = offer(&app, FILE).await;
+    assert_eq!(offer.v2_resource["mimeType"], "text/csv; charset=utf-8; header=present");
+    let draft = Draft::honest(&offer, 2);
+    let response = pay(&app, FILE, (draft.header_name(), &draft.encode())).await;
+    assert_eq!(response.status(), 200);
+    let grant = response.headers()["export-grant"].to_str().unwrap().to_owned();
+    let whole = response.bytes().await.unwrap();
+    assert_eq!(facilitator.actions(), ["verify", "settle"]);
+    // The grant opens ranges of the same file, uncharged.
+    let part = app
+        .anonymous
+        .get(app.url(FILE))
+        .header("export-grant", &grant)
+        .header("range", "bytes=0-9")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.status(), 206);
+    assert_eq!(part.headers()["cache-control"], "private, no-cache");
+    assert_eq!(part.bytes().await.unwrap(), whole.slice(0..10));
+    assert_eq!(facilitator.actions(), ["verify", "settle"], "no second payment");
+    // Not another file, not a forged or expired grant.
+    for (path, sent) in [
+        ("/v2/exports/uniswap/votes.ndjson", grant.clone()),
+        (FILE, format!("{}0", grant)),
+        (FILE, format!("1.{}", grant.split_once('.').unwrap().1)),
+    ] {
+        let r = app.anonymous.get(app.url(path)).header("export-grant", &sent).send().await.unwrap();
+        assert_eq!(r.status(), 402, "{path} {sent}");
+    }
+});

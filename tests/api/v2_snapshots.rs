@@ -205,3 +205,28 @@ fn every_snapshot_is_named_by_the_rule() {
         );
     }
 }
+
+on_both_backends!(v2_exports_list, |app: TestApp| async move {
+    // dimo's files: no other test builds them on the shared sample store, so they stay on request.
+    snapshot(&app, "v2_exports_list_dimo_first_page", "/v2/exports?daoId=dimo&limit=3").await;
+});
+
+on_both_backends!(v2_export_tables_list, |app: TestApp| async move {
+    snapshot(&app, "v2_export_tables_list_every_table", "/v2/export-tables").await;
+});
+
+// A file is no JSON: its status, the headers a data tool reads, and its text.
+on_both_backends!(v2_exports_get, |app: TestApp| async move {
+    let r = app.get("/v2/exports/dimo/daos.ndjson").await;
+    assert_eq!(r.status(), 200);
+    let headers: serde_json::Map<String, serde_json::Value> =
+        ["content-type", "content-length", "etag", "accept-ranges", "cache-control", "content-disposition", "vary"]
+            .iter()
+            .filter_map(|h| Some((h.to_string(), r.headers().get(*h)?.to_str().ok()?.into())))
+            .collect();
+    let body = r.text().await.unwrap();
+    let lines: Vec<serde_json::Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!lines.is_empty());
+    let answer = serde_json::json!({ "headers": headers, "rows": lines });
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("v2_exports_get_dimo_daos_ndjson", answer));
+});

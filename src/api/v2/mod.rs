@@ -3,6 +3,7 @@ pub mod activity;
 pub mod daos;
 pub mod delegates;
 pub mod events;
+pub mod exports;
 pub mod feed;
 pub mod proposals;
 pub mod signals;
@@ -51,6 +52,8 @@ pub enum V2Tag {
     Proposals,
     /// Dated governance events.
     Events,
+    /// Whole tables of a DAO as files (Parquet, CSV, NDJSON), per revision, with their schemas.
+    Exports,
     /// Every change, in the order it was published: polled, streamed or pushed.
     Feed,
     /// Curated governance signals.

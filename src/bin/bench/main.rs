@@ -27,6 +27,7 @@
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench -- --history-events 1000000
 //! ```
+mod export;
 mod history;
 
 use std::time::{Duration, Instant};
@@ -72,6 +73,10 @@ struct Args {
     /// Also measure the governor history, grown to this many delegation and checkpoint events.
     #[arg(long)]
     history_events: Option<u64>,
+    /// Measure only the whole-table export of the DAO's votes (Parquet and CSV, against arrow-rs
+    /// alone), writing the files in this directory.
+    #[arg(long)]
+    export: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -86,6 +91,9 @@ async fn main() -> anyhow::Result<()> {
         .await?
         .with_context(|| format!("DAO `{}` has no proposals: run `govdata synth` on this store first", args.dao))?;
 
+    if let Some(dir) = &args.export {
+        return export::run(&db, &args.dao, dir).await;
+    }
     let (table, indexes, votes) = vote_bytes(&db).await?;
     println!(
         "store: {votes} votes; votes table {:.1} MB + its indexes {:.1} MB = {:.0} bytes per vote",

@@ -6,6 +6,7 @@ pub mod data_source;
 pub mod delegate;
 pub mod delegation;
 pub mod delegation_change;
+pub mod export_file;
 pub mod feed_entry;
 pub mod forum_post;
 pub mod forum_topic;

@@ -26,6 +26,7 @@ mod m0017_counting;
 mod m0018_privacy;
 mod m0019_notable_delegations;
 mod m0020_copeland_facts;
+mod m0021_export_files;
 
 pub struct Migrator;
 
@@ -53,6 +54,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0018_privacy::Migration),
             Box::new(m0019_notable_delegations::Migration),
             Box::new(m0020_copeland_facts::Migration),
+            Box::new(m0021_export_files::Migration),
         ]
     }
 }
