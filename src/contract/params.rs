@@ -273,6 +273,20 @@ macro_rules! plain_string_param {
     };
 }
 
+/// `file` in an export's path (`<table>.<format>`): any text parses; the handler names the file
+/// with `contract::exports::ExportFile::parse`, or answers VALIDATION_ERROR (the document
+/// publishes the pattern).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportFileParam(pub String);
+
+plain_string_param!(ExportFileParam);
+
+impl ParseFromParameter for ExportFileParam {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self(value.to_owned()))
+    }
+}
+
 /// `daoId` in a path: any text parses; [`DaoIdParam::parse`] (v2) or
 /// [`DaoIdParam::resolve_v1`] (v1, which lowercases and records it) makes it a [`DaoId`], or
 /// hands back the text, which no DAO has.

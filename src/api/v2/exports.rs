@@ -7,7 +7,6 @@
 //! `Cache-Control: no-cache` (a revision may change the file at any time: revalidate, cheaply),
 //! and the text formats gzip-encoded on `Accept-Encoding: gzip` (a copy kept beside the file,
 //! so that ranges and lengths hold for it too).
-use std::borrow::Cow;
 use std::io::SeekFrom;
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use poem_openapi::{
     param::{Path, Query},
     payload::Json,
     registry::{MetaHeader, MetaMediaType, MetaResponse, MetaResponses, MetaSchema, MetaSchemaRef, Registry},
-    types::{ParseFromParameter, ParseResult, Type},
+    types::Type,
 };
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
@@ -33,45 +32,12 @@ use crate::contract::{
     },
     limits::MostLists,
     operations::{ExportTablesListV2, ExportsGetV2, ExportsListV2},
-    params::{DaoFilter, DaoIdParam, V2Limit},
+    params::{DaoFilter, DaoIdParam, ExportFileParam, V2Limit},
     time::{Timestamp, now_ms},
 };
 use crate::edge::payment::PaidByPayment;
 use crate::exports::files::ReadyFile;
 use crate::store::{self, exports::READY, keysets::ExportAfter};
-
-/// `file` in the path: `<table>.<format>`. Any text parses; [`ExportFile::parse`] names the
-/// file, or the handler answers VALIDATION_ERROR (the document publishes the pattern).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileParam(String);
-
-impl Type for FileParam {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
-
-    fn name() -> Cow<'static, str> {
-        <String as Type>::name()
-    }
-
-    fn schema_ref() -> MetaSchemaRef {
-        <String as Type>::schema_ref()
-    }
-
-    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
-        Box::new(self.as_raw_value().into_iter())
-    }
-}
-
-impl ParseFromParameter for FileParam {
-    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        Ok(Self(value.to_owned()))
-    }
-}
 
 /// Whether a file holds the DAO's serving revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -492,7 +458,7 @@ impl Api {
         dao_id: Path<DaoIdParam>,
         /// `<table>.<format>`: `votes.parquet`, `proposals.csv`, `forum_topics.ndjson` (the tables of
         /// `GET /v2/export-tables`).
-        file: Path<FileParam>,
+        file: Path<ExportFileParam>,
     ) -> Result<Download, ApiError<ExportsGetV2>> {
         let dao = dao_id.0.parse().map_err(|received| Problem::unknown_dao(&received))?;
         let name = file.0.0;
