@@ -18,7 +18,7 @@ use sea_orm::{AccessMode, DatabaseConnection, DbBackend, IsolationLevel, Transac
 use super::export;
 use crate::contract::exports::{ExportFile, ExportFormat};
 use crate::contract::time::now_ms;
-use crate::store::exports::{self as catalogue, BUILDING, Built, ExportFileRow, FileKey, READY};
+use crate::store::exports::{self as catalogue, Built, ExportFileRow, FileKey, READY};
 
 /// How often a request waiting for another process's build looks at the catalogue again.
 const POLL: Duration = Duration::from_millis(100);
@@ -47,10 +47,6 @@ impl Exports {
     pub fn new(db: DatabaseConnection, dir: PathBuf, budget_bytes: u64) -> Arc<Self> {
         let builder = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
         Arc::new(Self { db, dir, budget_bytes, builder })
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     fn dao_dir(&self, dao_id: &str) -> PathBuf {
@@ -238,11 +234,6 @@ impl Exports {
                 tracing::debug!(error = %e, "export use not recorded");
             }
         });
-    }
-
-    /// Whether `row` is being built by some process right now.
-    pub fn building(row: &ExportFileRow) -> bool {
-        row.state == BUILDING
     }
 }
 

@@ -248,13 +248,11 @@ fn file_media() -> Vec<MetaMediaType> {
     ExportFormat::ALL.iter().map(|f| MetaMediaType { content_type: media_type_key(*f), schema: binary(*f) }).collect()
 }
 
-/// The media type without parameters, as the document keys it.
+/// The media type without its parameters (`text/csv`), as the document keys it: the declared
+/// one, read from `contract::exports`.
 fn media_type_key(f: ExportFormat) -> &'static str {
-    match f {
-        ExportFormat::Parquet => "application/vnd.apache.parquet",
-        ExportFormat::Csv => "text/csv",
-        ExportFormat::Ndjson => "application/x-ndjson",
-    }
+    let full: &'static str = f.media_type();
+    full.split(';').next().unwrap_or(full)
 }
 
 impl ApiResponse for Download {
