@@ -226,6 +226,21 @@ pub struct ServeArgs {
     pub webhooks: WebhookArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
+    #[command(flatten)]
+    pub replicas: ReplicaArgs,
+}
+
+/// PostgreSQL streaming replicas that serve reads (`store::nodes`).
+#[derive(Debug, Clone, Args)]
+pub struct ReplicaArgs {
+    /// Streaming replicas of the `DATABASE_URL` primary, comma-separated `postgres://` URLs:
+    /// serving reads go to a replica that has replayed the serving revision, every write to the
+    /// primary.
+    #[arg(long, env = "GOVDATA_READ_REPLICA_URLS", value_delimiter = ',')]
+    pub read_replica_urls: Vec<String>,
+    /// A replica further behind the primary than this is left until it catches up.
+    #[arg(long, env = "GOVDATA_REPLICA_MAX_LAG", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub replica_max_lag: std::time::Duration,
 }
 
 /// Where whole-table export files are kept (`exports`).
@@ -499,6 +514,7 @@ pub struct Settings {
     pub rates: RateSettings,
     pub webhooks: WebhookArgs,
     pub exports: ExportArgs,
+    pub replicas: ReplicaArgs,
 }
 
 /// When live refresh happens and how long requests wait for it.
@@ -532,6 +548,7 @@ impl Settings {
             rates: args.rates.settings(),
             webhooks: args.webhooks,
             exports: args.exports.clone(),
+            replicas: args.replicas.clone(),
         })
     }
 

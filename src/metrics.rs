@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder, core::Collector,
 };
 
@@ -38,6 +38,12 @@ pub struct Metrics {
     pub ingest_source_failures: IntCounterVec,
     pub publication_seconds: HistogramVec,
     pub pool_connections: IntGaugeVec,
+    pub replica_retries: IntCounter,
+    pub node_up: IntGaugeVec,
+    pub node_lag_seconds: GaugeVec,
+    pub node_lag_bytes: IntGaugeVec,
+    pub node_revision: IntGaugeVec,
+    pub node_reads: IntGaugeVec,
 }
 
 /// `metric`, registered in `registry`.
@@ -164,9 +170,41 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             )
             .expect("a valid metric"),
         ),
+        replica_retries: plain_counter(
+            &r,
+            "replica_read_retries_total",
+            "Requests read again from another node because a replica failed them (it went away, or \
+             cancelled the query in a recovery conflict).",
+        ),
+        node_up: gauge_vec(
+            &r,
+            "store_node_up",
+            "1 while a database node is used (serving), 0 while it is left (lagging or down).",
+            &["node", "role"],
+        ),
+        node_lag_seconds: registered(
+            &r,
+            GaugeVec::new(
+                Opts::new("store_node_lag_seconds", "How far a replica is behind the primary, in time."),
+                &["node"],
+            )
+            .expect("a valid metric"),
+        ),
+        node_lag_bytes: gauge_vec(&r, "store_node_lag_bytes", "WAL bytes a replica has not replayed yet.", &["node"]),
+        node_revision: gauge_vec(&r, "store_node_revision", "The newest revision a database node shows.", &["node"]),
+        node_reads: gauge_vec(
+            &r,
+            "store_node_reads",
+            "Requests this process has read from each database node since it started.",
+            &["node"],
+        ),
         registry: r,
     }
 });
+
+fn gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    registered(r, IntGaugeVec::new(Opts::new(name, help), labels).expect("a valid metric"))
+}
 
 impl Metrics {
     /// The text exposition of every metric.

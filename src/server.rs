@@ -29,9 +29,12 @@ fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> imp
     let draining = state.shutdown.clone();
     let gated = state.clone();
     let served = state.clone();
+    let reread = state.clone();
     let surfaces = Route::new().nest_no_strip("/v1", api::v1_service()).nest_no_strip("/v2", api::v2_service());
     paths::mount(surfaces, api::reference_pages(&documents), mcp)
         .data(state)
+        // Innermost: a read a replica failed is handled again from another node.
+        .around(move |ep, req| edge::retry::serve(ep, req, reread.clone()))
         // Inside the gate: a cached answer is still authorised or paid for.
         .around(move |ep, req| edge::cache::serve(ep, req, served.clone()))
         .around(move |ep, req| edge::gate::gate(ep, req, gated.clone()))
@@ -70,7 +73,13 @@ pub async fn bind(
     };
     let payments = Arc::new(PaymentTerms::from_args(&settings.payments)?);
     let cache = Arc::new(edge::cache::ResponseCache::new(settings.response_cache_bytes));
-    let serving = edge::serving::ServingWatch::start(db.clone()).await?;
+    let nodes = crate::store::nodes::Nodes::start(
+        db.clone(),
+        &settings.replicas.read_replica_urls,
+        settings.replicas.replica_max_lag,
+    )
+    .await?;
+    let serving = edge::serving::ServingWatch::start(nodes.clone()).await?;
     let registry = match (settings.live, settings.ingest_every) {
         (None, None) => None,
         _ => Some(Arc::new(ingest::load_registry(settings.registry.as_ref())?)),
@@ -147,6 +156,7 @@ pub async fn bind(
     });
     let state = AppState {
         db,
+        nodes,
         settings: Arc::new(settings),
         documents,
         cursors: CursorCodec::new(&secret),

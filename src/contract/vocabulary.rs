@@ -185,6 +185,33 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// What a database node does for this deployment.
+    #[derive(Enum)]
+    #[oai(rename_all = "lowercase")]
+    NodeRole ("node role") {
+        /// `DATABASE_URL`: takes every write, and the reads no replica can serve.
+        Primary = "primary",
+        /// A PostgreSQL streaming replica (`GOVDATA_READ_REPLICA_URLS`): serves reads of the
+        /// revisions it has replayed.
+        Replica = "replica",
+    }
+}
+
+vocabulary! {
+    /// Whether a database node is used now.
+    #[derive(Enum)]
+    #[oai(rename_all = "lowercase")]
+    NodeHealth ("node health") {
+        /// Answering, and (a replica) within the lag bound: used.
+        Serving = "serving",
+        /// A replica past the lag bound: left until it catches up.
+        Lagging = "lagging",
+        /// Not answering: left until it answers again.
+        Down = "down",
+    }
+}
+
+vocabulary! {
     /// How an ingestion run stands.
     RunStatus ("run status") {
         /// Still writing (or its process stopped: see `abandoned`).

@@ -54,7 +54,7 @@ impl LiveRefresh {
         if self.recently_refreshed(dao) {
             return Some(CacheStatus::CachedLive);
         }
-        let newest = match crate::store::freshness::dao_data_as_of(&state.db, dao).await {
+        let newest = match crate::store::freshness::dao_data_as_of(&state.reads(), dao).await {
             Ok(newest) => newest,
             Err(e) => {
                 tracing::warn!(dao, "live refresh: cannot read the watermark: {e}");

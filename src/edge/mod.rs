@@ -10,6 +10,7 @@
 //! - `gate`: who may (free, internal token, partner token, x402), with `payment` (check,
 //!   reserve, verify, settle) and `rate` (limits per client, partner and payer).
 //! - `cache`: answers of the serving revision, and `live` refresh of a stale DAO first.
+//! - `retry`: a read a replica failed, handled again from another node (`store::nodes`).
 //! - `paths`: the handlers of the paths that are not operations (documents, `/llms.txt`,
 //!   `/docs`, health, readiness, metrics), and `mcp`, the MCP endpoint, whose tool calls are
 //!   requests to the whole application again.
@@ -28,6 +29,7 @@ pub mod mcp;
 pub mod paths;
 pub mod payment;
 pub mod rate;
+pub mod retry;
 pub mod route;
 pub mod serving;
 pub mod store_errors;
@@ -49,7 +51,12 @@ use crate::x402::PaymentTerms;
 /// Shared by every handler.
 #[derive(Clone)]
 pub struct AppState {
+    /// The primary: every write, and the reads of what is written outside publications
+    /// (payments, tokens, subscriptions, export bookkeeping). Served data is read through
+    /// [`AppState::reads`].
     pub db: DatabaseConnection,
+    /// The primary and the streaming replicas, watched.
+    pub nodes: Arc<crate::store::nodes::Nodes>,
     pub settings: Arc<Settings>,
     pub documents: Arc<Documents>,
     /// Signs and checks v2 cursors.
@@ -74,6 +81,14 @@ pub struct AppState {
     pub webhook_wake: Arc<tokio::sync::Notify>,
     /// The whole-table export files: built on request, kept within their disk budget.
     pub exports: Arc<crate::exports::files::Exports>,
+}
+
+impl AppState {
+    /// Where this request reads served data: a replica that has replayed the serving revision,
+    /// else the primary (`store::nodes`).
+    pub fn reads(&self) -> DatabaseConnection {
+        self.nodes.reader(self.serving.current().id)
+    }
 }
 
 /// Both finished documents, and `/llms.txt` made from them.

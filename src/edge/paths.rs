@@ -10,6 +10,7 @@ use poem::{
 use serde_json::json;
 
 use super::{AppState, mcp::McpEndpoint};
+use crate::contract::vocabulary::NodeHealth;
 use crate::contract::{
     access::Version,
     errors::{ErrorCode, Problem},
@@ -119,11 +120,16 @@ async fn readyz(state: Data<&AppState>) -> poem::Result<Json<serde_json::Value>>
     if state.shutdown.draining() {
         return Err(Problem::new(ErrorCode::Unavailable, "The server is shutting down; use another instance.").into());
     }
+    let store = crate::store::backend_name(&state.db);
     if crate::store::ping(&state.db).await {
-        Ok(Json(json!({ "status": "ready", "store": crate::store::backend_name(&state.db) })))
-    } else {
-        Err(Problem::new(ErrorCode::Unavailable, "The data store is unreachable.").into())
+        return Ok(Json(json!({ "status": "ready", "store": store })));
     }
+    // Without the primary, a process whose replicas answer still serves reads (writes answer 503).
+    let serving = state.nodes.report().into_iter().filter(|n| n.state.health == NodeHealth::Serving).count();
+    if serving > 0 {
+        return Ok(Json(json!({ "status": "ready", "store": store, "primary": "down", "replicasServing": serving })));
+    }
+    Err(Problem::new(ErrorCode::Unavailable, "The data store is unreachable.").into())
 }
 
 /// Prometheus metrics for the operator. The path is `PathAccess::Internal`: the gate answers
@@ -135,5 +141,14 @@ fn metrics(state: Data<&AppState>) -> Response {
     m.pool_connections.with_label_values(&["in_use"]).set(i64::from(size.saturating_sub(idle)));
     m.pool_connections.with_label_values(&["idle"]).set(i64::from(idle));
     m.pool_connections.with_label_values(&["max"]).set(i64::from(max));
+    for node in state.nodes.report() {
+        let name = node.name.as_str();
+        let up = i64::from(node.state.health == NodeHealth::Serving);
+        m.node_up.with_label_values(&[name, node.role.as_str()]).set(up);
+        m.node_lag_seconds.with_label_values(&[name]).set(node.state.lag.as_secs_f64());
+        m.node_lag_bytes.with_label_values(&[name]).set(i64::try_from(node.state.lag_bytes).unwrap_or(i64::MAX));
+        m.node_revision.with_label_values(&[name]).set(node.state.revision.unwrap_or(0));
+        m.node_reads.with_label_values(&[name]).set(i64::try_from(node.reads).unwrap_or(i64::MAX));
+    }
     Response::builder().content_type("text/plain; version=0.0.4; charset=utf-8").body(m.render())
 }

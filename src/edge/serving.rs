@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 use crate::contract::errors::{ErrorCode, Problem};
 use crate::metrics::METRICS;
+use crate::store::nodes::Nodes;
 use crate::store::publish::PUBLISHED_CHANNEL;
 use crate::store::{
     freshness::{self, ServingHead},
@@ -73,7 +74,11 @@ struct TokenSnapshot {
 
 /// The watched state, shared by the gate, the cache and the handlers.
 pub struct ServingWatch {
+    /// The primary: where the serving state is read, and token use written.
     db: DatabaseConnection,
+    /// The primary and the replicas: while the primary does not answer, the serving state is
+    /// read from the freshest replica, so reads go on being served.
+    nodes: Arc<Nodes>,
     serving: watch::Sender<Arc<Serving>>,
     tokens: RwLock<Option<TokenSnapshot>>,
     /// When each token's use was last written (epoch ms).
@@ -87,9 +92,10 @@ pub struct ServingWatch {
 
 impl ServingWatch {
     /// Loads the current state and starts the poller, which stops when the watch is dropped.
-    pub async fn start(db: DatabaseConnection) -> Result<Arc<Self>, DbErr> {
+    pub async fn start(nodes: Arc<Nodes>) -> Result<Arc<Self>, DbErr> {
         let watch = Arc::new(Self {
-            db,
+            db: nodes.primary().clone(),
+            nodes,
             serving: watch::Sender::new(Arc::new(Serving::default())),
             tokens: RwLock::new(None),
             uses_written: Mutex::default(),
@@ -124,18 +130,45 @@ impl ServingWatch {
     /// Reads the store now: after a publication by this process, or on the poller's tick.
     pub async fn refresh(&self) -> Result<(), DbErr> {
         let _one = self.refreshing.lock().await;
-        let head = freshness::serving_head(&self.db).await?;
+        // A primary the node monitor has seen go is not waited for: the replicas hold the state.
+        let primary_down = self.nodes.has_replicas() && self.nodes.primary_down();
+        let from_primary = match primary_down {
+            true => None,
+            false => Some(self.refresh_from(&self.db).await),
+        };
+        match (from_primary, self.nodes.freshest_replica()) {
+            (Some(Ok(revision)), _) => {
+                self.nodes.published(revision);
+                Ok(())
+            }
+            (Some(Err(e)), None) => Err(e),
+            (None, None) => {
+                Err(DbErr::Conn(sea_orm::RuntimeErr::Internal("neither the primary nor a replica answers".to_owned())))
+            }
+            (_, Some(replica)) => self.refresh_from(replica).await.map(|_| ()),
+        }
+    }
+
+    /// Reads the serving state and the tokens from `db`; the revision it shows.
+    async fn refresh_from(&self, db: &DatabaseConnection) -> Result<i64, DbErr> {
+        let head = freshness::serving_head(db).await?;
         let known = self.current();
         if head.revision != known.id || head.data_as_of_ms != known.data_as_of_ms {
             let dao_revisions = if head.revision == known.id {
                 known.dao_revisions.clone()
             } else {
-                freshness::dao_revisions(&self.db).await?.into_iter().collect()
+                freshness::dao_revisions(db).await?.into_iter().collect()
             };
             let ServingHead { revision, data_as_of_ms } = head;
             self.serving.send_replace(Arc::new(Serving { id: revision, data_as_of_ms, dao_revisions }));
         }
-        self.refresh_tokens().await
+        self.refresh_tokens(db).await?;
+        Ok(head.revision)
+    }
+
+    /// The primary and the replicas requests read from.
+    pub fn nodes(&self) -> &Arc<Nodes> {
+        &self.nodes
     }
 
     /// A 503 for a request that needs the store, when the store has not answered for longer
@@ -152,9 +185,9 @@ impl ServingWatch {
         })
     }
 
-    async fn refresh_tokens(&self) -> Result<(), DbErr> {
+    async fn refresh_tokens(&self, db: &DatabaseConnection) -> Result<(), DbErr> {
         let started = Instant::now();
-        let fingerprint = tokens::fingerprint(&self.db).await?;
+        let fingerprint = tokens::fingerprint(db).await?;
         let unchanged = {
             let mut snapshot = self.tokens.write().expect("never poisoned");
             match snapshot.as_mut() {
@@ -166,7 +199,7 @@ impl ServingWatch {
             }
         };
         if !unchanged {
-            let by_hash = tokens::live_by_hash(&self.db).await?;
+            let by_hash = tokens::live_by_hash(db).await?;
             *self.tokens.write().expect("never poisoned") =
                 Some(TokenSnapshot { loaded: started, fingerprint, by_hash });
         }
@@ -191,7 +224,16 @@ impl ServingWatch {
 
     /// The live partner token `sent` as the store holds it, if any, recording its use.
     pub async fn look_up(self: &Arc<Self>, sent: &str) -> Result<Option<LiveToken>, DbErr> {
-        let token = tokens::find_live(&self.db, sent).await?.map(LiveToken::from);
+        // A token created since the snapshot is on the primary first; while the primary does
+        // not answer, a replica knows every token made before it went.
+        let found = match tokens::find_live(&self.db, sent).await {
+            Err(e) => match self.nodes.freshest_replica() {
+                Some(replica) => tokens::find_live(replica, sent).await.map_err(|_| e),
+                None => Err(e),
+            },
+            found => found,
+        };
+        let token = found?.map(LiveToken::from);
         if let Some(t) = &token {
             self.record_use(t.id);
         }

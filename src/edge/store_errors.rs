@@ -9,7 +9,12 @@ use crate::contract::vocabulary::UnknownValue;
 impl Problem {
     /// A store failure: unreachable means 503 (retry later); anything else is our defect.
     pub fn from_store(err: &DbErr) -> Self {
-        match store_unreachable(err) {
+        let unreachable = store_unreachable(err);
+        if unreachable || recovery_conflict(err) {
+            // A replica's failure is answered again from another node (`edge::retry`).
+            crate::store::nodes::read_failed(unreachable);
+        }
+        match unreachable || recovery_conflict(err) {
             true => {
                 tracing::warn!(error = %err, "store unavailable");
                 Self::new(ErrorCode::Unavailable, "The data store is unreachable; retry shortly.")
@@ -41,6 +46,19 @@ impl<Op> From<UnknownValue> for ApiError<Op> {
 impl<Op> From<DbErr> for ApiError<Op> {
     fn from(err: DbErr) -> Self {
         Self::new(Problem::from_store(&err))
+    }
+}
+
+/// Whether a store error is PostgreSQL cancelling a query (40001, `serialization_failure`): a
+/// standby does so when replaying the primary's changes conflicts with the query (a recovery
+/// conflict). Another node, or the same one a moment later, answers it.
+fn recovery_conflict(err: &DbErr) -> bool {
+    use sea_orm::{RuntimeErr, sqlx::Error};
+    match err {
+        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => {
+            matches!(&**e, Error::Database(db) if db.code().as_deref() == Some("40001"))
+        }
+        _ => false,
     }
 }
 

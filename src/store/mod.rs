@@ -17,6 +17,7 @@ pub mod items;
 pub mod keys;
 pub mod keysets;
 pub mod migration;
+pub mod nodes;
 pub mod payments;
 pub mod proposals;
 pub mod publish;

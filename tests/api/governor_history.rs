@@ -341,7 +341,7 @@ on_both_backends!(delegation_history_and_power_equal_the_token_at_every_block, |
     // with `node tests/chain/history.mjs --rpc … --seed N`).
     let first = match backend {
         Backend::Sqlite => 1,
-        Backend::Postgres => 101,
+        Backend::Postgres | Backend::Replica => 101,
     };
     for seed in first..first + 3 {
         history_on(backend, seed).await;

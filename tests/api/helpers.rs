@@ -21,6 +21,9 @@ use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
 pub enum Backend {
     Sqlite,
     Postgres,
+    /// PostgreSQL with the served reads on a streaming replica: the primary and the replica of
+    /// `scripts/pg-pair` (`GOVDATA_TEST_PG_PRIMARY_URL`, `GOVDATA_TEST_PG_REPLICA_URL`).
+    Replica,
 }
 
 /// The PostgreSQL server tests use (trust authentication).
@@ -28,7 +31,26 @@ pub fn pg_base_url() -> String {
     std::env::var("GOVDATA_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
 }
 
-static CREATED_PG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The primary of the replicated pair (`bash scripts/pg-pair start`).
+pub fn pair_primary_url() -> String {
+    std::env::var("GOVDATA_TEST_PG_PRIMARY_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5433".to_owned())
+}
+
+/// The streaming replica of [`pair_primary_url`].
+pub fn pair_replica_url() -> String {
+    std::env::var("GOVDATA_TEST_PG_REPLICA_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5434".to_owned())
+}
+
+/// The server `backend`'s databases are created on.
+fn admin_base(backend: Backend) -> String {
+    match backend {
+        Backend::Replica => pair_primary_url(),
+        _ => pg_base_url(),
+    }
+}
+
+/// (server, database) of every PostgreSQL database this run created.
+static CREATED_PG: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
 #[ctor::dtor]
@@ -39,9 +61,12 @@ fn drop_test_databases() {
     }
     let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
     rt.block_on(async {
-        if let Ok(admin) = Database::connect(format!("{}/postgres", pg_base_url())).await {
-            for name in names {
-                let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
+        let servers: std::collections::BTreeSet<String> = names.iter().map(|(server, _)| server.clone()).collect();
+        for server in servers {
+            if let Ok(admin) = Database::connect(format!("{server}/postgres")).await {
+                for (_, name) in names.iter().filter(|(s, _)| *s == server) {
+                    let _ = admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
+                }
             }
         }
     });
@@ -59,24 +84,32 @@ pub async fn fresh_database(backend: Backend) -> String {
             let dir = tempdir_for_run();
             format!("sqlite://{}/test_{n}.db", dir.display())
         }
-        Backend::Postgres => {
-            let admin = Database::connect(format!("{}/postgres", pg_base_url()))
-                .await
-                .expect("PostgreSQL must be running on 127.0.0.1:5432 (set GOVDATA_TEST_PG_URL to use another)");
+        Backend::Postgres | Backend::Replica => {
+            let base = admin_base(backend);
+            let admin = Database::connect(format!("{base}/postgres")).await.unwrap_or_else(|e| {
+                panic!("PostgreSQL must be running at {base} (GOVDATA_TEST_PG_URL, GOVDATA_TEST_PG_PRIMARY_URL): {e}")
+            });
             drop_stale(&admin).await;
             let name = format!("govdata_test_{}_{}_{n}", unix_now(), std::process::id());
             admin.execute_unprepared(&format!("CREATE DATABASE \"{name}\"")).await.expect("create test database");
-            CREATED_PG.lock().unwrap_or_else(|e| e.into_inner()).push(name.clone());
-            format!("{}/{name}", pg_base_url())
+            CREATED_PG.lock().unwrap_or_else(|e| e.into_inner()).push((base.clone(), name.clone()));
+            admin.close().await.ok();
+            format!("{base}/{name}")
         }
     }
 }
 
 /// Drops test databases an interrupted run left behind (over an hour old).
 async fn drop_stale(admin: &DatabaseConnection) {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    if ONCE.set(()).is_err() {
-        return;
+    static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    {
+        // Once per server.
+        let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+        let server = format!("{admin:?}");
+        if done.contains(&server) {
+            return;
+        }
+        done.push(server);
     }
     let rows = admin
         .query_all_raw(sea_orm::Statement::from_string(
@@ -105,9 +138,11 @@ fn tempdir_for_run() -> &'static std::path::Path {
 pub fn sample_database(backend: Backend) -> String {
     static SQLITE: OnceLock<String> = OnceLock::new();
     static POSTGRES: OnceLock<String> = OnceLock::new();
+    static REPLICA: OnceLock<String> = OnceLock::new();
     let cell = match backend {
         Backend::Sqlite => &SQLITE,
         Backend::Postgres => &POSTGRES,
+        Backend::Replica => &REPLICA,
     };
     cell.get_or_init(|| {
         std::thread::spawn(move || {
@@ -157,9 +192,26 @@ impl TestApp {
     }
 
     /// Makes the server see what was published, now (a store that cannot be read is left to
-    /// the request to report).
+    /// the request to report). With a replica, also waits (a few seconds at most) until it has
+    /// replayed the serving revision, so that the reads that follow are the replica's.
     pub async fn sync(&self) {
         let _ = self.serving.refresh().await;
+        let nodes = self.serving.nodes();
+        if !nodes.has_replicas() {
+            return;
+        }
+        let wanted = self.serving.current().id;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            let caught_up = nodes.report().iter().all(|n| {
+                n.role == govdata::contract::vocabulary::NodeRole::Primary
+                    || n.state.revision.is_some_and(|r| r >= wanted)
+            });
+            if caught_up {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
 
     /// GET returning status and JSON body.
@@ -217,6 +269,10 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     args.webhooks.webhook_poll = std::time::Duration::from_millis(100);
     // Export files of each server in a directory of its own (several may share a store).
     args.exports.export_dir = std::env::temp_dir().join(format!("govdata-test-exports-{}", uuid::Uuid::new_v4()));
+    // A database of the replicated pair is read from its replica.
+    if let Some(name) = url.strip_prefix(&format!("{}/", pair_primary_url())) {
+        args.replicas.read_replica_urls = vec![format!("{}/{name}", pair_replica_url())];
+    }
     configure(&mut args);
     let govdata::server::Listening { server, addr, serving, .. } =
         govdata::server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await.expect("bind");
@@ -227,8 +283,9 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     TestApp { addr, client, anonymous: reqwest::Client::new(), database_url: url, serving }
 }
 
-/// Runs a test on both backends, as two tests `<name>::sqlite` and `<name>::postgres` (so
-/// `cargo test --test api postgres` runs the PostgreSQL half of each). The body is an async block,
+/// Runs a test on both backends, as three tests `<name>::sqlite`, `<name>::postgres` and
+/// `<name>::replica` (PostgreSQL with the reads on a streaming replica; so `cargo test --test api
+/// postgres` runs the PostgreSQL part of each). The body is an async block,
 /// and the type written after its parameter (`TestApp` or `Backend`, as written, with no import
 /// needed) says what it gets:
 ///
@@ -274,6 +331,15 @@ macro_rules! on_both_backends {
                 }
                 $run;
             }
+
+            #[tokio::test]
+            async fn postgres_replica() {
+                let $backend: $crate::helpers::Backend = $crate::helpers::Backend::Replica;
+                if !$crate::helpers::require($backend) {
+                    return;
+                }
+                $run;
+            }
         }
     };
 }
@@ -284,18 +350,34 @@ macro_rules! on_both_backends {
 /// that uses PostgreSQL outside `on_both_backends!`: `if !require(Backend::Postgres) { return; }`.
 pub fn require(backend: Backend) -> bool {
     static POSTGRES: OnceLock<Result<(), String>> = OnceLock::new();
-    if backend == Backend::Sqlite {
-        return true;
-    }
-    let answer = POSTGRES.get_or_init(|| {
-        std::thread::spawn(|| {
+    static REPLICA: OnceLock<Result<(), String>> = OnceLock::new();
+    let (cell, base) = match backend {
+        Backend::Sqlite => return true,
+        Backend::Postgres => (&POSTGRES, pg_base_url()),
+        Backend::Replica => (&REPLICA, pair_replica_url()),
+    };
+    let answer = cell.get_or_init(|| {
+        let admin = format!("{base}/postgres");
+        std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             rt.block_on(async {
-                let admin = format!("{}/postgres", pg_base_url());
                 match tokio::time::timeout(std::time::Duration::from_secs(5), Database::connect(&admin)).await {
                     Ok(Ok(db)) => {
+                        // The replica must be one: a standby, replaying the pair's primary.
+                        let standby = db
+                            .query_one_raw(sea_orm::Statement::from_string(
+                                db.get_database_backend(),
+                                "SELECT pg_is_in_recovery() AS standby",
+                            ))
+                            .await
+                            .ok()
+                            .flatten()
+                            .and_then(|row| row.try_get::<bool>("", "standby").ok());
                         db.close().await.ok();
-                        Ok(())
+                        match (backend, standby) {
+                            (Backend::Replica, Some(false)) => Err("it is not a standby".to_owned()),
+                            _ => Ok(()),
+                        }
                     }
                     Ok(Err(e)) => Err(e.to_string()),
                     Err(_) => Err("no answer within 5 s".to_owned()),
@@ -305,10 +387,15 @@ pub fn require(backend: Backend) -> bool {
         .join()
         .expect("checking PostgreSQL")
     });
-    match answer {
-        Ok(()) => true,
-        Err(e) => skip(
-            &format!("PostgreSQL does not answer at {} ({e})", pg_base_url()),
+    match (answer, backend) {
+        (Ok(()), _) => true,
+        (Err(e), Backend::Replica) => skip(
+            &format!("the PostgreSQL replica does not answer at {base} ({e})"),
+            "start the primary and its streaming replica with `bash scripts/pg-pair start` (ports 5433 and \
+             5434; `.ci/run` does), or set GOVDATA_TEST_PG_PRIMARY_URL and GOVDATA_TEST_PG_REPLICA_URL",
+        ),
+        (Err(e), _) => skip(
+            &format!("PostgreSQL does not answer at {base} ({e})"),
             "start a PostgreSQL server on 127.0.0.1:5432 with trust authentication (`.ci/run` starts the \
              machine's cluster with pg_ctlcluster; or `docker run -d -p 5432:5432 -e \
              POSTGRES_HOST_AUTH_METHOD=trust postgres`), or set GOVDATA_TEST_PG_URL to a server the tests may \

@@ -53,7 +53,7 @@ on_both_backends!(voters_as_text_are_converted, |backend: Backend| async move {
             r#"CREATE INDEX ix_votes_voter_time ON votes (voter, created_ms DESC, id DESC)"#,
             "COMMIT",
         ],
-        Backend::Postgres => &[
+        Backend::Postgres | Backend::Replica => &[
             "DROP INDEX ix_votes_proposal_choice_power",
             "DROP INDEX ix_votes_proposal_choice_time",
             "ALTER TABLE votes ALTER COLUMN voter TYPE varchar USING '0x' || encode(voter, 'hex')",
@@ -148,7 +148,9 @@ on_both_backends!(revision_counts_and_ranking_index_are_added, |backend: Backend
     let db = store::connect(&url).await.unwrap();
     let indexes = |table: &str| match backend {
         Backend::Sqlite => format!("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{table}'"),
-        Backend::Postgres => format!("SELECT indexname AS name FROM pg_indexes WHERE tablename = '{table}'"),
+        Backend::Postgres | Backend::Replica => {
+            format!("SELECT indexname AS name FROM pg_indexes WHERE tablename = '{table}'")
+        }
     };
     let names: Vec<String> = db
         .query_all_raw(sea_orm::Statement::from_string(db.get_database_backend(), indexes("voter_dao_stats")))
@@ -199,7 +201,9 @@ on_both_backends!(voter_stats_gain_the_float_flag, |backend: Backend| async move
     db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
     let index_sql = match backend {
         Backend::Sqlite => "SELECT sql AS def FROM sqlite_master WHERE name = 'ix_voter_stats_rank_covering'",
-        Backend::Postgres => "SELECT indexdef AS def FROM pg_indexes WHERE indexname = 'ix_voter_stats_rank_covering'",
+        Backend::Postgres | Backend::Replica => {
+            "SELECT indexdef AS def FROM pg_indexes WHERE indexname = 'ix_voter_stats_rank_covering'"
+        }
     };
     let index = |db: sea_orm::DatabaseConnection| async move {
         let row = db

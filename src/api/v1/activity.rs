@@ -72,7 +72,7 @@ impl Api {
             Some(dao_id) => {
                 let filter =
                     ActivityFilter { dao_id: dao_id.cloned(), kind: kind.0, since_ms: Some(since), after: None };
-                store::activity::list(&state.db, &filter, u64::from(limit), offset, true).await?
+                store::activity::list(&state.reads(), &filter, u64::from(limit), offset, true).await?
             }
             None => (Vec::new(), 0),
         };

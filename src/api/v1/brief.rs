@@ -424,7 +424,7 @@ impl Api {
             })
         })?;
         let (record, data) =
-            store::brief::get(&state.db, &dao).await?.ok_or_else(|| Problem::unknown_dao(dao.as_str()))?;
+            store::brief::get(&state.reads(), &dao).await?.ok_or_else(|| Problem::unknown_dao(dao.as_str()))?;
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
         let status = if data.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
         let dao = Dao::from_record(record)?;

@@ -36,7 +36,7 @@ impl Api {
         let mut req = req;
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
-        let (rows, total) = store::daos::list(&state.db, u64::from(limit), offset).await?;
+        let (rows, total) = store::daos::list(&state.reads(), u64::from(limit), offset).await?;
         let data =
             V1Page { items: rows.into_iter().map(Dao::from_record).collect::<Result<_, _>>()?, total, limit, offset };
         super::answer(&state, req, data)

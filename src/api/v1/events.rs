@@ -76,7 +76,7 @@ impl Api {
                     to_ms: Some(to),
                     after: None,
                 };
-                store::events::list(&state.db, &filter, u64::from(limit), offset, true).await?
+                store::events::list(&state.reads(), &filter, u64::from(limit), offset, true).await?
             }
             None => (Vec::new(), 0),
         };

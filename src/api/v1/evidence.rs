@@ -335,7 +335,7 @@ impl Api {
         let dao = dao_id.0.resolve_v1(&mut req);
         let external_id = canonical_v1_value("externalId", &external_id.0, &mut req);
         let source = source.0;
-        let db = &state.db;
+        let db = &state.reads();
         // A text that is no DAO id names no DAO: the same answer as an unknown one.
         let dao = dao.map_err(|received| Problem::unknown_dao(&received))?;
         let Some(p) = store::items::proposal(db, dao.as_str(), source.as_str(), &external_id).await? else {

@@ -6,7 +6,7 @@ use super::V1Tag;
 use crate::api::AppState;
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::SourceKind;
-use crate::contract::vocabulary::{RunStatus, RunTrigger};
+use crate::contract::vocabulary::{NodeHealth, NodeRole, RunStatus, RunTrigger};
 use crate::contract::{
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
     errors::ApiError,
@@ -79,6 +79,27 @@ pub struct DatasetCounts {
     pub signals: String,
 }
 
+/// A database node this server reads from, as it last probed it.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct StoreNode {
+    /// `primary`, or `replica-1`, `replica-2`, … in the order they are configured.
+    pub name: String,
+    pub role: NodeRole,
+    /// `serving` nodes are read from; a `lagging` or `down` one is left until it catches up or
+    /// answers again.
+    pub state: NodeHealth,
+    /// The newest revision the node shows. Reads of a revision go only to nodes that show it.
+    pub revision: Option<String>,
+    /// How far behind the primary the node is, in seconds, as an exact decimal string ("0" for
+    /// the primary).
+    pub lag_seconds: String,
+    /// WAL bytes the node has not replayed yet, as an exact decimal string.
+    pub lag_bytes: String,
+    /// Why the node is left, while it is.
+    pub error: Option<String>,
+}
+
 /// Dataset state.
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
@@ -90,6 +111,9 @@ pub struct SystemFreshness {
     /// Watermarks per DAO and source.
     pub sources: Vec<SourceFreshness>,
     pub counts: DatasetCounts,
+    /// The database nodes this server reads from: the primary, and the streaming replicas
+    /// serving reads, each with its lag.
+    pub store_nodes: Vec<StoreNode>,
 }
 
 impl poem_openapi::types::Example for SystemFreshness {
@@ -132,6 +156,26 @@ impl poem_openapi::types::Example for SystemFreshness {
                 governance_events: "0".to_owned(),
                 signals: "0".to_owned(),
             },
+            store_nodes: vec![
+                StoreNode {
+                    name: "primary".to_owned(),
+                    role: NodeRole::Primary,
+                    state: NodeHealth::Serving,
+                    revision: Some("1".to_owned()),
+                    lag_seconds: "0".to_owned(),
+                    lag_bytes: "0".to_owned(),
+                    error: None,
+                },
+                StoreNode {
+                    name: "replica-1".to_owned(),
+                    role: NodeRole::Replica,
+                    state: NodeHealth::Serving,
+                    revision: Some("1".to_owned()),
+                    lag_seconds: "0.012".to_owned(),
+                    lag_bytes: "1048".to_owned(),
+                    error: None,
+                },
+            ],
         }
     }
 }
@@ -152,7 +196,7 @@ impl Api {
         state: Data<&AppState>,
         req: V1Request,
     ) -> Result<Json<V1Envelope<SystemFreshness>>, ApiError<Op>> {
-        let s = store::freshness::dataset_state(&state.db).await?;
+        let s = store::freshness::dataset_state(&state.reads()).await?;
         let now = now_ms();
         // The newest watermark: it moves with every successful run, also one that publishes nothing.
         let newest =
@@ -192,6 +236,7 @@ impl Api {
                 governance_events: counted(|r| r.governance_events),
                 signals: counted(|r| r.signals),
             },
+            store_nodes: state.nodes.report().into_iter().map(store_node).collect(),
         };
         let freshness = Freshness::new(newest, CacheStatus::Fresh);
         Ok(Json(req.respond(freshness, data)))
@@ -216,6 +261,18 @@ fn lag_seconds(now_ms: i64, as_of_ms: i64) -> String {
     let lag = (now_ms - as_of_ms).max(0);
     let (secs, millis) = (lag / 1000, lag % 1000);
     if millis == 0 { secs.to_string() } else { format!("{secs}.{millis:03}").trim_end_matches('0').to_owned() }
+}
+
+fn store_node(n: store::nodes::NodeReport) -> StoreNode {
+    StoreNode {
+        name: n.name,
+        role: n.role,
+        state: n.state.health,
+        revision: n.state.revision.map(|r| r.to_string()),
+        lag_seconds: lag_seconds(i64::try_from(n.state.lag.as_millis()).unwrap_or(i64::MAX), 0),
+        lag_bytes: n.state.lag_bytes.to_string(),
+        error: n.state.error,
+    }
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ impl Api {
         if let Some(d) = dao.received() {
             req.applied("daoId", d);
         }
-        let db = &state.db;
+        let db = &state.reads();
         let id = canonical_v1_value("externalId", &external_id.0, &mut req);
         let scope = dao.received().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
         let data = match kind {

@@ -173,7 +173,7 @@ impl Api {
             req.applied("daoId", d);
         }
         req.applied("by", name);
-        let db = &state.db;
+        let db = &state.reads();
         let (by, ranked): (MatchBy, Vec<(String, proposal::Model)>) = match name {
             "url" => {
                 let Some(parsed) = parse_url(&value) else {

@@ -84,11 +84,11 @@ impl Api {
             Some(dao_id) => {
                 let filter =
                     SignalFilter { dao_id: dao_id.cloned(), kind, severity: severity.0, start_ms: start, end_ms: end };
-                store::signals::list(&state.db, &filter, u64::from(limit), offset).await?
+                store::signals::list(&state.reads(), &filter, u64::from(limit), offset).await?
             }
             None => (Vec::new(), 0),
         };
-        let items = Signal::from_records(&state.db, rows).await?;
+        let items = Signal::from_records(&state.reads(), rows).await?;
         let data = V1Page { items, total, limit, offset };
         super::answer(&state, req, data)
     }

@@ -62,7 +62,7 @@ impl Api {
         let rows = match dao.store_filter() {
             Some(dao_id) => {
                 let filter = ActivityFilter { dao_id: dao_id.cloned(), kind: kind.0, since_ms: Some(since_ms), after };
-                store::activity::list(&state.db, &filter, list.rows_to_read(), 0, false).await?.0
+                store::activity::list(&state.reads(), &filter, list.rows_to_read(), 0, false).await?.0
             }
             None => Vec::new(),
         };

@@ -41,7 +41,7 @@ impl Api {
         let limit = V2Limit::resolve(limit.0);
         let list = Listing::<DaosListV2, DaoAfter>::new(&state, None, limit);
         let after = list.after(cursor.0.as_deref())?;
-        let rows = store::daos::list_after(&state.db, after.as_ref(), list.rows_to_read()).await?;
+        let rows = store::daos::list_after(&state.reads(), after.as_ref(), list.rows_to_read()).await?;
         let daos =
             rows.into_iter().map(|r| Ok((r.keyset(), Dao::from_record(r)?))).collect::<Result<Vec<_>, Problem>>()?;
         Ok(list.page(daos, |(k, _)| k.clone(), |(_, d)| d))
@@ -62,7 +62,7 @@ impl Api {
     ) -> Result<Json<V2Single<Dao>>, ApiError<Op>> {
         let dao = dao_id.0.parse().map_err(|received| Problem::unknown_dao(&received))?;
         let record =
-            store::daos::get(&state.db, dao.as_str()).await?.ok_or_else(|| Problem::unknown_dao(dao.as_str()))?;
+            store::daos::get(&state.reads(), dao.as_str()).await?.ok_or_else(|| Problem::unknown_dao(dao.as_str()))?;
         let status = if record.summary.is_some() { CacheStatus::Fresh } else { CacheStatus::RegistryOnly };
         let as_of = record.summary.as_ref().and_then(|s| s.data_as_of_ms);
         Ok(Json(V2Single::new(Dao::from_record(record)?, Freshness::new(as_of, status))))

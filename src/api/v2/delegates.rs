@@ -199,12 +199,12 @@ impl Api {
         let limit = V2Limit::resolve(limit.0);
         let no_dao = |id: &str| Problem::not_found(format!("No DAO has the id `{id}`. `GET /v2/daos` lists them."));
         let dao = dao_id.0.parse().map_err(|received| no_dao(&received))?;
-        let dao = store::daos::get(&state.db, dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
+        let dao = store::daos::get(&state.reads(), dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
         let list = Listing::<DelegatesListV2, RankAfter>::new(&state, Some(&dao.dao.id), limit)
             .filtered(vec![("daoId", dao.dao.id.clone())]);
         let after = list.after(cursor.0.as_deref())?;
-        let rows = store::governor::delegates(&state.db, &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
+        let rows = store::governor::delegates(&state.reads(), &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
         Ok(list.page(
             super::ranked(after.as_ref(), rows),
             |(rank, r)| r.delegate.keyset(*rank),
@@ -254,13 +254,14 @@ impl Api {
         let window = resolve_v2_window(from.0, to.0, <NotableDelegationsListV2 as Operation>::WINDOW)?;
         let no_dao = |id: &str| Problem::not_found(format!("No DAO has the id `{id}`. `GET /v2/daos` lists them."));
         let dao_id = dao_id.0.parse().map_err(|received| no_dao(&received))?;
-        let dao = store::daos::get(&state.db, dao_id.as_str()).await?.ok_or_else(|| no_dao(dao_id.as_str()))?;
+        let dao = store::daos::get(&state.reads(), dao_id.as_str()).await?.ok_or_else(|| no_dao(dao_id.as_str()))?;
         let list = Listing::<NotableDelegationsListV2, LogAfter>::append_only(&state, limit).filtered(vec![
             ("daoId", dao.dao.id.clone()),
             ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
         ]);
         let after = list.after(cursor.0.as_deref())?;
-        let rows = store::governor::notable_delegations(&state.db, &dao_id, window, after, list.rows_to_read()).await?;
+        let rows =
+            store::governor::notable_delegations(&state.reads(), &dao_id, window, after, list.rows_to_read()).await?;
         Ok(list.page(rows, delegation_change::Model::keyset, change_item))
     }
 
@@ -311,7 +312,8 @@ impl Api {
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {
-                store::governor::delegations(&state.db, &addr, dao_id, side, window, after, list.rows_to_read()).await?
+                store::governor::delegations(&state.reads(), &addr, dao_id, side, window, after, list.rows_to_read())
+                    .await?
             }
             None => Vec::new(),
         };
@@ -359,7 +361,7 @@ impl Api {
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {
-                store::governor::power(&state.db, &addr, dao_id, window, after, list.rows_to_read()).await?
+                store::governor::power(&state.reads(), &addr, dao_id, window, after, list.rows_to_read()).await?
             }
             None => Vec::new(),
         };

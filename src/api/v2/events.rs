@@ -72,7 +72,7 @@ impl Api {
                     to_ms: Some(to_ms),
                     after,
                 };
-                store::events::list(&state.db, &filter, list.rows_to_read(), 0, false).await?.0
+                store::events::list(&state.reads(), &filter, list.rows_to_read(), 0, false).await?.0
             }
             None => Vec::new(),
         };

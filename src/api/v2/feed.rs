@@ -70,18 +70,18 @@ impl Api {
             Some(FeedAfter(seq)) => seq,
             None => after.0.map_or(0, |p| p.0),
         };
-        if let Some(pruned) = store::feed::pruned_past(&state.db, position).await? {
+        if let Some(pruned) = store::feed::pruned_past(&state.reads(), position).await? {
             return Err(feed::expired(position, pruned, "after", ParamLocation::Query).into());
         }
         let rows = match dao.store_filter() {
             Some(dao_id) => {
                 let filter = FeedFilter { dao_id: dao_id.cloned(), kinds };
-                store::feed::after(&state.db, &filter, position, list.rows_to_read()).await?
+                store::feed::after(&state.reads(), &filter, position, list.rows_to_read()).await?
             }
             None => Vec::new(),
         };
         let positions: Vec<FeedAfter> = rows.iter().map(FeedRecord::keyset).collect();
-        let entries = FeedEntry::from_records(&state.db, rows).await?;
+        let entries = FeedEntry::from_records(&state.reads(), rows).await?;
         Ok(list.page(positions.into_iter().zip(entries).collect(), |(p, _)| *p, |(_, e)| e))
     }
 }

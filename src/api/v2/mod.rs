@@ -225,7 +225,7 @@ pub async fn resolve_voter(
 ) -> Result<String, Problem> {
     match parse_voter_identity(text, param, location)? {
         VoterIdentity::Address(a) => Ok(a),
-        VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.db, &name)
+        VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.reads(), &name)
             .await
             .map_err(|e| Problem::from_store(&e))?
             .ok_or_else(|| {

@@ -168,7 +168,7 @@ async fn delegation_shift(state: &AppState, p: &proposal::Model) -> Result<Optio
     let Some(dao) = DaoId::parse(&p.dao_id) else { return Ok(None) };
     let window = (snapshot - DELEGATION_SHIFT_WINDOW_MS, snapshot);
     let mut rows =
-        store::governor::notable_delegations(&state.db, &dao, Some(window), None, DELEGATION_SHIFT_CITED + 1)
+        store::governor::notable_delegations(&state.reads(), &dao, Some(window), None, DELEGATION_SHIFT_CITED + 1)
             .await
             .map_err(|e| Problem::from_store(&e))?;
     if rows.is_empty() {
@@ -263,7 +263,7 @@ fn enum_text<T: poem_openapi::types::ToJSON>(v: &T) -> String {
 
 async fn proposal_by_key(state: &AppState, key: &KeyParam<ProposalKey>) -> Result<proposal::Model, Problem> {
     let key = key.parse()?;
-    store::proposals::by_key(&state.db, key.as_str())
+    store::proposals::by_key(&state.reads(), key.as_str())
         .await
         .map_err(|e| Problem::from_store(&e))?
         .ok_or_else(|| Problem::not_found(format!("No proposal has the key `{key}`.")))
@@ -327,7 +327,7 @@ impl Api {
             Some(dao_id) => {
                 let filter =
                     ProposalFilter { dao_id, source: source.as_deref(), state: proposal_state.as_deref(), window };
-                store::proposals::list(&state.db, &filter, order, after, list.rows_to_read()).await?
+                store::proposals::list(&state.reads(), &filter, order, after, list.rows_to_read()).await?
             }
             None => Vec::new(),
         };
@@ -413,7 +413,7 @@ impl Api {
             None => None,
         };
         let rows = store::proposals::votes(
-            &state.db,
+            &state.reads(),
             p.id,
             voter_bytes.as_ref(),
             choice.0.as_deref(),

@@ -69,12 +69,12 @@ impl Api {
         let rows = match dao.store_filter() {
             Some(dao_id) => {
                 let filter = SignalFilter { dao_id: dao_id.cloned(), kind, severity, start_ms, end_ms };
-                store::signals::list_after(&state.db, &filter, after, list.rows_to_read()).await?
+                store::signals::list_after(&state.reads(), &filter, after, list.rows_to_read()).await?
             }
             None => Vec::new(),
         };
         let positions: Vec<TimeAfter> = rows.iter().map(SignalRecord::keyset).collect();
-        let items: Vec<_> = positions.into_iter().zip(Signal::from_records(&state.db, rows).await?).collect();
+        let items: Vec<_> = positions.into_iter().zip(Signal::from_records(&state.reads(), rows).await?).collect();
         Ok(list.page(items, |(p, _)| *p, |(_, s)| s))
     }
 }

@@ -202,12 +202,12 @@ impl Api {
         };
         let position = match resume {
             Some((position, name, location)) => {
-                if let Some(pruned) = store::feed::pruned_past(&state.db, position).await? {
+                if let Some(pruned) = store::feed::pruned_past(&state.reads(), position).await? {
                     return Err(feed::expired(position, pruned, name, location).into());
                 }
                 position
             }
-            None => store::feed::newest(&state.db).await?,
+            None => store::feed::newest(&state.reads()).await?,
         };
         let now = Instant::now();
         let paid = req.extensions().get::<PaidByPayment>().map(|_| {

@@ -54,7 +54,7 @@ impl Api {
         ]);
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
-            Some(dao_id) => store::topics::list(&state.db, dao_id, window, after, list.rows_to_read()).await?,
+            Some(dao_id) => store::topics::list(&state.reads(), dao_id, window, after, list.rows_to_read()).await?,
             None => Vec::new(),
         };
         Ok(list.page(
@@ -77,7 +77,7 @@ impl Api {
         topic_key: Path<KeyParam<TopicKey>>,
     ) -> Result<Json<V2Single<ForumTopicItem>>, ApiError<TopicsGetV2>> {
         let key = topic_key.0.parse()?;
-        let (t, post, linked) = store::topics::by_key(&state.db, key.as_str())
+        let (t, post, linked) = store::topics::by_key(&state.reads(), key.as_str())
             .await?
             .ok_or_else(|| Problem::not_found(format!("No forum topic has the key `{key}`.")))?;
         let serving = bound(&state, None);

@@ -208,12 +208,12 @@ impl Api {
         // This operation's 404 has always been worded without the pointer to the list.
         let no_dao = |id: &str| Problem::not_found(format!("No DAO has the id `{id}`."));
         let dao = dao_id.0.parse().map_err(|received| no_dao(&received))?;
-        let dao = store::daos::get(&state.db, dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
+        let dao = store::daos::get(&state.reads(), dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
         let list = Listing::<VotersListV2, RankAfter>::new(&state, Some(&dao.dao.id), limit)
             .filtered(vec![("daoId", dao.dao.id.clone())]);
         let after = list.after(cursor.0.as_deref())?;
-        let rows = store::voters::ranking(&state.db, &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
+        let rows = store::voters::ranking(&state.reads(), &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
         Ok(list.page(
             super::ranked(after.as_ref(), rows),
             |(rank, (s, _))| s.keyset(*rank),
@@ -246,8 +246,9 @@ impl Api {
         voter_identity: Path<String>,
     ) -> Result<Json<V2Single<VoterProfile>>, ApiError<VotersGetV2>> {
         let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
-        let voter = store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
-        let standing = store::voters::standing(&state.db, &addr).await?;
+        let voter =
+            store::voters::get(&state.reads(), &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
+        let standing = store::voters::standing(&state.reads(), &addr).await?;
         let mut daos: Vec<String> = standing
             .stats
             .iter()
@@ -321,7 +322,8 @@ impl Api {
         let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
         let window = resolve_v2_window(from.0, to.0, <VoterVotesListV2 as Operation>::WINDOW)?;
         let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
-        let voter = store::voters::get(&state.db, &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
+        let voter =
+            store::voters::get(&state.reads(), &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
         // Every row names the same voter: the one just read (no further query).
         let names = VoterNames::new(voter.address, voter.ens);
         let list = Listing::<VoterVotesListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(vec![
@@ -332,7 +334,7 @@ impl Api {
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {
-                store::voters::history(&state.db, &addr, dao_id, window, after, list.rows_to_read()).await?
+                store::voters::history(&state.reads(), &addr, dao_id, window, after, list.rows_to_read()).await?
             }
             None => Vec::new(),
         };
