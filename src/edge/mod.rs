@@ -84,6 +84,20 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The primary, for a write or a read of what was just written; a 503 at once while the node
+    /// monitor sees it down and replicas carry the reads (without replicas, `store_away` says
+    /// so), instead of each request waiting out the pool's connect timeout.
+    pub fn primary(&self) -> Result<&DatabaseConnection, crate::contract::errors::Problem> {
+        use crate::contract::errors::{ErrorCode, Problem};
+        match self.nodes.has_replicas() && self.nodes.primary_down() {
+            true => Err(Problem::new(
+                ErrorCode::Unavailable,
+                "The primary database is unreachable: reads are served, writes are not; retry shortly.",
+            )),
+            false => Ok(&self.db),
+        }
+    }
+
     /// Where this request reads served data: a replica that has replayed the serving revision,
     /// else the primary (`store::nodes`).
     pub fn reads(&self) -> DatabaseConnection {

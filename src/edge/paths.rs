@@ -10,7 +10,7 @@ use poem::{
 use serde_json::json;
 
 use super::{AppState, mcp::McpEndpoint};
-use crate::contract::vocabulary::NodeHealth;
+use crate::contract::vocabulary::{NodeHealth, NodeRole};
 use crate::contract::{
     access::Version,
     errors::{ErrorCode, Problem},
@@ -125,7 +125,12 @@ async fn readyz(state: Data<&AppState>) -> poem::Result<Json<serde_json::Value>>
         return Ok(Json(json!({ "status": "ready", "store": store })));
     }
     // Without the primary, a process whose replicas answer still serves reads (writes answer 503).
-    let serving = state.nodes.report().into_iter().filter(|n| n.state.health == NodeHealth::Serving).count();
+    let serving = state
+        .nodes
+        .report()
+        .into_iter()
+        .filter(|n| n.role == NodeRole::Replica && n.state.health == NodeHealth::Serving)
+        .count();
     if serving > 0 {
         return Ok(Json(json!({ "status": "ready", "store": store, "primary": "down", "replicasServing": serving })));
     }

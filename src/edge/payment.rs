@@ -75,7 +75,7 @@ pub async fn pay<E: Endpoint>(
         pay_to: &pay_to,
         endpoint: &call.endpoint,
     };
-    let id = match payments::reserve(&state.db, &new, now).await.map_err(|e| Problem::from_store(&e))? {
+    let id = match payments::reserve(state.primary()?, &new, now).await.map_err(|e| Problem::from_store(&e))? {
         Reservation::Reserved(id) => id,
         Reservation::Replayed => {
             outcome("replayed");

@@ -226,7 +226,12 @@ impl ServingWatch {
     pub async fn look_up(self: &Arc<Self>, sent: &str) -> Result<Option<LiveToken>, DbErr> {
         // A token created since the snapshot is on the primary first; while the primary does
         // not answer, a replica knows every token made before it went.
-        let found = match tokens::find_live(&self.db, sent).await {
+        let primary_down = self.nodes.has_replicas() && self.nodes.primary_down();
+        let found = match primary_down {
+            true => Err(DbErr::Conn(sea_orm::RuntimeErr::Internal("the primary is down".to_owned()))),
+            false => tokens::find_live(&self.db, sent).await,
+        };
+        let found = match found {
             Err(e) => match self.nodes.freshest_replica() {
                 Some(replica) => tokens::find_live(replica, sent).await.map_err(|_| e),
                 None => Err(e),

@@ -48,9 +48,10 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// A replica past the lag bound is taken back once its lag is at most this: caught up to
 /// within a probe or two.
 pub const CAUGHT_UP: Duration = Duration::from_millis(250);
-/// How long a connection to a replica may take before the read goes elsewhere: a replica is
-/// never worth waiting for, the primary is always there to fall back on.
-const REPLICA_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a read waits for a connection to a replica before it goes elsewhere: a replica is
+/// never worth waiting for, the primary is always there to fall back on. A replica that went away
+/// a moment before the monitor noticed costs a request at most this.
+const REPLICA_CONNECT_TIMEOUT: Duration = PROBE_TIMEOUT;
 /// How many primary WAL positions are kept for measuring lag (at [`PROBE_INTERVAL`], a minute):
 /// a lag longer than the samples reach is reported as at least their span.
 const POSITION_SAMPLES: usize = 600;

@@ -35,6 +35,7 @@ mod pricing;
 mod processes;
 mod publication;
 mod rate_limits;
+mod replicas;
 mod signals;
 mod stream;
 mod v2_daos;

@@ -546,3 +546,36 @@ on_both_backends!(a_paid_download_grants_its_file_s_ranges, |backend: Backend| a
         assert_eq!(r.status(), 402, "{path} {sent}");
     }
 });
+
+// With the primary away, a paid call cannot write its ledger row: it is refused 503 before the
+// facilitator hears of it, so nothing is charged; once the primary is back, the same call pays.
+#[tokio::test]
+async fn a_payment_is_refused_uncharged_while_the_primary_is_away() {
+    let Some((_turn, pair)) = crate::fixtures::pair::OutagePair::take().await else { return };
+    let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
+    let (primary, replica) = pair.sample_database().await;
+    let url = facilitator.url.clone();
+    let app = spawn_app_with(primary, move |a| {
+        a.payments.facilitator_url = Some(url);
+        a.payments.pay_to = Some(PAY_TO.to_owned());
+        a.replicas.read_replica_urls = vec![replica];
+    })
+    .await;
+    app.sync().await;
+    pair.cut("primary");
+    crate::helpers::eventually("the primary is seen down", || async { app.serving.nodes().primary_down() }).await;
+    // The price is still offered (reading it writes nothing); paying it is refused, uncharged.
+    let offered = offer(&app, PLUS).await;
+    let draft = Draft::honest(&offered, 2);
+    let refused = pay(&app, PLUS, (draft.header_name(), &draft.encode())).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    assert!(refused.headers().get("payment-response").is_none());
+    assert!(facilitator.actions().is_empty(), "the facilitator never heard of it: {:?}", facilitator.actions());
+    pair.restore("primary");
+    crate::helpers::eventually("the primary is seen again", || async { !app.serving.nodes().primary_down() }).await;
+    let draft = Draft::honest(&offer(&app, PLUS).await, 2);
+    let paid = pay(&app, PLUS, (draft.header_name(), &draft.encode())).await;
+    assert_eq!(paid.status(), 200);
+    assert_eq!(facilitator.actions(), ["verify", "settle"]);
+}

@@ -399,7 +399,7 @@ impl Api {
         let files_per_dao = ExportFile::all().count() as u64;
         let daos_needed = list.rows_to_read().div_ceil(files_per_dao) + 1;
         let daos = store::exports::daos_from(
-            &state.db,
+            state.primary()?,
             only.map(|d| d.as_str()),
             after.as_ref().map(|a| a.dao_id.as_str()),
             daos_needed,
@@ -409,7 +409,7 @@ impl Api {
             return Err(Problem::unknown_dao(id.as_str()).into());
         }
         let rows = match (daos.first(), daos.last()) {
-            (Some(first), Some(last)) => store::exports::between(&state.db, &first.dao_id, &last.dao_id).await?,
+            (Some(first), Some(last)) => store::exports::between(state.primary()?, &first.dao_id, &last.dao_id).await?,
             _ => Vec::new(),
         };
         let mut items = Vec::new();
@@ -472,7 +472,7 @@ impl Api {
             })
             .into());
         };
-        let known = store::exports::daos_from(&state.db, Some(dao.as_str()), None, 1).await?;
+        let known = store::exports::daos_from(state.primary()?, Some(dao.as_str()), None, 1).await?;
         let Some(known) = known.first() else {
             return Err(Problem::unknown_dao(dao.as_str()).into());
         };

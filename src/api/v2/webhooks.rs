@@ -346,7 +346,7 @@ async fn checked_url(state: &AppState, url: &str) -> Result<String, Problem> {
 
 /// The DAO ids, each a covered DAO.
 async fn checked_daos(state: &AppState, ids: &[String]) -> Result<(), Problem> {
-    let unknown = subs::unknown_daos(&state.db, ids).await.map_err(|e| Problem::from_store(&e))?;
+    let unknown = subs::unknown_daos(state.primary()?, ids).await.map_err(|e| Problem::from_store(&e))?;
     match unknown.first() {
         Some(first) => {
             let at = ids.iter().position(|i| i == first).unwrap_or(0);
@@ -363,7 +363,7 @@ async fn checked_daos(state: &AppState, ids: &[String]) -> Result<(), Problem> {
 /// Subscription `id` of the calling token, or the 404.
 async fn owned(state: &AppState, req: &Request, id: &str) -> Result<Subscription, Problem> {
     let token = partner_token(req)?;
-    subs::get(&state.db, Some(token.id), id).await.map_err(|e| Problem::from_store(&e))?.ok_or_else(|| {
+    subs::get(state.primary()?, Some(token.id), id).await.map_err(|e| Problem::from_store(&e))?.ok_or_else(|| {
         Problem::not_found(format!("No webhook `{id}` belongs to this token; GET /v2/webhooks lists yours."))
     })
 }
@@ -395,7 +395,7 @@ impl Api {
         let dao_ids = body.dao_ids.unwrap_or_default();
         checked_daos(&state, &dao_ids).await?;
         let target = Target { url, dao_ids, kinds: body.kinds.unwrap_or_default(), description: body.description };
-        let created = subs::create(&state.db, token.id, &target, now_ms()).await.map_err(|e| match e {
+        let created = subs::create(state.primary()?, token.id, &target, now_ms()).await.map_err(|e| match e {
             CreateError::TooMany => Problem::new(
                 ErrorCode::ValidationError,
                 format!("This token holds {MAX_SUBSCRIPTIONS_PER_TOKEN} webhooks, the most it may; delete one first."),
@@ -424,7 +424,7 @@ impl Api {
         let token = partner_token(req)?;
         let list = Listing::<WebhooksListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0));
         let after = list.after(cursor.0.as_deref())?.map_or(0, |IdAfter(id)| id);
-        let rows = subs::page(&state.db, token.id, after, list.rows_to_read()).await?;
+        let rows = subs::page(state.primary()?, token.id, after, list.rows_to_read()).await?;
         Ok(list.page(rows, |s| IdAfter(s.id), |s| Webhook::of(&s)))
     }
 
@@ -473,7 +473,7 @@ impl Api {
             description: body.description.map(|d| Some(d).filter(|d| !d.is_empty())),
             enabled: body.enabled,
         };
-        let s = subs::update(&state.db, s, &change, now_ms()).await?;
+        let s = subs::update(state.primary()?, s, &change, now_ms()).await?;
         state.webhook_wake.notify_one();
         Ok(Json(V2Single::new(Webhook::of(&s), freshness(&state))))
     }
@@ -491,7 +491,7 @@ impl Api {
         webhook_id: Path<String>,
     ) -> Result<DeletedResponse, ApiError<WebhooksDeleteV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
-        subs::delete(&state.db, &s).await?;
+        subs::delete(state.primary()?, &s).await?;
         state.webhook_wake.notify_one();
         Ok(DeletedResponse::Deleted)
     }
@@ -512,7 +512,7 @@ impl Api {
         webhook_id: Path<String>,
     ) -> Result<Json<V2Single<WebhookWithSecret>>, ApiError<WebhookSecretRotateV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
-        let s = subs::rotate(&state.db, s, now_ms()).await?;
+        let s = subs::rotate(state.primary()?, s, now_ms()).await?;
         state.webhook_wake.notify_one();
         let shown = WebhookWithSecret { webhook: Webhook::of(&s), secret: s.secret.clone() };
         Ok(Json(V2Single::new(shown, freshness(&state))))
@@ -535,7 +535,7 @@ impl Api {
         let s = owned(&state, req, &webhook_id.0).await?;
         let now = now_ms();
         let note = "A test message from govdata: this endpoint receives the feed's entries.";
-        let msg_id = subs::queue_test(&state.db, &s, note, now).await?;
+        let msg_id = subs::queue_test(state.primary()?, &s, note, now).await?;
         state.webhook_wake.notify_one();
         let queued =
             WebhookQueued { message_id: Some(msg_id), from: None, through: None, queued_at: Timestamp::from_ms(now) };
@@ -564,7 +564,7 @@ impl Api {
         let list = Listing::<WebhookDeliveriesListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0))
             .filtered(vec![("webhookId", s.public_id.clone())]);
         let before = list.after(cursor.0.as_deref())?.map(|IdAfter(id)| id);
-        let rows = subs::attempts(&state.db, s.id, before, list.rows_to_read()).await?;
+        let rows = subs::attempts(state.primary()?, s.id, before, list.rows_to_read()).await?;
         Ok(list.page(rows, |a| IdAfter(a.id), WebhookAttempt::of))
     }
 
@@ -586,11 +586,11 @@ impl Api {
     ) -> Result<QueuedResponse, ApiError<WebhooksReplayV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         let after = FeedPosition::parse(&body.0.after).map_or(0, |p| p.0);
-        if let Some(pruned) = store::feed::pruned_past(&state.db, after).await? {
+        if let Some(pruned) = store::feed::pruned_past(state.primary()?, after).await? {
             return Err(feed::expired(after, pruned, "after", ParamLocation::Body).into());
         }
         let now = now_ms();
-        let (from, through) = subs::replay(&state.db, s, after, now).await?;
+        let (from, through) = subs::replay(state.primary()?, s, after, now).await?;
         state.webhook_wake.notify_one();
         let queued = WebhookQueued {
             message_id: None,

@@ -1,0 +1,258 @@
+//! Reads on PostgreSQL streaming replicas (`store::nodes`): served by a replica that has replayed
+//! the serving revision, by the primary while none has; a lagging or failed replica left and
+//! taken back; a primary outage that leaves reads served and refuses writes with 503 until it
+//! recovers by itself. The whole serving suite also runs with its reads on a replica
+//! (`::postgres_replica`); these tests cut nodes, so they use a pair of their own
+//! (`fixtures::pair`).
+use std::time::Duration;
+
+use govdata::contract::vocabulary::NodeHealth;
+use sea_orm::{ConnectionTrait, Database, DbBackend, Statement, TransactionTrait};
+use serde_json::{Value, json};
+
+use crate::fixtures::pair::OutagePair;
+use crate::helpers::{Backend, TestApp, eventually, require, sample_database, spawn_app_with};
+
+/// Requests each node served, by name.
+fn reads(app: &TestApp) -> (u64, u64) {
+    let report = app.serving.nodes().report();
+    (report[0].reads, report[1].reads)
+}
+
+async fn node(app: &TestApp, name: &str) -> Value {
+    let (status, body) = app.get_json("/v1/system/freshness").await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]["storeNodes"].as_array().unwrap().iter().find(|n| n["name"] == name).cloned().unwrap_or(Value::Null)
+}
+
+/// A server over a database of the outage pair, reading from its replica, with no response
+/// cache (every request reads the store) and a lag bound of a second.
+async fn app_on_pair(pair: &OutagePair) -> TestApp {
+    let (primary, replica) = pair.sample_database().await;
+    spawn_app_with(primary, move |a| {
+        a.response_cache_mb = 0;
+        a.replicas.read_replica_urls = vec![replica];
+        a.replicas.replica_max_lag = Duration::from_secs(1);
+    })
+    .await
+}
+
+async fn sql(url: &str, statement: &str) {
+    let db = Database::connect(url).await.expect("connect");
+    db.execute_raw(Statement::from_string(db.get_database_backend(), statement)).await.expect(statement);
+    db.close().await.ok();
+}
+
+const READS: [&str; 4] = ["/v1/daos", "/v2/daos/uniswap", "/v2/daos/uniswap/voters?limit=3", "/v1/system/freshness"];
+
+#[tokio::test]
+async fn reads_are_the_replicas_once_it_has_the_revision() {
+    if !require(Backend::Replica) {
+        return;
+    }
+    let app = spawn_app_with(sample_database(Backend::Replica), |a| a.response_cache_mb = 0).await;
+    for path in READS {
+        let (status, body) = app.get_json(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let (primary, replica) = reads(&app);
+    assert_eq!(primary, 0, "no read went to the primary");
+    assert!(replica >= READS.len() as u64, "{replica}");
+    // The operator sees each node on /metrics.
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"govdata_store_node_up{node="replica-1",role="replica"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"govdata_store_node_up{node="primary",role="primary"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"govdata_store_node_lag_seconds{node="replica-1"}"#), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_lagging_replica_is_not_read_for_a_revision_it_lacks_and_is_taken_back() {
+    let Some((_turn, pair)) = OutagePair::take().await else { return };
+    let app = app_on_pair(pair).await;
+    assert_eq!(app.serving.nodes().report().len(), 2);
+    let (_, before) = app.get_json("/v1/system/freshness").await;
+    assert_eq!(before["data"]["revision"]["id"], "1");
+    let replica_db = app.database_url.replace(&pair.primary_base(), &pair.replica_base());
+    // The replica stops replaying; the primary publishes revision 2.
+    sql(&replica_db, "SELECT pg_wal_replay_pause()").await;
+    let db = govdata::store::connect(&app.database_url).await.unwrap();
+    let run_id = govdata::store::publish::current_revision(&db).await.unwrap().unwrap().run_id.unwrap();
+    govdata::store::publish::publish(&db, run_id, "while the replica is paused", &govdata::store::publish::Scope::All)
+        .await
+        .expect("publish");
+    app.serving.refresh().await.unwrap();
+    assert_eq!(app.serving.current().id, 2);
+    // Revision 2 is served at once, by the primary: no answer is read from the replica's 1.
+    let (primary_before, replica_before) = reads(&app);
+    for path in READS {
+        let (status, body) = app.client.get(app.url(path)).send().await.map(|r| (r.status(), r)).unwrap();
+        assert_eq!(status, 200, "{path}");
+        let body: Value = body.json().await.unwrap();
+        if path == "/v1/system/freshness" {
+            assert_eq!(body["data"]["revision"]["id"], "2", "{body}");
+        }
+    }
+    let (primary_after, replica_after) = reads(&app);
+    assert_eq!(replica_after, replica_before, "the replica lacks revision 2: not read");
+    assert_eq!(primary_after - primary_before, READS.len() as u64);
+    // Past the lag bound (a second) it is left, and says why.
+    eventually("the paused replica is reported lagging", || async {
+        let n = node(&app, "replica-1").await;
+        n["state"] == "lagging" && n["revision"] == "1" && n["error"].as_str().is_some_and(|e| e.contains("behind"))
+    })
+    .await;
+    let lag: f64 = node(&app, "replica-1").await["lagSeconds"].as_str().unwrap().parse().unwrap();
+    assert!(lag >= 1.0, "{lag}");
+    // Replaying again, it catches up, is taken back within a second, and serves reads again.
+    sql(&replica_db, "SELECT pg_wal_replay_resume()").await;
+    let resumed = std::time::Instant::now();
+    eventually("the replica is taken back", || async {
+        let n = node(&app, "replica-1").await;
+        n["state"] == "serving" && n["revision"] == "2"
+    })
+    .await;
+    assert!(resumed.elapsed() < Duration::from_secs(1), "taken back in {:?}", resumed.elapsed());
+    let (_, replica_before) = reads(&app);
+    let (status, _) = app.get_json("/v1/daos").await;
+    assert_eq!(status, 200);
+    assert!(reads(&app).1 > replica_before, "read from the replica again");
+    db.close().await.ok();
+}
+
+#[tokio::test]
+async fn a_replica_cut_mid_traffic_costs_no_request_and_is_taken_back() {
+    let Some((_turn, pair)) = OutagePair::take().await else { return };
+    let app = app_on_pair(pair).await;
+    app.sync().await;
+    // Requests keep coming while the replica is cut: none fails, and it is left within a second.
+    let traffic = {
+        let (client, base) = (app.client.clone(), app.url(""));
+        tokio::spawn(async move {
+            let mut statuses = Vec::new();
+            for i in 0..300 {
+                let path = READS[i % READS.len()];
+                let status = client.get(format!("{base}{path}")).send().await.map(|r| r.status().as_u16()).unwrap_or(0);
+                statuses.push((path, status));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            statuses
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    pair.cut("replica");
+    let cut = std::time::Instant::now();
+    // Read off the node monitor itself: a request asking would add its own time.
+    let replica_down = || app.serving.nodes().report()[1].state.health == NodeHealth::Down;
+    eventually("the cut replica is left", || async { replica_down() }).await;
+    assert!(cut.elapsed() < Duration::from_secs(1), "left in {:?}", cut.elapsed());
+    assert_eq!(node(&app, "replica-1").await["state"], "down");
+    let statuses = traffic.await.unwrap();
+    let failed: Vec<_> = statuses.iter().filter(|(_, s)| *s != 200).collect();
+    assert!(failed.is_empty(), "every request answered while the replica went: {failed:?}");
+    // Back: taken back once it answers and has caught up, and read from again.
+    pair.restore("replica");
+    eventually("the replica is taken back", || async { node(&app, "replica-1").await["state"] == "serving" }).await;
+    let (_, replica_before) = reads(&app);
+    let (status, _) = app.get_json("/v2/daos/uniswap").await;
+    assert_eq!(status, 200);
+    assert!(reads(&app).1 > replica_before);
+}
+
+// A read in flight on a replica that fails under it is answered from another node. Made
+// deterministic: the primary holds `daos` locked, so the replayed lock holds the replica's read of
+// `/v1/daos` waiting; its session is terminated (as a replica restarting, or a recovery conflict,
+// ends it) and the request is read again from the primary, which answers once the lock is let go.
+#[tokio::test]
+async fn a_read_a_replica_fails_midway_is_read_again_elsewhere() {
+    let Some((_turn, pair)) = OutagePair::take().await else { return };
+    let app = app_on_pair(pair).await;
+    app.sync().await;
+    let name = app.database_url.rsplit('/').next().unwrap().to_owned();
+    let primary = Database::connect(&app.database_url).await.unwrap();
+    let lock = primary.begin().await.unwrap();
+    lock.execute_unprepared("LOCK TABLE daos IN ACCESS EXCLUSIVE MODE").await.unwrap();
+    // The lock's WAL record is sent once flushed: a WAL switch flushes it now.
+    primary.execute_unprepared("SELECT pg_switch_wal()").await.unwrap();
+    let replica_admin = Database::connect(format!("{}/postgres", pair.replica_base())).await.unwrap();
+    let replayed = "SELECT 1 AS held FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND relation IS NOT NULL";
+    eventually("the replica replays the lock", || async {
+        let rows = replica_admin.query_all_raw(Statement::from_string(DbBackend::Postgres, replayed.to_owned())).await;
+        rows.is_ok_and(|r| !r.is_empty())
+    })
+    .await;
+    let (primary_before, replica_before) = reads(&app);
+    let retried_before = govdata::metrics::METRICS.replica_retries.get();
+    let request = tokio::spawn({
+        let (client, url) = (app.client.clone(), app.url("/v1/daos"));
+        async move {
+            let response = client.get(url).send().await.unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    });
+    let waiting = format!("SELECT pid FROM pg_stat_activity WHERE datname = '{name}' AND wait_event_type = 'Lock'");
+    eventually("the replica's read waits on the replayed lock", || async {
+        let rows = replica_admin.query_all_raw(Statement::from_string(DbBackend::Postgres, waiting.clone())).await;
+        rows.is_ok_and(|r| !r.is_empty())
+    })
+    .await;
+    assert_eq!(reads(&app).1, replica_before + 1, "the request went to the replica");
+    replica_admin
+        .execute_unprepared(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND wait_event_type = 'Lock'"
+        ))
+        .await
+        .unwrap();
+    eventually("the request is read again from the primary", || async { reads(&app).0 > primary_before }).await;
+    lock.commit().await.unwrap();
+    let (status, body) = request.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["items"].as_array().map(Vec::len), Some(8), "{body}");
+    assert!(govdata::metrics::METRICS.replica_retries.get() > retried_before);
+    // Its session ended, not its node: the replica is (or is soon) serving again.
+    eventually("the replica is serving", || async { node(&app, "replica-1").await["state"] == "serving" }).await;
+    primary.close().await.ok();
+    replica_admin.close().await.ok();
+}
+
+#[tokio::test]
+async fn without_the_primary_reads_are_served_and_writes_refused_until_it_returns() {
+    let Some((_turn, pair)) = OutagePair::take().await else { return };
+    let app = app_on_pair(pair).await;
+    let db = govdata::store::connect(&app.database_url).await.unwrap();
+    let (_, token) = govdata::store::tokens::create(&db, "p", &["v2:paid:standard"], None, 0).await.unwrap();
+    db.close().await.ok();
+    app.sync().await;
+    let subscribe = |app: &TestApp| {
+        app.anonymous
+            .post(app.url("/v2/webhooks"))
+            .header("x-service-api-token", token.clone())
+            .json(&json!({ "url": "http://127.0.0.1:9/hook" }))
+            .send()
+    };
+    pair.cut("primary");
+    eventually("the primary is reported down", || async { node(&app, "primary").await["state"] == "down" }).await;
+    // Reads: served from the replica, free and paid (internal token), and partner tokens known
+    // before the outage still open paid reads.
+    for path in READS {
+        let (status, body) = app.get_json(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let partner = app.anonymous.get(app.url("/v2/daos/uniswap")).header("x-service-api-token", &token).send().await;
+    assert_eq!(partner.unwrap().status(), 200);
+    let ready = app.anonymous.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["primary"], "down", "{ready}");
+    // Writes: 503 with Retry-After and a problem body, at once.
+    let started = std::time::Instant::now();
+    let refused = subscribe(&app).await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["code"], "UNAVAILABLE", "{problem}");
+    // The primary returns: writes succeed again by themselves.
+    pair.restore("primary");
+    eventually("writes succeed again", || async { subscribe(&app).await.is_ok_and(|r| r.status() == 201) }).await;
+    eventually("the primary is reported serving", || async { node(&app, "primary").await["state"] == "serving" }).await;
+}
