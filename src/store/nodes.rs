@@ -263,6 +263,11 @@ impl Nodes {
         }
     }
 
+    /// Asks the monitor to probe every node now rather than at its next tick.
+    pub fn probe_soon(&self) {
+        self.poked.notify_one();
+    }
+
     /// Every node, primary first.
     pub fn report(&self) -> Vec<NodeReport> {
         std::iter::once(&self.primary)

@@ -193,24 +193,42 @@ impl TestApp {
 
     /// Makes the server see what was published, now (a store that cannot be read is left to
     /// the request to report). With a replica, also waits (a few seconds at most) until it has
-    /// replayed the serving revision, so that the reads that follow are the replica's.
+    /// replayed everything the primary holds now: the serving revision, and what a test wrote
+    /// outside publications (run states, watermarks), so that the reads that follow are the
+    /// replica's and see it.
     pub async fn sync(&self) {
+        use sea_orm::ConnectionTrait;
         let _ = self.serving.refresh().await;
         let nodes = self.serving.nodes();
         if !nodes.has_replicas() {
             return;
         }
         let wanted = self.serving.current().id;
+        let primary = nodes.primary();
+        let sql = "SELECT pg_current_wal_lsn()::text AS position";
+        // Not asked while the primary is down (outage tests), nor waited for long.
+        let ask = primary.query_one_raw(sea_orm::Statement::from_string(primary.get_database_backend(), sql));
+        let position = match nodes.primary_down() {
+            true => None,
+            false => match tokio::time::timeout(std::time::Duration::from_secs(1), ask).await {
+                Ok(Ok(Some(row))) => {
+                    row.try_get::<String>("", "position").ok().and_then(|p| govdata::store::nodes::parse_lsn(&p))
+                }
+                _ => None,
+            },
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while std::time::Instant::now() < deadline {
             let caught_up = nodes.report().iter().all(|n| {
                 n.role == govdata::contract::vocabulary::NodeRole::Primary
-                    || n.state.revision.is_some_and(|r| r >= wanted)
+                    || (n.state.revision.is_some_and(|r| r >= wanted)
+                        && position.is_none_or(|p| n.state.wal_position.is_some_and(|w| w >= p)))
             });
             if caught_up {
                 return;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            nodes.probe_soon();
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
     }
 
