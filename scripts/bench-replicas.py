@@ -17,7 +17,7 @@ Run from the project root after `cargo build --release`, with the pair of `scrip
 Everything listens on 127.0.0.1; the servers are started and stopped here by their own PIDs. On one
 2-core machine the primary, the replica, both servers and wrk share the same two cores: the ratios
 show what reading from a replica costs or saves here, not what a replica on its own machine adds."""
-import argparse, json, os, re, statistics, subprocess, sys, time, urllib.request
+import argparse, atexit, json, os, re, statistics, subprocess, sys, time, urllib.request
 
 PRIMARY = "postgres://postgres@127.0.0.1:5433"
 REPLICA = "postgres://postgres@127.0.0.1:5434"
@@ -25,6 +25,9 @@ DB = "govdata_replica_bench"
 WORK = "/tmp/govdata-replica-bench"
 RUNS, SECS, PUBLICATIONS = 3, 10, 10
 INTERNAL = "bench-internal-token"
+STARTED = []
+# Every server started here is stopped however the run ends.
+atexit.register(lambda: [p.kill() for p in STARTED if p.poll() is None])
 
 
 def psql(sql, db="postgres"):
@@ -53,6 +56,7 @@ def start(gov, replicas, cache_mb, tag):
                GOVDATA_READ_REPLICA_URLS=f"{REPLICA}/{DB}" if replicas else "", RUST_LOG="warn")
     log = open(os.path.join(WORK, f"govdata-{tag}.log"), "w")
     p = subprocess.Popen([gov, "serve"], env=env, stdout=log, stderr=log)
+    STARTED.append(p)
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
