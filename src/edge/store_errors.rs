@@ -86,3 +86,62 @@ fn store_unreachable(err: &DbErr) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use sea_orm::sqlx::error::{DatabaseError, ErrorKind};
+    use sea_orm::{DbErr, RuntimeErr, sqlx};
+
+    use super::{recovery_conflict, store_unreachable};
+
+    /// A database's error with SQLSTATE `code`, as the driver hands it over.
+    #[derive(Debug)]
+    struct Sqlstate(&'static str);
+
+    impl std::fmt::Display for Sqlstate {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "SQLSTATE {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Sqlstate {}
+
+    impl DatabaseError for Sqlstate {
+        fn message(&self) -> &str {
+            "canceling statement due to conflict with recovery"
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> ErrorKind {
+            ErrorKind::Other
+        }
+    }
+
+    fn query_error(code: &'static str) -> DbErr {
+        DbErr::Query(RuntimeErr::SqlxError(sqlx::Error::Database(Box::new(Sqlstate(code))).into()))
+    }
+
+    #[test]
+    fn a_recovery_conflict_is_read_again_not_a_defect() {
+        // A standby cancelling a query that blocks replay: 40001, answered elsewhere or 503.
+        assert!(recovery_conflict(&query_error("40001")));
+        assert!(!store_unreachable(&query_error("40001")));
+        // A terminated session (57P01) is the node going away; a constraint violation is ours.
+        assert!(store_unreachable(&query_error("57P01")) && !recovery_conflict(&query_error("57P01")));
+        assert!(!recovery_conflict(&query_error("23505")) && !store_unreachable(&query_error("23505")));
+        let problem = crate::contract::errors::Problem::from_store(&query_error("40001"));
+        assert_eq!(problem.retry_after_s, Some(crate::contract::errors::UNAVAILABLE_RETRY_AFTER_S));
+    }
+}
