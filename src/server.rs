@@ -137,7 +137,7 @@ pub async fn bind(
         async move { draining_webhooks.begun().await },
     );
     let exports = crate::exports::files::Exports::new(
-        db.clone(),
+        nodes.clone(),
         settings.exports.export_dir.clone(),
         settings.exports.export_budget_mb.saturating_mul(1 << 20),
     );

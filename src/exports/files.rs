@@ -19,6 +19,7 @@ use super::export;
 use crate::contract::exports::{ExportFile, ExportFormat};
 use crate::contract::time::now_ms;
 use crate::store::exports::{self as catalogue, Built, ExportFileRow, FileKey, READY};
+use crate::store::nodes::Nodes;
 
 /// How often a request waiting for another process's build looks at the catalogue again.
 const POLL: Duration = Duration::from_millis(100);
@@ -28,7 +29,10 @@ const ABANDONED_AFTER_MS: i64 = 30 * 60 * 1000;
 
 /// The exports of one process: where files lie, their budget, and this process's builder name.
 pub struct Exports {
+    /// The primary: the catalogue (claims, finished files) is bookkeeping written here.
     db: DatabaseConnection,
+    /// Where builds read: a replica that shows the revision being built, else the primary.
+    nodes: Arc<Nodes>,
     dir: PathBuf,
     budget_bytes: u64,
     builder: String,
@@ -44,9 +48,9 @@ pub struct ReadyFile {
 }
 
 impl Exports {
-    pub fn new(db: DatabaseConnection, dir: PathBuf, budget_bytes: u64) -> Arc<Self> {
+    pub fn new(nodes: Arc<Nodes>, dir: PathBuf, budget_bytes: u64) -> Arc<Self> {
         let builder = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
-        Arc::new(Self { db, dir, budget_bytes, builder })
+        Arc::new(Self { db: nodes.primary().clone(), nodes, dir, budget_bytes, builder })
     }
 
     fn dao_dir(&self, dao_id: &str) -> PathBuf {
@@ -105,7 +109,7 @@ impl Exports {
         let dao = dao_id.to_owned();
         tokio::spawn(async move {
             let key = FileKey { dao_id: &dao, table: file.table.name, format: file.format.as_str() };
-            if let Err(e) = this.build(&dao, file).await {
+            if let Err(e) = this.build(&dao, file, revision).await {
                 tracing::error!(dao = %dao, file = %file.name(), error = %e, "export build failed");
                 if let Err(e) = catalogue::release(&this.db, key, &this.builder).await {
                     tracing::warn!(error = %e, "export claim not released; it is taken over once abandoned");
@@ -118,24 +122,26 @@ impl Exports {
     /// Builds `file` of `dao_id` from one consistent view of the store (a read-only repeatable-read
     /// transaction: a publication committing meanwhile is not seen half), names it after its
     /// content, publishes it in the catalogue and removes the file it replaces.
-    async fn build(&self, dao_id: &str, file: ExportFile) -> anyhow::Result<()> {
+    ///
+    /// The view is a replica's when one shows `revision` (builds are the heaviest reads); a build
+    /// a replica fails (it went away, or cancelled the long read in a recovery conflict) is made
+    /// again from the primary.
+    async fn build(&self, dao_id: &str, file: ExportFile, revision: i64) -> anyhow::Result<()> {
         let dir = self.dao_dir(dao_id);
         tokio::fs::create_dir_all(&dir).await?;
         let partial = dir.join(format!(".{}.{}.partial", file.name(), self.builder));
-        let txn = match self.db.get_database_backend() {
-            DbBackend::Postgres => {
-                self.db.begin_with_config(Some(IsolationLevel::RepeatableRead), Some(AccessMode::ReadOnly)).await?
-            }
-            // A SQLite read transaction sees one snapshot from its first read on (WAL).
-            _ => self.db.begin().await?,
+        let read = match self.nodes.replica_for(revision) {
+            Some(replica) => match self.write_view(&replica, dao_id, file, &partial).await {
+                Err(e) => {
+                    tracing::warn!(dao = dao_id, file = %file.name(), error = %e, "export build failed on a replica; building from the primary");
+                    self.write_view(&self.db, dao_id, file, &partial).await
+                }
+                built => built,
+            },
+            None => self.write_view(&self.db, dao_id, file, &partial).await,
         };
-        let (revision_id, data_as_of_ms) = catalogue::dao_revision(&txn, dao_id).await?.unwrap_or((0, None));
-        let started = std::time::Instant::now();
-        let written =
-            export(&partial, file.table, file.format, |out| super::read_table(&txn, file.table, dao_id, out)).await;
-        txn.commit().await?;
-        let written = match written {
-            Ok(w) => w,
+        let (written, revision_id, data_as_of_ms, started) = match read {
+            Ok(r) => r,
             Err(e) => {
                 let _ = tokio::fs::remove_file(&partial).await;
                 return Err(e);
@@ -184,6 +190,31 @@ impl Exports {
             }
         }
         self.keep_within_budget(key).await
+    }
+
+    /// Writes `file` to `partial` from one consistent view of `db` (a read-only repeatable-read
+    /// transaction on PostgreSQL, a read transaction on SQLite in WAL mode): what was written, and
+    /// the revision and `dataAsOf` of the DAO in that view.
+    async fn write_view(
+        &self,
+        db: &DatabaseConnection,
+        dao_id: &str,
+        file: ExportFile,
+        partial: &std::path::Path,
+    ) -> anyhow::Result<(super::writer::Written, i64, Option<i64>, std::time::Instant)> {
+        let txn = match db.get_database_backend() {
+            DbBackend::Postgres => {
+                db.begin_with_config(Some(IsolationLevel::RepeatableRead), Some(AccessMode::ReadOnly)).await?
+            }
+            // A SQLite read transaction sees one snapshot from its first read on (WAL).
+            _ => db.begin().await?,
+        };
+        let (revision_id, data_as_of_ms) = catalogue::dao_revision(&txn, dao_id).await?.unwrap_or((0, None));
+        let started = std::time::Instant::now();
+        let written =
+            export(partial, file.table, file.format, |out| super::read_table(&txn, file.table, dao_id, out)).await;
+        txn.commit().await?;
+        Ok((written?, revision_id, data_as_of_ms, started))
     }
 
     /// Removes the least recently served files (never `just_built`) until the files kept fit

@@ -229,6 +229,20 @@ impl Nodes {
         node.db.clone()
     }
 
+    /// A serving replica that shows `revision`, if one does (in turn, counted as a read, never
+    /// pinned): for work outside requests that may fall back to the primary itself, such as an
+    /// export build.
+    pub fn replica_for(&self, revision: i64) -> Option<DatabaseConnection> {
+        let n = self.replicas.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let node = (0..n).map(|k| &self.replicas[(start + k) % n]).find(|node| {
+            let s = node.state.read().expect("never poisoned");
+            s.health == NodeHealth::Serving && s.revision.is_some_and(|r| r >= revision)
+        })?;
+        node.reads.fetch_add(1, Ordering::Relaxed);
+        Some(node.db.clone())
+    }
+
     /// The answering replica that shows the newest revision: where the serving state is read
     /// while the primary does not answer.
     pub fn freshest_replica(&self) -> Option<&DatabaseConnection> {

@@ -60,6 +60,13 @@ async fn reads_are_the_replicas_once_it_has_the_revision() {
     let (primary, replica) = reads(&app);
     assert_eq!(primary, 0, "no read went to the primary");
     assert!(replica >= READS.len() as u64, "{replica}");
+    // An export file is built from a view of the replica too (the catalogue is the primary's).
+    let download = app.client.get(app.url("/v2/exports/uniswap/votes.csv")).send().await.unwrap();
+    assert_eq!(download.status(), 200);
+    assert!(download.text().await.unwrap().lines().count() > 1);
+    let (primary, after) = reads(&app);
+    assert_eq!(primary, 0, "the build did not read the primary");
+    assert!(after > replica, "the build read the replica");
     // The operator sees each node on /metrics.
     let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains(r#"govdata_store_node_up{node="replica-1",role="replica"} 1"#), "{metrics}");
