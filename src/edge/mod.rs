@@ -89,7 +89,7 @@ impl AppState {
     /// so), instead of each request waiting out the pool's connect timeout.
     pub fn primary(&self) -> Result<&DatabaseConnection, crate::contract::errors::Problem> {
         use crate::contract::errors::{ErrorCode, Problem};
-        match self.nodes.has_replicas() && self.nodes.primary_down() {
+        match self.nodes.primary_down() {
             true => Err(Problem::new(
                 ErrorCode::Unavailable,
                 "The primary database is unreachable: reads are served, writes are not; retry shortly.",
@@ -101,7 +101,11 @@ impl AppState {
     /// Where this request reads served data: a replica that has replayed the serving revision,
     /// else the primary (`store::nodes`).
     pub fn reads(&self) -> DatabaseConnection {
-        self.nodes.reader(self.serving.current().id)
+        match self.nodes.has_replicas() {
+            true => self.nodes.reader(self.serving.current().id),
+            // Without replicas, no serving state is looked up on the hot path.
+            false => self.db.clone(),
+        }
     }
 }
 

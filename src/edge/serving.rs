@@ -131,7 +131,7 @@ impl ServingWatch {
     pub async fn refresh(&self) -> Result<(), DbErr> {
         let _one = self.refreshing.lock().await;
         // A primary the node monitor has seen go is not waited for: the replicas hold the state.
-        let primary_down = self.nodes.has_replicas() && self.nodes.primary_down();
+        let primary_down = self.nodes.primary_down();
         let from_primary = match primary_down {
             true => None,
             false => Some(self.refresh_from(&self.db).await),
@@ -226,7 +226,7 @@ impl ServingWatch {
     pub async fn look_up(self: &Arc<Self>, sent: &str) -> Result<Option<LiveToken>, DbErr> {
         // A token created since the snapshot is on the primary first; while the primary does
         // not answer, a replica knows every token made before it went.
-        let primary_down = self.nodes.has_replicas() && self.nodes.primary_down();
+        let primary_down = self.nodes.primary_down();
         let found = match primary_down {
             true => Err(DbErr::Conn(sea_orm::RuntimeErr::Internal("the primary is down".to_owned()))),
             false => tokens::find_live(&self.db, sent).await,

@@ -10,11 +10,12 @@ impl Problem {
     /// A store failure: unreachable means 503 (retry later); anything else is our defect.
     pub fn from_store(err: &DbErr) -> Self {
         let unreachable = store_unreachable(err);
-        if unreachable || recovery_conflict(err) {
+        let transient = unreachable || recovery_conflict(err);
+        if transient {
             // A replica's failure is answered again from another node (`edge::retry`).
             crate::store::nodes::read_failed(unreachable);
         }
-        match unreachable || recovery_conflict(err) {
+        match transient {
             true => {
                 tracing::warn!(error = %err, "store unavailable");
                 Self::new(ErrorCode::Unavailable, "The data store is unreachable; retry shortly.")

@@ -195,7 +195,8 @@ impl Nodes {
         &self.primary.db
     }
 
-    /// Whether the monitor's last probe of the primary failed.
+    /// Whether the monitor's last probe of the primary failed. Without replicas there is no
+    /// monitor and this is always false: a lost store is the serving watch's to report.
     pub fn primary_down(&self) -> bool {
         self.primary.state().health == NodeHealth::Down
     }
@@ -217,12 +218,7 @@ impl Nodes {
             return self.replicas.get(chosen).map_or(&self.primary.db, |n| &n.db).clone();
         }
         let excluded = ATTEMPT.try_with(|a| a.excluded.clone()).unwrap_or_default();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let n = self.replicas.len();
-        let chosen = (0..n).map(|k| (start + k) % n).find(|i| {
-            let s = self.replicas[*i].state.read().expect("never poisoned");
-            s.health == NodeHealth::Serving && s.revision.is_some_and(|r| r >= revision) && !excluded.contains(i)
-        });
+        let chosen = self.pick(revision, &excluded);
         let node = chosen.map_or(&self.primary, |i| &self.replicas[i]);
         node.reads.fetch_add(1, Ordering::Relaxed);
         let _ = ATTEMPT.try_with(|a| *a.chosen.lock().expect("never poisoned") = Some(chosen.unwrap_or(PRIMARY)));
@@ -233,14 +229,19 @@ impl Nodes {
     /// pinned): for work outside requests that may fall back to the primary itself, such as an
     /// export build.
     pub fn replica_for(&self, revision: i64) -> Option<DatabaseConnection> {
-        let n = self.replicas.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let node = (0..n).map(|k| &self.replicas[(start + k) % n]).find(|node| {
-            let s = node.state.read().expect("never poisoned");
-            s.health == NodeHealth::Serving && s.revision.is_some_and(|r| r >= revision)
-        })?;
+        let node = &self.replicas[self.pick(revision, &[])?];
         node.reads.fetch_add(1, Ordering::Relaxed);
         Some(node.db.clone())
+    }
+
+    /// The next serving replica, in turn, that shows `revision` and is not `excluded`.
+    fn pick(&self, revision: i64, excluded: &[usize]) -> Option<usize> {
+        let n = self.replicas.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        (0..n).map(|k| (start + k) % n).find(|i| {
+            let s = self.replicas[*i].state.read().expect("never poisoned");
+            s.health == NodeHealth::Serving && s.revision.is_some_and(|r| r >= revision) && !excluded.contains(i)
+        })
     }
 
     /// The answering replica that shows the newest revision: where the serving state is read
