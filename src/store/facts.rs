@@ -19,6 +19,7 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::address::AccountBytes;
 use super::entities::{proposal, proposal_fact, vote};
 use super::publish::TallyDelta;
 use super::sort_keys;
@@ -29,6 +30,11 @@ use crate::rules::tally::{self, Tally};
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;
+
+/// Rows of the first page of the weightiest-vote walk (it mostly ends there), and of the
+/// largest page it grows to.
+const FIRST_WALK_PAGE: u64 = 32;
+const LAST_WALK_PAGE: u64 = 8_192;
 
 /// The part of [`VoteFacts`] that depends only on the votes and the voting type (what is stored).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -269,7 +275,7 @@ pub async fn compute<C: ConnectionTrait + StreamTrait>(
 /// The largest vote, and the vote with the largest effect on the margin between the leader and
 /// the runner-up of `tally`, read down `ix_votes_proposal_power` until no later vote can beat
 /// them (a vote's effect never exceeds its power).
-async fn weightiest<C: ConnectionTrait + StreamTrait>(
+async fn weightiest<C: ConnectionTrait>(
     db: &C,
     proposal_id: i64,
     voting_type: Option<&str>,
@@ -277,41 +283,55 @@ async fn weightiest<C: ConnectionTrait + StreamTrait>(
 ) -> Result<(Option<VoteInput>, Option<(VoteInput, BigDecimal)>), DbErr> {
     let pair = leading_pair(voting_type, tally);
     let race = pair.as_ref().and_then(|p| Some((p.leader?, if p.leader? == p.first { p.second } else { p.first })));
-    let mut stream = vote::Entity::find()
-        .filter(vote::Column::ProposalId.eq(proposal_id))
-        .order_by_desc(vote::Column::VpSort)
-        .order_by_asc(vote::Column::Voter)
-        .stream(db)
-        .await?
-        .map_ok(VoteInput::from);
     // Sort keys keep 30 fraction digits: a later row's exact power is below its key + 1e-30.
     let key_slack = BigDecimal::new(1.into(), 30);
     let mut largest: Option<(BigDecimal, VoteInput)> = None;
     let mut best: Option<(BigDecimal, VoteInput)> = None;
-    while let Some(v) = stream.try_next().await? {
-        let Ok(power) = decimal::parse(&v.voting_power) else { continue };
-        let ceiling = sort_keys::key_floor(&power) + &key_slack;
-        let largest_settled = largest.as_ref().is_some_and(|(p, _)| ceiling <= *p);
-        let effect_settled = match (&race, &best) {
-            (None, _) => true,
-            (Some(_), Some((e, _))) => ceiling <= *e,
-            (Some(_), None) => false,
-        };
-        if largest_settled && effect_settled {
-            break;
+    // Read in pages with a LIMIT, each resuming after the last: an unbounded ordered read lets
+    // PostgreSQL plan for all of the proposal's votes (sort them whole) although the walk
+    // usually stops within the first few rows. Pages grow so that a long walk stays few reads.
+    let mut after: Option<(String, AccountBytes)> = None;
+    let mut page_size = FIRST_WALK_PAGE;
+    'walk: loop {
+        let mut q = vote::Entity::find().filter(vote::Column::ProposalId.eq(proposal_id));
+        if let Some(position) = after.take() {
+            q = q.filter(super::after_desc_asc(vote::Column::VpSort, vote::Column::Voter, position));
         }
-        if largest.as_ref().is_none_or(|(p, l)| power > *p || (power == *p && v.voter < l.voter)) {
-            largest = Some((power.clone(), v.clone()));
-        }
-        if let Some((leader, runner_up)) = race {
-            let mut one = Tally::default();
-            one.add(voting_type, &v.choice, &v.voting_power);
-            let zero = BigDecimal::zero();
-            let effect = one.scores.get(&leader).unwrap_or(&zero) - one.scores.get(&runner_up).unwrap_or(&zero);
-            if effect > zero && best.as_ref().is_none_or(|(e, b)| effect > *e || (effect == *e && v.voter < b.voter)) {
-                best = Some((effect, v));
+        let page =
+            q.order_by_desc(vote::Column::VpSort).order_by_asc(vote::Column::Voter).limit(page_size).all(db).await?;
+        let full = page.len() as u64 == page_size;
+        after = page.last().map(|v| (v.vp_sort.clone(), v.voter.clone()));
+        for v in page.into_iter().map(VoteInput::from) {
+            let Ok(power) = decimal::parse(&v.voting_power) else { continue };
+            let ceiling = sort_keys::key_floor(&power) + &key_slack;
+            let largest_settled = largest.as_ref().is_some_and(|(p, _)| ceiling <= *p);
+            let effect_settled = match (&race, &best) {
+                (None, _) => true,
+                (Some(_), Some((e, _))) => ceiling <= *e,
+                (Some(_), None) => false,
+            };
+            if largest_settled && effect_settled {
+                break 'walk;
+            }
+            if largest.as_ref().is_none_or(|(p, l)| power > *p || (power == *p && v.voter < l.voter)) {
+                largest = Some((power.clone(), v.clone()));
+            }
+            if let Some((leader, runner_up)) = race {
+                let mut one = Tally::default();
+                one.add(voting_type, &v.choice, &v.voting_power);
+                let zero = BigDecimal::zero();
+                let effect = one.scores.get(&leader).unwrap_or(&zero) - one.scores.get(&runner_up).unwrap_or(&zero);
+                if effect > zero
+                    && best.as_ref().is_none_or(|(e, b)| effect > *e || (effect == *e && v.voter < b.voter))
+                {
+                    best = Some((effect, v));
+                }
             }
         }
+        if !full {
+            break;
+        }
+        page_size = (page_size * 4).min(LAST_WALK_PAGE);
     }
     Ok((largest.map(|(_, v)| v), best.map(|(e, v)| (v, e))))
 }
