@@ -3,7 +3,7 @@ use std::collections::HashMap;
 
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
-    QuerySelect, sea_query::Expr,
+    QuerySelect, Statement, sea_query::Expr,
 };
 
 use super::entities::{dao_summary, delegate, proposal, vote, voter, voter_dao_stat};
@@ -123,7 +123,14 @@ pub async fn ens_names(
         .map(HashMap::from_iter)
 }
 
-/// A voter's votes newest first, with their proposals (two queries).
+/// A voter's votes newest first, with their proposals.
+///
+/// `ix_votes_voter_dao_time` (`voter, dao_id, created_ms DESC, id DESC`, migration 22) holds a
+/// voter's votes DAO by DAO, so a `daoId` page reads just its rows whatever the voter did
+/// elsewhere. The unfiltered history is a merge of the voter's DAOs (their `voter_dao_stats`
+/// rows): each DAO gives at most a page of keys from its run of the index, the newest `limit` of
+/// them are kept, and those votes are read by id. A page costs one index descent per DAO the
+/// voter voted in and at most `limit` rows from each, whatever the store holds.
 pub async fn history(
     db: &impl ConnectionTrait,
     address: &str,
@@ -132,21 +139,82 @@ pub async fn history(
     after: Option<super::keysets::TimeAfter>,
     limit: u64,
 ) -> Result<Vec<(vote::Model, proposal::Model)>, DbErr> {
-    use vote::Column as C;
     let voter = super::address::AccountBytes::parse(address).map_err(|e| DbErr::Custom(e.to_string()))?;
-    let mut q = vote::Entity::find().filter(C::Voter.eq(voter));
-    if let Some(d) = dao_id {
-        q = q.filter(C::DaoId.eq(d));
+    let daos: Vec<String> = match dao_id {
+        Some(d) => vec![d.to_string()],
+        None => {
+            voter_dao_stat::Entity::find()
+                .select_only()
+                .column(voter_dao_stat::Column::DaoId)
+                .filter(voter_dao_stat::Column::Voter.eq(address))
+                .into_tuple::<String>()
+                .all(db)
+                .await?
+        }
+    };
+    let mut keys: Vec<(i64, i64)> = Vec::new();
+    for chunk in daos.chunks(MERGE_ARMS_MAX) {
+        keys.extend(newest_keys(db, &voter, chunk, window, after.as_ref(), limit).await?);
     }
-    if let Some((from, to)) = window {
-        q = q.filter(C::CreatedMs.gte(from)).filter(C::CreatedMs.lte(to));
-    }
-    if let Some(after) = after {
-        q = q.filter(super::after_desc(C::CreatedMs, C::Id, (after.ms, after.id)));
-    }
-    let votes = q.order_by_desc(C::CreatedMs).order_by_desc(C::Id).limit(limit).all(db).await?;
+    keys.sort_unstable_by(|a, b| b.cmp(a));
+    keys.truncate(limit as usize);
+    let ids: Vec<i64> = keys.iter().map(|(_, id)| *id).collect();
+    let mut votes = if ids.is_empty() {
+        Vec::new()
+    } else {
+        vote::Entity::find().filter(vote::Column::Id.is_in(ids)).all(db).await?
+    };
+    votes.sort_unstable_by_key(|v| std::cmp::Reverse((v.created_ms, v.id)));
     let ids: Vec<i64> = votes.iter().map(|v| v.proposal_id).collect();
     let proposals: HashMap<i64, proposal::Model> =
         super::items::proposals_by_ids(db, &ids).await?.into_iter().map(|p| (p.id, p)).collect();
     Ok(votes.into_iter().filter_map(|v| proposals.get(&v.proposal_id).cloned().map(|p| (v, p))).collect())
+}
+
+/// DAOs merged by one statement: far below SQLite's 500 terms of a compound select.
+const MERGE_ARMS_MAX: usize = 100;
+
+/// The `(created_ms, id)` of the voter's newest `limit` votes in each of `daos` within `window`
+/// and after `after`, newest first: one `UNION ALL` arm per DAO, each a bounded walk of its run
+/// of `ix_votes_voter_dao_time` (an arm is a subquery so that it may carry its own order and
+/// limit on both backends).
+async fn newest_keys(
+    db: &impl ConnectionTrait,
+    voter: &super::address::AccountBytes,
+    daos: &[String],
+    window: Option<(i64, i64)>,
+    after: Option<&super::keysets::TimeAfter>,
+    limit: u64,
+) -> Result<Vec<(i64, i64)>, DbErr> {
+    let mut values: Vec<sea_orm::Value> = Vec::new();
+    let mut bind = |v: sea_orm::Value| {
+        values.push(v);
+        format!("${}", values.len())
+    };
+    let mut arms = Vec::with_capacity(daos.len());
+    for (i, dao) in daos.iter().enumerate() {
+        let mut sql = format!(
+            "SELECT * FROM (SELECT created_ms, id FROM votes WHERE voter = {} AND dao_id = {}",
+            bind(voter.clone().into()),
+            bind(dao.as_str().into())
+        );
+        if let Some((from, to)) = window {
+            sql += &format!(" AND created_ms >= {} AND created_ms <= {}", bind(from.into()), bind(to.into()));
+        }
+        if let Some(a) = after {
+            let (ms, ms_again, ms_equal, id) =
+                (bind(a.ms.into()), bind(a.ms.into()), bind(a.ms.into()), bind(a.id.into()));
+            sql += &format!(
+                " AND created_ms <= {ms} AND (created_ms < {ms_again} OR (created_ms = {ms_equal} AND id < {id}))"
+            );
+        }
+        sql += &format!(" ORDER BY created_ms DESC, id DESC LIMIT {limit}) arm{i}");
+        arms.push(sql);
+    }
+    let sql = format!(
+        "SELECT created_ms, id FROM ({}) merged ORDER BY created_ms DESC, id DESC LIMIT {limit}",
+        arms.join(" UNION ALL ")
+    );
+    let rows = db.query_all_raw(Statement::from_sql_and_values(db.get_database_backend(), sql, values)).await?;
+    rows.iter().map(|r| Ok((r.try_get::<i64>("", "created_ms")?, r.try_get::<i64>("", "id")?))).collect()
 }

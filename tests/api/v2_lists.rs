@@ -194,6 +194,58 @@ on_both_backends!(voter_profiles_and_histories, |app: TestApp| async move {
     assert_eq!(body["errors"][0]["in"], "path");
 });
 
+// A voter's history merges the voter's DAOs (`store::voters::history`): walked in pages smaller
+// than any DAO's run, it is the store's votes of the voter newest first (time, then id), each
+// DAO's walk is that DAO's part of it, and a window keeps exactly the votes inside it.
+on_both_backends!(voter_history_merges_daos_in_order, |app: TestApp| async move {
+    let db = store(&app).await;
+    let voter = "0x3fb19771947072629c8eee7995a2ef23b72d4c8a";
+    let bytes = govdata::store::address::AccountBytes::parse(voter).unwrap();
+    let votes = vote::Entity::find()
+        .filter(vote::Column::Voter.eq(bytes))
+        .order_by_desc(vote::Column::CreatedMs)
+        .order_by_desc(vote::Column::Id)
+        .all(&db)
+        .await
+        .unwrap();
+    let proposals: std::collections::HashMap<i64, proposal::Model> =
+        proposal::Entity::find().all(&db).await.unwrap().into_iter().map(|p| (p.id, p)).collect();
+    let expected = |keep: &dyn Fn(&vote::Model) -> bool| -> Vec<(String, String)> {
+        votes
+            .iter()
+            .filter(|v| keep(v))
+            .map(|v| (proposals[&v.proposal_id].external_id.clone(), v.dao_id.clone()))
+            .collect()
+    };
+    let seen = |items: Vec<Value>| -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|v| {
+                (
+                    v["proposal"]["externalId"].as_str().unwrap().to_owned(),
+                    v["proposal"]["daoId"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let daos: std::collections::BTreeSet<&str> = votes.iter().map(|v| v.dao_id.as_str()).collect();
+    assert!(daos.len() >= 2, "the voter votes in several DAOs: {daos:?}");
+    let all = seen(walk(&app, &format!("/v2/voters/{voter}/votes?limit=2")).await);
+    assert_eq!(all, expected(&|_| true));
+    for dao in daos {
+        let in_dao = seen(walk(&app, &format!("/v2/voters/{voter}/votes?daoId={dao}&limit=1")).await);
+        assert_eq!(in_dao, expected(&|v| v.dao_id == dao), "{dao}");
+    }
+    // A window through the middle of the history (of at most 90 days, well inside the bound).
+    let to = votes[votes.len() / 4].created_ms;
+    let from = votes[votes.len() - 1].created_ms.max(to - 90 * 86_400_000);
+    let iso = govdata::contract::time::rfc3339_ms;
+    let windowed =
+        seen(walk(&app, &format!("/v2/voters/{voter}/votes?from={}&to={}&limit=2", iso(from), iso(to))).await);
+    assert_eq!(windowed, expected(&|v| v.created_ms >= from && v.created_ms <= to));
+    assert!(!windowed.is_empty() && windowed.len() < all.len());
+});
+
 on_both_backends!(signals_walk_matches_v1, |app: TestApp| async move {
     let (status, v1) = app.get_json("/v1/governance-signals?limit=100").await;
     assert_eq!(status, 200);

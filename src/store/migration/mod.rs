@@ -27,6 +27,7 @@ mod m0018_privacy;
 mod m0019_notable_delegations;
 mod m0020_copeland_facts;
 mod m0021_export_files;
+mod m0022_voter_dao_history;
 
 pub struct Migrator;
 
@@ -55,6 +56,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0019_notable_delegations::Migration),
             Box::new(m0020_copeland_facts::Migration),
             Box::new(m0021_export_files::Migration),
+            Box::new(m0022_voter_dao_history::Migration),
         ]
     }
 }
