@@ -21,11 +21,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, Statement,
-    TransactionTrait, Value,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait,
+    QueryFilter, QuerySelect, Statement, TransactionTrait, Value,
 };
 
-use super::entities::data_revision;
+use super::entities::{dao_summary, data_revision};
 use super::{address, placeholders};
 use crate::rules::tally::Tally;
 
@@ -100,7 +100,7 @@ impl Touched {
 /// Each voter's activity per DAO. The power shown is that of the voter's most recent vote in the
 /// DAO; on the same timestamp the larger power wins, then the later row, so the choice is total.
 /// `{where}` narrows both the deletion and the recomputation to some (DAO, voter) pairs
-/// (`ix_votes_dao_voter` finds their votes).
+/// (`ix_votes_voter_dao_time` finds their votes: each pair's run, not the voter's other DAOs).
 /// `{voter}` is the text of the ranked row's voter bytes (`address::lower_sql`). The power's
 /// `vp_from_float` is that of the same vote.
 const VOTER_STATS_SELECT: &str = "INSERT INTO voter_dao_stats (dao_id, voter, votes_cast, voting_power, vp_from_float, vp_sort, first_vote_ms, last_vote_ms)
@@ -122,7 +122,7 @@ const RECOMPUTE_PROPOSAL_COUNTS: &str = "UPDATE proposals
 
 /// One summary per DAO of `{where}`, stamped with the new revision (`$1`). Runs after the
 /// per-proposal counts and the voter stats, whose row count per DAO is the number of distinct
-/// voters. PostgreSQL's SUM over BIGINT is NUMERIC, hence the casts.
+/// voters (`{voters}`: [`COUNT_DAO_VOTERS`], or the count folded by [`summaries`]). PostgreSQL's SUM over BIGINT is NUMERIC, hence the casts.
 const RECOMPUTE_SUMMARIES: &str = "INSERT INTO dao_summaries
          (dao_id, proposals, active_proposals, upstream_votes, ingested_votes, voters, delegates, forum_topics,
           data_as_of_ms, revision_id)
@@ -131,12 +131,15 @@ const RECOMPUTE_SUMMARIES: &str = "INSERT INTO dao_summaries
             (SELECT COUNT(*) FROM proposals p WHERE p.dao_id = d.id AND p.state = 'active'),
             (SELECT CAST(COALESCE(SUM(p.upstream_vote_count), 0) AS BIGINT) FROM proposals p WHERE p.dao_id = d.id),
             (SELECT CAST(COALESCE(SUM(p.ingested_vote_count), 0) AS BIGINT) FROM proposals p WHERE p.dao_id = d.id),
-            (SELECT COUNT(*) FROM voter_dao_stats s WHERE s.dao_id = d.id),
+            {voters},
             (SELECT COUNT(*) FROM delegates g WHERE g.dao_id = d.id),
             (SELECT COUNT(*) FROM forum_topics t WHERE t.dao_id = d.id),
             (SELECT MAX(w.data_as_of_ms) FROM source_watermarks w WHERE w.dao_id = d.id),
             $1
      FROM daos d {where}";
+
+/// The DAO's voters, counted: its `voter_dao_stats` rows.
+const COUNT_DAO_VOTERS: &str = "(SELECT COUNT(*) FROM voter_dao_stats s WHERE s.dao_id = d.id)";
 
 /// Freshness moves without a revision: each summary's `data_as_of_ms` follows its DAO's newest
 /// watermark (the revision it belongs to stays).
@@ -212,7 +215,7 @@ where
         Scope::Touched(t) => Some(t),
     };
     proposal_counts(&txn, touched).await?;
-    voter_stats(&txn, touched).await?;
+    let voters_moved = voter_stats(&txn, touched).await?;
     let mut refresh = super::facts::stale(&txn).await?;
     match touched {
         Some(t) => refresh.extend(t.voted.iter().chain(&t.proposals).copied()),
@@ -244,7 +247,7 @@ where
     .insert(&txn)
     .await?;
     let daos: Option<Vec<String>> = touched.map(|t| t.daos.iter().cloned().collect());
-    summaries(&txn, daos.as_deref(), revision.id).await?;
+    summaries(&txn, daos.as_deref(), revision.id, &voters_moved).await?;
     move_freshness(&txn).await?;
     let as_of = dao_times(&txn).await?;
     let scope_daos = touched.map(|t| &t.daos);
@@ -281,15 +284,47 @@ pub async fn dao_times<C: ConnectionTrait>(db: &C) -> Result<HashMap<String, i64
     rows.iter().map(|r| Ok((r.try_get::<String>("", "dao_id")?, r.try_get::<i64>("", "data_as_of_ms")?))).collect()
 }
 
+/// Moves the touched proposals' `ingested_vote_count`. A proposal whose votes this run wrote with
+/// a delta (`Touched::tallies`) gets its count plus the votes the delta inserted: votes are never
+/// deleted, and a replaced vote keeps the count, so this is exact without reading the proposal's
+/// votes (counting the busiest proposal's 500,000 votes took 0.45 s on PostgreSQL). Any other
+/// touched proposal is counted again. `recompute_in_place` (the tests' check of incremental
+/// publication) counts every proposal, and so holds the folded counts to the recounted ones.
 async fn proposal_counts<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> Result<(), DbErr> {
     let Some(t) = touched else {
         exec(db, RECOMPUTE_PROPOSAL_COUNTS, vec![]).await?;
         return Ok(());
     };
-    let ids: Vec<i64> = t.voted.iter().chain(&t.proposals).copied().collect::<BTreeSet<_>>().into_iter().collect();
-    for chunk in ids.chunks(IN_LIST_MAX) {
+    let recount: Vec<i64> = t
+        .voted
+        .iter()
+        .chain(&t.proposals)
+        .copied()
+        .filter(|id| !t.tallies.contains_key(id))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for chunk in recount.chunks(IN_LIST_MAX) {
         let sql = format!("{RECOMPUTE_PROPOSAL_COUNTS} AND id IN ({})", placeholders(1, chunk.len()));
         exec(db, &sql, chunk.iter().map(|id| Value::from(*id)).collect()).await?;
+    }
+    let grown: Vec<(i64, i64)> =
+        t.tallies.iter().filter(|(_, d)| d.inserted > 0).map(|(id, d)| (*id, d.inserted as i64)).collect();
+    for chunk in grown.chunks(IN_LIST_MAX / 2) {
+        let mut values = Vec::with_capacity(chunk.len() * 3);
+        let mut cases = String::new();
+        for (id, inserted) in chunk {
+            values.push(Value::from(*id));
+            values.push(Value::from(*inserted));
+            cases += &format!(" WHEN ${} THEN ${}", values.len() - 1, values.len());
+        }
+        let first = values.len() + 1;
+        values.extend(chunk.iter().map(|(id, _)| Value::from(*id)));
+        let sql = format!(
+            "UPDATE proposals SET ingested_vote_count = ingested_vote_count + CASE id{cases} END WHERE id IN ({})",
+            placeholders(first, chunk.len())
+        );
+        exec(db, &sql, values).await?;
     }
     Ok(())
 }
@@ -297,15 +332,18 @@ async fn proposal_counts<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) 
 /// Recomputes every voter's per-DAO stats, as a full publication does (migration 12 runs it
 /// once, to fill the column it adds).
 pub(crate) async fn recompute_voter_stats<C: ConnectionTrait>(db: &C) -> Result<(), DbErr> {
-    voter_stats(db, None).await
+    voter_stats(db, None).await.map(drop)
 }
 
-async fn voter_stats<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> Result<(), DbErr> {
+/// Rewrites the per-DAO voter stats of the touched (DAO, voter) pairs (every pair: `None`), and
+/// returns how each touched DAO's number of voters moved (rows written less rows removed).
+async fn voter_stats<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> Result<HashMap<String, i64>, DbErr> {
     let select = VOTER_STATS_SELECT.replace("{voter}", &address::lower_sql(db.get_database_backend(), "voter"));
+    let mut moved = HashMap::new();
     let Some(t) = touched else {
         exec(db, "DELETE FROM voter_dao_stats", vec![]).await?;
         exec(db, &select.replace("{where}", ""), vec![]).await?;
-        return Ok(());
+        return Ok(moved);
     };
     let mut by_dao: HashMap<&str, Vec<&str>> = HashMap::new();
     for (dao, voter) in &t.voters {
@@ -319,27 +357,58 @@ async fn voter_stats<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) -> R
             for v in chunk {
                 as_bytes.push(address::AccountBytes::parse(v).map_err(|e| DbErr::Custom(e.to_string()))?.into());
             }
-            exec(db, &format!("DELETE FROM voter_dao_stats {filter}"), as_text.collect()).await?;
-            exec(db, &select.replace("{where}", &filter), as_bytes).await?;
+            let removed = exec(db, &format!("DELETE FROM voter_dao_stats {filter}"), as_text.collect()).await?;
+            let written = exec(db, &select.replace("{where}", &filter), as_bytes).await?;
+            *moved.entry(dao.to_owned()).or_insert(0) += written as i64 - removed as i64;
         }
     }
-    Ok(())
+    Ok(moved)
 }
 
-/// Rewrites the summaries of `daos` (every DAO: `None`) for revision `revision_id`.
-async fn summaries<C: ConnectionTrait>(db: &C, daos: Option<&[String]>, revision_id: i64) -> Result<(), DbErr> {
+/// Rewrites the summaries of `daos` (every DAO: `None`) for revision `revision_id`. A DAO whose
+/// summary exists gets its voters as that count plus `voters_moved` (the voter stats rewritten by
+/// this publication), instead of counting its voters again (0.14 s for 500,000 voters on
+/// PostgreSQL); a DAO without one is counted.
+async fn summaries<C: ConnectionTrait>(
+    db: &C,
+    daos: Option<&[String]>,
+    revision_id: i64,
+    voters_moved: &HashMap<String, i64>,
+) -> Result<(), DbErr> {
     let Some(daos) = daos else {
         exec(db, "DELETE FROM dao_summaries", vec![]).await?;
-        exec(db, &RECOMPUTE_SUMMARIES.replace("{where}", ""), vec![revision_id.into()]).await?;
+        let sql = RECOMPUTE_SUMMARIES.replace("{where}", "").replace("{voters}", COUNT_DAO_VOTERS);
+        exec(db, &sql, vec![revision_id.into()]).await?;
         return Ok(());
     };
-    for chunk in daos.chunks(IN_LIST_MAX) {
+    for chunk in daos.chunks(IN_LIST_MAX / 2) {
         let ids: Vec<Value> = chunk.iter().map(|d| Value::from(d.as_str())).collect();
+        let before: Vec<(String, i64)> = dao_summary::Entity::find()
+            .select_only()
+            .columns([dao_summary::Column::DaoId, dao_summary::Column::Voters])
+            .filter(dao_summary::Column::DaoId.is_in(chunk.to_vec()))
+            .into_tuple()
+            .all(db)
+            .await?;
         let delete = format!("DELETE FROM dao_summaries WHERE dao_id IN ({})", placeholders(1, chunk.len()));
         exec(db, &delete, ids.clone()).await?;
+        let mut values = vec![Value::from(revision_id)];
+        values.extend(ids);
         let filter = format!("WHERE d.id IN ({})", placeholders(2, chunk.len()));
-        let values = std::iter::once(Value::from(revision_id)).chain(ids).collect();
-        exec(db, &RECOMPUTE_SUMMARIES.replace("{where}", &filter), values).await?;
+        let voters = if before.is_empty() {
+            COUNT_DAO_VOTERS.to_owned()
+        } else {
+            let mut cases = String::new();
+            for (dao, voters) in before {
+                let now = voters + voters_moved.get(&dao).copied().unwrap_or(0);
+                values.push(Value::from(dao));
+                values.push(Value::from(now));
+                cases += &format!(" WHEN ${} THEN ${}", values.len() - 1, values.len());
+            }
+            // COALESCE evaluates its second argument only for a DAO without a summary before.
+            format!("COALESCE(CASE d.id{cases} END, {COUNT_DAO_VOTERS})")
+        };
+        exec(db, &RECOMPUTE_SUMMARIES.replace("{where}", &filter).replace("{voters}", &voters), values).await?;
     }
     Ok(())
 }
