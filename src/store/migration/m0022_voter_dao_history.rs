@@ -5,7 +5,8 @@
 //! publication's per-(DAO, voter) stats (`store::publish::VOTER_STATS_SELECT`) read all of each
 //! touched voter's votes. `ix_votes_voter_dao_time` (`voter, dao_id, created_ms DESC, id DESC`)
 //! replaces it: both read just the DAO's run, and the unfiltered history merges the voter's runs
-//! (`store::voters::history`). One index instead of two keeps the bytes per vote where they were.
+//! (`store::voters::history`). The DAO id rides in every entry: measured at 10M synthetic votes on
+//! PostgreSQL (DAO id `synthetic`), 88.7 bytes per vote against about 71 for the index it replaces.
 use sea_orm_migration::prelude::*;
 
 #[derive(DeriveMigrationName)]
