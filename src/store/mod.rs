@@ -143,3 +143,19 @@ pub fn pool_use(db: &DatabaseConnection) -> (u32, u32, u32) {
 pub(crate) fn placeholders(first: usize, n: usize) -> String {
     (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
+
+/// `CASE {subject} WHEN $i THEN $j … END` over `pairs`, their values bound after those already in
+/// `values`: one statement sets a different value per row (a fold publication computed).
+pub(crate) fn case_of(
+    subject: &str,
+    values: &mut Vec<sea_orm::Value>,
+    pairs: impl IntoIterator<Item = (sea_orm::Value, sea_orm::Value)>,
+) -> String {
+    let mut sql = format!("CASE {subject}");
+    for (when, then) in pairs {
+        values.push(when);
+        values.push(then);
+        sql += &format!(" WHEN ${} THEN ${}", values.len() - 1, values.len());
+    }
+    sql + " END"
+}

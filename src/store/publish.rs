@@ -26,7 +26,7 @@ use sea_orm::{
 };
 
 use super::entities::{dao_summary, data_revision};
-use super::{address, placeholders};
+use super::{address, case_of, placeholders};
 use crate::rules::tally::Tally;
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
@@ -122,7 +122,8 @@ const RECOMPUTE_PROPOSAL_COUNTS: &str = "UPDATE proposals
 
 /// One summary per DAO of `{where}`, stamped with the new revision (`$1`). Runs after the
 /// per-proposal counts and the voter stats, whose row count per DAO is the number of distinct
-/// voters (`{voters}`: [`COUNT_DAO_VOTERS`], or the count folded by [`summaries`]). PostgreSQL's SUM over BIGINT is NUMERIC, hence the casts.
+/// voters (`{voters}`: [`COUNT_DAO_VOTERS`], or the count folded by [`summaries`]). PostgreSQL's
+/// SUM over BIGINT is NUMERIC, hence the casts.
 const RECOMPUTE_SUMMARIES: &str = "INSERT INTO dao_summaries
          (dao_id, proposals, active_proposals, upstream_votes, ingested_votes, voters, delegates, forum_topics,
           data_as_of_ms, revision_id)
@@ -312,16 +313,11 @@ async fn proposal_counts<C: ConnectionTrait>(db: &C, touched: Option<&Touched>) 
         t.tallies.iter().filter(|(_, d)| d.inserted > 0).map(|(id, d)| (*id, d.inserted as i64)).collect();
     for chunk in grown.chunks(IN_LIST_MAX / 2) {
         let mut values = Vec::with_capacity(chunk.len() * 3);
-        let mut cases = String::new();
-        for (id, inserted) in chunk {
-            values.push(Value::from(*id));
-            values.push(Value::from(*inserted));
-            cases += &format!(" WHEN ${} THEN ${}", values.len() - 1, values.len());
-        }
+        let inserted = case_of("id", &mut values, chunk.iter().map(|(id, n)| (Value::from(*id), Value::from(*n))));
         let first = values.len() + 1;
         values.extend(chunk.iter().map(|(id, _)| Value::from(*id)));
         let sql = format!(
-            "UPDATE proposals SET ingested_vote_count = ingested_vote_count + CASE id{cases} END WHERE id IN ({})",
+            "UPDATE proposals SET ingested_vote_count = ingested_vote_count + {inserted} WHERE id IN ({})",
             placeholders(first, chunk.len())
         );
         exec(db, &sql, values).await?;
@@ -398,15 +394,12 @@ async fn summaries<C: ConnectionTrait>(
         let voters = if before.is_empty() {
             COUNT_DAO_VOTERS.to_owned()
         } else {
-            let mut cases = String::new();
-            for (dao, voters) in before {
+            let now = before.into_iter().map(|(dao, voters)| {
                 let now = voters + voters_moved.get(&dao).copied().unwrap_or(0);
-                values.push(Value::from(dao));
-                values.push(Value::from(now));
-                cases += &format!(" WHEN ${} THEN ${}", values.len() - 1, values.len());
-            }
+                (Value::from(dao), Value::from(now))
+            });
             // COALESCE evaluates its second argument only for a DAO without a summary before.
-            format!("COALESCE(CASE d.id{cases} END, {COUNT_DAO_VOTERS})")
+            format!("COALESCE({}, {COUNT_DAO_VOTERS})", case_of("d.id", &mut values, now))
         };
         exec(db, &RECOMPUTE_SUMMARIES.replace("{where}", &filter).replace("{voters}", &voters), values).await?;
     }
