@@ -678,6 +678,7 @@ impl Applier<'_> {
             changes.offer(old, desired, |_| {});
         }
         let voters = self.voters(first_seen).await?;
+        touched.new_voters += voters.inserted;
         for v in &changes.rows {
             touched.voted.insert(v.proposal_id);
             touched.voters.insert((v.dao_id.clone(), v.voter.lower()));

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use govdata::contract::decimal;
 use govdata::ingest::run_once;
 use govdata::rules::signals::{ProposalInput, VoteInput, analyse_votes};
-use govdata::store::entities::{dao_summary, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat};
+use govdata::store::entities::{dao_summary, data_revision, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat};
 use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Statement};
 
 use crate::fixtures::testgov::{BASE, DAO, big, options, world};
@@ -37,7 +37,16 @@ async fn derived(db: &DatabaseConnection) -> String {
         .collect();
     let events = governance_event::Entity::find().order_by_asc(governance_event::Column::Id).all(db).await.unwrap();
     let signals = signal::Entity::find().order_by_asc(signal::Column::Id).all(db).await.unwrap();
-    format!("{facts:#?}\n{stats:#?}\n{summaries:#?}\n{counts:?}\n{events:#?}\n{signals:#?}")
+    // Each revision's row counts: the voters count is folded by incremental publications.
+    let revisions: Vec<_> = data_revision::Entity::find()
+        .order_by_asc(data_revision::Column::Id)
+        .all(db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.voters, r.forum_topics, r.governance_events, r.signals))
+        .collect();
+    format!("{facts:#?}\n{stats:#?}\n{summaries:#?}\n{counts:?}\n{events:#?}\n{signals:#?}\n{revisions:?}")
 }
 
 /// The rules' reference analysis of a proposal, from all its votes in memory.
