@@ -31,9 +31,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Ingest(args) => ingest(&url, args).await,
         Command::Tokens(cmd) => tokens(&url, cmd).await,
         Command::Webhooks(args) => webhooks(&url, args).await,
-        Command::Synth { votes, voters, proposals, dao } => {
+        Command::Synth { votes, voters, proposals, dao, defer_indexes } => {
             let db = store::connect(&url).await?;
-            let spec = sample::synth::SynthSpec { votes, voters, proposals, dao_id: dao };
+            let spec = sample::synth::SynthSpec { votes, voters, proposals, dao_id: dao, defer_indexes };
             let report = sample::synth::synth(&db, &spec).await?;
             println!("{report}");
             Ok(())

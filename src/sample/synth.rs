@@ -29,11 +29,13 @@ pub struct SynthSpec {
     pub voters: u64,
     pub proposals: u64,
     pub dao_id: String,
+    /// Build `votes`' secondary indexes after the load ([`DeferredIndexes`]).
+    pub defer_indexes: bool,
 }
 
 impl Default for SynthSpec {
     fn default() -> Self {
-        Self { votes: 1_000_000, voters: 100_000, proposals: 200, dao_id: "synthetic".to_owned() }
+        Self { votes: 1_000_000, voters: 100_000, proposals: 200, dao_id: "synthetic".to_owned(), defer_indexes: false }
     }
 }
 
@@ -52,6 +54,8 @@ pub struct SynthReport {
     pub generate: Duration,
     pub write: Duration,
     pub publish: Duration,
+    /// Building the deferred indexes (zero when none were deferred).
+    pub index: Duration,
     /// PostgreSQL's `VACUUM (ANALYZE)` after the load (zero on SQLite).
     pub vacuum: Duration,
     pub total: Duration,
@@ -68,9 +72,10 @@ impl fmt::Display for SynthReport {
         writeln!(f, "  busiest proposal {} with {} votes", self.busiest_key, self.busiest_votes)?;
         writeln!(
             f,
-            "  generate {:.1} s, write {:.1} s, publish {:.1} s, vacuum {:.1} s, total {:.1} s",
+            "  generate {:.1} s, write {:.1} s, index {:.1} s, publish {:.1} s, vacuum {:.1} s, total {:.1} s",
             self.generate.as_secs_f64(),
             self.write.as_secs_f64(),
+            self.index.as_secs_f64(),
             self.publish.as_secs_f64(),
             self.vacuum.as_secs_f64(),
             self.total.as_secs_f64()
@@ -205,6 +210,7 @@ async fn generate_and_publish(
 
     let phase = Instant::now();
     let txn = db.begin().await?;
+    let deferred = if spec.defer_indexes { DeferredIndexes::drop(&txn).await? } else { DeferredIndexes::default() };
     let now = now_ms();
     let last_end = proposal_start(counts.len() - 1) + VOTING_MS;
     write_dao(&txn, &spec.dao_id, now, last_end, run_id).await?;
@@ -247,7 +253,11 @@ async fn generate_and_publish(
         }
     }
     let write = phase.elapsed();
-    eprintln!("synth: rows written in {:.1} s; publishing", write.as_secs_f64());
+    eprintln!("synth: rows written in {:.1} s", write.as_secs_f64());
+    let phase = Instant::now();
+    deferred.build(&txn).await?;
+    let index = phase.elapsed();
+    eprintln!("synth: {} deferred indexes built in {:.1} s; publishing", deferred.0.len(), index.as_secs_f64());
 
     let phase = Instant::now();
     let summary = format!(
@@ -293,9 +303,58 @@ async fn generate_and_publish(
         generate,
         write,
         publish,
+        index,
         vacuum,
         total: started.elapsed(),
     })
+}
+
+/// `votes`' secondary indexes (name, `CREATE INDEX` statement), dropped for a bulk load and built
+/// again after it. The statements are read from PostgreSQL's catalog (`pg_indexes`), so the
+/// indexes come back exactly as the migrations made them. The primary key's index stays (ids only
+/// grow: its inserts are cheap). The natural key's unique index is rebuilt like the others and
+/// refuses a duplicate as it is built: the load then fails and rolls back whole. All of it
+/// happens inside the load's transaction, which holds `votes` exclusively until it ends.
+#[derive(Debug, Default)]
+struct DeferredIndexes(Vec<(String, String)>);
+
+const VOTE_SECONDARY_INDEXES: &str = "SELECT i.indexname AS name, i.indexdef AS def FROM pg_indexes i
+     WHERE i.schemaname = current_schema() AND i.tablename = 'votes'
+       AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)
+     ORDER BY i.indexname";
+
+impl DeferredIndexes {
+    async fn drop(txn: &DatabaseTransaction) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            txn.get_database_backend() == sea_orm::DbBackend::Postgres,
+            "--defer-indexes is for PostgreSQL (SQLite's inserts already fill its B-trees)"
+        );
+        let any_vote = vote::Entity::find().one(txn).await?;
+        anyhow::ensure!(any_vote.is_none(), "--defer-indexes needs an empty votes table (a bulk load into a new store)");
+        let rows = txn.query_all_raw(sea_orm::Statement::from_string(txn.get_database_backend(), VOTE_SECONDARY_INDEXES)).await?;
+        let mut indexes = Vec::with_capacity(rows.len());
+        for row in rows {
+            let name: String = row.try_get("", "name")?;
+            let def: String = row.try_get("", "def")?;
+            txn.execute_unprepared(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\""))).await?;
+            indexes.push((name, def));
+        }
+        Ok(Self(indexes))
+    }
+
+    async fn build(&self, txn: &DatabaseTransaction) -> anyhow::Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        // Each build sorts the whole table: a larger sort memory for this transaction only.
+        txn.execute_unprepared("SET LOCAL maintenance_work_mem = '1GB'").await?;
+        for (name, def) in &self.0 {
+            let started = Instant::now();
+            txn.execute_unprepared(def).await.with_context(|| format!("building {name}"))?;
+            eprintln!("synth: built {name} in {:.1} s", started.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
 }
 
 /// The DAO (inserted, or its name refreshed when it exists without proposals), a Snapshot source

@@ -104,3 +104,47 @@ async fn boolean_settings_accept_1_yes_and_true() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("maybe"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `votes`' indexes as PostgreSQL's catalog defines them.
+async fn vote_index_defs(url: &str) -> Vec<String> {
+    use sea_orm::ConnectionTrait;
+    let db = govdata::store::connect(url).await.unwrap();
+    let sql = "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'votes' ORDER BY indexname";
+    let rows = db.query_all_raw(sea_orm::Statement::from_string(db.get_database_backend(), sql)).await.unwrap();
+    rows.iter().map(|r| r.try_get::<String>("", "indexdef").unwrap()).collect()
+}
+
+// A bulk load with `--defer-indexes` ends with every index of `votes` exactly as the migrations
+// made it, serves what a plain load serves, and refuses a table that already holds votes.
+#[tokio::test]
+async fn synth_defers_vote_indexes_on_postgres() {
+    if !crate::helpers::require(Backend::Postgres) {
+        return;
+    }
+    let plain = fresh_database(Backend::Postgres).await;
+    let bulk = fresh_database(Backend::Postgres).await;
+    let args = ["synth", "--votes", "3000", "--voters", "800", "--proposals", "6"];
+    let out = govdata(&plain, &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let migrated = vote_index_defs(&plain).await;
+    assert!(migrated.len() >= 7, "{migrated:#?}");
+    let out = govdata(&bulk, &[&args[..], &["--defer-indexes"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deferred indexes built"));
+    assert_eq!(vote_index_defs(&bulk).await, migrated);
+
+    // The same votes, in the same power order, on both stores.
+    let (a, b) = (crate::helpers::spawn_app_on(plain).await, crate::helpers::spawn_app_on(bulk.clone()).await);
+    let (_, proposals) = a.get_json("/v2/proposals?daoId=synthetic&limit=1").await;
+    let key = proposals["data"]["items"][0]["proposalKey"].as_str().unwrap_or_else(|| panic!("{proposals}")).to_owned();
+    let page = format!("/v2/proposals/{key}/votes?limit=50");
+    let ((sa, va), (sb, vb)) = (a.get_json(&page).await, b.get_json(&page).await);
+    assert_eq!((sa, sb), (200, 200), "{va} {vb}");
+    assert_eq!(va["data"]["items"].as_array().unwrap().len(), 50, "{va}");
+    assert_eq!(va["data"]["items"], vb["data"]["items"]);
+
+    let again = govdata(&bulk, &["synth", "--votes", "10", "--voters", "10", "--dao", "other", "--defer-indexes"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("needs an empty votes table"), "{again:?}");
+    assert_eq!(vote_index_defs(&bulk).await, migrated, "a refused load drops nothing");
+}

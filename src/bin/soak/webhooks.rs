@@ -263,6 +263,7 @@ pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
         voters: plan.votes / 2,
         proposals: plan.proposals,
         dao_id: dao.clone(),
+        ..Default::default()
     };
     govdata::sample::synth::synth(&db, &spec).await?;
     let entries = feed_entries_of(&db, &dao).await? as usize;
