@@ -27,6 +27,14 @@
 // `Problem` (the RFC 9457 body) is the error of every handler; it is built only on the error
 // path and turned into a response at once, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
+
+/// Every binary of the crate (the server, `bench`, `soak`) and every test binary allocates with
+/// mimalloc: declared here, once, so that what the benchmarks time is what `govdata serve` runs.
+/// The crate's own unit tests count allocations through mimalloc instead (`edge::cache`).
+#[cfg(not(test))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod api;
 pub mod config;
 pub mod connections;
