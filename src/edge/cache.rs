@@ -480,7 +480,8 @@ mod tests {
     /// mimalloc's size classes (`mi_bin`): words up to 8 in pairs, then four per power of two.
     #[test]
     fn heap_is_mimallocs_block() {
-        let cases = [(0, 0), (1, 8), (8, 8), (9, 16), (17, 32), (64, 64), (65, 80), (128, 128), (129, 160), (1100, 1280)];
+        let cases =
+            [(0, 0), (1, 8), (8, 8), (9, 16), (17, 32), (64, 64), (65, 80), (128, 128), (129, 160), (1100, 1280)];
         for (bytes, block) in cases {
             assert_eq!(heap(bytes), block, "{bytes} bytes");
         }

@@ -330,8 +330,13 @@ impl DeferredIndexes {
             "--defer-indexes is for PostgreSQL (SQLite's inserts already fill its B-trees)"
         );
         let any_vote = vote::Entity::find().one(txn).await?;
-        anyhow::ensure!(any_vote.is_none(), "--defer-indexes needs an empty votes table (a bulk load into a new store)");
-        let rows = txn.query_all_raw(sea_orm::Statement::from_string(txn.get_database_backend(), VOTE_SECONDARY_INDEXES)).await?;
+        anyhow::ensure!(
+            any_vote.is_none(),
+            "--defer-indexes needs an empty votes table (a bulk load into a new store)"
+        );
+        let rows = txn
+            .query_all_raw(sea_orm::Statement::from_string(txn.get_database_backend(), VOTE_SECONDARY_INDEXES))
+            .await?;
         let mut indexes = Vec::with_capacity(rows.len());
         for row in rows {
             let name: String = row.try_get("", "name")?;

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use govdata::contract::decimal;
 use govdata::ingest::run_once;
 use govdata::rules::signals::{ProposalInput, VoteInput, analyse_votes};
-use govdata::store::entities::{dao_summary, data_revision, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat};
+use govdata::store::entities::{
+    dao_summary, data_revision, governance_event, proposal, proposal_fact, signal, vote, voter_dao_stat,
+};
 use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Statement};
 
 use crate::fixtures::testgov::{BASE, DAO, big, options, world};
