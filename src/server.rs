@@ -116,7 +116,7 @@ pub async fn bind(
     let rates = edge::rate::RateLimiter::start(settings.rates, db.clone());
     let backlog = settings.limits.stream_backlog_batches as usize;
     let feed =
-        edge::stream::FeedHub::start(db.clone(), api::views::feed::stream_frames(), serving.subscribe(), backlog)
+        edge::stream::FeedHub::start(nodes.clone(), api::views::feed::stream_frames(), serving.subscribe(), backlog)
             .await?;
     // Webhooks: woken by every new serving revision (this process's publication or another's),
     // and by the handlers when a subscription changes or queues a message.

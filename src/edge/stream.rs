@@ -88,7 +88,10 @@ type Batch = Arc<[Frame]>;
 
 /// The process's one reader of new feed entries, and the broadcast every stream listens to.
 pub struct FeedHub {
+    /// The primary: new entries are read there as publications commit.
     db: DatabaseConnection,
+    /// The primary's health and the replicas, for catching up while the primary is away.
+    nodes: Arc<store::nodes::Nodes>,
     render: Arc<dyn RenderFrames>,
     tx: broadcast::Sender<Batch>,
     /// The newest sequence the hub has read (or seen, when no stream listened).
@@ -102,17 +105,40 @@ impl FeedHub {
     /// streams that have not taken them yet (a stream further behind catches up from the
     /// store); it stops when the hub is dropped.
     pub async fn start(
-        db: DatabaseConnection,
+        nodes: Arc<store::nodes::Nodes>,
         render: Arc<dyn RenderFrames>,
         serving: watch::Receiver<Arc<Serving>>,
         backlog: usize,
     ) -> Result<Arc<Self>, DbErr> {
+        let db = nodes.primary().clone();
         let position = store::feed::newest(&db).await?;
         let (tx, _) = broadcast::channel(backlog.max(1));
-        let hub =
-            Arc::new(Self { db, render, tx, position: AtomicI64::new(position), subscriptions: AtomicU64::new(0) });
+        let hub = Arc::new(Self {
+            db,
+            nodes,
+            render,
+            tx,
+            position: AtomicI64::new(position),
+            subscriptions: AtomicU64::new(0),
+        });
         tokio::spawn(follow(Arc::downgrade(&hub), serving));
         Ok(hub)
+    }
+
+    /// Where a stream catches up: the primary; while the primary is seen down, the freshest
+    /// replica, if it holds every entry the hub has broadcast. Nothing is published without the
+    /// primary, so such a replica lacks no entry a stream can have missed: those before its
+    /// subscription or dropped while it lagged are at or below the hub's position, and later
+    /// ones reach it by the broadcast. Otherwise the primary still: the read fails, and the
+    /// stream ends `unavailable` with where to resume.
+    async fn catch_up_node(&self) -> DatabaseConnection {
+        if self.nodes.primary_down()
+            && let Some(replica) = self.nodes.freshest_replica()
+            && store::feed::newest(replica).await.is_ok_and(|n| n >= self.position.load(Ordering::Acquire))
+        {
+            return replica.clone();
+        }
+        self.db.clone()
     }
 
     /// Reads and broadcasts every entry after the hub's position. With no stream listening it
@@ -357,9 +383,10 @@ impl Reader {
             return Ok(());
         };
         let position = self.position();
-        let db = self.hub.db.clone();
+        let hub = self.hub.clone();
         let render = self.hub.render.clone();
         let read = self.queries.run(async move {
+            let db = hub.catch_up_node().await;
             // A position pruning has passed lost entries: the client must resynchronise.
             if store::feed::pruned_past(&db, position).await.map_err(|e| Problem::from_store(&e))?.is_some() {
                 return Ok(None);

@@ -256,6 +256,16 @@ async fn without_the_primary_reads_are_served_and_writes_refused_until_it_return
     }
     let partner = app.anonymous.get(app.url("/v2/daos/uniswap")).header("x-service-api-token", &token).send().await;
     assert_eq!(partner.unwrap().status(), 200);
+    // An event stream resumed from the start catches up from the replica: the entries the feed
+    // lists, in order.
+    let listed = crate::feed::entries_after(&app, "0").await;
+    assert!(!listed.is_empty(), "the sample's publication fed entries");
+    let mut stream = crate::stream::Sse::open(&app, "/v2/stream?after=0", &[]).await;
+    stream.next(Duration::from_secs(5)).await.expect("the stream's first event");
+    let n = listed.len().min(20);
+    let streamed: Vec<String> = stream.entries(n).await.into_iter().map(|e| e.id.unwrap()).collect();
+    let expected: Vec<String> = listed[..n].iter().map(|e| e["sequence"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(streamed, expected);
     let ready = app.anonymous.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 200);
     let ready: Value = ready.json().await.unwrap();
