@@ -156,25 +156,37 @@ const MOVE_SUMMARY_FRESHNESS: &str = "UPDATE dao_summaries
 const LINK_RUN: &str = "UPDATE ingestion_runs SET revision_id = $1 WHERE id = $2";
 
 /// The dataset's row counts, kept on the revision that publishes them (the freshness answer
-/// reads them there instead of counting per request): `{voters}` is `$2`, the previous
-/// revision's count plus the voters its writer inserted (voters are never deleted), or
-/// [`COUNT_VOTERS`]. Counting every voter grows with the store (134 ms at 500,000 voters on
-/// PostgreSQL, the one statement of a 1,000-vote publication that did); topics, events and
-/// signals are small next to the votes.
-const COUNT_ROWS: &str = "UPDATE data_revisions SET
-         voters = {voters},
-         forum_topics = (SELECT COUNT(*) FROM forum_topics),
-         governance_events = (SELECT COUNT(*) FROM governance_events),
-         signals = (SELECT COUNT(*) FROM signals)
-     WHERE id = $1";
+/// reads them there instead of counting per request): each column of `data_revisions` and how
+/// it is counted. Counting every voter grows with the store (134 ms at 500,000 voters on
+/// PostgreSQL, the one statement of a 1,000-vote publication that did), so a publication of
+/// touched rows folds it instead ([`count_rows`]); topics, events and signals are small next
+/// to the votes.
+const ROW_COUNTS: [(&str, &str); 4] = [
+    ("voters", "(SELECT COUNT(*) FROM voters)"),
+    ("forum_topics", "(SELECT COUNT(*) FROM forum_topics)"),
+    ("governance_events", "(SELECT COUNT(*) FROM governance_events)"),
+    ("signals", "(SELECT COUNT(*) FROM signals)"),
+];
 
-const COUNT_VOTERS: &str = "(SELECT COUNT(*) FROM voters)";
-
-/// [`COUNT_ROWS`] by counting, rewriting the revision only where a count is wrong.
-const RECOUNT_ROWS: &str = " AND (voters <> (SELECT COUNT(*) FROM voters)
-         OR forum_topics <> (SELECT COUNT(*) FROM forum_topics)
-         OR governance_events <> (SELECT COUNT(*) FROM governance_events)
-         OR signals <> (SELECT COUNT(*) FROM signals))";
+/// The statement that sets revision `$1`'s row counts. `voters_from_param`: the voters column
+/// is `$2` (the previous revision's count plus the voters the writer inserted: voters are never
+/// deleted) instead of counted. `only_if_wrong`: the row is rewritten only where a count differs
+/// (a recomputation reports what it changed).
+fn count_rows(voters_from_param: bool, only_if_wrong: bool) -> String {
+    let set: Vec<String> = ROW_COUNTS
+        .iter()
+        .map(|(column, count)| match (*column, voters_from_param) {
+            ("voters", true) => "voters = $2".to_owned(),
+            _ => format!("{column} = {count}"),
+        })
+        .collect();
+    let mut sql = format!("UPDATE data_revisions SET {} WHERE id = $1", set.join(", "));
+    if only_if_wrong {
+        let wrong: Vec<String> = ROW_COUNTS.iter().map(|(column, count)| format!("{column} <> {count}")).collect();
+        sql += &format!(" AND ({})", wrong.join(" OR "));
+    }
+    sql
+}
 
 /// Key of the PostgreSQL advisory lock publications take (any constant; this one spells "GOVPUB").
 const PUBLICATION_LOCK: i64 = 0x474f_5650_5542;
@@ -258,7 +270,7 @@ where
         data_as_of_ms: Set(newest_watermark(&txn).await?.unwrap_or(now)),
         run_id: Set(Some(run_id)),
         summary: Set(summary.to_owned()),
-        // Counted once the revision's rows are all written (`COUNT_ROWS` below).
+        // Counted once the revision's rows are all written (`count_rows` below).
         voters: Set(0),
         forum_topics: Set(0),
         governance_events: Set(0),
@@ -273,12 +285,10 @@ where
     let as_of = dao_times(&txn).await?;
     let scope_daos = touched.map(|t| &t.daos);
     fed.signals = super::signals::compute(&txn, scope_daos, &as_of, revision.id).await?.changes;
-    let (voters, mut values) = match voters_then {
-        Some(voters) => ("$2", vec![voters.into()]),
-        None => (COUNT_VOTERS, vec![]),
+    match voters_then {
+        Some(voters) => exec(&txn, &count_rows(true, false), vec![revision.id.into(), voters.into()]).await?,
+        None => exec(&txn, &count_rows(false, false), vec![revision.id.into()]).await?,
     };
-    values.insert(0, revision.id.into());
-    exec(&txn, &COUNT_ROWS.replace("{voters}", voters), values).await?;
     exec(&txn, LINK_RUN, vec![revision.id.into(), run_id.into()]).await?;
     let revision = data_revision::Entity::find_by_id(revision.id).one(&txn).await?.ok_or_else(|| {
         DbErr::RecordNotFound(format!("revision {} vanished inside its own transaction", revision.id))
@@ -454,8 +464,7 @@ where
     let revision = current_revision(&txn).await?.map_or(0, |r| r.id);
     let report = super::signals::compute(&txn, None, &as_of, revision).await?;
     changed += (report.inserted + report.updated + report.deleted) as u64;
-    let recount = COUNT_ROWS.replace("{voters}", COUNT_VOTERS) + RECOUNT_ROWS;
-    changed += exec(&txn, &recount, vec![revision.into()]).await?;
+    changed += exec(&txn, &count_rows(false, true), vec![revision.into()]).await?;
     txn.commit().await?;
     Ok(changed)
 }
