@@ -175,7 +175,7 @@ async fn generate_and_publish(
     let power: Vec<u64> = (0..spec.voters)
         .map(|_| {
             let u: f64 = rng.random_range(1e-9..1.0);
-            (0.5 * u.powf(-1.0 / 1.05) * 1e6) as u64
+            power_micro(u)
         })
         .collect();
     let mut permutation: Vec<u32> = (0..spec.voters as u32).collect();
@@ -557,8 +557,14 @@ fn seed(dao_id: &str) -> u64 {
     u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
+/// A voter's power, in millionths, at quantile `1 - u` of the heavy tail synth draws powers from
+/// (Pareto: 0.5 × u^(-1/1.05)). The bench draws its added votes from it too.
+pub fn power_micro(u: f64) -> u64 {
+    (0.5 * u.powf(-1.0 / 1.05) * 1e6) as u64
+}
+
 /// Millionths as plain decimal text: 1234500000 → `1234.5`.
-fn micro_text(micro: u128) -> String {
+pub fn micro_text(micro: u128) -> String {
     let (int, frac) = (micro / 1_000_000, micro % 1_000_000);
     if frac == 0 { int.to_string() } else { format!("{int}.{frac:06}").trim_end_matches('0').to_owned() }
 }

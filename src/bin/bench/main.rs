@@ -299,14 +299,13 @@ async fn publication_runs(db: &sea_orm::DatabaseConnection, busiest: &proposal::
 }
 
 /// The power of the bench's vote `i` of 1,000: the `(i + 0.5) / 1000` quantile of the heavy tail
-/// `govdata synth` draws voters' power from (Pareto, 0.5 × u^(-1/1.05)), in millionths. The
-/// added votes then spread over the power order as the stored ones do; with powers above almost
-/// every stored vote they made up the first page of the busiest proposal by themselves (rows
-/// written together, read from a few cached heap pages), and timed that page, not the store's.
+/// `govdata synth` draws voters' power from. The added votes then spread over the power order as
+/// the stored ones do; with powers above almost every stored vote they made up the first page of
+/// the busiest proposal by themselves (rows written together, read from a few cached heap
+/// pages), and timed that page, not the store's.
 fn quantile_power(i: u64) -> String {
-    let u = (i as f64 + 0.5) / 1000.0;
-    let micro = (0.5 * u.powf(-1.0 / 1.05) * 1e6) as u64;
-    format!("{}.{:06}", micro / 1_000_000, micro % 1_000_000)
+    use govdata::sample::synth::{micro_text, power_micro};
+    micro_text(u128::from(power_micro((i as f64 + 0.5) / 1000.0)))
 }
 
 /// A manual ingestion run of `dao`, running: what a bench run stages its records under.
