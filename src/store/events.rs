@@ -201,6 +201,7 @@ async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]
     let details =
         json_object(&[("votingPower", "v.voting_power"), ("choice", "v.choice"), ("scoresTotal", "p.scores_total")]);
     let voter = super::address::lower_sql(backend, "v.voter");
+    let above = super::vote_arms::above_thresholds_sql(backend);
     let mut written = Vec::new();
     for batch in thresholds.chunks(THRESHOLD_BATCH) {
         let rows: Vec<String> = (0..batch.len()).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
@@ -210,10 +211,8 @@ async fn derive_vote_events<C: ConnectionTrait>(db: &C, proposals: Option<&[i64]
              SELECT p.dao_id || ':' || p.source || ':' || p.external_id || ':{kind}:' || {voter}, p.dao_id, '{kind}',
                     v.created_ms, {PROPOSAL_SUBJECT}, {voter}, p.url, {PROPOSAL_SNAPSHOT_ID}, v.tx_hash, v.block_number,
                     {details}
-             FROM votes v
-             JOIN thresholds th ON th.proposal_id = v.proposal_id
+             FROM {above}
              JOIN proposals p ON p.id = v.proposal_id
-             WHERE v.vp_sort >= th.min_vp_sort
              ORDER BY v.id
              {UPSERT_UPDATE}",
             rows = rows.join(", "),

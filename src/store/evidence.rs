@@ -2,9 +2,12 @@
 //! indexed page), the proposal's governance events, and the DAO check. Nothing here reads a
 //! proposal's votes beyond the few it shows: evidence of a 100,000-vote proposal costs what a
 //! 100-vote one costs.
-use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect,
+};
 
 use super::entities::{dao, governance_event, proposal, vote};
+use super::proposals::VoteOrder;
 use crate::rules::tally::Tally;
 
 pub use super::entities::proposal::SAMPLE_ORIGIN as SAMPLE_PROPOSAL_ORIGIN;
@@ -18,20 +21,16 @@ pub struct VoteSummary {
 }
 
 /// The proposal's stored tally (`store::facts`, computed at publication) and its `top` largest
-/// votes, read from `ix_votes_proposal_power`.
+/// votes in power order (`store::vote_arms`).
 pub async fn vote_summary(
     db: &DatabaseConnection,
     proposal: &proposal::Model,
     top: usize,
 ) -> Result<VoteSummary, DbErr> {
     let tally = super::facts::get(db, proposal.id).await?.map(|f| f.tally).unwrap_or_default();
-    let largest = vote::Entity::find()
-        .filter(vote::Column::ProposalId.eq(proposal.id))
-        .order_by_desc(vote::Column::VpSort)
-        .order_by_asc(vote::Column::Voter)
-        .limit(top as u64)
-        .all(db)
-        .await?;
+    let statement =
+        super::vote_arms::statement(db.get_database_backend(), proposal.id, VoteOrder::Power, None, top as u64, false);
+    let largest = vote::Model::find_by_statement(statement).all(db).await?;
     Ok(VoteSummary { tally, largest })
 }
 

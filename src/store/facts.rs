@@ -6,24 +6,26 @@
 //! votes they replaced): exact, since the shares removed are the very quotients once added. Only
 //! a proposal without stored facts, or whose voting type changed, is tallied from all its votes,
 //! in one streamed pass (memory bounded whatever the count). The two votes the rules weigh (the
-//! largest, and the one with the largest effect on the margin) come from a short walk down
-//! `ix_votes_proposal_power` that stops as soon as no later vote can beat the best found, since a
-//! vote's effect never exceeds its power.
+//! largest, and the one with the largest effect on the margin) come from a short walk down the
+//! votes in power order (`store::vote_arms`) that stops as soon as no later vote can beat the best
+//! found, since a vote's effect never exceeds its power.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bigdecimal::{BigDecimal, Zero};
 use futures_util::TryStreamExt;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, StreamTrait,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QuerySelect, StreamTrait,
     sea_query::OnConflict,
 };
 use serde::{Deserialize, Serialize};
 
 use super::address::AccountBytes;
 use super::entities::{proposal, proposal_fact, vote};
+use super::proposals::VoteOrder;
 use super::publish::TallyDelta;
 use super::sort_keys;
 use super::stored::TallyScores;
+use super::vote_arms;
 use crate::contract::decimal;
 use crate::rules::signals::{VoteFacts, VoteInput, leading_pair};
 use crate::rules::tally::{self, Tally};
@@ -273,7 +275,7 @@ pub async fn compute<C: ConnectionTrait + StreamTrait>(
 }
 
 /// The largest vote, and the vote with the largest effect on the margin between the leader and
-/// the runner-up of `tally`, read down `ix_votes_proposal_power` until no later vote can beat
+/// the runner-up of `tally`, read down the votes in power order (`store::vote_arms`) until no later vote can beat
 /// them (a vote's effect never exceeds its power).
 async fn weightiest<C: ConnectionTrait>(
     db: &C,
@@ -293,12 +295,10 @@ async fn weightiest<C: ConnectionTrait>(
     let mut after: Option<(String, AccountBytes)> = None;
     let mut page_size = FIRST_WALK_PAGE;
     'walk: loop {
-        let mut q = vote::Entity::find().filter(vote::Column::ProposalId.eq(proposal_id));
-        if let Some(position) = after.take() {
-            q = q.filter(super::after_desc_asc(vote::Column::VpSort, vote::Column::Voter, position));
-        }
-        let page =
-            q.order_by_desc(vote::Column::VpSort).order_by_asc(vote::Column::Voter).limit(page_size).all(db).await?;
+        let position = after.take().map(|(sort, voter)| vote_arms::Position::Power(sort, voter));
+        let statement =
+            vote_arms::statement(db.get_database_backend(), proposal_id, VoteOrder::Power, position, page_size, false);
+        let page = vote::Model::find_by_statement(statement).all(db).await?;
         let full = page.len() as u64 == page_size;
         after = page.last().map(|v| (v.vp_sort.clone(), v.voter.clone()));
         for v in page.into_iter().map(VoteInput::from) {

@@ -32,6 +32,7 @@ pub mod stored;
 pub mod tokens;
 pub mod topics;
 pub mod upsert;
+pub mod vote_arms;
 pub mod voters;
 pub mod webhooks;
 

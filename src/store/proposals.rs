@@ -71,14 +71,16 @@ pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<propo
 /// Vote list orders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VoteOrder {
-    /// Largest voting power first, then voter address (`ix_votes_proposal_power`).
+    /// Largest voting power first, then voter address (`ix_votes_proposal_power`; on PostgreSQL
+    /// with the choice indexes, `store::vote_arms`).
     Power,
-    /// Newest first (`ix_votes_proposal_time`).
+    /// Newest first (`ix_votes_proposal_time`; on PostgreSQL as for `Power`).
     Time,
 }
 
 /// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
-/// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs.
+/// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs;
+/// an unfiltered list is read by `store::vote_arms` (on PostgreSQL, merged over the choices).
 /// A vote with its voter's ENS name, when the store knows one.
 #[derive(Debug, Clone)]
 pub struct VoteWithEns {
@@ -105,7 +107,12 @@ pub async fn votes(
     limit: u64,
 ) -> Result<Vec<VoteWithEns>, DbErr> {
     use vote::Column as C;
-    let voter_sql = address::lower_sql(db.get_database_backend(), r#""votes"."voter""#);
+    let backend = db.get_database_backend();
+    if voter.is_none() && choice.is_none() {
+        let statement = super::vote_arms::statement(backend, proposal_id, order, after.map(Into::into), limit, true);
+        return VoteWithEns::find_by_statement(statement).all(db).await;
+    }
+    let voter_sql = address::lower_sql(backend, r#""votes"."voter""#);
     let mut q = vote::Entity::find()
         .column_as(Expr::cust(super::voters::ens_sql(&voter_sql)), VOTER_ENS)
         .filter(C::ProposalId.eq(proposal_id));

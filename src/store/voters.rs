@@ -129,7 +129,7 @@ pub async fn ens_names(
 /// voter's votes DAO by DAO, so a `daoId` page reads just its rows whatever the voter did
 /// elsewhere. The unfiltered history is a merge of the voter's DAOs (their `voter_dao_stats`
 /// rows): each DAO gives at most a page of keys from its run of the index, the newest `limit` of
-/// them are kept, and those votes are read by id. A page costs one index descent per DAO the
+/// them are kept, and those votes are read by their keys. A page costs one index descent per DAO the
 /// voter voted in and at most `limit` rows from each, whatever the store holds.
 pub async fn history(
     db: &impl ConnectionTrait,
@@ -152,18 +152,13 @@ pub async fn history(
                 .await?
         }
     };
-    let mut keys: Vec<(i64, i64)> = Vec::new();
+    let mut keys: Vec<VoteKey> = Vec::new();
     for chunk in daos.chunks(MERGE_ARMS_MAX) {
         keys.extend(newest_keys(db, &voter, chunk, window, after.as_ref(), limit).await?);
     }
-    keys.sort_unstable_by(|a, b| b.cmp(a));
+    keys.sort_unstable_by_key(|k| std::cmp::Reverse((k.created_ms, k.id)));
     keys.truncate(limit as usize);
-    let ids: Vec<i64> = keys.iter().map(|(_, id)| *id).collect();
-    let mut votes = if ids.is_empty() {
-        Vec::new()
-    } else {
-        vote::Entity::find().filter(vote::Column::Id.is_in(ids)).all(db).await?
-    };
+    let mut votes = if keys.is_empty() { Vec::new() } else { by_keys(db, &voter, keys).await? };
     votes.sort_unstable_by_key(|v| std::cmp::Reverse((v.created_ms, v.id)));
     let ids: Vec<i64> = votes.iter().map(|v| v.proposal_id).collect();
     let proposals: HashMap<i64, proposal::Model> =
@@ -171,10 +166,40 @@ pub async fn history(
     Ok(votes.into_iter().filter_map(|v| proposals.get(&v.proposal_id).cloned().map(|p| (v, p))).collect())
 }
 
+/// A vote's entry in `ix_votes_voter_dao_time` (with the voter's address).
+#[derive(Debug, FromQueryResult)]
+struct VoteKey {
+    dao_id: String,
+    created_ms: i64,
+    id: i64,
+}
+
+/// The votes of `keys`, all the voter's. SQLite reads them by id (its rowid). PostgreSQL has no
+/// index on the id (migration 23: it was 22 bytes of every vote, for this read only) and reads
+/// each by its full entry in `ix_votes_voter_dao_time` instead, one index probe per vote.
+async fn by_keys(
+    db: &impl ConnectionTrait,
+    voter: &super::address::AccountBytes,
+    keys: Vec<VoteKey>,
+) -> Result<Vec<vote::Model>, DbErr> {
+    use sea_orm::Condition;
+    use vote::Column as C;
+    let find = vote::Entity::find();
+    let find = if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        let entries = keys.into_iter().fold(Condition::any(), |any, k| {
+            any.add(Condition::all().add(C::DaoId.eq(k.dao_id)).add(C::CreatedMs.eq(k.created_ms)).add(C::Id.eq(k.id)))
+        });
+        find.filter(C::Voter.eq(voter.clone())).filter(entries)
+    } else {
+        find.filter(C::Id.is_in(keys.into_iter().map(|k| k.id)))
+    };
+    find.all(db).await
+}
+
 /// DAOs merged by one statement: far below SQLite's 500 terms of a compound select.
 const MERGE_ARMS_MAX: usize = 100;
 
-/// The `(created_ms, id)` of the voter's newest `limit` votes in each of `daos` within `window`
+/// The keys of the voter's newest `limit` votes in each of `daos` within `window`
 /// and after `after`, newest first: one `UNION ALL` arm per DAO, each a bounded walk of its run
 /// of `ix_votes_voter_dao_time` (an arm is a subquery so that it may carry its own order and
 /// limit on both backends).
@@ -185,7 +210,7 @@ async fn newest_keys(
     window: Option<(i64, i64)>,
     after: Option<&super::keysets::TimeAfter>,
     limit: u64,
-) -> Result<Vec<(i64, i64)>, DbErr> {
+) -> Result<Vec<VoteKey>, DbErr> {
     let mut values: Vec<sea_orm::Value> = Vec::new();
     let mut bind = |v: sea_orm::Value| {
         values.push(v);
@@ -194,7 +219,7 @@ async fn newest_keys(
     let mut arms = Vec::with_capacity(daos.len());
     for (i, dao) in daos.iter().enumerate() {
         let mut sql = format!(
-            "SELECT * FROM (SELECT created_ms, id FROM votes WHERE voter = {} AND dao_id = {}",
+            "SELECT * FROM (SELECT dao_id, created_ms, id FROM votes WHERE voter = {} AND dao_id = {}",
             bind(voter.clone().into()),
             bind(dao.as_str().into())
         );
@@ -212,9 +237,8 @@ async fn newest_keys(
         arms.push(sql);
     }
     let sql = format!(
-        "SELECT created_ms, id FROM ({}) merged ORDER BY created_ms DESC, id DESC LIMIT {limit}",
+        "SELECT dao_id, created_ms, id FROM ({}) merged ORDER BY created_ms DESC, id DESC LIMIT {limit}",
         arms.join(" UNION ALL ")
     );
-    let rows = db.query_all_raw(Statement::from_sql_and_values(db.get_database_backend(), sql, values)).await?;
-    rows.iter().map(|r| Ok((r.try_get::<i64>("", "created_ms")?, r.try_get::<i64>("", "id")?))).collect()
+    VoteKey::find_by_statement(Statement::from_sql_and_values(db.get_database_backend(), sql, values)).all(db).await
 }

@@ -42,5 +42,6 @@ mod v2_daos;
 mod v2_lists;
 mod v2_snapshots;
 mod v2_topics;
+mod vote_lists;
 mod voter_rows;
 mod webhooks;

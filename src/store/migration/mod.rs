@@ -28,6 +28,7 @@ mod m0019_notable_delegations;
 mod m0020_copeland_facts;
 mod m0021_export_files;
 mod m0022_voter_dao_history;
+mod m0023_vote_arms;
 
 pub struct Migrator;
 
@@ -57,6 +58,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0020_copeland_facts::Migration),
             Box::new(m0021_export_files::Migration),
             Box::new(m0022_voter_dao_history::Migration),
+            Box::new(m0023_vote_arms::Migration),
         ]
     }
 }

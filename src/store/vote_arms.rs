@@ -1,0 +1,170 @@
+//! A proposal's votes in power or time order, read on PostgreSQL without indexes of their own
+//! (migration 23).
+//!
+//! Every vote is in the choice indexes (`ix_votes_proposal_choice_power`, `…_time`), which
+//! order a proposal's votes choice by choice. On PostgreSQL the proposal-wide indexes
+//! (`ix_votes_proposal_power`, `…_time`) hold only the votes whose recorded choice is outside
+//! [`MERGED_CHOICES`]: almost every vote is a single choice `1` to `5` (on-chain governors always
+//! are), so those indexes are nearly empty, and they were a fifth of the bytes of a vote. An
+//! unfiltered list is then one statement: an arm per merged choice and one for the others, each
+//! a bounded walk of its index from the keyset position, merged in order (`Merge Append`: a page
+//! reads about `limit` rows in all, whatever the proposal's size).
+//!
+//! SQLite keeps the proposal-wide indexes whole (its B-trees are compact, and its planner sorts
+//! each arm's rows instead of merging them lazily), so there the list reads one index.
+use sea_orm::sea_query::{Alias, Asterisk, Expr, Order, Query, SelectStatement, UnionType};
+use sea_orm::{ColumnTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement};
+
+use super::address::AccountBytes;
+use super::entities::vote;
+use super::keysets::{TimeAfter, VoteAfter};
+use super::proposals::VoteOrder;
+use super::voters::{VOTER_ENS, ens_sql};
+
+/// The recorded choices whose votes PostgreSQL orders through the choice indexes alone: the
+/// single choices of nearly every proposal (the governance sample: 99.4 % of its votes). Each one
+/// is an arm of every unfiltered list, so the set stays short. Migration 23's partial indexes
+/// hold the votes outside it; changing it needs a migration that rebuilds them with
+/// [`others_sql`] (the plan test `vote_lists::postgres_pages_read_each_arm_by_its_index` fails
+/// while they differ).
+pub const MERGED_CHOICES: [&str; 5] = ["1", "2", "3", "4", "5"];
+
+/// The votes outside [`MERGED_CHOICES`], as SQL with the choices inlined: the predicate of
+/// migration 23's partial indexes, and of the arm that reads them (a bound parameter would not
+/// prove the partial index's predicate, and the planner would walk the choice indexes instead).
+pub fn others_sql() -> String {
+    format!(r#""choice" NOT IN ({})"#, listed())
+}
+
+/// [`MERGED_CHOICES`] as SQL string literals.
+fn listed() -> String {
+    MERGED_CHOICES.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", ")
+}
+
+/// The votes of `MERGED_CHOICES`, as SQL with the choices inlined.
+fn merged_sql() -> String {
+    format!(r#""choice" IN ({})"#, listed())
+}
+
+/// A `FROM` item `v`: every vote at or above its proposal's threshold in a table (or CTE)
+/// `thresholds (proposal_id, min_vp_sort)`, each proposal's read from the top of its power order.
+/// On PostgreSQL that is two walks per proposal (the merged choices' indexes, one descent per
+/// choice, and the others' partial index), since no one index orders all of a proposal's votes.
+pub fn above_thresholds_sql(backend: DbBackend) -> String {
+    if !by_arms(backend) {
+        return "votes v JOIN thresholds th ON th.proposal_id = v.proposal_id AND v.vp_sort >= th.min_vp_sort"
+            .to_owned();
+    }
+    format!(
+        "thresholds th CROSS JOIN LATERAL (
+           SELECT * FROM votes WHERE proposal_id = th.proposal_id AND {merged} AND vp_sort >= th.min_vp_sort
+           UNION ALL
+           SELECT * FROM votes WHERE proposal_id = th.proposal_id AND {others} AND vp_sort >= th.min_vp_sort
+         ) v",
+        merged = merged_sql(),
+        others = others_sql(),
+    )
+}
+
+/// Whether `backend` reads a proposal's unfiltered votes by arms (PostgreSQL, migration 23).
+pub fn by_arms(backend: DbBackend) -> bool {
+    backend == DbBackend::Postgres
+}
+
+/// A keyset position in one of [`VoteOrder`]'s orders.
+#[derive(Debug, Clone)]
+pub enum Position {
+    /// After `(vp_sort, voter)`: power descending, voter ascending.
+    Power(String, AccountBytes),
+    /// After `(created_ms, id)`, both descending.
+    Time(TimeAfter),
+}
+
+impl From<VoteAfter> for Position {
+    fn from(after: VoteAfter) -> Self {
+        match after {
+            VoteAfter::Power { power, voter } => Self::Power(power.sort, voter),
+            VoteAfter::Time(t) => Self::Time(t),
+        }
+    }
+}
+
+/// Up to `limit` of a proposal's votes in `order` after `after`; with `ens`, each row also
+/// carries its voter's ENS name (column [`VOTER_ENS`]), looked up for the rows returned only.
+pub fn statement(
+    backend: DbBackend,
+    proposal_id: i64,
+    order: VoteOrder,
+    after: Option<Position>,
+    limit: u64,
+    ens: bool,
+) -> Statement {
+    if !by_arms(backend) {
+        let mut q = walk(proposal_id, None, order, after, limit);
+        if ens {
+            q.expr_as(ens_name(backend, r#""votes"."voter""#), Alias::new(VOTER_ENS));
+        }
+        return backend.build(&q);
+    }
+    let mut arms = MERGED_CHOICES.iter().map(|c| Arm::Choice(c)).chain([Arm::Others]).enumerate().map(|(i, arm)| {
+        let walk = walk(proposal_id, Some(arm), order, after.clone(), limit);
+        Query::select().column(Asterisk).from_subquery(walk, Alias::new(format!("arm{i}"))).to_owned()
+    });
+    let mut union = arms.next().expect("at least one arm");
+    union.unions(arms.map(|arm| (UnionType::All, arm)));
+    let merged = Alias::new("merged");
+    let mut q = Query::select();
+    q.column((merged.clone(), Asterisk)).from_subquery(union, merged.clone());
+    if ens {
+        q.expr_as(ens_name(backend, r#""merged"."voter""#), Alias::new(VOTER_ENS));
+    }
+    for (column, direction) in order_columns(order) {
+        q.order_by((merged.clone(), column), direction);
+    }
+    backend.build(q.limit(limit))
+}
+
+fn ens_name(backend: DbBackend, voter_column: &str) -> Expr {
+    Expr::cust(ens_sql(&super::address::lower_sql(backend, voter_column)))
+}
+
+/// Which votes of the proposal an arm walks.
+enum Arm<'a> {
+    Choice(&'a str),
+    /// Those outside [`MERGED_CHOICES`] (migration 23's partial indexes).
+    Others,
+}
+
+/// The proposal's votes of `arm` (all of them for `None`) walked down their index from `after`.
+fn walk(
+    proposal_id: i64,
+    arm: Option<Arm<'_>>,
+    order: VoteOrder,
+    after: Option<Position>,
+    limit: u64,
+) -> SelectStatement {
+    use vote::Column as C;
+    let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
+    q = match arm {
+        Some(Arm::Choice(c)) => q.filter(C::Choice.eq(c)),
+        Some(Arm::Others) => q.filter(Expr::cust(others_sql())),
+        None => q,
+    };
+    q = match after {
+        Some(Position::Power(sort, voter)) => q.filter(super::after_desc_asc(C::VpSort, C::Voter, (sort, voter))),
+        Some(Position::Time(TimeAfter { ms, id })) => q.filter(super::after_desc(C::CreatedMs, C::Id, (ms, id))),
+        None => q,
+    };
+    for (column, direction) in order_columns(order) {
+        q = q.order_by(column, direction);
+    }
+    q.limit(limit).into_query()
+}
+
+/// The columns of `order`, each with its direction.
+fn order_columns(order: VoteOrder) -> [(vote::Column, Order); 2] {
+    match order {
+        VoteOrder::Power => [(vote::Column::VpSort, Order::Desc), (vote::Column::Voter, Order::Asc)],
+        VoteOrder::Time => [(vote::Column::CreatedMs, Order::Desc), (vote::Column::Id, Order::Desc)],
+    }
+}
