@@ -29,21 +29,18 @@ use super::voters::{VOTER_ENS, ens_sql};
 /// while they differ).
 pub const MERGED_CHOICES: [&str; 5] = ["1", "2", "3", "4", "5"];
 
-/// The votes outside [`MERGED_CHOICES`], as SQL with the choices inlined: the predicate of
-/// migration 23's partial indexes, and of the arm that reads them (a bound parameter would not
+/// The votes outside [`MERGED_CHOICES`], as PostgreSQL with the choices inlined: the predicate
+/// of migration 23's partial indexes, and of the arm that reads them (a bound parameter would not
 /// prove the partial index's predicate, and the planner would walk the choice indexes instead).
+/// Written as PostgreSQL prints it back (`pg_indexes`), so that an index rebuilt from its printed
+/// definition (`synth --defer-indexes`) is the same index.
 pub fn others_sql() -> String {
-    format!(r#""choice" NOT IN ({})"#, listed())
+    format!("((choice)::text <> ALL ('{{{}}}'::text[]))", MERGED_CHOICES.join(","))
 }
 
-/// [`MERGED_CHOICES`] as SQL string literals.
-fn listed() -> String {
-    MERGED_CHOICES.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", ")
-}
-
-/// The votes of `MERGED_CHOICES`, as SQL with the choices inlined.
+/// The votes of [`MERGED_CHOICES`], as PostgreSQL with the choices inlined.
 fn merged_sql() -> String {
-    format!(r#""choice" IN ({})"#, listed())
+    format!("((choice)::text = ANY ('{{{}}}'::text[]))", MERGED_CHOICES.join(","))
 }
 
 /// A `FROM` item `v`: every vote at or above its proposal's threshold in a table (or CTE)
