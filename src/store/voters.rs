@@ -186,10 +186,19 @@ async fn by_keys(
     use vote::Column as C;
     let find = vote::Entity::find();
     let find = if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        // The DAOs and the time span of the page bound the walk should the planner take one
+        // index scan over the voter's run instead of a probe per entry (it may, for a voter it
+        // believes has few votes): a whale's run is then read only across the page's span.
+        let (oldest, newest) =
+            keys.iter().fold((i64::MAX, i64::MIN), |(lo, hi), k| (lo.min(k.created_ms), hi.max(k.created_ms)));
+        let daos: std::collections::BTreeSet<String> = keys.iter().map(|k| k.dao_id.clone()).collect();
         let entries = keys.into_iter().fold(Condition::any(), |any, k| {
             any.add(Condition::all().add(C::DaoId.eq(k.dao_id)).add(C::CreatedMs.eq(k.created_ms)).add(C::Id.eq(k.id)))
         });
-        find.filter(C::Voter.eq(voter.clone())).filter(entries)
+        find.filter(C::Voter.eq(voter.clone()))
+            .filter(C::DaoId.is_in(daos))
+            .filter(C::CreatedMs.between(oldest, newest))
+            .filter(entries)
     } else {
         find.filter(C::Id.is_in(keys.into_iter().map(|k| k.id)))
     };
