@@ -28,8 +28,15 @@ pub async fn vote_summary(
     top: usize,
 ) -> Result<VoteSummary, DbErr> {
     let tally = super::facts::get(db, proposal.id).await?.map(|f| f.tally).unwrap_or_default();
-    let statement =
-        super::vote_arms::statement(db.get_database_backend(), proposal.id, VoteOrder::Power, None, top as u64, false);
+    let statement = super::vote_arms::statement(
+        db.get_database_backend(),
+        proposal.id,
+        Default::default(),
+        VoteOrder::Power,
+        None,
+        top as u64,
+        false,
+    );
     let largest = vote::Model::find_by_statement(statement).all(db).await?;
     Ok(VoteSummary { tally, largest })
 }

@@ -296,8 +296,15 @@ async fn weightiest<C: ConnectionTrait>(
     let mut page_size = FIRST_WALK_PAGE;
     'walk: loop {
         let position = after.take().map(|(sort, voter)| vote_arms::Position::Power(sort, voter));
-        let statement =
-            vote_arms::statement(db.get_database_backend(), proposal_id, VoteOrder::Power, position, page_size, false);
+        let statement = vote_arms::statement(
+            db.get_database_backend(),
+            proposal_id,
+            Default::default(),
+            VoteOrder::Power,
+            position,
+            page_size,
+            false,
+        );
         let page = vote::Model::find_by_statement(statement).all(db).await?;
         let full = page.len() as u64 == page_size;
         after = page.last().map(|v| (v.vp_sort.clone(), v.voter.clone()));

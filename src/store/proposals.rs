@@ -2,10 +2,10 @@
 //! the first one costs, each served by an index of migration 1).
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
-    QuerySelect, sea_query::Expr,
+    QuerySelect,
 };
 
-use super::address::{self, AccountBytes};
+use super::address::AccountBytes;
 use super::entities::{proposal, vote};
 use super::keysets::{TimeAfter, VoteAfter};
 use super::voters::VOTER_ENS;
@@ -106,32 +106,15 @@ pub async fn votes(
     after: Option<VoteAfter>,
     limit: u64,
 ) -> Result<Vec<VoteWithEns>, DbErr> {
-    use vote::Column as C;
-    let backend = db.get_database_backend();
-    if voter.is_none() && choice.is_none() {
-        let statement = super::vote_arms::statement(backend, proposal_id, order, after.map(Into::into), limit, true);
-        return VoteWithEns::find_by_statement(statement).all(db).await;
-    }
-    let voter_sql = address::lower_sql(backend, r#""votes"."voter""#);
-    let mut q = vote::Entity::find()
-        .column_as(Expr::cust(super::voters::ens_sql(&voter_sql)), VOTER_ENS)
-        .filter(C::ProposalId.eq(proposal_id));
-    if let Some(v) = voter {
-        q = q.filter(C::Voter.eq(v.clone()));
-    }
-    if let Some(c) = choice {
-        q = q.filter(C::Choice.eq(c));
-    }
-    q = match after {
-        Some(VoteAfter::Power { power, voter }) => {
-            q.filter(super::after_desc_asc(C::VpSort, C::Voter, (power.sort, voter)))
-        }
-        Some(VoteAfter::Time(TimeAfter { ms, id })) => q.filter(super::after_desc(C::CreatedMs, C::Id, (ms, id))),
-        None => q,
-    };
-    q = match order {
-        VoteOrder::Power => q.order_by_desc(C::VpSort).order_by_asc(C::Voter),
-        VoteOrder::Time => q.order_by_desc(C::CreatedMs).order_by_desc(C::Id),
-    };
-    q.limit(limit).into_model::<VoteWithEns>().all(db).await
+    let filter = super::vote_arms::Filter { voter, choice };
+    let statement = super::vote_arms::statement(
+        db.get_database_backend(),
+        proposal_id,
+        filter,
+        order,
+        after.map(Into::into),
+        limit,
+        true,
+    );
+    VoteWithEns::find_by_statement(statement).all(db).await
 }

@@ -86,25 +86,36 @@ impl From<VoteAfter> for Position {
     }
 }
 
-/// Up to `limit` of a proposal's votes in `order` after `after`; with `ens`, each row also
-/// carries its voter's ENS name (column [`VOTER_ENS`]), looked up for the rows returned only.
+/// Which of a proposal's votes a list reads: all of them (the default), one voter's, one
+/// choice's, or both.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub voter: Option<&'a AccountBytes>,
+    pub choice: Option<&'a str>,
+}
+
+/// Up to `limit` of a proposal's votes of `filter` in `order` after `after`; with `ens`, each row
+/// also carries its voter's ENS name (column [`VOTER_ENS`]), looked up for the rows returned only.
+/// A filtered list is one walk (a voter has one vote per proposal; a choice has its index), as is
+/// every list on a backend that does not read by arms.
 pub fn statement(
     backend: DbBackend,
     proposal_id: i64,
+    filter: Filter<'_>,
     order: VoteOrder,
     after: Option<Position>,
     limit: u64,
     ens: bool,
 ) -> Statement {
-    if !by_arms(backend) {
-        let mut q = walk(proposal_id, None, order, after, limit);
+    if filter.voter.is_some() || filter.choice.is_some() || !by_arms(backend) {
+        let mut q = walk(proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit);
         if ens {
             q.expr_as(ens_name(backend, r#""votes"."voter""#), Alias::new(VOTER_ENS));
         }
         return backend.build(&q);
     }
     let mut arms = MERGED_CHOICES.iter().map(|c| Arm::Choice(c)).chain([Arm::Others]).enumerate().map(|(i, arm)| {
-        let walk = walk(proposal_id, Some(arm), order, after.clone(), limit);
+        let walk = walk(proposal_id, None, Some(arm), order, after.clone(), limit);
         Query::select().column(Asterisk).from_subquery(walk, Alias::new(format!("arm{i}"))).to_owned()
     });
     let mut union = arms.next().expect("at least one arm");
@@ -132,9 +143,11 @@ enum Arm<'a> {
     Others,
 }
 
-/// The proposal's votes of `arm` (all of them for `None`) walked down their index from `after`.
+/// The proposal's votes of `voter` (any voter's for `None`) and `arm` (every choice for `None`),
+/// walked down their index from `after`.
 fn walk(
     proposal_id: i64,
+    voter: Option<&AccountBytes>,
     arm: Option<Arm<'_>>,
     order: VoteOrder,
     after: Option<Position>,
@@ -142,6 +155,9 @@ fn walk(
 ) -> SelectStatement {
     use vote::Column as C;
     let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
+    if let Some(v) = voter {
+        q = q.filter(C::Voter.eq(v.clone()));
+    }
     q = match arm {
         Some(Arm::Choice(c)) => q.filter(C::Choice.eq(c)),
         Some(Arm::Others) => q.filter(Expr::cust(others_sql())),

@@ -115,7 +115,7 @@ async fn postgres_pages_read_each_arm_by_its_index() {
         (store::proposals::VoteOrder::Power, "ix_votes_proposal_power"),
         (store::proposals::VoteOrder::Time, "ix_votes_proposal_time"),
     ] {
-        let statement = vote_arms::statement(DbBackend::Postgres, 1, order, None, 101, true);
+        let statement = vote_arms::statement(DbBackend::Postgres, 1, Default::default(), order, None, 101, true);
         let plan = plan(&db, statement).await;
         assert!(plan.contains("Merge Append"), "{order:?}: {plan}");
         assert!(plan.contains(&format!("Index Scan using {partial} on votes")), "{order:?}: {plan}");
