@@ -37,6 +37,7 @@ mod publication;
 mod rate_limits;
 mod replicas;
 mod signals;
+mod store_sockets;
 mod stream;
 mod v2_daos;
 mod v2_lists;
