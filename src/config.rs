@@ -74,6 +74,17 @@ pub enum Command {
         #[arg(long)]
         defer_indexes: bool,
     },
+    /// PostgreSQL: rebuild the indexes of `votes` that inserts have left well past their packed
+    /// size (`REINDEX INDEX CONCURRENTLY`: reads and ingestion go on), and print each index's size
+    /// against its packed size. `serve` does the same on its own every `--repack-every`.
+    Repack {
+        /// Only report: rebuild nothing.
+        #[arg(long, conflicts_with = "all")]
+        check: bool,
+        /// Rebuild every index of `votes`, due or not.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -204,6 +215,11 @@ pub struct ServeArgs {
     /// Run ingestion inside the server: at start, then this long after each run ends (`15m`, `1h`).
     #[arg(long, env = "GOVDATA_INGEST_EVERY", value_parser = humantime::parse_duration)]
     pub ingest_every: Option<std::time::Duration>,
+    /// PostgreSQL: how often this process checks the indexes of `votes` and rebuilds those that
+    /// inserts have left well past their packed size (`govdata repack`); `off` never does. One
+    /// process at a time does it, whatever the number of processes.
+    #[arg(long, env = "GOVDATA_REPACK_EVERY", default_value = "6h", value_parser = parse_period_or_off)]
+    pub repack_every: Period,
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Memory for the in-process cache of answers of the serving revision, in MiB (0 disables it).
@@ -415,6 +431,22 @@ impl std::str::FromStr for RateArg {
 }
 
 /// `REQUESTS/DURATION`: `600/1m`, `100/10s` (a bare number of seconds is accepted too).
+/// A period that can be switched off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Period(pub Option<std::time::Duration>);
+
+/// `off`, or a duration (`6h`, `30m`) of at least one second.
+pub fn parse_period_or_off(s: &str) -> Result<Period, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(Period(None));
+    }
+    match humantime::parse_duration(s.trim()) {
+        Ok(d) if d >= std::time::Duration::from_secs(1) => Ok(Period(Some(d))),
+        Ok(_) => Err(format!("`{s}`: at least 1s, or `off`")),
+        Err(_) => Err(format!("`{s}` is not a duration (`6h`, `30m`) nor `off`")),
+    }
+}
+
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
     let invalid = || format!("`{s}` is not a rate; write REQUESTS/DURATION, e.g. 600/1m or 20/1s");
     let (quota, window) = s.trim().split_once('/').ok_or_else(invalid)?;
@@ -514,6 +546,8 @@ pub struct Settings {
     pub live: Option<LiveSettings>,
     /// Scheduled ingestion inside the server, when enabled.
     pub ingest_every: Option<std::time::Duration>,
+    /// How often the server repacks loose indexes (PostgreSQL), when enabled.
+    pub repack_every: Option<std::time::Duration>,
     /// The DAO registry file (the bundled one when `None`), for live refresh and the schedule.
     pub registry: Option<std::path::PathBuf>,
     pub limits: LimitArgs,
@@ -549,6 +583,7 @@ impl Settings {
             response_cache_bytes: args.response_cache_mb.saturating_mul(1 << 20),
             live,
             ingest_every: args.ingest_every,
+            repack_every: args.repack_every.0,
             registry: args.registry.registry.clone(),
             limits: args.limits,
             rates: args.rates.settings(),

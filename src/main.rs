@@ -38,6 +38,17 @@ async fn main() -> anyhow::Result<()> {
             println!("{report}");
             Ok(())
         }
+        Command::Repack { check, all } => {
+            use store::repack::Scope;
+            let db = store::connect(&url).await?;
+            let scope = match (check, all) {
+                (true, _) => Scope::Survey,
+                (false, true) => Scope::All,
+                (false, false) => Scope::Due,
+            };
+            println!("{}", store::repack::run(&db, scope).await?);
+            Ok(())
+        }
     }
 }
 

@@ -44,6 +44,9 @@ pub struct Metrics {
     pub node_lag_bytes: IntGaugeVec,
     pub node_revision: IntGaugeVec,
     pub node_reads: IntGaugeVec,
+    pub index_bytes: IntGaugeVec,
+    pub index_excess: GaugeVec,
+    pub index_repacks: IntCounterVec,
 }
 
 /// `metric`, registered in `registry`.
@@ -197,6 +200,30 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "store_node_reads",
             "Requests this process has read from each database node since it started.",
             &["node"],
+        ),
+        index_bytes: gauge_vec(
+            &r,
+            "store_index_bytes",
+            "Size of each index of votes at this process's last index check (PostgreSQL, `govdata repack`).",
+            &["index"],
+        ),
+        index_excess: registered(
+            &r,
+            GaugeVec::new(
+                Opts::new(
+                    "store_index_excess_ratio",
+                    "How much larger than packed each index of votes was at the last check (0.05: 5 %); \
+                     absent while an index has no packed size on record.",
+                ),
+                &["index"],
+            )
+            .expect("a valid metric"),
+        ),
+        index_repacks: counter(
+            &r,
+            "store_index_repacks_total",
+            "Indexes of votes this process rebuilt packed (REINDEX INDEX CONCURRENTLY).",
+            &["index"],
         ),
         registry: r,
     }

@@ -104,6 +104,11 @@ pub async fn bind(
         }
         _ => None,
     };
+    if let Some(every) = settings.repack_every
+        && db.get_database_backend() == sea_orm::DbBackend::Postgres
+    {
+        spawn_repack(db.clone(), every, shutdown.clone());
+    }
     let limits = connections::ConnectionLimits {
         max_connections: connections::fit_connection_cap(settings.limits.max_connections),
         max_per_address: settings.limits.max_connections_per_address,
@@ -218,5 +223,53 @@ impl edge::live::Refresh for Ingestion {
             }
             Ok(complete)
         })
+    }
+}
+
+/// Checks `votes`' indexes every `every` and rebuilds the loose ones (`store::repack`), until the
+/// server drains. A rebuild in progress is abandoned with the task: its connection closes, the
+/// server ends the build within a second, and the next check drops the half-built copy.
+fn spawn_repack(db: DatabaseConnection, every: std::time::Duration, shutdown: Shutdown) {
+    use crate::store::repack;
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = shutdown.begun() => return,
+            }
+            tokio::select! {
+                outcome = repack::run(&db, repack::Scope::Due) => match outcome {
+                    Ok(outcome) => {
+                        observe_repack(&outcome);
+                        if outcome.changed() {
+                            tracing::info!("index check:\n{outcome}");
+                        } else {
+                            tracing::debug!("index check:\n{outcome}");
+                        }
+                    }
+                    Err(e) => tracing::warn!("index check failed: {e:#}"),
+                },
+                () = shutdown.begun() => return,
+            }
+        }
+    });
+}
+
+/// The index check's findings in `/metrics`: each index's size and excess over packed as the
+/// check left them (a rebuilt index at its new size, packed), and the rebuilds.
+fn observe_repack(outcome: &crate::store::repack::Outcome) {
+    let crate::store::repack::Outcome::Done { surveyed, repacked, .. } = outcome else { return };
+    let m = &*crate::metrics::METRICS;
+    for state in surveyed {
+        m.index_bytes.with_label_values(&[&state.name]).set(state.bytes);
+        match state.excess() {
+            Some(excess) => m.index_excess.with_label_values(&[&state.name]).set(excess),
+            None => _ = m.index_excess.remove_label_values(&[&state.name]),
+        }
+    }
+    for r in repacked {
+        m.index_bytes.with_label_values(&[&r.name]).set(r.bytes_after);
+        m.index_excess.with_label_values(&[&r.name]).set(0.0);
+        m.index_repacks.with_label_values(&[&r.name]).inc();
     }
 }

@@ -22,6 +22,7 @@ pub mod payments;
 pub mod proposals;
 pub mod publish;
 pub mod rates;
+pub mod repack;
 mod rules_inputs;
 pub mod search;
 pub mod settings;

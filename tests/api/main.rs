@@ -35,6 +35,7 @@ mod pricing;
 mod processes;
 mod publication;
 mod rate_limits;
+mod repack;
 mod replicas;
 mod signals;
 mod store_sockets;

@@ -29,6 +29,7 @@ mod m0020_copeland_facts;
 mod m0021_export_files;
 mod m0022_voter_dao_history;
 mod m0023_vote_arms;
+mod m0024_index_packing;
 
 pub struct Migrator;
 
@@ -59,6 +60,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0021_export_files::Migration),
             Box::new(m0022_voter_dao_history::Migration),
             Box::new(m0023_vote_arms::Migration),
+            Box::new(m0024_index_packing::Migration),
         ]
     }
 }
