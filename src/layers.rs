@@ -30,7 +30,10 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("push", &["contract", "store", "metrics"]),
     ("exports", &["contract", "store"]),
     ("api", &["contract", "rules", "store", "edge", "push", "exports"]),
-    ("server", &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest", "push", "exports"]),
+    (
+        "server",
+        &["contract", "store", "x402", "config", "connections", "edge", "api", "ingest", "push", "exports", "metrics"],
+    ),
 ];
 
 /// External crates a module must not name: the contract and the settings know no database, and

@@ -35,6 +35,16 @@ async fn recorded(db: &DatabaseConnection) -> Vec<(String, i64)> {
     rows.iter().map(|r| (r.try_get("", "index_name").unwrap(), r.try_get("", "bytes").unwrap())).collect()
 }
 
+/// A new PostgreSQL store loaded by `synth --defer-indexes` (its indexes built by sorting), the
+/// store's connection, and the sizes of `votes`' indexes.
+async fn bulk_loaded() -> (String, DatabaseConnection, Vec<(String, i64)>) {
+    let url = fresh_database(Backend::Postgres).await;
+    govdata(&url, &["synth", "--votes", "3000", "--voters", "800", "--proposals", "6", "--defer-indexes"]);
+    let db = store::connect(&url).await.unwrap();
+    let sizes = index_sizes(&db).await;
+    (url, db, sizes)
+}
+
 fn survey(outcome: &repack::Outcome) -> &[repack::IndexState] {
     match outcome {
         repack::Outcome::Done { surveyed, .. } => surveyed,
@@ -119,10 +129,7 @@ async fn bulk_loads_are_recorded_leftovers_dropped_and_runs_take_turns() {
     if !require(Backend::Postgres) {
         return;
     }
-    let url = fresh_database(Backend::Postgres).await;
-    govdata(&url, &["synth", "--votes", "3000", "--voters", "800", "--proposals", "6", "--defer-indexes"]);
-    let db = store::connect(&url).await.unwrap();
-    let sizes = index_sizes(&db).await;
+    let (url, db, sizes) = bulk_loaded().await;
     assert_eq!(recorded(&db).await, sizes, "the deferred builds are recorded packed");
 
     // What `REINDEX INDEX CONCURRENTLY` leaves when it fails: an invalid `_ccnew` index.
@@ -161,10 +168,7 @@ async fn the_server_checks_its_indexes_on_its_schedule() {
     if !require(Backend::Postgres) {
         return;
     }
-    let url = fresh_database(Backend::Postgres).await;
-    govdata(&url, &["synth", "--votes", "3000", "--voters", "800", "--proposals", "6", "--defer-indexes"]);
-    let db = store::connect(&url).await.unwrap();
-    let sizes = index_sizes(&db).await;
+    let (url, db, sizes) = bulk_loaded().await;
     let app = spawn_app_with(url, |a| a.repack_every = govdata::config::Period(Some(Duration::from_secs(1)))).await;
     let (name, bytes) = sizes.iter().find(|(n, _)| n == "ix_votes_voter_dao_time").expect("the voter history").clone();
     let size_line = format!("govdata_store_index_bytes{{index=\"{name}\"}} {bytes}");
