@@ -430,7 +430,6 @@ impl std::str::FromStr for RateArg {
     }
 }
 
-/// `REQUESTS/DURATION`: `600/1m`, `100/10s` (a bare number of seconds is accepted too).
 /// A period that can be switched off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Period(pub Option<std::time::Duration>);
@@ -447,6 +446,7 @@ pub fn parse_period_or_off(s: &str) -> Result<Period, String> {
     }
 }
 
+/// `REQUESTS/DURATION`: `600/1m`, `100/10s` (a bare number of seconds is accepted too).
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
     let invalid = || format!("`{s}` is not a rate; write REQUESTS/DURATION, e.g. 600/1m or 20/1s");
     let (quota, window) = s.trim().split_once('/').ok_or_else(invalid)?;
