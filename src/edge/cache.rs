@@ -12,7 +12,11 @@
 //! `cacheStatus`. Everything else is the body as first served.
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+// parking_lot's locks do not poison: a panic inside a critical section (a bug in one request)
+// must not turn every later request that takes the same lock into a panic too.
+use parking_lot::Mutex;
 
 use bytes::Bytes;
 use poem::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
@@ -126,7 +130,7 @@ impl ResponseCache {
     }
 
     fn get(&self, revision: i64, key: &str) -> Option<Arc<Cached>> {
-        let mut e = self.inner.lock().expect("the cache lock is never poisoned");
+        let mut e = self.inner.lock();
         e.reset_if_stale(revision);
         let hit = e.map.get(key).cloned();
         match hit {
@@ -141,7 +145,7 @@ impl ResponseCache {
         if size + TABLES > self.max_bytes {
             return;
         }
-        let mut e = self.inner.lock().expect("the cache lock is never poisoned");
+        let mut e = self.inner.lock();
         e.reset_if_stale(revision);
         if e.revision != revision || e.map.contains_key(key) {
             return;
@@ -429,6 +433,25 @@ mod tests {
         Cached::new(&HeaderMap::new(), &vec![b'x'; n].into(), None)
     }
 
+    /// A panic while the lock is held (a bug in one request) leaves the cache serving: the next
+    /// request takes the lock as if nothing happened. With `std::sync::Mutex` the lock would be
+    /// poisoned and every later `get` would panic too.
+    #[test]
+    fn a_panic_inside_the_lock_does_not_poison_the_cache() {
+        let cache = Arc::new(ResponseCache::new(1 << 20));
+        cache.put(1, "/a", entry(10));
+        let holder = Arc::clone(&cache);
+        let crashed = std::thread::spawn(move || {
+            let _held = holder.inner.lock();
+            panic!("a bug while the cache lock is held");
+        })
+        .join();
+        assert!(crashed.is_err(), "the critical section panicked");
+        assert!(cache.get(1, "/a").is_some(), "the cache still answers");
+        cache.put(1, "/b", entry(10));
+        assert!(cache.get(1, "/b").is_some(), "and still takes entries");
+    }
+
     #[test]
     fn the_cache_keeps_one_revision_within_its_budget_oldest_out_first() {
         let each = entry(98).cost("/a");
@@ -510,7 +533,7 @@ mod tests {
                 cache.put(1, &key, cached);
             }
             let holds = (held() - before) as usize;
-            let counts = cache.inner.lock().unwrap().bytes;
+            let counts = cache.inner.lock().bytes;
             if round == 0 {
                 continue;
             }

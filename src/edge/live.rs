@@ -6,7 +6,11 @@
 //! The edge never imports the writers: it asks a [`Refresh`], which `server.rs` implements over
 //! `ingest`.
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+// parking_lot's locks do not poison: a panic inside a critical section (a bug in one request)
+// must not turn every later request that takes the same lock into a panic too.
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -40,7 +44,7 @@ impl LiveRefresh {
     }
 
     fn recently_refreshed(&self, dao: &str) -> bool {
-        let refreshed = self.refreshed.lock().expect("never poisoned");
+        let refreshed = self.refreshed.lock();
         refreshed.get(dao).is_some_and(|at| at.elapsed() < self.settings.ttl)
     }
 
@@ -65,7 +69,7 @@ impl LiveRefresh {
         if newest.is_some_and(|t| now_ms().saturating_sub(t) <= target_ms) {
             return None;
         }
-        let flight = self.flights.lock().expect("never poisoned").entry(dao.to_owned()).or_default().clone();
+        let flight = self.flights.lock().entry(dao.to_owned()).or_default().clone();
         // A refresh already running is waited for, up to the same deadline.
         let waited = Instant::now();
         let Ok(one_at_a_time) = tokio::time::timeout(deadline, flight.lock_owned()).await else {
@@ -87,7 +91,7 @@ impl LiveRefresh {
             serving.poke();
             match outcome {
                 Ok(true) => {
-                    refreshed.lock().expect("never poisoned").insert(id, Instant::now());
+                    refreshed.lock().insert(id, Instant::now());
                     true
                 }
                 Ok(false) => {

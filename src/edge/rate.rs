@@ -14,7 +14,11 @@
 //! two intervals (at most 0.5 s of its traffic); with one process the limit is exact. A store
 //! that cannot be reached leaves every process limiting on what it knows.
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+// parking_lot's locks do not poison: a panic inside a critical section (a bug in one request)
+// must not turn every later request that takes the same lock into a panic too.
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use poem::Response;
@@ -166,7 +170,7 @@ impl RateLimiter {
         let quota = f64::from(rate.quota);
         // The window is part of the key: counts of different rates for one key never meet.
         let full_key = format!("{}/{}:{key}", policy.name(), rate.window_s);
-        let mut counters = self.counters.lock().expect("the rate lock is never poisoned");
+        let mut counters = self.counters.lock();
         let counter = match counters.get_mut(&full_key) {
             Some(c) => c,
             None if !count => return None,
@@ -199,7 +203,7 @@ impl RateLimiter {
     /// What to report: every key seen in its current window (a read, when nothing was admitted
     /// since), and the unreported rest of a window just left.
     fn reports(&self, now: i64) -> Vec<Report> {
-        let mut counters = self.counters.lock().expect("the rate lock is never poisoned");
+        let mut counters = self.counters.lock();
         counters.retain(|_, c| now - c.last_seen_ms < 2 * c.window_ms || c.unsynced > 0 || c.previous_unsynced > 0);
         let mut reports = Vec::new();
         for (key, c) in counters.iter() {
@@ -228,7 +232,7 @@ impl RateLimiter {
     fn settle(&self, reports: &[Report], totals: &[(String, i64, i64)]) {
         let reported: HashMap<(&str, i64), i64> =
             reports.iter().map(|r| ((r.key.as_str(), r.window_start_ms), r.admitted)).collect();
-        let mut counters = self.counters.lock().expect("the rate lock is never poisoned");
+        let mut counters = self.counters.lock();
         for (key, start, total) in totals {
             let (Some(c), Some(&sent)) = (counters.get_mut(key), reported.get(&(key.as_str(), *start))) else {
                 continue;

@@ -14,7 +14,11 @@
 //! its own at most once per token per [`tokens::LAST_USED_RESOLUTION_MS`]; no request waits for
 //! a write.
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Weak};
+
+// parking_lot's locks do not poison: a panic inside a critical section (a bug in one request)
+// must not turn every later request that takes the same lock into a panic too.
+use parking_lot::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
@@ -175,7 +179,7 @@ impl ServingWatch {
     /// than `STORE_SILENT`: the token snapshot is stamped by every refresh that succeeds (the
     /// last step of one), so its age is how long the store has been silent.
     pub fn store_away(&self) -> Option<Problem> {
-        let snapshot = self.tokens.read().expect("never poisoned");
+        let snapshot = self.tokens.read();
         let silent = snapshot.as_ref().map(|s| s.loaded.elapsed())?;
         (silent > STORE_SILENT).then(|| {
             Problem::new(
@@ -189,7 +193,7 @@ impl ServingWatch {
         let started = Instant::now();
         let fingerprint = tokens::fingerprint(db).await?;
         let unchanged = {
-            let mut snapshot = self.tokens.write().expect("never poisoned");
+            let mut snapshot = self.tokens.write();
             match snapshot.as_mut() {
                 Some(s) if s.fingerprint == fingerprint => {
                     s.loaded = started;
@@ -200,7 +204,7 @@ impl ServingWatch {
         };
         if !unchanged {
             let by_hash = tokens::live_by_hash(db).await?;
-            *self.tokens.write().expect("never poisoned") =
+            *self.tokens.write() =
                 Some(TokenSnapshot { loaded: started, fingerprint, by_hash });
         }
         Ok(())
@@ -212,7 +216,7 @@ impl ServingWatch {
     pub fn remembered(self: &Arc<Self>, sent: &str) -> Option<LiveToken> {
         let hash = tokens::hash(sent);
         let token = {
-            let snapshot = self.tokens.read().expect("never poisoned");
+            let snapshot = self.tokens.read();
             snapshot
                 .as_ref()
                 .filter(|s| s.loaded.elapsed() < TOKEN_SNAPSHOT_MAX_AGE)
@@ -250,7 +254,7 @@ impl ServingWatch {
     fn record_use(self: &Arc<Self>, id: i64) {
         let now = crate::contract::time::now_ms();
         {
-            let mut written = self.uses_written.lock().expect("never poisoned");
+            let mut written = self.uses_written.lock();
             if written.get(&id).is_some_and(|&at| now - at < tokens::LAST_USED_RESOLUTION_MS) {
                 return;
             }

@@ -16,7 +16,11 @@ pub mod guard;
 pub mod sign;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+// parking_lot's locks do not poison: a panic inside a critical section (a bug in one request)
+// must not turn every later request that takes the same lock into a panic too.
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, future::BoxFuture, stream};
@@ -380,14 +384,14 @@ impl Dispatcher {
     /// entry no longer kept is an error, recorded as the attempt's).
     async fn bodies(&self, claimed: &[Claimed]) -> Vec<Result<Arc<str>, String>> {
         let missing: Vec<i64> = {
-            let kept = self.rendered.lock().expect("never poisoned");
+            let kept = self.rendered.lock();
             claimed.iter().filter_map(|c| c.seq).filter(|seq| !kept.by_seq.contains_key(seq)).collect()
         };
         let mut failed = None;
         if !missing.is_empty() {
             match self.render_messages(&missing).await {
                 Ok(messages) => {
-                    let mut kept = self.rendered.lock().expect("never poisoned");
+                    let mut kept = self.rendered.lock();
                     for (seq, message) in messages {
                         kept.keep(seq, message);
                     }
@@ -395,7 +399,7 @@ impl Dispatcher {
                 Err(problem) => failed = Some(format!("the entry could not be read: {}", problem.detail)),
             }
         }
-        let kept = self.rendered.lock().expect("never poisoned");
+        let kept = self.rendered.lock();
         claimed
             .iter()
             .map(|c| match (&c.payload, c.seq) {

@@ -32,7 +32,11 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Weak};
+
+// parking_lot's locks do not poison: a panic inside a critical section (a bug in one request)
+// must not turn every later request that takes the same lock into a panic too.
+use parking_lot::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement};
@@ -106,11 +110,11 @@ impl Node {
     }
 
     fn state(&self) -> NodeState {
-        self.state.read().expect("never poisoned").clone()
+        self.state.read().clone()
     }
 
     fn leave(&self, why: String) {
-        let mut state = self.state.write().expect("never poisoned");
+        let mut state = self.state.write();
         if state.health != NodeHealth::Down {
             tracing::warn!(node = %self.name, reason = %why, "database node left");
         }
@@ -213,7 +217,7 @@ impl Nodes {
         if self.replicas.is_empty() {
             return self.primary.db.clone();
         }
-        let pinned = ATTEMPT.try_with(|a| *a.chosen.lock().expect("never poisoned")).ok().flatten();
+        let pinned = ATTEMPT.try_with(|a| *a.chosen.lock()).ok().flatten();
         if let Some(chosen) = pinned {
             return self.replicas.get(chosen).map_or(&self.primary.db, |n| &n.db).clone();
         }
@@ -221,7 +225,7 @@ impl Nodes {
         let chosen = self.pick(revision, &excluded);
         let node = chosen.map_or(&self.primary, |i| &self.replicas[i]);
         node.reads.fetch_add(1, Ordering::Relaxed);
-        let _ = ATTEMPT.try_with(|a| *a.chosen.lock().expect("never poisoned") = Some(chosen.unwrap_or(PRIMARY)));
+        let _ = ATTEMPT.try_with(|a| *a.chosen.lock() = Some(chosen.unwrap_or(PRIMARY)));
         node.db.clone()
     }
 
@@ -239,7 +243,7 @@ impl Nodes {
         let n = self.replicas.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         (0..n).map(|k| (start + k) % n).find(|i| {
-            let s = self.replicas[*i].state.read().expect("never poisoned");
+            let s = self.replicas[*i].state.read();
             s.health == NodeHealth::Serving && s.revision.is_some_and(|r| r >= revision) && !excluded.contains(i)
         })
     }
@@ -269,7 +273,7 @@ impl Nodes {
     /// closely until they show it too.
     pub fn published(&self, revision: i64) {
         {
-            let mut state = self.primary.state.write().expect("never poisoned");
+            let mut state = self.primary.state.write();
             state.revision = state.revision.max(Some(revision));
         }
         let revision = u64::try_from(revision).unwrap_or(0);
@@ -316,14 +320,14 @@ impl Nodes {
         match primary {
             Ok(Ok(p)) => {
                 {
-                    let mut positions = self.positions.lock().expect("never poisoned");
+                    let mut positions = self.positions.lock();
                     if positions.len() == POSITION_SAMPLES {
                         positions.pop_front();
                     }
                     positions.push_back((now, p.position));
                 }
                 self.newest.fetch_max(u64::try_from(p.revision).unwrap_or(0), Ordering::Relaxed);
-                let mut state = self.primary.state.write().expect("never poisoned");
+                let mut state = self.primary.state.write();
                 if state.health != NodeHealth::Serving {
                     tracing::info!(node = %self.primary.name, "database node answers again");
                 }
@@ -356,7 +360,7 @@ impl Nodes {
                 }
             };
             let (lag, lag_bytes) = self.lag_of(p.position, now);
-            let mut state = node.state.write().expect("never poisoned");
+            let mut state = node.state.write();
             let health = match state.health {
                 NodeHealth::Serving if lag <= self.max_lag => NodeHealth::Serving,
                 _ if lag <= CAUGHT_UP.min(self.max_lag) => NodeHealth::Serving,
@@ -386,7 +390,7 @@ impl Nodes {
     /// A replica's lag, having replayed `replayed`: how long ago the primary was first seen past
     /// it, and how many bytes the newest sample is ahead.
     fn lag_of(&self, replayed: u64, now: Instant) -> (Duration, u64) {
-        let positions = self.positions.lock().expect("never poisoned");
+        let positions = self.positions.lock();
         let bytes = positions.back().map_or(0, |&(_, newest)| newest.saturating_sub(replayed));
         let first_past = positions.iter().find(|&&(_, position)| position > replayed);
         (first_past.map_or(Duration::ZERO, |&(at, _)| now.saturating_duration_since(at)), bytes)
@@ -483,7 +487,7 @@ pub async fn attempt<F: Future>(excluded: Vec<usize>, f: F) -> (F::Output, Outco
         .scope(attempt, async {
             let out = f.await;
             let outcome = ATTEMPT.with(|a| Outcome {
-                replica: a.chosen.lock().expect("never poisoned").filter(|&c| c != PRIMARY),
+                replica: a.chosen.lock().filter(|&c| c != PRIMARY),
                 failed: a.failed.load(Ordering::Relaxed),
                 unreachable: a.unreachable.load(Ordering::Relaxed),
             });
@@ -520,7 +524,7 @@ mod tests {
         let nodes = Nodes::with(db, Vec::new(), Duration::from_secs(5));
         let t0 = Instant::now();
         {
-            let mut positions = nodes.positions.lock().unwrap();
+            let mut positions = nodes.positions.lock();
             positions.push_back((t0, 100));
             positions.push_back((t0 + Duration::from_millis(100), 200));
             positions.push_back((t0 + Duration::from_millis(200), 300));
