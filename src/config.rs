@@ -209,6 +209,13 @@ pub struct ServeArgs {
     /// Absolute base URL used in x402 `resource` URLs and links (default `http://{addr}`).
     #[arg(long, env = "GOVDATA_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Web origins (`https://app.example.com`, comma-separated) whose pages may call `/mcp` from a
+    /// browser, besides the server's own: the origin of `GOVDATA_PUBLIC_URL` and, when bound to
+    /// loopback, `http://localhost`, `http://127.0.0.1` and `http://[::1]` at the bound port.
+    /// `*` allows every origin (the `Host` check stays). A request without `Origin` (servers,
+    /// CLIs) is always served.
+    #[arg(long, env = "GOVDATA_MCP_ALLOWED_ORIGINS", value_delimiter = ',', value_parser = parse_allowed_origin)]
+    pub mcp_allowed_origins: Vec<AllowedOrigin>,
     /// Do not load the bundled sample into an empty store.
     #[arg(long, env = "GOVDATA_NO_SAMPLE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_sample: bool,
@@ -512,6 +519,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mcp_callers_are_the_servers_own_origins_and_names() {
+        let bound: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let local = McpAccess::new("http://127.0.0.1:8080", false, bound, &[]);
+        for origin in ["http://127.0.0.1:8080", "http://localhost:8080", "http://LOCALHOST:8080/", "http://[::1]:8080"]
+        {
+            assert!(local.allows_origin(Some(origin)), "{origin}");
+        }
+        for origin in ["https://evil.example", "http://127.0.0.1:8081", "https://localhost:8080", "null", "", "x"] {
+            assert!(!local.allows_origin(Some(origin)), "{origin}");
+        }
+        assert!(local.allows_origin(None), "no Origin: not a browser");
+        for host in ["127.0.0.1:8080", "localhost:8080", "[::1]:8080"] {
+            assert!(local.allows_host(Some(host), "http"), "{host}");
+        }
+        for host in ["evil.example:8080", "localhost", "127.0.0.1:9", "127.0.0.1:8080/x", "a b"] {
+            assert!(!local.allows_host(Some(host), "http"), "{host}");
+        }
+        assert!(!local.allows_host(None, "http"), "HTTP/1.1 requires Host");
+
+        // A public URL: its origin and host; an operator's extra origin; `*`.
+        let extra = [parse_allowed_origin("https://app.example.com").unwrap()];
+        let public = McpAccess::new("https://api.govdata.example", true, "0.0.0.0:8080".parse().unwrap(), &extra);
+        assert!(public.allows_origin(Some("https://api.govdata.example:443")));
+        assert!(public.allows_origin(Some("https://app.example.com")));
+        assert!(!public.allows_origin(Some("http://app.example.com")), "another scheme is another origin");
+        assert!(!public.allows_origin(Some("http://localhost:8080")), "not bound to loopback");
+        assert!(public.allows_host(Some("api.govdata.example"), "https"));
+        assert!(!public.allows_host(Some("app.example.com"), "https"), "an allowed page's site is not a name of ours");
+        let any = McpAccess::new("https://api.govdata.example", true, bound, &[AllowedOrigin::Any]);
+        assert!(any.allows_origin(Some("https://anywhere.example")));
+        assert!(!any.allows_host(Some("anywhere.example"), "https"), "the Host check stays");
+        // Bound to all interfaces without a public URL: the names are not known.
+        let open = McpAccess::new("http://0.0.0.0:8080", false, "0.0.0.0:8080".parse().unwrap(), &[]);
+        assert!(open.allows_host(Some("govdata.internal:8080"), "http"));
+        assert!(!open.allows_origin(Some("https://evil.example")));
+        assert!(parse_allowed_origin("ftp://x").is_err() && parse_allowed_origin("app.example.com").is_err());
+    }
+
+    #[test]
     fn rates_read_as_operators_write_them() {
         assert_eq!(parse_rate("600/1m"), Ok(Rate { quota: 600, window_s: 60 }));
         assert_eq!(parse_rate(" 20 / 1s "), Ok(Rate { quota: 20, window_s: 1 }));
@@ -555,6 +601,106 @@ pub struct Settings {
     pub webhooks: WebhookArgs,
     pub exports: ExportArgs,
     pub replicas: ReplicaArgs,
+    /// Who may call `/mcp` (origins and host names).
+    pub mcp_access: McpAccess,
+}
+
+/// One entry of `GOVDATA_MCP_ALLOWED_ORIGINS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedOrigin {
+    /// `*`: every origin.
+    Any,
+    One(url::Origin),
+}
+
+impl std::str::FromStr for AllowedOrigin {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        parse_allowed_origin(text)
+    }
+}
+
+fn parse_allowed_origin(text: &str) -> Result<AllowedOrigin, String> {
+    let text = text.trim();
+    if text == "*" {
+        return Ok(AllowedOrigin::Any);
+    }
+    web_origin(text).map(AllowedOrigin::One).ok_or_else(|| {
+        format!("`{text}` is not a web origin; write `scheme://host[:port]`, e.g. `https://app.example.com`, or `*`")
+    })
+}
+
+/// The origin of an `http(s)` URL, as a browser names it in `Origin` (scheme, host, port with
+/// the scheme's default filled in); `None` for anything else (`null`, other schemes, garbage).
+pub fn web_origin(text: &str) -> Option<url::Origin> {
+    let url = url::Url::parse(text).ok()?;
+    matches!(url.scheme(), "http" | "https").then(|| url.origin()).filter(url::Origin::is_tuple)
+}
+
+/// Who may call `/mcp`, declared once from the settings. The MCP Streamable HTTP transport
+/// requires a server to refuse (403) a request whose `Origin` is present and not allowed: a web
+/// page elsewhere must not reach a server through a browser, least of all one on a developer's
+/// loopback through DNS rebinding, where the page's own name resolves to 127.0.0.1 and the
+/// browser sends that name as `Host`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpAccess {
+    /// Origins whose pages may call; `None`: any (`*` was configured).
+    pub origins: Option<Vec<url::Origin>>,
+    /// Names (and ports) the server answers to in `Host`; `None`: any. Checked when they are
+    /// known: bound to loopback (the loopback names at the bound port) or with a public URL
+    /// configured (its host). A server bound to another address without a public URL is reached
+    /// under names it cannot know.
+    pub hosts: Option<Vec<(url::Host<String>, u16)>>,
+}
+
+impl McpAccess {
+    pub fn new(public_url: &str, public_url_configured: bool, bound: SocketAddr, extra: &[AllowedOrigin]) -> Self {
+        let mut origins: Vec<url::Origin> = web_origin(public_url).into_iter().collect();
+        if bound.ip().is_loopback() {
+            let port = bound.port();
+            origins.extend(
+                ["localhost", "127.0.0.1", "[::1]"].iter().filter_map(|h| web_origin(&format!("http://{h}:{port}"))),
+            );
+        }
+        let hosts = (bound.ip().is_loopback() || public_url_configured).then(|| {
+            origins
+                .iter()
+                .filter_map(|o| match o {
+                    url::Origin::Tuple(_, host, port) => Some((host.clone(), *port)),
+                    url::Origin::Opaque(_) => None,
+                })
+                .collect()
+        });
+        let any = extra.contains(&AllowedOrigin::Any);
+        origins.extend(extra.iter().filter_map(|e| match e {
+            AllowedOrigin::One(o) => Some(o.clone()),
+            AllowedOrigin::Any => None,
+        }));
+        let mut unique = Vec::with_capacity(origins.len());
+        for origin in origins {
+            if !unique.contains(&origin) {
+                unique.push(origin);
+            }
+        }
+        Self { origins: (!any).then_some(unique), hosts }
+    }
+
+    /// Whether a request whose `Origin` header is `origin` may be served (one without is).
+    pub fn allows_origin(&self, origin: Option<&str>) -> bool {
+        let (Some(origin), Some(allowed)) = (origin, &self.origins) else { return true };
+        web_origin(origin).is_some_and(|o| allowed.contains(&o))
+    }
+
+    /// Whether a request whose `Host` header is `host` may be served. A `Host` without a port
+    /// names the scheme's default one, which none of the bound loopback ports is; one that does
+    /// not parse is refused.
+    pub fn allows_host(&self, host: Option<&str>, scheme: &str) -> bool {
+        let Some(allowed) = &self.hosts else { return true };
+        let Some(host) = host else { return false };
+        let Ok(url) = url::Url::parse(&format!("{scheme}://{host}/")) else { return false };
+        let (Some(name), Some(port)) = (url.host(), url.port_or_known_default()) else { return false };
+        url.path() == "/" && allowed.iter().any(|(h, p)| *h == name.to_owned() && *p == port)
+    }
 }
 
 /// When live refresh happens and how long requests wait for it.
@@ -570,14 +716,16 @@ pub struct LiveSettings {
 
 impl Settings {
     pub fn from_args(args: &ServeArgs, bound: SocketAddr) -> anyhow::Result<Self> {
-        let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"));
+        let public_url =
+            args.public_url.clone().unwrap_or_else(|| format!("http://{bound}")).trim_end_matches('/').to_owned();
         let live = args.live_refresh.then_some(LiveSettings {
             target: args.freshness_target,
             ttl: args.live_ttl,
             deadline: args.live_deadline,
         });
         Ok(Self {
-            public_url: public_url.trim_end_matches('/').to_owned(),
+            mcp_access: McpAccess::new(&public_url, args.public_url.is_some(), bound, &args.mcp_allowed_origins),
+            public_url,
             public_url_configured: args.public_url.is_some(),
             payments: args.payments.clone(),
             response_cache_bytes: args.response_cache_mb.saturating_mul(1 << 20),

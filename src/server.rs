@@ -24,7 +24,12 @@ pub fn app(state: AppState) -> Arc<BoxEndpoint<'static>> {
 }
 
 fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> impl Endpoint<Output = Response> {
-    let mcp = edge::mcp::McpEndpoint::new(&state.documents.tools, itself, state.settings.limits.body_read_timeout);
+    let mcp = edge::mcp::McpEndpoint::new(
+        &state.documents.tools,
+        itself,
+        state.settings.mcp_access.clone(),
+        state.settings.limits.body_read_timeout,
+    );
     let documents = state.documents.clone();
     let draining = state.shutdown.clone();
     let gated = state.clone();

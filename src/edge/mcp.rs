@@ -38,6 +38,7 @@ use rmcp::{
 use serde_json::{Map, Value};
 
 use super::route::ToolCall;
+use crate::config::McpAccess;
 use crate::connections::{self, Cause};
 use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER},
@@ -54,13 +55,20 @@ const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The `/mcp` endpoint.
 pub struct McpEndpoint {
     service: StreamableHttpService<Tools, NeverSessionManager>,
+    /// Who may call: checked before anything else is done with a request.
+    access: McpAccess,
     /// Longest wait for a request body to arrive whole.
     body_timeout: std::time::Duration,
 }
 
 impl McpEndpoint {
     /// `app` is the application the endpoint is part of: tool calls are requests to it.
-    pub fn new(tools: &[ToolDecl], app: Weak<BoxEndpoint<'static>>, body_timeout: std::time::Duration) -> Self {
+    pub fn new(
+        tools: &[ToolDecl],
+        app: Weak<BoxEndpoint<'static>>,
+        access: McpAccess,
+        body_timeout: std::time::Duration,
+    ) -> Self {
         let listed = tools
             .iter()
             .map(|t| serde_json::from_value::<Tool>(t.listed()).expect("a declared tool is an MCP tool"))
@@ -73,13 +81,40 @@ impl McpEndpoint {
             .with_json_response(true)
             .with_sse_keep_alive(None)
             .with_max_request_body_bytes(MAX_BODY_BYTES)
-            // The Host check guards servers on a developer's machine against DNS rebinding; govdata
-            // is a public service whose every call carries its own credentials in its headers,
-            // which a rebinding page cannot send, so it answers under any host name.
+            // `Host` and `Origin` are checked before the SDK sees the request ([`McpEndpoint::admit`]),
+            // against the declared `McpAccess`, and refused with a problem document.
             .disable_allowed_hosts();
         let service =
             StreamableHttpService::new(move || Ok(tools.clone()), Arc::new(NeverSessionManager::default()), config);
-        Self { service, body_timeout }
+        Self { service, access, body_timeout }
+    }
+
+    /// Refuses (403) a request whose `Origin` names a site not allowed to call, or whose `Host`
+    /// is not a name this server answers to: what a page on another site, or one that rebound
+    /// its own name to this server's address, sends.
+    fn admit(&self, req: &Request) -> Result<(), Problem> {
+        let origin = req.headers().get(http::header::ORIGIN).map(|v| v.to_str().unwrap_or(""));
+        let refuse = |detail: String| Problem {
+            title: "The request's origin or host is not allowed to call this endpoint".to_owned(),
+            ..Problem::new(ErrorCode::Forbidden, detail)
+        };
+        if !self.access.allows_origin(origin) {
+            return Err(refuse(format!(
+                "`Origin: {}` is not allowed to call {MCP_PATH}: a page of another site may not reach this server \
+                 through a browser. Clients that are not browsers send no `Origin`; an operator allows a site with \
+                 GOVDATA_MCP_ALLOWED_ORIGINS.",
+                origin.unwrap_or_default()
+            )));
+        }
+        let host = req.headers().get(http::header::HOST).and_then(|v| v.to_str().ok()).or(req.uri().host());
+        if !self.access.allows_host(host, req.scheme().as_str()) {
+            return Err(refuse(format!(
+                "`Host: {}` is not a name this server answers to at {MCP_PATH} (a name rebound to its address is \
+                 refused); use the server's own address or its public URL.",
+                host.unwrap_or_default()
+            )));
+        }
+        Ok(())
     }
 
     /// Reads the request body whole, within its cap and its time: a body declared or sent over
@@ -122,6 +157,7 @@ impl Endpoint for McpEndpoint {
     type Output = Response;
 
     async fn call(&self, mut req: Request) -> poem::Result<Response> {
+        self.admit(&req)?;
         // A refused body is left unread: hyper closes the connection after the answer.
         self.read_body(&mut req).await?;
         let exchange = Arc::new(Exchange {

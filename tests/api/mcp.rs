@@ -180,6 +180,67 @@ on_both_backends!(the_tools_are_the_operations, |app: TestApp| async move {
     }
 });
 
+// The transport's rule against DNS rebinding: a request whose `Origin` is present and not the
+// server's own (or an allowed site's) is refused with 403 before any work, and so is one whose
+// `Host` names another site (a page whose own name was rebound to 127.0.0.1 sends both).
+// Requests without `Origin`, as servers and CLIs send them, and from the server's own origins,
+// are served.
+on_both_backends!(mcp_refuses_foreign_origins_and_hosts, |app: TestApp| async move {
+    let init =
+        json!({ "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": { "name": "tests", "version": "0" } });
+    let port = app.addr.port();
+    let rebound_host = format!("evil.example:{port}");
+    let rebound_origin = format!("http://evil.example:{port}");
+    let refused: [Vec<(&str, &str)>; 5] = [
+        vec![("origin", "https://evil.example")],
+        vec![("origin", rebound_origin.as_str()), ("host", rebound_host.as_str())],
+        vec![("host", rebound_host.as_str())],
+        vec![("origin", "null")],
+        // The server's name at another port is another origin.
+        vec![("origin", "http://127.0.0.1:1")],
+    ];
+    for headers in &refused {
+        let (status, answer, body) = rpc(&app, "initialize", init.clone(), headers).await;
+        assert_eq!(status, 403, "{headers:?}: {body}");
+        assert_eq!(answer["content-type"], "application/problem+json", "{headers:?}");
+        assert_eq!(body["code"], "FORBIDDEN", "{headers:?}: {body}");
+        assert_eq!(body["status"], 403);
+        assert!(body["detail"].as_str().unwrap().contains("/mcp"), "{body}");
+        // Refused before the SDK: no JSON-RPC answer, no tool ran.
+        assert!(body.get("result").is_none() && body.get("jsonrpc").is_none(), "{body}");
+    }
+    let own = [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}"), format!("http://[::1]:{port}")];
+    for origin in &own {
+        let (status, _, body) = rpc(&app, "initialize", init.clone(), &[("origin", origin.as_str())]).await;
+        assert_eq!(status, 200, "{origin}: {body}");
+        assert_eq!(body["result"]["serverInfo"]["name"], "govdata");
+    }
+    let local_name = format!("localhost:{port}");
+    let (status, _, body) = rpc(&app, "tools/list", json!({}), &[("host", local_name.as_str())]).await;
+    assert_eq!(status, 200, "no Origin, a loopback name: served: {body}");
+});
+
+// An operator's `GOVDATA_MCP_ALLOWED_ORIGINS` lets that site's pages call; `*` lets any.
+on_both_backends!(mcp_serves_the_origins_an_operator_allows, |backend: Backend| async move {
+    let init =
+        json!({ "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": { "name": "tests", "version": "0" } });
+    let app = spawn_app_with(sample_database(backend), |a| {
+        a.mcp_allowed_origins = vec!["https://app.example.com".parse().expect("an origin")];
+    })
+    .await;
+    let (status, _, body) = rpc(&app, "initialize", init.clone(), &[("origin", "https://app.example.com")]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, _) = rpc(&app, "initialize", init.clone(), &[("origin", "https://other.example.com")]).await;
+    assert_eq!(status, 403);
+    let app =
+        spawn_app_with(sample_database(backend), |a| a.mcp_allowed_origins = vec!["*".parse().expect("any")]).await;
+    let (status, _, body) = rpc(&app, "initialize", init.clone(), &[("origin", "https://other.example.com")]).await;
+    assert_eq!(status, 200, "{body}");
+    let host = format!("other.example.com:{}", app.addr.port());
+    let (status, _, _) = rpc(&app, "initialize", init, &[("host", host.as_str())]).await;
+    assert_eq!(status, 403, "`*` opens origins, not host names");
+});
+
 on_both_backends!(every_tool_answers_what_its_operation_answers, |app: TestApp| async move {
     let (_, token) = partner_token(&app, &["v1:paid:*", "v2:paid:*"]).await;
     let credential = [("x-service-api-token", token.as_str())];
