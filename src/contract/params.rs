@@ -288,8 +288,8 @@ impl ParseFromParameter for ExportFileParam {
 }
 
 /// `daoId` in a path: any text parses; [`DaoIdParam::parse`] (v2) or
-/// [`DaoIdParam::resolve_v1`] (v1, which lowercases and records it) makes it a [`DaoId`], or
-/// hands back the text, which no DAO has.
+/// [`DaoIdParam::resolve_v1`] (v1, which also records another letter case) makes it a [`DaoId`]
+/// in any letter case ([`DaoId::from_request`]), or hands back the text, which no DAO has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DaoIdParam(String);
 
@@ -302,25 +302,29 @@ impl ParseFromParameter for DaoIdParam {
 }
 
 impl DaoIdParam {
-    /// The DAO id as received, or the text when it is none.
+    /// The DAO id, in any letter case, or the text when it is none.
     pub fn parse(self) -> Result<DaoId, String> {
-        DaoId::parse(&self.0).ok_or(self.0)
+        DaoId::from_request(&self.0).ok_or(self.0)
     }
 
     /// The DAO id in its canonical form: another letter case of a slug is served under the
     /// lowercase slug (`Uniswap` → `uniswap`), the normalisation recorded. A text whose lowercase
     /// form is no slug is handed back as [`canonical_v1_value`] makes it.
     pub fn resolve_v1(self, req: &mut V1Request) -> Result<DaoId, String> {
-        let lower = self.0.to_ascii_lowercase();
-        match DaoId::parse(&lower) {
+        match DaoId::from_request(&self.0) {
             Some(id) => {
-                if lower != self.0 {
-                    req.adjust("daoId", &self.0, &lower, AdjustmentReason::Normalized);
-                }
+                record_v1_case(&self.0, &id, req);
                 Ok(id)
             }
             None => Err(canonical_v1_value("daoId", &self.0, req)),
         }
+    }
+}
+
+/// v1 records a DAO id written in another letter case as normalised, wherever it was read.
+fn record_v1_case(received: &str, id: &DaoId, req: &mut V1Request) {
+    if received != id.as_str() {
+        req.adjust("daoId", received, id.as_str(), AdjustmentReason::Normalized);
     }
 }
 
@@ -349,8 +353,27 @@ impl DaoFilter {
     pub fn resolve_keeping_empty(param: Option<Self>) -> DaoScope {
         match param {
             None => DaoScope::Every,
-            Some(Self(text)) => DaoId::parse(&text).map_or(DaoScope::NoDao(text), DaoScope::Dao),
+            Some(Self(text)) => DaoId::from_request(&text).map_or(DaoScope::NoDao(text), DaoScope::Dao),
         }
+    }
+
+    /// v1's [`Self::resolve`], the filter recorded as applied (in its canonical form) and another
+    /// letter case as normalised, as in a path.
+    pub fn resolve_v1(param: Option<Self>, req: &mut V1Request) -> DaoScope {
+        Self::resolve_keeping_empty_v1(param.filter(|p| !p.0.is_empty()), req)
+    }
+
+    /// v1's [`Self::resolve_keeping_empty`], recorded as [`Self::resolve_v1`] records it.
+    pub fn resolve_keeping_empty_v1(param: Option<Self>, req: &mut V1Request) -> DaoScope {
+        let received = param.as_ref().map(|p| p.0.clone());
+        let scope = Self::resolve_keeping_empty(param);
+        if let (Some(received), Some(id)) = (received, scope.dao()) {
+            record_v1_case(&received, id, req);
+        }
+        if let Some(applied) = scope.received() {
+            req.applied("daoId", applied);
+        }
+        scope
     }
 }
 
@@ -361,7 +384,7 @@ pub enum DaoScope {
     Every,
     /// One DAO (which may be unknown: then it matches nothing).
     Dao(DaoId),
-    /// A text that is no DAO id (malformed, another letter case, or empty where that is no
+    /// A text that is no DAO id in any letter case (malformed, or empty where that is no
     /// absence): it matches nothing, and is echoed and bound into cursors as received.
     NoDao(String),
 }
@@ -612,11 +635,14 @@ mod tests {
         assert_eq!(DaoFilter::resolve(p("")), DaoScope::Every);
         assert_eq!(DaoFilter::resolve_keeping_empty(p("")), DaoScope::NoDao(String::new()));
         assert_eq!(DaoFilter::resolve(p("uniswap")).dao().map(DaoId::as_str), Some("uniswap"));
+        // Another letter case names the same DAO, and is bound into cursors in its canonical form.
         let upper = DaoFilter::resolve(p("Uniswap"));
-        assert_eq!(upper, DaoScope::NoDao("Uniswap".to_owned()));
-        assert_eq!((upper.dao(), upper.received(), upper.shape()), (None, Some("Uniswap"), "Uniswap".to_owned()));
+        assert_eq!((upper.dao().map(DaoId::as_str), upper.shape()), (Some("uniswap"), "uniswap".to_owned()));
+        let bad = DaoFilter::resolve(p("no.such"));
+        assert_eq!(bad, DaoScope::NoDao("no.such".to_owned()));
+        assert_eq!((bad.dao(), bad.received(), bad.shape()), (None, Some("no.such"), "no.such".to_owned()));
         assert_eq!(DaoScope::Every.shape(), "");
-        assert_eq!(upper.store_filter(), None, "a text that is no DAO id is never sent to the store");
+        assert_eq!(bad.store_filter(), None, "a text that is no DAO id is never sent to the store");
         assert_eq!(DaoScope::Every.store_filter(), Some(None));
         assert_eq!(DaoFilter::resolve(p("uniswap")).store_filter().flatten().map(DaoId::as_str), Some("uniswap"));
     }

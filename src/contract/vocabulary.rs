@@ -282,6 +282,14 @@ impl DaoId {
         valid.then(|| Self(text.to_owned()))
     }
 
+    /// `text` as a DAO id in any letter case: the one rule by which a request names a DAO, on
+    /// both surfaces and in every place that reads one (paths, `daoId` filters, webhook bodies,
+    /// live refresh). Slugs are lowercase, so `Uniswap` names `uniswap`; accepting another case
+    /// costs the contract nothing, and refusing it surprised users.
+    pub fn from_request(text: &str) -> Option<Self> {
+        Self::parse(&text.to_ascii_lowercase())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -28,6 +28,7 @@ use crate::contract::access::Version;
 use crate::contract::envelope::{CacheStatus, RequestId};
 use crate::contract::operations::{ExportsListV2, FreshnessGetV1, Operation, OperationDecl, PricingGetV1};
 use crate::contract::time::{now_ms, rfc3339_ms};
+use crate::contract::vocabulary::DaoId;
 use crate::metrics::METRICS;
 
 /// Operations whose answers describe the service rather than a data revision: the ingestion
@@ -282,8 +283,10 @@ impl Restamp<'_> {
     }
 }
 
-/// The DAO a data request is about: `/v1/daos/{id}/…`, `/v2/daos/{id}…`, or `?daoId=`.
-fn dao_of(req: &Request) -> Option<String> {
+/// The DAO a data request is about: `/v1/daos/{id}/…`, `/v2/daos/{id}…`, or `?daoId=`, read by
+/// the rule every handler reads it by ([`DaoId::from_request`]: any letter case), so live
+/// refresh refreshes the DAO the handler answers for.
+fn dao_of(req: &Request) -> Option<DaoId> {
     let path = req.uri().path();
     let in_path = ["/v1/daos/", "/v2/daos/"]
         .iter()
@@ -291,14 +294,15 @@ fn dao_of(req: &Request) -> Option<String> {
         .and_then(|rest| rest.split('/').next())
         .filter(|id| !id.is_empty());
     if let Some(id) = in_path {
-        return Some(id.to_owned());
+        // As the router hands it to the handler: percent-decoded.
+        return DaoId::from_request(&percent_encoding::percent_decode_str(id).decode_utf8().ok()?);
     }
     let query = req.uri().query()?;
     serde_urlencoded::from_str::<Vec<(String, String)>>(query)
         .ok()?
         .into_iter()
         .find(|(k, _)| k == "daoId")
-        .map(|(_, v)| v)
+        .and_then(|(_, v)| DaoId::from_request(&v))
 }
 
 /// A GET of a declared data operation (documents and docs pages are not operations).
@@ -323,7 +327,7 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
     // Only a server with live refresh looks for the DAO a request is about.
     let live = match &state.live {
         Some(live) => match dao_of(&req) {
-            Some(dao) => live.ensure(&state, &dao).await,
+            Some(dao) => live.ensure(&state, dao.as_str()).await,
             None => None,
         },
         None => None,

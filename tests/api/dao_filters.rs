@@ -1,5 +1,8 @@
-//! A `daoId` query filter that is no DAO id (another letter case, a malformed slug, or an empty
-//! value where a list reads it as a filter) matches nothing. The handlers answer it without
+//! A DAO id is read in any letter case, in a path or a `daoId` filter, on both surfaces
+//! (`DaoId::from_request`): `Uniswap` names `uniswap`.
+//!
+//! A `daoId` query filter that is no DAO id (a malformed slug, or an empty value where a list
+//! reads it as a filter) matches nothing. The handlers answer it without
 //! asking the store (`DaoScope::store_filter`), and the answer is exactly the one a well-formed
 //! DAO id that names no DAO gets from the store: the same status, page, total, freshness and
 //! 404 text, with the value echoed as received.
@@ -64,13 +67,69 @@ on_both_backends!(dao_filters_that_name_no_dao_match_nothing, |app: TestApp| asy
         format!("/v2/voters/{voter}/votes"),
     ];
     for path in &paths {
-        answers_as_unknown(&app, path, &["Uniswap", "NoSuchDao", "no.such"]).await;
+        answers_as_unknown(&app, path, &["no.such", "Nosuch.Dao"]).await;
     }
     for path in &keeping_empty {
-        answers_as_unknown(&app, path, &["Uniswap", "NoSuchDao", "no.such", ""]).await;
+        answers_as_unknown(&app, path, &["no.such", "Nosuch.Dao", ""]).await;
     }
     // A cursor of another list shape is refused alike.
     let (_, first) = app.get_json("/v2/proposals?limit=1").await;
     let cursor = first["meta"]["page"]["nextCursor"].as_str().expect("more than one proposal");
-    answers_as_unknown(&app, &format!("/v2/proposals?limit=1&cursor={cursor}"), &["Uniswap"]).await;
+    answers_as_unknown(&app, &format!("/v2/proposals?limit=1&cursor={cursor}"), &["no.such"]).await;
+});
+
+/// The answer to `path` without what belongs to one answer (request id, generation time) and,
+/// on v1, without the echo of the request (`request`: what was received differs).
+async fn data_of(app: &TestApp, path: &str) -> (u16, Value) {
+    let (status, mut body) = app.get_json(path).await;
+    for volatile in ["/requestId", "/freshness/generatedAt", "/meta/freshness/generatedAt", "/meta/requestId"] {
+        if let Some(v) = body.pointer_mut(volatile) {
+            *v = Value::Null;
+        }
+    }
+    if let Some(request) = body.as_object_mut().and_then(|o| o.remove("request")) {
+        body["adjusted"] = request["adjustments"].clone();
+        body["applied"] = request["applied"]["daoId"].clone();
+    }
+    (status, body)
+}
+
+on_both_backends!(a_dao_id_in_another_letter_case_names_the_same_dao, |app: TestApp| async move {
+    // Each path with `{dao}` where the DAO is named: in a path, or as a filter.
+    let paths = [
+        "/v1/daos/{dao}/brief",
+        "/v1/governance-signals?limit=5&daoId={dao}",
+        "/v1/proposals/lookup?title=statute%20limitations&daoId={dao}",
+        "/v1/activity?limit=3&daoId={dao}",
+        "/v2/daos/{dao}",
+        "/v2/daos/{dao}/voters?limit=3",
+        "/v2/daos/{dao}/delegates?limit=3",
+        "/v2/proposals?limit=3&daoId={dao}",
+        "/v2/events?limit=3&daoId={dao}",
+        "/v2/feed?limit=3&daoId={dao}",
+    ];
+    for path in paths {
+        let (status, want) = data_of(&app, &path.replace("{dao}", "uniswap")).await;
+        assert_eq!(status, 200, "{path}: {want}");
+        for other in ["Uniswap", "UNISWAP"] {
+            let (status, mut got) = data_of(&app, &path.replace("{dao}", other)).await;
+            assert_eq!(status, 200, "{path} with {other}: {got}");
+            if path.starts_with("/v1/") {
+                // v1 records the normalisation, as it records every other one.
+                let adjusted = got["adjusted"].as_array().cloned().unwrap_or_default();
+                let normalized = adjusted.iter().find(|a| a["param"] == "daoId").unwrap_or_else(|| panic!("{got}"));
+                assert_eq!(normalized["received"], other, "{got}");
+                assert_eq!(normalized["applied"], "uniswap", "{got}");
+                assert_eq!(normalized["reason"], "normalized", "{got}");
+                assert_eq!(got["applied"], want["applied"], "{path}");
+                got["adjusted"] = want["adjusted"].clone();
+            }
+            assert_eq!(got, want, "{path} with {other}");
+        }
+    }
+    // The cursor of a page asked with one case serves the next page asked with the other.
+    let (_, first) = app.get_json("/v2/proposals?limit=1&daoId=uniswap").await;
+    let cursor = first["meta"]["page"]["nextCursor"].as_str().expect("more than one proposal");
+    let (status, next) = app.get_json(&format!("/v2/proposals?limit=1&daoId=Uniswap&cursor={cursor}")).await;
+    assert_eq!(status, 200, "{next}");
 });

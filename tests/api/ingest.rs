@@ -622,6 +622,42 @@ async fn a_stale_dao_is_refreshed_live_then_served_as_cached_live() {
     assert_eq!(cache_status(&all), "fresh");
 }
 
+// One rule for a DAO id's letter case, live refresh included: a request naming the DAO in
+// another case refreshes the DAO the handler answers for (the refresh path once sliced the URL
+// text, so `TestGov` was "not registered" and served stale), and the lowercase requests after it
+// are served from that refresh.
+on_both_backends!(a_dao_named_in_another_case_is_refreshed_live_as_its_slug, |backend: Backend| async move {
+    let hub = snapshot_hub(Arc::new(Mutex::new(hub_data()))).await;
+    let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = registry_file(&dir, &hub, &forum);
+    let app = spawn_app_with(fresh_database(backend).await, |a| {
+        a.registry.registry = Some(file.clone());
+        a.live_refresh = true;
+        a.freshness_target = Duration::from_secs(3600);
+        a.live_ttl = Duration::from_secs(600);
+    })
+    .await;
+    let shouted = DAO.to_ascii_uppercase();
+    let (status, body) = app.get_json(&format!("/v1/daos/{shouted}/brief")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(cache_status(&body), "refreshed_live", "{body}");
+    assert_eq!(body["data"]["dao"]["daoId"], DAO);
+    let fetched = hub.requests().len();
+    assert!(fetched > 0);
+    for path in [
+        format!("/v2/daos/{DAO}"),
+        format!("/v2/daos/{shouted}"),
+        format!("/v2/proposals?daoId={shouted}&limit=5"),
+        format!("/v1/daos/{DAO}/brief"),
+    ] {
+        let (status, body) = app.get_json(&path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        assert_eq!(cache_status(&body), "cached_live", "{path}: {body}");
+    }
+    assert_eq!(hub.requests().len(), fetched, "one DAO, refreshed once");
+});
+
 #[tokio::test]
 async fn a_registered_dao_with_nothing_ingested_is_served_registry_only() {
     let w = world(Backend::Sqlite).await;

@@ -60,10 +60,7 @@ impl Api {
         let limit = V1Limit::resolve(limit.0, "limit", &mut req);
         let offset = V1Offset::resolve(offset.0, "offset", &mut req);
         // As released, an empty `daoId` is a filter (matching nothing), not its absence.
-        let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
-        if let Some(d) = dao.received() {
-            req.applied("daoId", d);
-        }
+        let dao = DaoFilter::resolve_keeping_empty_v1(dao_id.0, &mut req);
         if let Some(k) = kind.0 {
             req.applied("kind", k.as_str());
         }

@@ -132,10 +132,7 @@ impl Api {
     ) -> Result<Json<V1Envelope<Item>>, ApiError<Op>> {
         let mut req = req;
         let kind = kind.0;
-        let dao = DaoFilter::resolve(dao_id.0);
-        if let Some(d) = dao.received() {
-            req.applied("daoId", d);
-        }
+        let dao = DaoFilter::resolve_v1(dao_id.0, &mut req);
         let db = &state.reads();
         let id = canonical_v1_value("externalId", &external_id.0, &mut req);
         let scope = dao.received().map(|d| format!(" in DAO `{d}`")).unwrap_or_default();

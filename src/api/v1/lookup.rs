@@ -168,10 +168,7 @@ impl Api {
                 .into());
             }
         };
-        let dao = DaoFilter::resolve(dao_id.0);
-        if let Some(d) = dao.received() {
-            req.applied("daoId", d);
-        }
+        let dao = DaoFilter::resolve_v1(dao_id.0, &mut req);
         req.applied("by", name);
         let db = &state.reads();
         let (by, ranked): (MatchBy, Vec<(String, proposal::Model)>) = match name {

@@ -63,11 +63,8 @@ impl Api {
         offset: Query<Option<V1Offset>>,
     ) -> Result<Json<V1Envelope<V1Page<Signal>>>, ApiError<Op>> {
         let mut req = req;
-        let dao = DaoFilter::resolve(dao_id.0);
-        if let Some(id) = dao.received() {
-            // Like every v1 filter, an unknown DAO matches nothing (v1 rejects only what cannot be parsed).
-            req.applied("daoId", id);
-        }
+        // Like every v1 filter, an unknown DAO matches nothing (v1 rejects only what cannot be parsed).
+        let dao = DaoFilter::resolve_v1(dao_id.0, &mut req);
         let kind = kind.0.map(|k| k.0);
         if let Some(k) = kind {
             req.applied("kind", k.as_str());

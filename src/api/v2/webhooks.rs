@@ -188,7 +188,7 @@ impl poem_openapi::types::Example for WebhookAttempt {
 
 fn dao_id(value: &Value) -> Result<String, Refusal> {
     let text = body::string(DaoId::MAX_LEN)(value)?;
-    DaoId::parse(&text)
+    DaoId::from_request(&text)
         .map(|d| d.as_str().to_owned())
         .ok_or_else(|| Refusal::new("is not a DAO id", "a `daoId` from GET /v1/daos"))
 }
