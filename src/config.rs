@@ -196,7 +196,9 @@ pub struct IngestArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
-    /// The store: `sqlite://PATH` (embedded, created on first start) or `postgres://…`.
+    /// The store: `sqlite://PATH` (embedded, created on first start) or `postgres://…`. A
+    /// PostgreSQL URL may name several hosts (`postgres://USER@H1:P1,H2:P2/DB`): writes go to the
+    /// one not in recovery, and follow a promoted standby (`store::primary`).
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
     pub database_url: String,
 }

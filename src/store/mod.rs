@@ -19,6 +19,7 @@ pub mod keysets;
 pub mod migration;
 pub mod nodes;
 pub mod payments;
+pub mod primary;
 pub mod proposals;
 pub mod publish;
 pub mod rates;
@@ -45,9 +46,15 @@ use sea_orm_migration::MigratorTrait;
 pub use sea_orm::DbErr;
 
 /// Opens the store named by `url`, creating the SQLite file (and its folder) when missing,
-/// and applies pending migrations.
+/// and applies pending migrations. A PostgreSQL URL naming several hosts opens the one that is
+/// the primary, and follows the primary when another host takes over (`primary`).
 pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
     let url = prepare_url(url)?;
+    let primaries = primary::Primaries::parse(&url)?;
+    let url = match &primaries {
+        Some(primaries) => primaries.resolve().await?,
+        None => url,
+    };
     let mut options = ConnectOptions::new(url.clone());
     options.connect_timeout(Duration::from_secs(10)).acquire_timeout(Duration::from_secs(10)).sqlx_logging(false);
     if url.starts_with("sqlite:") {
@@ -63,7 +70,13 @@ pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
     } else {
         options.max_connections(16);
     }
+    if let Some(primaries) = &primaries {
+        primaries.configure(&mut options);
+    }
     let db = Database::connect(options).await?;
+    if let Some(primaries) = primaries {
+        primaries.watch(&db);
+    }
     migration::Migrator::up(&db, None).await?;
     Ok(db)
 }

@@ -25,6 +25,11 @@
 //! position the replica has replayed (0 when it has replayed the newest sample). Bytes behind the
 //! newest sample are reported too.
 //!
+//! **A moving primary.** When `DATABASE_URL` names several hosts, the primary's pool follows the
+//! one that is not in recovery (`store::primary`). A replica that is not in recovery is left (its
+//! data may have diverged), unless it is the host the primary's pool now connects to: a listed
+//! replica that was promoted and taken over goes on serving reads.
+//!
 //! **Retries.** A read that fails on a replica, because the replica went away or because it
 //! cancelled the query in a recovery conflict (`max_standby_streaming_delay`), is run again on
 //! another node by the HTTP edge ([`attempt`] records which replicas a request read from and
@@ -311,9 +316,9 @@ impl Nodes {
 
     /// Probes every node once, all at the same time.
     async fn probe(&self) {
-        let primary = tokio::time::timeout(PROBE_TIMEOUT, probe(&self.primary.db, NodeRole::Primary));
+        let primary = tokio::time::timeout(PROBE_TIMEOUT, probe(&self.primary.db));
         let replicas = futures_util::future::join_all(
-            self.replicas.iter().map(|n| tokio::time::timeout(PROBE_TIMEOUT, probe(&n.db, NodeRole::Replica))),
+            self.replicas.iter().map(|n| tokio::time::timeout(PROBE_TIMEOUT, probe(&n.db))),
         );
         let (primary, replicas) = tokio::join!(primary, replicas);
         let now = Instant::now();
@@ -346,6 +351,9 @@ impl Nodes {
         for (node, probed) in self.replicas.iter().zip(replicas) {
             let p = match probed {
                 Ok(Ok(p)) if p.in_recovery => p,
+                // Promoted, and the primary this process writes to now (`store::primary`): it
+                // shows everything written.
+                Ok(Ok(p)) if super::primary::same_server(&self.primary.db, &node.db) => p,
                 Ok(Ok(_)) => {
                     node.leave("not a standby (promoted?): its data may have diverged".to_owned());
                     continue;
@@ -403,17 +411,14 @@ struct Probed {
     in_recovery: bool,
 }
 
-/// One node's probe: its WAL position (current on the primary, replayed on a replica) and the
-/// newest revision it shows.
-async fn probe(db: &DatabaseConnection, role: NodeRole) -> Result<Probed, DbErr> {
-    let position = match role {
-        NodeRole::Primary => "pg_current_wal_lsn()",
-        NodeRole::Replica => "pg_last_wal_replay_lsn()",
-    };
-    let sql = format!(
-        "SELECT {position}::text AS position, pg_is_in_recovery() AS in_recovery,
+/// One node's probe: its WAL position (replayed on a standby, current on a primary, a promoted
+/// replica included) and the newest revision it shows.
+async fn probe(db: &DatabaseConnection) -> Result<Probed, DbErr> {
+    let sql = "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END::text
+                    AS position,
+                pg_is_in_recovery() AS in_recovery,
                 COALESCE((SELECT MAX(id) FROM data_revisions), 0) AS revision"
-    );
+        .to_owned();
     let row = db
         .query_one_raw(Statement::from_string(DbBackend::Postgres, sql))
         .await?

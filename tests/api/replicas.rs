@@ -11,7 +11,7 @@ use sea_orm::{ConnectionTrait, Database, DbBackend, Statement, TransactionTrait}
 use serde_json::{Value, json};
 
 use crate::fixtures::pair::OutagePair;
-use crate::helpers::{Backend, TestApp, eventually, require, sample_database, spawn_app_with};
+use crate::helpers::{Backend, TestApp, eventually, eventually_within, require, sample_database, spawn_app_with};
 
 /// Requests each node served, by name.
 fn reads(app: &TestApp) -> (u64, u64) {
@@ -282,4 +282,113 @@ async fn without_the_primary_reads_are_served_and_writes_refused_until_it_return
     pair.restore("primary");
     eventually("writes succeed again", || async { subscribe(&app).await.is_ok_and(|r| r.status() == 201) }).await;
     eventually("the primary is reported serving", || async { node(&app, "primary").await["state"] == "serving" }).await;
+}
+
+/// Revisions as a store holds them: (id, run), oldest first.
+async fn revisions(url: &str) -> Vec<(i64, Option<i64>)> {
+    let db = Database::connect(url).await.expect("connect");
+    let sql = "SELECT id, run_id FROM data_revisions ORDER BY id";
+    let rows = db.query_all_raw(Statement::from_string(DbBackend::Postgres, sql.to_owned())).await.expect(sql);
+    db.close().await.ok();
+    rows.iter().map(|r| (r.try_get("", "id").unwrap(), r.try_get("", "run_id").unwrap())).collect()
+}
+
+/// A Snapshot space with one active proposal, for a quick scheduled ingestion.
+fn one_proposal_space() -> crate::fixtures::upstreams::HubData {
+    use crate::fixtures::upstreams::{HubData, HubProposal, HubVote};
+    let proposal = format!("0x{:064x}", 45);
+    let votes = (1..=2)
+        .map(|i| HubVote {
+            id: format!("0x{:064x}", 4500 + i),
+            proposal: proposal.clone(),
+            voter: format!("0x{:040x}", i),
+            created: 1_700_000_000 + i,
+            choice: "1".to_owned(),
+            vp: "1.5".to_owned(),
+        })
+        .collect();
+    HubData {
+        space: "failover.eth".to_owned(),
+        proposals: vec![HubProposal {
+            id: proposal,
+            created: 1_700_000_000,
+            state: "active",
+            scores: vec!["3", "0"],
+            scores_total: "3",
+            scores_state: "pending",
+            title: "Before the failover".to_owned(),
+            votes: 2,
+        }],
+        votes,
+    }
+}
+
+// Issue 45, item 5. Measured from the old primary's stop: the watch moves the pool within
+// `TAKEOVER`, the schedule's next run starts within a period of it, and the run (one proposal)
+// publishes within `ONE_RUN`.
+#[tokio::test]
+async fn writes_follow_a_promoted_replica_without_a_restart() {
+    use govdata::store::primary::TAKEOVER;
+    /// The schedule's period here: short, so the run after the takeover comes soon.
+    const INGEST_EVERY: Duration = Duration::from_millis(200);
+    /// A scheduled run of the one-proposal DAO, fetch to commit, with room for a loaded machine.
+    const ONE_RUN: Duration = Duration::from_secs(2);
+    let Some((_turn, pair)) = OutagePair::take().await else { return };
+    let (old_primary, replica) = pair.sample_database().await;
+    let name = old_primary.rsplit('/').next().unwrap().to_owned();
+    let hub_data = std::sync::Arc::new(std::sync::Mutex::new(one_proposal_space()));
+    let hub = crate::fixtures::upstreams::snapshot_hub(hub_data.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let registry = dir.path().join("registry.toml");
+    let text = format!(
+        "[[dao]]\nid = \"failover\"\nname = \"Failover\"\n[dao.snapshot]\nspace = \"failover.eth\"\nhub = \"{}/graphql\"\n",
+        hub.url
+    );
+    std::fs::write(&registry, text).unwrap();
+    // Both hosts as primary candidates; the replica also serves reads.
+    let app = spawn_app_with(pair.both_hosts(&name), |a| {
+        a.response_cache_mb = 0;
+        a.replicas.read_replica_urls = vec![replica.clone()];
+        a.replicas.replica_max_lag = Duration::from_secs(1);
+        a.registry.registry = Some(registry.clone());
+        a.ingest_every = Some(INGEST_EVERY);
+    })
+    .await;
+    // The schedule publishes the DAO on the first primary, and the replica replays it.
+    eventually("the first run publishes", || async { revisions(&old_primary).await.len() == 2 }).await;
+    let before = revisions(&old_primary).await;
+    eventually("the replica replays it", || async { revisions(&replica).await == before }).await;
+    let (_, served) = app.get_json("/v2/proposals?daoId=failover").await;
+    assert_eq!(served["data"]["items"][0]["title"], "Before the failover", "{served}");
+
+    // Failover: the replica is promoted, the old primary goes, and the space changes.
+    pair.promote();
+    pair.cut("primary");
+    let cut = std::time::Instant::now();
+    hub_data.lock().unwrap().proposals[0].title = "After the failover".to_owned();
+    let published = before.len() + 1;
+    let bound = TAKEOVER + INGEST_EVERY + ONE_RUN;
+    eventually_within(bound, "ingestion publishes on the promoted replica", || async {
+        revisions(&replica).await.len() >= published
+    })
+    .await;
+    let took = cut.elapsed();
+    eprintln!("published on the new primary {took:?} after the old one stopped (bound {bound:?})");
+
+    // Nothing lost, nothing twice: the revisions of before, then one new one, and no more after
+    // further runs (the space has not changed again).
+    tokio::time::sleep(INGEST_EVERY * 5).await;
+    let after = revisions(&replica).await;
+    assert_eq!(after.len(), published, "{after:?}");
+    assert_eq!(after[..before.len()], before[..], "{after:?}");
+    assert!(after[before.len()].0 > before[before.len() - 1].0, "{after:?}");
+    // Served: the new revision, read from the promoted replica too, with the new primary serving.
+    let (_, fresh) = app.get_json("/v1/system/freshness").await;
+    assert_eq!(fresh["data"]["revision"]["id"], after[before.len()].0.to_string(), "{fresh}");
+    eventually("both nodes serve", || async {
+        node(&app, "primary").await["state"] == "serving" && node(&app, "replica-1").await["state"] == "serving"
+    })
+    .await;
+    let (_, served) = app.get_json("/v2/proposals?daoId=failover").await;
+    assert_eq!(served["data"]["items"][0]["title"], "After the failover", "{served}");
 }
