@@ -20,7 +20,6 @@ use http_body_util::BodyExt;
 use poem::{
     Body, Endpoint, Request, RequestParts, Response,
     endpoint::BoxEndpoint,
-    error::ReadBodyError,
     http::{self, HeaderMap, HeaderValue, StatusCode, uri::Scheme},
     web::{LocalAddr, RemoteAddr},
 };
@@ -38,29 +37,26 @@ use rmcp::{
 use serde_json::{Map, Value};
 
 use super::route::ToolCall;
-use crate::connections::{self, Cause};
 use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER},
     envelope::{REQUEST_ID_HEADER, RequestId},
-    errors::{ErrorCode, FieldError, ParamLocation, Problem},
+    errors::{FieldError, ParamLocation, Problem},
     mcp::{ToolDecl, ToolParam},
     x402::Generation,
 };
 
 pub use crate::contract::mcp::MCP_PATH;
 /// A tool call's arguments are a handful of scalars.
-const MAX_BODY_BYTES: usize = 64 * 1024;
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The `/mcp` endpoint.
 pub struct McpEndpoint {
     service: StreamableHttpService<Tools, NeverSessionManager>,
-    /// Longest wait for a request body to arrive whole.
-    body_timeout: std::time::Duration,
 }
 
 impl McpEndpoint {
     /// `app` is the application the endpoint is part of: tool calls are requests to it.
-    pub fn new(tools: &[ToolDecl], app: Weak<BoxEndpoint<'static>>, body_timeout: std::time::Duration) -> Self {
+    pub fn new(tools: &[ToolDecl], app: Weak<BoxEndpoint<'static>>) -> Self {
         let listed = tools
             .iter()
             .map(|t| serde_json::from_value::<Tool>(t.listed()).expect("a declared tool is an MCP tool"))
@@ -79,51 +75,15 @@ impl McpEndpoint {
             .disable_allowed_hosts();
         let service =
             StreamableHttpService::new(move || Ok(tools.clone()), Arc::new(NeverSessionManager::default()), config);
-        Self { service, body_timeout }
-    }
-
-    /// Reads the request body whole, within its cap and its time: a body declared or sent over
-    /// the cap, or one that trickles in, is refused (and counted) before the SDK sees it.
-    async fn read_body(&self, req: &mut Request) -> Result<(), Problem> {
-        let client = req.remote_addr().as_socket_addr().map(|a| a.ip());
-        let refuse = |cause: Cause, detail: String| {
-            connections::report::record(cause, client);
-            Problem::new(ErrorCode::ValidationError, detail)
-        };
-        let too_large = || {
-            format!("The request body is larger than {MAX_BODY_BYTES} bytes; a JSON-RPC message here is far smaller.")
-        };
-        let declared = req.header(http::header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-            return Err(refuse(Cause::BodyTooLarge, too_large()));
-        }
-        let body = req.take_body();
-        match tokio::time::timeout(self.body_timeout, body.into_bytes_limit(MAX_BODY_BYTES)).await {
-            Ok(Ok(bytes)) => {
-                req.set_body(bytes);
-                Ok(())
-            }
-            Ok(Err(ReadBodyError::PayloadTooLarge)) => Err(refuse(Cause::BodyTooLarge, too_large())),
-            Ok(Err(err)) => {
-                Err(Problem::new(ErrorCode::ValidationError, format!("The request body could not be read: {err}.")))
-            }
-            Err(_) => Err(refuse(
-                Cause::BodyTimeout,
-                format!(
-                    "The request body did not arrive whole within {}; send it at once.",
-                    humantime::format_duration(self.body_timeout)
-                ),
-            )),
-        }
+        Self { service }
     }
 }
 
 impl Endpoint for McpEndpoint {
     type Output = Response;
 
-    async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        // A refused body is left unread: hyper closes the connection after the answer.
-        self.read_body(&mut req).await?;
+    async fn call(&self, req: Request) -> poem::Result<Response> {
+        // The body is here whole, read within its cap and its time by the edge (`edge::body`).
         let exchange = Arc::new(Exchange {
             origin: (req.local_addr().clone(), req.remote_addr().clone(), req.scheme().clone()),
             answer: Mutex::default(),
