@@ -24,12 +24,9 @@ pub fn app(state: AppState) -> Arc<BoxEndpoint<'static>> {
 }
 
 fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> impl Endpoint<Output = Response> {
-    let mcp = edge::mcp::McpEndpoint::new(
-        &state.documents.tools,
-        itself,
-        state.settings.mcp_access.clone(),
-        state.settings.limits.body_read_timeout,
-    );
+    let mcp = edge::mcp::McpEndpoint::new(&state.documents.tools, itself);
+    let body_timeout = state.settings.limits.body_read_timeout;
+    let mcp_access = Arc::new(state.settings.mcp_access.clone());
     let documents = state.documents.clone();
     let draining = state.shutdown.clone();
     let gated = state.clone();
@@ -43,6 +40,10 @@ fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> imp
         // Inside the gate: a cached answer is still authorised or paid for.
         .around(move |ep, req| edge::cache::serve(ep, req, served.clone()))
         .around(move |ep, req| edge::gate::gate(ep, req, gated.clone()))
+        // Before the gate and every slot: a body that trickles in holds nothing.
+        .around(move |ep, req| edge::body::read(ep, req, body_timeout))
+        // Before any work, the body's read included: `/mcp`'s Origin and Host checks.
+        .around(move |ep, req| edge::mcp::admit(ep, req, mcp_access.clone()))
         .around(move |ep, req| edge::front::edge(ep, req, documents.clone(), draining.clone()))
         // Outermost, so that error responses (made by `edge`) carry the CORS headers too.
         .with(edge::front::cors())

@@ -20,7 +20,6 @@ use http_body_util::BodyExt;
 use poem::{
     Body, Endpoint, Request, RequestParts, Response,
     endpoint::BoxEndpoint,
-    error::ReadBodyError,
     http::{self, HeaderMap, HeaderValue, StatusCode, uri::Scheme},
     web::{LocalAddr, RemoteAddr},
 };
@@ -39,7 +38,6 @@ use serde_json::{Map, Value};
 
 use super::route::ToolCall;
 use crate::config::McpAccess;
-use crate::connections::{self, Cause};
 use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER},
     envelope::{REQUEST_ID_HEADER, RequestId},
@@ -50,25 +48,16 @@ use crate::contract::{
 
 pub use crate::contract::mcp::MCP_PATH;
 /// A tool call's arguments are a handful of scalars.
-const MAX_BODY_BYTES: usize = 64 * 1024;
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The `/mcp` endpoint.
 pub struct McpEndpoint {
     service: StreamableHttpService<Tools, NeverSessionManager>,
-    /// Who may call: checked before anything else is done with a request.
-    access: McpAccess,
-    /// Longest wait for a request body to arrive whole.
-    body_timeout: std::time::Duration,
 }
 
 impl McpEndpoint {
     /// `app` is the application the endpoint is part of: tool calls are requests to it.
-    pub fn new(
-        tools: &[ToolDecl],
-        app: Weak<BoxEndpoint<'static>>,
-        access: McpAccess,
-        body_timeout: std::time::Duration,
-    ) -> Self {
+    pub fn new(tools: &[ToolDecl], app: Weak<BoxEndpoint<'static>>) -> Self {
         let listed = tools
             .iter()
             .map(|t| serde_json::from_value::<Tool>(t.listed()).expect("a declared tool is an MCP tool"))
@@ -81,85 +70,55 @@ impl McpEndpoint {
             .with_json_response(true)
             .with_sse_keep_alive(None)
             .with_max_request_body_bytes(MAX_BODY_BYTES)
-            // `Host` and `Origin` are checked before the SDK sees the request ([`McpEndpoint::admit`]),
-            // against the declared `McpAccess`, and refused with a problem document.
+            // `Host` and `Origin` are checked before the request reaches the SDK (or its body is
+            // read), against the declared `McpAccess`, and refused with a problem document: [`admit`].
             .disable_allowed_hosts();
         let service =
             StreamableHttpService::new(move || Ok(tools.clone()), Arc::new(NeverSessionManager::default()), config);
-        Self { service, access, body_timeout }
+        Self { service }
     }
+}
 
-    /// Refuses (403) a request whose `Origin` names a site not allowed to call, or whose `Host`
-    /// is not a name this server answers to: what a page on another site, or one that rebound
-    /// its own name to this server's address, sends.
-    fn admit(&self, req: &Request) -> Result<(), Problem> {
-        let origin = req.headers().get(http::header::ORIGIN).map(|v| v.to_str().unwrap_or(""));
-        let refuse = |detail: String| Problem {
-            title: "The request's origin or host is not allowed to call this endpoint".to_owned(),
-            ..Problem::new(ErrorCode::Forbidden, detail)
-        };
-        if !self.access.allows_origin(origin) {
-            return Err(refuse(format!(
-                "`Origin: {}` is not allowed to call {MCP_PATH}: a page of another site may not reach this server \
-                 through a browser. Clients that are not browsers send no `Origin`; an operator allows a site with \
-                 GOVDATA_MCP_ALLOWED_ORIGINS.",
-                origin.unwrap_or_default()
-            )));
-        }
-        let host = req.headers().get(http::header::HOST).and_then(|v| v.to_str().ok()).or(req.uri().host());
-        if !self.access.allows_host(host, req.scheme().as_str()) {
-            return Err(refuse(format!(
-                "`Host: {}` is not a name this server answers to at {MCP_PATH} (a name rebound to its address is \
-                 refused); use the server's own address or its public URL.",
-                host.unwrap_or_default()
-            )));
-        }
-        Ok(())
+/// The middleware that refuses (403) a request to `/mcp` whose `Origin` names a site not
+/// allowed to call, or whose `Host` is not a name this server answers to: what a page on another
+/// site, or one that rebound its own name to this server's address, sends. Other paths pass.
+pub async fn admit<E: Endpoint>(ep: Arc<E>, req: Request, access: Arc<McpAccess>) -> poem::Result<Response> {
+    if req.uri().path() == MCP_PATH {
+        refuse_foreign(&req, &access)?;
     }
+    ep.call(req).await.map(poem::IntoResponse::into_response)
+}
 
-    /// Reads the request body whole, within its cap and its time: a body declared or sent over
-    /// the cap, or one that trickles in, is refused (and counted) before the SDK sees it.
-    async fn read_body(&self, req: &mut Request) -> Result<(), Problem> {
-        let client = req.remote_addr().as_socket_addr().map(|a| a.ip());
-        let refuse = |cause: Cause, detail: String| {
-            connections::report::record(cause, client);
-            Problem::new(ErrorCode::ValidationError, detail)
-        };
-        let too_large = || {
-            format!("The request body is larger than {MAX_BODY_BYTES} bytes; a JSON-RPC message here is far smaller.")
-        };
-        let declared = req.header(http::header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-            return Err(refuse(Cause::BodyTooLarge, too_large()));
-        }
-        let body = req.take_body();
-        match tokio::time::timeout(self.body_timeout, body.into_bytes_limit(MAX_BODY_BYTES)).await {
-            Ok(Ok(bytes)) => {
-                req.set_body(bytes);
-                Ok(())
-            }
-            Ok(Err(ReadBodyError::PayloadTooLarge)) => Err(refuse(Cause::BodyTooLarge, too_large())),
-            Ok(Err(err)) => {
-                Err(Problem::new(ErrorCode::ValidationError, format!("The request body could not be read: {err}.")))
-            }
-            Err(_) => Err(refuse(
-                Cause::BodyTimeout,
-                format!(
-                    "The request body did not arrive whole within {}; send it at once.",
-                    humantime::format_duration(self.body_timeout)
-                ),
-            )),
-        }
+fn refuse_foreign(req: &Request, access: &McpAccess) -> Result<(), Problem> {
+    let origin = req.headers().get(http::header::ORIGIN).map(|v| v.to_str().unwrap_or(""));
+    let refuse = |detail: String| Problem {
+        title: "The request's origin or host is not allowed to call this endpoint".to_owned(),
+        ..Problem::new(ErrorCode::Forbidden, detail)
+    };
+    if !access.allows_origin(origin) {
+        return Err(refuse(format!(
+            "`Origin: {}` is not allowed to call {MCP_PATH}: a page of another site may not reach this server \
+             through a browser. Clients that are not browsers send no `Origin`; an operator allows a site with \
+             GOVDATA_MCP_ALLOWED_ORIGINS.",
+            origin.unwrap_or_default()
+        )));
     }
+    let host = req.headers().get(http::header::HOST).and_then(|v| v.to_str().ok()).or(req.uri().host());
+    if !access.allows_host(host, req.scheme().as_str()) {
+        return Err(refuse(format!(
+            "`Host: {}` is not a name this server answers to at {MCP_PATH} (a name rebound to its address is \
+             refused); use the server's own address or its public URL.",
+            host.unwrap_or_default()
+        )));
+    }
+    Ok(())
 }
 
 impl Endpoint for McpEndpoint {
     type Output = Response;
 
-    async fn call(&self, mut req: Request) -> poem::Result<Response> {
-        self.admit(&req)?;
-        // A refused body is left unread: hyper closes the connection after the answer.
-        self.read_body(&mut req).await?;
+    async fn call(&self, req: Request) -> poem::Result<Response> {
+        // The body is here whole, read within its cap and its time by the edge (`edge::body`).
         let exchange = Arc::new(Exchange {
             origin: (req.local_addr().clone(), req.remote_addr().clone(), req.scheme().clone()),
             answer: Mutex::default(),

@@ -7,6 +7,8 @@
 //! - `front`: the request id, the problem body of every error whoever raised it, refusals of
 //!   what no handler should read (oversized heads, NUL in parameters), the access log and the
 //!   request metrics. `route` is the operation a request is for, found there once.
+//! - `body`: a request body (`/mcp`, an operation that declares one) read whole, within its cap
+//!   and its time, before the request reserves a payment or takes a query slot.
 //! - `gate`: who may (free, internal token, partner token, x402), with `payment` (check,
 //!   reserve, verify, settle) and `rate` (limits per client, partner and payer).
 //! - `cache`: answers of the serving revision, and `live` refresh of a stale DAO first.
@@ -20,6 +22,7 @@
 //! `store_errors` (how a store failure is answered: 503 or 500), `stream` (the event streams of
 //! the feed, fed by one reader per process). They are the edge's because
 //! they are about serving HTTP under load and failure, not about what any operation answers.
+pub mod body;
 pub mod bounds;
 pub mod cache;
 pub mod front;

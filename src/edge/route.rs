@@ -19,6 +19,9 @@ pub struct Route {
     /// The declaration of the operation the request's method names (HEAD names the GET it
     /// mirrors); `None` when the path serves other methods only.
     pub decl: Option<&'static OperationDecl>,
+    /// The operation's document declares a request body: the edge reads it whole, within its
+    /// cap and its time, before the request takes a slot (`edge::body`).
+    pub takes_body: bool,
 }
 
 /// Marks a request the MCP endpoint (`edge::mcp`) makes to the application for a tool call. The
@@ -63,7 +66,13 @@ impl Route {
         let method = if req.method() == Method::HEAD { "get" } else { req.method().as_str() };
         let (template, operation_id) = documents.get(version).route(path, method)?;
         let decl = operation_id.and_then(|id| operations::find(version, id));
-        Some(Self { version, template, decl })
+        // Reads have no body: only other methods look in the document.
+        let takes_body = decl.is_some()
+            && !matches!(*req.method(), Method::GET | Method::HEAD)
+            && documents.get(version).json["paths"][&*template][method.to_ascii_lowercase()]
+                .get("requestBody")
+                .is_some();
+        Some(Self { version, template, decl, takes_body })
     }
 
     /// The route the edge found for `req`.

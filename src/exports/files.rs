@@ -1,6 +1,7 @@
 //! The files under `GOVDATA_EXPORT_DIR`: built on first request (or again after a publication
 //! changed their DAO, for files already asked for), one builder at a time across every process
-//! on the store (the catalogue row is the claim, `store::exports`), kept within a disk budget,
+//! on the store (the catalogue row is the claim, `store::exports`, kept alive by the build's
+//! heartbeat, `super::claim`), kept within a disk budget,
 //! and removed when no serving revision needs them.
 //!
 //! A file is named after its content (`<table>-<sha256 prefix>.<format>`), so a table a
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use sea_orm::{AccessMode, DatabaseConnection, DbBackend, IsolationLevel, TransactionTrait};
 
+use super::claim::{Claim, TAKEOVER_AFTER};
 use super::export;
 use crate::contract::exports::{ExportFile, ExportFormat};
 use crate::contract::time::now_ms;
@@ -23,9 +25,6 @@ use crate::store::nodes::Nodes;
 
 /// How often a request waiting for another process's build looks at the catalogue again.
 const POLL: Duration = Duration::from_millis(100);
-/// A claim older than this is taken to be abandoned (its process died mid-build) and is claimed
-/// again. Builds of the largest tables take minutes, not hours.
-const ABANDONED_AFTER_MS: i64 = 30 * 60 * 1000;
 
 /// The exports of one process: where files lie, their budget, and this process's builder name.
 pub struct Exports {
@@ -102,14 +101,16 @@ impl Exports {
     /// the build runs on its own task, whoever waits for it.
     async fn start_build(self: &Arc<Self>, dao_id: &str, file: ExportFile, revision: i64) -> anyhow::Result<()> {
         let key = FileKey { dao_id, table: file.table.name, format: file.format.as_str() };
-        if !catalogue::claim(&self.db, key, &self.builder, revision, now_ms() - ABANDONED_AFTER_MS).await? {
+        let abandoned_before = now_ms() - TAKEOVER_AFTER.as_millis() as i64;
+        if !catalogue::claim(&self.db, key, &self.builder, revision, abandoned_before).await? {
             return Ok(());
         }
+        let claim = Arc::new(Claim::won(self.db.clone(), dao_id, file, &self.builder));
         let this = self.clone();
         let dao = dao_id.to_owned();
         tokio::spawn(async move {
             let key = FileKey { dao_id: &dao, table: file.table.name, format: file.format.as_str() };
-            if let Err(e) = this.build(&dao, file, revision).await {
+            if let Err(e) = this.build(&dao, file, revision, &claim).await {
                 tracing::error!(dao = %dao, file = %file.name(), error = %e, "export build failed");
                 if let Err(e) = catalogue::release(&this.db, key, &this.builder).await {
                     tracing::warn!(error = %e, "export claim not released; it is taken over once abandoned");
@@ -126,19 +127,22 @@ impl Exports {
     /// The view is a replica's when one shows `revision` (builds are the heaviest reads); a build
     /// a replica fails (it went away, or cancelled the long read in a recovery conflict) is made
     /// again from the primary.
-    async fn build(&self, dao_id: &str, file: ExportFile, revision: i64) -> anyhow::Result<()> {
+    ///
+    /// The batches move `claim`'s heartbeat as they pass; a build whose claim was taken over
+    /// stops there.
+    async fn build(&self, dao_id: &str, file: ExportFile, revision: i64, claim: &Arc<Claim>) -> anyhow::Result<()> {
         let dir = self.dao_dir(dao_id);
         tokio::fs::create_dir_all(&dir).await?;
         let partial = dir.join(format!(".{}.{}.partial", file.name(), self.builder));
         let read = match self.nodes.replica_for(revision) {
-            Some(replica) => match self.write_view(&replica, dao_id, file, &partial).await {
+            Some(replica) => match self.write_view(&replica, dao_id, file, &partial, claim).await {
                 Err(e) => {
                     tracing::warn!(dao = dao_id, file = %file.name(), error = %e, "export build failed on a replica; building from the primary");
-                    self.write_view(&self.db, dao_id, file, &partial).await
+                    self.write_view(&self.db, dao_id, file, &partial, claim).await
                 }
                 built => built,
             },
-            None => self.write_view(&self.db, dao_id, file, &partial).await,
+            None => self.write_view(&self.db, dao_id, file, &partial, claim).await,
         };
         let (written, revision_id, data_as_of_ms, started) = match read {
             Ok(r) => r,
@@ -153,7 +157,7 @@ impl Exports {
             ExportFormat::Parquet => None,
             ExportFormat::Csv | ExportFormat::Ndjson => {
                 let (from, to) = (partial.clone(), gzip_name(&partial));
-                Some(tokio::task::spawn_blocking(move || gzip(&from, &to)).await?? as i64)
+                Some(claim.kept_during(tokio::task::spawn_blocking(move || gzip(&from, &to))).await??? as i64)
             }
         };
         if gzip_bytes.is_some() {
@@ -201,6 +205,7 @@ impl Exports {
         dao_id: &str,
         file: ExportFile,
         partial: &std::path::Path,
+        claim: &Arc<Claim>,
     ) -> anyhow::Result<(super::writer::Written, i64, Option<i64>, std::time::Instant)> {
         let txn = match db.get_database_backend() {
             DbBackend::Postgres => {
@@ -211,8 +216,8 @@ impl Exports {
         };
         let (revision_id, data_as_of_ms) = catalogue::dao_revision(&txn, dao_id).await?.unwrap_or((0, None));
         let started = std::time::Instant::now();
-        let written =
-            export(partial, file.table, file.format, |out| super::read_table(&txn, file.table, dao_id, out)).await;
+        let read = |out: super::Batches| super::read_table(&txn, file.table, dao_id, out.kept_by(claim.clone()));
+        let written = export(partial, file.table, file.format, read).await;
         txn.commit().await?;
         Ok((written?, revision_id, data_as_of_ms, started))
     }

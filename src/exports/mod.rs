@@ -2,6 +2,7 @@
 //! from the store a batch at a time. The store is read on the async runtime; the file is written
 //! on a blocking thread of its own, fed through a channel of [`IN_FLIGHT`] batches, so memory stays
 //! bounded by a few batches and a Parquet row group whatever the table holds.
+pub mod claim;
 pub mod daos;
 pub mod delegates;
 pub mod delegation_changes;
@@ -17,11 +18,13 @@ pub mod votes;
 pub mod writer;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, Value};
 use tokio::sync::mpsc;
 
 use crate::contract::exports::{ExportFormat, ExportTable};
+use claim::Claim;
 use writer::{Cell, TableWriter, Written};
 
 /// Rows read from the store and handed to the writer at a time.
@@ -32,13 +35,24 @@ const IN_FLIGHT: usize = 2;
 /// The half of an export the store's reader holds: it sends batches of rows to the file's writer.
 pub struct Batches {
     tx: mpsc::Sender<Vec<Vec<Cell>>>,
+    /// The build's claim on its file, whose heartbeat the batches move.
+    claim: Option<Arc<Claim>>,
 }
 
 impl Batches {
-    /// Hands `rows` to the writer; waits while it is [`IN_FLIGHT`] batches behind.
+    /// These batches, moving the heartbeat of `claim` as they pass.
+    pub fn kept_by(self, claim: Arc<Claim>) -> Self {
+        Self { claim: Some(claim), ..self }
+    }
+
+    /// Hands `rows` to the writer; waits while it is [`IN_FLIGHT`] batches behind. An error
+    /// when the writer stopped, or when the build's claim was taken over.
     pub async fn send(&self, rows: Vec<Vec<Cell>>) -> anyhow::Result<()> {
         if rows.is_empty() {
             return Ok(());
+        }
+        if let Some(claim) = &self.claim {
+            claim.beat_if_due().await?;
         }
         self.tx.send(rows).await.map_err(|_| anyhow::anyhow!("the export's writer stopped"))
     }
@@ -160,7 +174,7 @@ where
         }
         w.finish()
     });
-    let read = read(Batches { tx }).await;
+    let read = read(Batches { tx, claim: None }).await;
     let written = writer.await??;
     read?;
     Ok(written)

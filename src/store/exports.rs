@@ -60,7 +60,8 @@ pub async fn list<C: ConnectionTrait>(db: &C, dao_id: Option<&str>) -> Result<Ve
 
 /// Claims the build of `key` for `builder`, for the DAO revision `revision`: true when this
 /// call won it. A row already `ready` at `revision` or later is not claimed (there is nothing to
-/// build), nor one another builder claimed after `stale_before_ms` (it is at work).
+/// build), nor one whose builder's heartbeat ([`heartbeat`]) moved after `stale_before_ms` (it
+/// is at work).
 pub async fn claim<C: ConnectionTrait>(
     db: &C,
     key: FileKey<'_>,
@@ -137,6 +138,21 @@ pub async fn finish<C: ConnectionTrait>(
     )
     .await?;
     Ok((done == 1).then_some(before))
+}
+
+/// Moves the heartbeat of `builder`'s claim on `key` (its `claimed_ms`) to now: false when the
+/// claim is no longer `builder`'s (it was taken over, or the build was published).
+pub async fn heartbeat<C: ConnectionTrait>(db: &C, key: FileKey<'_>, builder: &str) -> Result<bool, DbErr> {
+    let mut values = key.values();
+    values.extend([BUILDING.into(), builder.into(), now_ms().into()]);
+    let held = exec(
+        db,
+        "UPDATE export_files SET claimed_ms = $6 WHERE dao_id = $1 AND table_name = $2 AND format = $3 \
+         AND state = $4 AND builder = $5",
+        values,
+    )
+    .await?;
+    Ok(held == 1)
 }
 
 /// Gives up `builder`'s claim on `key` (the build failed): the next request claims it again.

@@ -555,3 +555,19 @@ pub async fn pinned_python(
         }
     }
 }
+
+/// `govdata_refusals_total{cause}` as `app`'s `/metrics` shows it now (the counters are the
+/// process's: servers in one test binary share them, so tests compare before and after).
+pub async fn refusals_counted(app: &TestApp, cause: &str) -> f64 {
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let sample = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "govdata_refusals_total" && s.labels.get("cause") == Some(cause))
+        .unwrap_or_else(|| panic!("a refusals_total series for {cause}"));
+    match sample.value {
+        prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+        _ => f64::NAN,
+    }
+}

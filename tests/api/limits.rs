@@ -3,12 +3,13 @@
 //! `connections.rs`.)
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::helpers::{
-    Backend, TestApp, fresh_database, read_to_close, require, spawn_app, spawn_app_on, spawn_app_with,
+    Backend, TestApp, fresh_database, read_to_close, refusals_counted, require, sample_database, spawn_app,
+    spawn_app_on, spawn_app_with,
 };
 use crate::on_both_backends;
 
@@ -180,3 +181,92 @@ async fn a_store_that_refuses_connections_answers_503_at_once_and_keeps_cached_a
     crate::helpers::eventually("answers resume", || async { app.get("/v2/proposals?limit=99").await.status() == 200 })
         .await;
 }
+
+/// A raw `POST /v2/webhooks` with a partner token and `content-length: declared`, of which only
+/// `sent` bytes follow the head; the connection stays open.
+async fn webhook_post(app: &TestApp, token: &str, declared: usize, sent: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(app.addr).await.unwrap();
+    let head = format!(
+        "POST /v2/webhooks HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-service-api-token: {token}\r\n\
+         content-length: {declared}\r\n\r\n{sent}"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+/// The status line and problem document of a raw answer.
+fn raw_problem(answer: &str) -> (String, Value) {
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{answer:?}"));
+    assert!(head.to_ascii_lowercase().contains("content-type: application/problem+json"), "{head}");
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    (status, serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}")))
+}
+
+// A body that trickles in is refused at the body clock, as `/mcp`'s is, not at the request
+// deadline: `POST /v2/webhooks` declaring 2,000 bytes and sending 20.
+on_both_backends!(a_webhook_body_that_trickles_is_refused_at_the_body_clock, |backend: Backend| async move {
+    let body_timeout = Duration::from_millis(500);
+    let app = spawn_app_with(sample_database(backend), |a| a.limits.body_read_timeout = body_timeout).await;
+    let (_, token) = crate::access::partner_token(&app, &["v2:paid:standard"]).await;
+    let counted = refusals_counted(&app, "body_timeout").await;
+    let started = std::time::Instant::now();
+    let mut stalled = webhook_post(&app, &token, 2_000, r#"{"url": "https://exa"#).await;
+    // Well within the 30 s request deadline: the body clock answers.
+    let answer = read_to_close(&mut stalled, Duration::from_secs(5)).await.expect("answered at the body clock");
+    let elapsed = started.elapsed();
+    let (status, problem) = raw_problem(&answer);
+    assert!(status.starts_with("HTTP/1.1 400"), "{status}");
+    assert_eq!(problem["code"], "VALIDATION_ERROR", "{problem}");
+    assert_eq!((&problem["errors"][0]["in"], &problem["errors"][0]["name"]), (&json!("body"), &json!("body")));
+    assert!(problem["detail"].as_str().unwrap().contains("did not arrive whole within 500ms"), "{problem}");
+    assert!(elapsed >= body_timeout, "answered after {elapsed:?}");
+    assert!(refusals_counted(&app, "body_timeout").await > counted, "counted as body_timeout");
+});
+
+// A body that trickles in holds no query slot: with one slot, other requests are served while
+// it is pending.
+on_both_backends!(a_trickling_body_holds_no_query_slot, |backend: Backend| async move {
+    let body_timeout = Duration::from_secs(4);
+    let app = spawn_app_with(sample_database(backend), |a| {
+        a.limits.max_concurrent_queries = 1;
+        a.limits.body_read_timeout = body_timeout;
+    })
+    .await;
+    let (_, token) = crate::access::partner_token(&app, &["v2:paid:standard"]).await;
+    let mut stalled = webhook_post(&app, &token, 2_000, r#"{"url": "https://exa"#).await;
+    // Let the server take the head (and, were it to, the slot).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    for _ in 0..3 {
+        // A partner's own list is store work in a slot, never a cached answer.
+        let served = app.anonymous.get(app.url("/v2/webhooks")).header("x-service-api-token", &token).send();
+        let r = tokio::time::timeout(Duration::from_secs(2), served)
+            .await
+            .expect("served while the body trickles")
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    assert!(started.elapsed() < body_timeout, "served before the body clock ran out: {:?}", started.elapsed());
+    // The trickling request is still pending, and then refused at its clock.
+    let mut byte = [0u8; 1];
+    let pending = tokio::time::timeout(Duration::from_millis(50), stalled.peek(&mut byte)).await;
+    assert!(pending.is_err(), "the trickling request is still unanswered");
+    let answer = read_to_close(&mut stalled, body_timeout * 2).await.expect("answered at the body clock");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+});
+
+// A body declared over the cap is refused from its `Content-Length`, before a byte is read,
+// and counted.
+on_both_backends!(a_body_declared_over_the_cap_is_refused_from_its_length, |backend: Backend| async move {
+    let app = spawn_app_with(sample_database(backend), |_| {}).await;
+    let (_, token) = crate::access::partner_token(&app, &["v2:paid:standard"]).await;
+    let counted = refusals_counted(&app, "body_too_large").await;
+    let cap = govdata::contract::body::MAX_BODY_BYTES;
+    let mut declared = webhook_post(&app, &token, cap + 1, "").await;
+    let answer = read_to_close(&mut declared, Duration::from_secs(5)).await.expect("answered without the body");
+    let (status, problem) = raw_problem(&answer);
+    assert!(status.starts_with("HTTP/1.1 400"), "{status}");
+    assert_eq!(problem["errors"][0]["name"], "body", "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains(&format!("larger than {cap} bytes")), "{problem}");
+    assert!(refusals_counted(&app, "body_too_large").await > counted, "counted as body_too_large");
+});

@@ -27,8 +27,14 @@ impl Server {
 
     /// A server listening on `addr` (a restarted server takes its predecessor's port).
     pub async fn start_at(database_url: &str, addr: &str) -> Self {
+        Self::start_with(database_url, addr, &[]).await
+    }
+
+    /// A server listening on `addr`, with the environment variables `env` set too.
+    pub async fn start_with(database_url: &str, addr: &str, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_govdata"))
             .args(["serve", "--addr", addr, "--no-sample"])
+            .envs(env.iter().copied())
             .env("DATABASE_URL", database_url)
             .env("GOVDATA_INTERNAL_TOKEN", INTERNAL_TOKEN)
             .env("RUST_LOG", "info")
@@ -327,4 +333,69 @@ on_both_backends!(streams_fan_out_one_read_per_publication, |backend: Backend| a
         assert_eq!(ended.json()["lastSequence"], all.last().unwrap()["sequence"]);
         assert!(sse.next(Duration::from_secs(10)).await.is_none());
     }
+});
+
+/// The download of `path` from `server`, asked again while the file is being built (503), until
+/// it is served whole or `within` passes: the bytes.
+async fn download_within(server: &Server, path: &str, within: Duration) -> Vec<u8> {
+    let deadline = Instant::now() + within;
+    loop {
+        let r = server.client.get(format!("{}{path}", server.base)).send().await.expect("request");
+        match r.status().as_u16() {
+            200 => return r.bytes().await.expect("the whole file").to_vec(),
+            503 => assert!(Instant::now() < deadline, "{path} not served within {within:?}"),
+            status => panic!("{path}: {status} {}", r.text().await.unwrap_or_default()),
+        }
+    }
+}
+
+// A builder killed mid-build (SIGKILL) does not block its file: its claim's heartbeat stops,
+// and the surviving process takes the claim over once it is `TAKEOVER_AFTER` old and serves
+// the download within that and a build.
+on_both_backends!(a_killed_builders_file_is_taken_over_by_the_survivor, |backend: Backend| async move {
+    use govdata::exports::claim::{HEARTBEAT, TAKEOVER_AFTER};
+    use govdata::store::exports::{FileKey, get};
+    let url = crate::helpers::fresh_database(backend).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    // Enough votes for a build to take a while, few enough to stay fast.
+    let spec = govdata::sample::synth::SynthSpec { votes: 60_000, voters: 6_000, proposals: 20, ..Default::default() };
+    govdata::sample::synth::synth(&db, &spec).await.expect("synth");
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("GOVDATA_EXPORT_DIR", dir.path().to_str().unwrap())];
+    let mut a = Server::start_with(&url, "127.0.0.1:0", &env).await;
+    let b = Server::start_with(&url, "127.0.0.1:0", &env).await;
+    let patience = Duration::from_secs(120);
+    // What one build of the table takes here: the survivor builds it in another text format.
+    let started = Instant::now();
+    download_within(&b, &format!("/v2/exports/{}/votes.ndjson", spec.dao_id), patience).await;
+    let build = started.elapsed();
+
+    let path = format!("/v2/exports/{}/votes.csv", spec.dao_id);
+    let asked = a.client.get(format!("{}{path}", a.base)).send();
+    let asked = tokio::spawn(asked);
+    let key = FileKey { dao_id: &spec.dao_id, table: "votes", format: "csv" };
+    let builder_a = format!("{}-", a.child.id().expect("running"));
+    let held_by_a = |row: Option<govdata::store::exports::ExportFileRow>| {
+        row.is_some_and(|r| r.state == "building" && r.builder.is_some_and(|b| b.starts_with(&builder_a)))
+    };
+    let deadline = Instant::now() + patience;
+    while !held_by_a(get(&db, key).await.unwrap()) {
+        assert!(Instant::now() < deadline, "A never claimed the build");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+    let killed = Instant::now();
+    let _ = asked.await;
+    assert!(held_by_a(get(&db, key).await.unwrap()), "A was killed mid-build, holding the claim");
+
+    let bytes = download_within(&b, &path, patience).await;
+    let took = killed.elapsed();
+    let bound = TAKEOVER_AFTER + build * 2 + HEARTBEAT;
+    eprintln!("a build takes {build:?}; served {took:?} after the kill (bound {bound:?})");
+    assert!(took <= bound, "served {took:?} after the kill; a build takes {build:?}, the bound is {bound:?}");
+    let rows = bytes.iter().filter(|&&b| b == b'\n').count();
+    assert_eq!(rows as u64, spec.votes + 1, "every vote and the header");
+    let row = get(&db, key).await.unwrap().expect("catalogued");
+    assert_eq!((row.state.as_str(), row.rows as u64), ("ready", spec.votes));
 });
