@@ -39,7 +39,13 @@ fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> imp
         .around(move |ep, req| edge::retry::serve(ep, req, reread.clone()))
         // Inside the gate: a cached answer is still authorised or paid for.
         .around(move |ep, req| edge::cache::serve(ep, req, served.clone()))
+        // Here and below the gate, the layers above hold a boxed call of the layers below, not the
+        // whole nested future inline: in a debug build each layer's poll frame holds room for its
+        // inner future, and the nest outgrew a 2 MiB stack (a test thread's, a tokio worker's)
+        // once the body and MCP admission layers were added. Two allocations per request.
+        .boxed()
         .around(move |ep, req| edge::gate::gate(ep, req, gated.clone()))
+        .boxed()
         // Before the gate and every slot: a body that trickles in holds nothing.
         .around(move |ep, req| edge::body::read(ep, req, body_timeout))
         // Before any work, the body's read included: `/mcp`'s Origin and Host checks.
