@@ -159,7 +159,8 @@ on_both_backends!(at_the_global_cap_the_longest_idle_connection_makes_room, |bac
 async fn busy_connection(app: &TestApp, from: &str) -> TcpStream {
     let mut stream = connect_from(from, app.addr).await;
     stream
-        .write_all(b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{\"jsonrpc\"")
+        // The server's own name: `/mcp` refuses another (`mcp::mcp_refuses_foreign_origins_and_hosts`).
+        .write_all(format!("POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{{\"jsonrpc\"", app.addr).as_bytes())
         .await
         .unwrap();
     stream
@@ -237,8 +238,9 @@ on_both_backends!(request_bodies_are_capped_and_timed, |backend: Backend| async 
     let (too_large, timed_out) = (refusals(&app, "body_too_large").await, refusals(&app, "body_timeout").await);
     let post = |extra: &str| {
         format!(
-            "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json, \
-             text/event-stream\r\n{extra}\r\n"
+            "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, \
+             text/event-stream\r\n{extra}\r\n",
+            app.addr
         )
     };
     let problem = |answer: &str| {
