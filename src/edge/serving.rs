@@ -204,8 +204,7 @@ impl ServingWatch {
         };
         if !unchanged {
             let by_hash = tokens::live_by_hash(db).await?;
-            *self.tokens.write() =
-                Some(TokenSnapshot { loaded: started, fingerprint, by_hash });
+            *self.tokens.write() = Some(TokenSnapshot { loaded: started, fingerprint, by_hash });
         }
         Ok(())
     }
