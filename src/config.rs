@@ -288,7 +288,7 @@ pub struct ExportArgs {
 }
 
 /// How webhooks are sent (`push`).
-#[derive(Debug, Clone, Copy, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct WebhookArgs {
     /// Let webhook subscriptions reach loopback, private and link-local addresses, and plain
     /// `http` URLs (tests, private deployments). Off: only `https` to public addresses.
@@ -302,6 +302,22 @@ pub struct WebhookArgs {
     /// (a publication, a subscription change and a due retry each wake it at once).
     #[arg(long, env = "GOVDATA_WEBHOOK_POLL", default_value = "1s", value_parser = humantime::parse_duration)]
     pub webhook_poll: std::time::Duration,
+    /// Not a flag: the resolver webhook hosts are resolved with, when a Rust caller puts one in
+    /// place of the system's (tests of the address guard).
+    #[arg(skip)]
+    pub webhook_resolver: InjectedResolver,
+}
+
+/// A name resolver put in place of the system's by a Rust caller (`None`: the system's). Tests
+/// answer fixed loopback addresses for public-looking names with it, so that the address guard
+/// is exercised at send time with nothing leaving the machine.
+#[derive(Clone, Default)]
+pub struct InjectedResolver(pub Option<std::sync::Arc<dyn reqwest::dns::Resolve>>);
+
+impl std::fmt::Debug for InjectedResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "InjectedResolver(injected)" } else { "InjectedResolver(system)" })
+    }
 }
 
 impl Default for ServeArgs {
@@ -737,7 +753,7 @@ impl Settings {
             registry: args.registry.registry.clone(),
             limits: args.limits,
             rates: args.rates.settings(),
-            webhooks: args.webhooks,
+            webhooks: args.webhooks.clone(),
             exports: args.exports.clone(),
             replicas: args.replicas.clone(),
         })

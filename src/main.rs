@@ -201,7 +201,9 @@ async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
         }
         WebhooksCommand::Create { token, url, dao, kinds, description } => {
             let parsed = guard::check_url_text(reach, &url).map_err(|e| anyhow::anyhow!("the URL {e}"))?;
-            guard::check_url(reach, &parsed).await.map_err(|e| anyhow::anyhow!("the URL {e}"))?;
+            guard::check_url(reach, &*guard::resolver(None), &parsed)
+                .await
+                .map_err(|e| anyhow::anyhow!("the URL {e}"))?;
             let unknown = subs::unknown_daos(&db, &dao).await?;
             anyhow::ensure!(unknown.is_empty(), "no covered DAO has the id {}", unknown.join(", "));
             let kinds = kinds

@@ -140,6 +140,7 @@ pub async fn bind(
     let webhook_wake = Arc::new(tokio::sync::Notify::new());
     let webhook_options = push::Options {
         reach: push::guard::Reach { allow_private: settings.webhooks.webhook_allow_private },
+        resolver: push::guard::resolver(settings.webhooks.webhook_resolver.0.clone()),
         loopback_only: settings.webhooks.webhook_loopback_only,
         poll: settings.webhooks.webhook_poll,
         public_url: settings.public_url.clone(),

@@ -60,6 +60,8 @@ pub fn wall_clock() -> Clock {
 #[derive(Clone)]
 pub struct Options {
     pub reach: guard::Reach,
+    /// Where the guard learns the receivers' addresses ([`guard::resolver`]).
+    pub resolver: guard::Resolver,
     /// Send only to loopback hosts, without resolving any other (tests, benchmarks and the
     /// contract tools, whose made-up URLs must never be reached).
     pub loopback_only: bool,
@@ -146,7 +148,7 @@ impl Dispatcher {
         wake: Arc<Notify>,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> tokio::task::JoinHandle<()> {
-        let client = guard::client(options.reach);
+        let client = guard::client(options.reach, options.resolver.clone());
         let (turns, queue) = mpsc::channel(TURNS_PER_COMMIT);
         let dispatcher =
             Arc::new(Self { db, render, client, options, rendered: Mutex::new(Default::default()), turns });
@@ -436,8 +438,8 @@ impl Dispatcher {
         msg_id: &str,
         body: Arc<str>,
     ) -> (Option<u16>, Option<String>, Option<Duration>) {
-        if let Some(why) = guard::literal_refused(self.options.reach, url) {
-            return (None, Some(why), None);
+        if let Some(refused) = guard::literal_refused(self.options.reach, url) {
+            return (None, Some(refused.to_string()), None);
         }
         if self.options.loopback_only && !guard::names_loopback(url) {
             let why = "not sent: this server sends only to loopback hosts (GOVDATA_WEBHOOK_LOOPBACK_ONLY)";
@@ -473,7 +475,13 @@ impl Dispatcher {
                         _ => break,
                     }
                 }
-                let error = (!status.is_success()).then(|| format!("the endpoint answered {status}"));
+                // The client follows no redirect (one could lead past the guard): a 3xx is a
+                // failed attempt, and its error says why nothing more was sent.
+                let error = match status {
+                    s if s.is_success() => None,
+                    s if s.is_redirection() => Some(format!("the endpoint answered {s}; {REDIRECT_NOT_FOLLOWED}")),
+                    s => Some(format!("the endpoint answered {s}")),
+                };
                 (Some(status.as_u16()), error, retry_after)
             }
             Err(err) => (None, Some(describe(err)), None),
@@ -533,23 +541,30 @@ fn verdict(c: &Claimed, status: Option<u16>, failed: bool, retry_after: Option<D
     Verdict::RetryAt(now_ms + delay.as_millis() as i64)
 }
 
-/// Why a request failed, without its URL (which may carry the receiver's own secret).
+/// What a 3xx attempt's error adds to its status.
+const REDIRECT_NOT_FOLLOWED: &str = "redirects are not followed";
+
+/// Why a request failed, without its URL (which may carry the receiver's own secret): the
+/// guard's refusal when it refused the address, else the kind of failure and its innermost
+/// cause. (No redirect error can arrive here: the client follows none, so a 3xx comes back as
+/// an answer.)
 fn describe(err: reqwest::Error) -> String {
+    let mut detail = String::new();
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        if let Some(refused) = s.downcast_ref::<guard::Refused>() {
+            return refused.to_string();
+        }
+        detail = s.to_string();
+        source = s.source();
+    }
     let what = if err.is_timeout() {
         "timed out"
     } else if err.is_connect() {
         "could not connect"
-    } else if err.is_redirect() {
-        "was redirected (redirects are not followed)"
     } else {
         "failed"
     };
-    let mut detail = String::new();
-    let mut source = std::error::Error::source(&err);
-    while let Some(s) = source {
-        detail = s.to_string();
-        source = s.source();
-    }
     if detail.is_empty() { what.to_owned() } else { format!("{what}: {detail}") }
 }
 

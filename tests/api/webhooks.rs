@@ -3,17 +3,24 @@
 //! v1.0.0 (checked with the reference TypeScript and Python libraries), retried on the
 //! standard's schedule, at least once and never twice by two processes. Request bodies are
 //! validated member by member, and the address guard refuses loopback URLs when private reach
-//! is off (tested with loopback names and addresses only: nothing leaves the machine).
+//! is off, when a subscription is made and at send time (tested with loopback names and
+//! addresses only, and a resolver of the test's own for public-looking names: nothing leaves
+//! the machine).
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use govdata::ingest::run_once;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use serde_json::{Value, json};
 
 use crate::access::partner_token;
 use crate::feed::entries_after;
 use crate::fixtures::receiver::Receiver;
 use crate::fixtures::testgov::{DAO, options, world, world_with};
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
 use crate::on_both_backends;
 
 const TOKEN: &str = "x-service-api-token";
@@ -544,4 +551,234 @@ on_both_backends!(webhook_answers_are_snapshotted, |backend: Backend| async move
     snap("v2_webhooks_update_disabled", disabled);
     let (status, deleted) = send(&w.app, "DELETE", &format!("/v2/webhooks/{id}"), &token, None).await;
     snap("v2_webhooks_delete_no_content", json!({ "status": status, "body": deleted }));
+});
+
+/// A listener on 127.0.0.1 that only counts the connections made to it: where a guard that
+/// failed would have sent.
+struct Doorbell {
+    port: u16,
+    rings: Arc<AtomicUsize>,
+}
+
+impl Doorbell {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("bound").port();
+        let rings = Arc::new(AtomicUsize::new(0));
+        let counted = rings.clone();
+        tokio::spawn(async move {
+            while listener.accept().await.is_ok() {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        Self { port, rings }
+    }
+
+    fn rings(&self) -> usize {
+        self.rings.load(Ordering::SeqCst)
+    }
+}
+
+/// The resolver a test puts in place of the system's: each name answers what the test last
+/// set for it (an unknown name does not resolve), and every question is logged with its answer.
+#[derive(Default)]
+struct Names {
+    answers: Mutex<HashMap<String, IpAddr>>,
+    asked: Mutex<Vec<(String, IpAddr)>>,
+}
+
+impl Names {
+    fn answer(&self, name: &str, ip: &str) {
+        self.answers.lock().unwrap().insert(name.to_owned(), ip.parse().expect("an address"));
+    }
+
+    fn asked(&self) -> Vec<(String, IpAddr)> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl Resolve for Names {
+    fn resolve(&self, name: Name) -> Resolving {
+        let answer = self.answers.lock().unwrap().get(name.as_str()).copied();
+        if let Some(ip) = answer {
+            self.asked.lock().unwrap().push((name.as_str().to_owned(), ip));
+        }
+        Box::pin(async move {
+            let ip = answer.ok_or_else(|| format!("{} is not a name this test answers", name.as_str()))?;
+            Ok(Box::new(std::iter::once(std::net::SocketAddr::new(ip, 0))) as Addrs)
+        })
+    }
+}
+
+/// A server over a fresh store with the address rule on (no private reach, so `https` only).
+/// Given `names`, it resolves with them and sends to any host (they answer only what the test
+/// set); otherwise it keeps to loopback hosts, resolving nothing.
+async fn guarded_app(backend: Backend, names: Option<Arc<Names>>) -> TestApp {
+    spawn_app_with(fresh_database(backend).await, |args| {
+        args.webhooks.webhook_allow_private = false;
+        if let Some(names) = names {
+            args.webhooks.webhook_loopback_only = false;
+            args.webhooks.webhook_resolver = govdata::config::InjectedResolver(Some(names));
+        }
+    })
+    .await
+}
+
+/// A made-up public-looking name (`.example` resolves nowhere) and what it answers when the
+/// subscription is checked: a public address, never connected to, since nothing is queued
+/// before the test points the name at loopback.
+const REBOUND_HOST: &str = "hooks.rebound.example";
+const PUBLIC_ANSWER: &str = "93.184.215.14";
+
+// DNS rebinding: a name that was public when subscribed answers loopback when the sender
+// connects. The guard, asked at send time, refuses it: nothing connects, and the attempt is
+// recorded with why.
+on_both_backends!(a_name_rebound_to_loopback_is_refused_at_send_time, |backend: Backend| async move {
+    let door = Doorbell::start().await;
+    let names = Arc::new(Names::default());
+    names.answer(REBOUND_HOST, PUBLIC_ANSWER);
+    let app = guarded_app(backend, Some(names.clone())).await;
+    let (_, token) = partner_token(&app, &["v2:paid:standard"]).await;
+    let (id, _) = subscribe(&app, &token, json!({ "url": format!("https://{REBOUND_HOST}:{}/hook", door.port) })).await;
+    names.answer(REBOUND_HOST, "127.0.0.1");
+    let (status, queued) = send(&app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+    assert_eq!(status, 202, "{queued}");
+    crate::helpers::eventually("the attempt is recorded", || async { !attempts(&app, &token, &id).await.is_empty() })
+        .await;
+    let made = attempts(&app, &token, &id).await;
+    let attempt = &made[made.len() - 1];
+    assert_eq!(attempt["messageId"], queued["data"]["messageId"]);
+    assert_eq!(attempt["outcome"], "retrying", "{attempt}");
+    assert!(attempt.get("statusCode").is_none(), "{attempt}");
+    assert_eq!(
+        attempt["error"],
+        format!(
+            "refused by the address guard: {REBOUND_HOST} resolves to 127.0.0.1, a loopback address, which webhooks \
+             may not reach"
+        )
+    );
+    let asked = names.asked();
+    let answers: Vec<String> = asked.iter().take(2).map(|(name, ip)| format!("{name} {ip}")).collect();
+    assert_eq!(
+        answers,
+        [format!("{REBOUND_HOST} {PUBLIC_ANSWER}"), format!("{REBOUND_HOST} 127.0.0.1")],
+        "asked when subscribed, and again at send time"
+    );
+    assert_eq!(door.rings(), 0, "nothing connected to where the name pointed");
+});
+
+/// A receiver on 127.0.0.1 that answers every request to `/hook` with a 307 to `/landing` on
+/// itself, and records each request's path.
+struct Redirector {
+    url: String,
+    paths: Arc<Mutex<Vec<String>>>,
+}
+
+impl Redirector {
+    async fn start() -> Self {
+        use poem::listener::{Acceptor, Listener, TcpListener};
+        let acceptor = TcpListener::bind("127.0.0.1:0").into_acceptor().await.expect("bind");
+        let addr = *acceptor.local_addr()[0].as_socket_addr().expect("socket address");
+        let paths: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = paths.clone();
+        let landing = format!("http://{addr}/landing");
+        let endpoint = poem::endpoint::make_sync(move |req: poem::Request| {
+            seen.lock().unwrap().push(req.uri().path().to_owned());
+            poem::Response::builder()
+                .status(poem::http::StatusCode::TEMPORARY_REDIRECT)
+                .header("location", landing.as_str())
+                .finish()
+        });
+        tokio::spawn(poem::Server::new_with_acceptor(acceptor).run(endpoint));
+        Self { url: format!("http://{addr}/hook"), paths }
+    }
+}
+
+// A 3xx is an answer, not a way elsewhere: the sender does not follow it (a redirect could lead
+// past the guard), and records the attempt as failed because it was redirected. The receiver
+// must be reached, so this server has the test servers' private reach (plain `http` to
+// 127.0.0.1); following redirects is the client's rule whatever the reach, and with that reach
+// nothing but the rule would stop the redirect being followed to `/landing`.
+on_both_backends!(a_redirect_is_not_followed_and_is_recorded_as_a_failure, |backend: Backend| async move {
+    let app = spawn_app_with(fresh_database(backend).await, |_| {}).await;
+    let (_, token) = partner_token(&app, &["v2:paid:standard"]).await;
+    let redirector = Redirector::start().await;
+    let (id, _) = subscribe(&app, &token, json!({ "url": redirector.url })).await;
+    let (status, _) = send(&app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+    assert_eq!(status, 202);
+    crate::helpers::eventually("the attempt is recorded", || async { !attempts(&app, &token, &id).await.is_empty() })
+        .await;
+    let made = attempts(&app, &token, &id).await;
+    let attempt = &made[made.len() - 1];
+    assert_eq!(attempt["outcome"], "retrying", "{attempt}");
+    assert_eq!(attempt["statusCode"], 307, "{attempt}");
+    assert_eq!(attempt["error"], "the endpoint answered 307 Temporary Redirect; redirects are not followed");
+    assert_eq!(*redirector.paths.lock().unwrap(), ["/hook"], "the redirect's target received nothing");
+});
+
+// An address written in the URL never reaches a resolver: the sender judges it before it
+// connects. Stored directly (as a subscription made before a rule existed, or with private
+// reach allowed then), each is refused at send time, and nothing connects.
+on_both_backends!(a_stored_forbidden_address_is_refused_before_any_connection, |backend: Backend| async move {
+    let door = Doorbell::start().await;
+    let app = guarded_app(backend, None).await;
+    let (token_id, token) = partner_token(&app, &["v2:paid:standard"]).await;
+    let db = govdata::store::connect(&app.database_url).await.expect("connect");
+    for (host, reason) in [
+        ("127.0.0.1".to_owned(), "127.0.0.1 is a loopback address".to_owned()),
+        (
+            "[2002:7f00:1::1]".to_owned(),
+            "2002:7f00:1::1 is a 6to4 address (it reaches the IPv4 address it carries)".to_owned(),
+        ),
+    ] {
+        let url = format!("https://{host}:{}/hook", door.port);
+        let target = govdata::store::webhooks::Target { url: url.clone(), ..Default::default() };
+        let stored = govdata::store::webhooks::create(&db, token_id, &target, govdata::contract::time::now_ms())
+            .await
+            .unwrap_or_else(|_| panic!("stored {url}"));
+        let id = stored.public_id;
+        let (status, _) = send(&app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+        assert_eq!(status, 202);
+        crate::helpers::eventually("the attempt is recorded", || async {
+            !attempts(&app, &token, &id).await.is_empty()
+        })
+        .await;
+        let made = attempts(&app, &token, &id).await;
+        let attempt = &made[made.len() - 1];
+        assert_eq!(attempt["outcome"], "retrying", "{attempt}");
+        assert!(attempt.get("statusCode").is_none(), "{attempt}");
+        assert_eq!(
+            attempt["error"],
+            format!("refused by the address guard: {reason}, which webhooks may not reach"),
+            "{url}"
+        );
+    }
+    assert_eq!(door.rings(), 0, "nothing connected");
+});
+
+// Addresses that carry or reach private IPv4 through a tunnel or translator are refused when a
+// webhook is subscribed, naming the member. Subscribing connects to nothing, and none was
+// made, so nothing can be sent.
+on_both_backends!(addresses_that_tunnel_to_ipv4_are_refused_when_subscribing, |backend: Backend| async move {
+    let app = guarded_app(backend, None).await;
+    let (_, token) = partner_token(&app, &["v2:paid:standard"]).await;
+    for (url, reason) in [
+        // 6to4 carrying 127.0.0.1.
+        ("https://[2002:7f00:1::1]/hook", "resolves to 2002:7f00:1::1, a 6to4 address"),
+        // Teredo, its client 127.0.0.1 (obfuscated).
+        ("https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook", "a Teredo address"),
+        ("https://[64:ff9b:1::7f00:1]/hook", "a local-use NAT64 address"),
+        ("https://192.88.99.1/hook", "resolves to 192.88.99.1, the 6to4 relay anycast address"),
+    ] {
+        let (status, problem) = send(&app, "POST", "/v2/webhooks", &token, Some(json!({ "url": url }))).await;
+        assert_eq!(status, 400, "{url}: {problem}");
+        assert_eq!(problem["code"], "VALIDATION_ERROR", "{problem}");
+        let errors = problem["errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 1, "{problem}");
+        assert_eq!((errors[0]["in"].as_str(), errors[0]["name"].as_str()), (Some("body"), Some("url")), "{problem}");
+        assert!(errors[0]["reason"].as_str().unwrap().contains(reason), "{url}: {problem}");
+        assert_eq!(errors[0]["received"], url);
+    }
+    let (_, listed) = send(&app, "GET", "/v2/webhooks", &token, None).await;
+    assert_eq!(listed["data"]["items"], json!([]), "no subscription was made, so none is sent to");
 });

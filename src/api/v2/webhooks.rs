@@ -340,7 +340,8 @@ async fn checked_url(state: &AppState, url: &str) -> Result<String, Problem> {
     let expected = format!("an {} URL whose host resolves to public addresses", reach(state).schemes().join(" or "));
     let refuse = |reason: String| refuse_member("url", url, Refusal { reason, expected: Some(expected.clone()) });
     let parsed = guard::check_url_text(reach(state), url).map_err(refuse)?;
-    guard::check_url(reach(state), &parsed).await.map_err(refuse)?;
+    let resolver = guard::resolver(state.settings.webhooks.webhook_resolver.0.clone());
+    guard::check_url(reach(state), &*resolver, &parsed).await.map_err(refuse)?;
     Ok(parsed.to_string())
 }
 

@@ -271,6 +271,7 @@ pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
     let sim = clock.clone();
     let options = govdata::push::Options {
         reach: govdata::push::guard::Reach { allow_private: true },
+        resolver: govdata::push::guard::resolver(None),
         loopback_only: true,
         poll: Duration::from_millis(2),
         public_url: "http://127.0.0.1".to_owned(),
