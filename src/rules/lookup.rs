@@ -261,7 +261,8 @@ impl Vocabulary {
         }
         let held = self.holding.get(word).copied().unwrap_or(0);
         let share = decimal::parse(COMMON_WORD_SHARE).unwrap_or_else(|_| BigDecimal::zero());
-        held > 1 && BigDecimal::from(held) > share * BigDecimal::from(self.titles)
+        let (held_by, bar) = (BigDecimal::from(held), share * BigDecimal::from(self.titles));
+        held > 1 && held_by > bar
     }
 }
 

@@ -154,7 +154,10 @@ fn dao_common_phrases() -> Vec<String> {
         let bar = share.clone() * bigdecimal::BigDecimal::from(titles.len() as u64);
         let common: Vec<String> = held
             .into_iter()
-            .filter(|(w, n)| !names.contains(w) && *n > 1 && bigdecimal::BigDecimal::from(*n) > bar)
+            .filter(|(w, n)| {
+                let held = bigdecimal::BigDecimal::from(*n);
+                !names.contains(w) && *n > 1 && held > bar
+            })
             .map(|(w, _)| format!("{} {w}", dao.name))
             .collect();
         assert!(!common.is_empty(), "{space}: no word of its titles is common");
