@@ -103,6 +103,16 @@ pub mod lookup {
     /// typos and missing words make a difference; 0.02 is a fiftieth of the query, below one edit
     /// in one word of a two-word query (≥ 0.038 for words of up to 13 letters).
     pub const TITLE_MARGIN: &str = "0.02";
+    /// Title lookup: a title word is common in its DAO, and identifies nothing, when more than
+    /// this share of the DAO's titles hold it (and more than one: a word of one title names that
+    /// title alone, however few titles the DAO has). Always common are the words every title of
+    /// the DAO stands for without holding them: its id, names and ticker, and `proposal`. Above a fifth sit a DAO's title templates and function words (on the bundled
+    /// sample: Uniswap's `temp check`, Compound's `adopt an OEV solution on … 2025 RFP`, DIMO's
+    /// `DIP … amendment`, WeatherXM's `WIP`, `the`, `to`); every topic word sits below it (18% at
+    /// most), so a fifth sets the templates aside and keeps every word that tells titles apart.
+    /// A query none of whose words identifies its best title is 404 NOT_FOUND with `candidates`
+    /// (`rules::lookup::identification`).
+    pub const COMMON_WORD_SHARE: &str = "0.2";
     /// Title lookup below the floor: candidates listed in the 404, closest first.
     pub const CLOSEST_CANDIDATES: usize = 5;
     /// Title lookup when no title has every word: candidates come from trigram indexes (SQLite

@@ -9,8 +9,8 @@ use bigdecimal::{BigDecimal, RoundingMode, Zero, num_bigint::BigInt};
 use super::tally;
 use crate::contract::decimal;
 use crate::contract::limits::lookup::{
-    CONFIDENCE_DECIMALS, CONFIDENCE_FLOOR, CONFIDENCE_QUERY_WEIGHT, CONFIDENCE_TITLE_WEIGHT, TITLE_MARGIN,
-    TITLE_MAX_TRIGRAMS, TITLE_MAX_WORDS, TYPO_EDITS,
+    COMMON_WORD_SHARE, CONFIDENCE_DECIMALS, CONFIDENCE_FLOOR, CONFIDENCE_QUERY_WEIGHT, CONFIDENCE_TITLE_WEIGHT,
+    TITLE_MARGIN, TITLE_MAX_TRIGRAMS, TITLE_MAX_WORDS, TYPO_EDITS,
 };
 
 /// The distinct lowercase words of `text`, in order of first appearance: maximal runs of letters
@@ -228,6 +228,87 @@ pub fn confidence(query: &[String], title: &str) -> String {
     Fit::of(query, title).confidence()
 }
 
+/// How common the words of one DAO's titles are ([`COMMON_WORD_SHARE`]): a word held by more
+/// than that share of the DAO's titles, and by more than one, is common; so are the words every
+/// title of the DAO stands for without holding them: the DAO's id, names and ticker (each title
+/// is the DAO's) and the kind of item titled (each is a `proposal`). Common words identify no
+/// title.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vocabulary {
+    /// The DAO's titles.
+    titles: u64,
+    /// How many of them hold each word; a word not listed is held by none.
+    holding: HashMap<String, u64>,
+    /// The words every title stands for: the DAO's id, names and ticker, the kind of item.
+    names: Vec<String>,
+}
+
+impl Vocabulary {
+    /// The DAO with `titles` titles, `holding` (word, titles holding it) and `names` (its id,
+    /// name, ticker, the kind of item titled: each cut into [`words`]).
+    pub fn new<'n>(
+        titles: u64,
+        holding: impl IntoIterator<Item = (String, u64)>,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Self {
+        Self { titles, holding: holding.into_iter().collect(), names: names.into_iter().flat_map(words).collect() }
+    }
+
+    /// Whether title word `word` (lowercase) is common in the DAO.
+    pub fn is_common(&self, word: &str) -> bool {
+        if self.names.iter().any(|n| n == word) {
+            return true;
+        }
+        let held = self.holding.get(word).copied().unwrap_or(0);
+        let share = decimal::parse(COMMON_WORD_SHARE).unwrap_or_else(|_| BigDecimal::zero());
+        let (held_by, bar) = (BigDecimal::from(held), share * BigDecimal::from(self.titles));
+        held > 1 && held_by > bar
+    }
+}
+
+/// The words of a title (`title`, cut by [`words`]) that some word of `query` matches, as the
+/// confidence matches them (a prefix, or a beginning reached within the typo allowance): the
+/// words whose commonness [`identification`] asks for.
+pub fn matched_words(query: &[String], title: &[String]) -> Vec<String> {
+    let query: Vec<Vec<char>> = query.iter().map(|q| q.chars().collect()).collect();
+    title
+        .iter()
+        .filter(|t| {
+            let t: Vec<char> = t.chars().collect();
+            query.iter().any(|q| credit(q, &t).is_some())
+        })
+        .cloned()
+        .collect()
+}
+
+/// The query words a title is named by, split by what they can say about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identification {
+    /// Words matching only words of the title that are not common: they tell it apart.
+    pub identifying: Vec<String>,
+    /// Words matching a common word of the title: they tell nothing apart, since a query word
+    /// is held by at least the titles holding any word it matches.
+    pub common: Vec<String>,
+}
+
+/// Which words of `query` identify the title of words `title` in a DAO of `vocabulary`; query
+/// words matching no word of the title are in neither list.
+pub fn identification(query: &[String], title: &[String], vocabulary: &Vocabulary) -> Identification {
+    let mut out = Identification::default();
+    for q in query {
+        let matched = matched_words(std::slice::from_ref(q), title);
+        if matched.is_empty() {
+            continue;
+        }
+        if matched.iter().any(|t| vocabulary.is_common(t)) {
+            out.common.push(q.clone());
+        } else {
+            out.identifying.push(q.clone());
+        }
+    }
+    out
+}
+
 /// Whether a title match of `confidence` is sure enough to answer ([`CONFIDENCE_FLOOR`]).
 pub fn meets_floor(confidence: &str) -> bool {
     match (decimal::parse(confidence), decimal::parse(CONFIDENCE_FLOOR)) {
@@ -326,6 +407,11 @@ impl<P: Rankable> Ranked<P> {
     /// `(confidence, proposal)`.
     pub fn into_pair(self) -> (String, P) {
         (self.confidence, self.proposal)
+    }
+
+    /// The words of the title it was scored by.
+    pub fn title_words(&self) -> &[String] {
+        &self.title
     }
 
     /// The same title (its words) in the same DAO: a proposal posted twice, or in two sources,
@@ -598,5 +684,50 @@ mod tests {
         let title = "[RFC] Governance Process Upgrade: Establishing a Statute of Limitations for Temperature Checks";
         assert_eq!(judge("statute zebra", &[(1, "uniswap", title)]).0, Verdict::BelowFloor);
         assert_eq!(judge("statute limitations", &[(1, "uniswap", title)]).0, Verdict::Match);
+    }
+
+    /// A DAO of 25 titles, as the sample's Uniswap: `temp` and `check` in 8, `delegation` in 5,
+    /// `proposal` in 2 (common all the same: every title is a proposal's), `statute` in 1.
+    fn uniswap() -> Vocabulary {
+        let held = [("temp", 8), ("check", 8), ("delegation", 5), ("proposal", 2), ("statute", 1)];
+        Vocabulary::new(25, held.map(|(w, n)| (w.to_owned(), n)), ["uniswap", "Uniswap", "UNI", "proposal"])
+    }
+
+    #[test]
+    fn common_words_are_the_daos_names_and_words_of_more_than_the_share_of_its_titles() {
+        assert_eq!(COMMON_WORD_SHARE, "0.2");
+        let v = uniswap();
+        assert!(v.is_common("uniswap") && v.is_common("uni") && v.is_common("proposal"));
+        // 8 of 25 is more than a fifth; 5 of 25 is a fifth, not more.
+        assert!(v.is_common("temp") && v.is_common("check"));
+        assert!(!v.is_common("delegation") && !v.is_common("statute"));
+        assert!(!v.is_common("zebra"));
+        // Names are cut into words: `Lido DAO` makes `dao` common.
+        let lido = Vocabulary::new(33, [], ["lido", "Lido DAO", "LDO"]);
+        assert!(lido.is_common("dao") && lido.is_common("ldo") && !lido.is_common("goose"));
+        // A word of one title names it alone, however few titles the DAO has; two of two do not.
+        let tiny = Vocabulary::new(2, [("japan".to_owned(), 1), ("dip".to_owned(), 2)], ["dimo", "DIMO"]);
+        assert!(!tiny.is_common("japan") && tiny.is_common("dip"));
+        // A DAO without titles counted yet: only its names are common.
+        assert!(!Vocabulary::new(0, [], ["dimo"]).is_common("japan"));
+    }
+
+    #[test]
+    fn a_query_word_is_as_common_as_any_title_word_it_matches() {
+        let v = uniswap();
+        let title = words("[Temp Check] Uniswap Statute Proposal Tempo");
+        // The example: the DAO's name and the kind of item say nothing of which is meant.
+        let said = identification(&w("uniswap proposal"), &title, &v);
+        assert_eq!((said.identifying.len(), said.common), (0, vec!["uniswap".to_owned(), "proposal".to_owned()]));
+        // `zebra` names no word of the title: neither.
+        let said = identification(&w("statute zebra"), &title, &v);
+        assert_eq!((said.identifying, said.common), (vec!["statute".to_owned()], vec![]));
+        // `tem` begins `temp` (common) and `tempo` (not): it is held by every title holding `temp`.
+        assert_eq!(matched_words(&w("tem zebra"), &title), ["temp", "tempo"]);
+        let said = identification(&w("tem statute"), &title, &v);
+        assert_eq!((said.identifying, said.common), (vec!["statute".to_owned()], vec!["tem".to_owned()]));
+        // A typo reaching a common word is common: `chekc` reaches `check` in one edit.
+        assert_eq!(identification(&w("chekc uni"), &title, &v).common, ["chekc", "uni"]);
+        assert!(identification(&w("chekc uni"), &title, &v).identifying.is_empty());
     }
 }

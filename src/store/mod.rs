@@ -34,6 +34,7 @@ pub mod stored;
 pub mod tokens;
 pub mod topics;
 pub mod upsert;
+pub mod vocabulary;
 pub mod vote_arms;
 pub mod voters;
 pub mod webhooks;

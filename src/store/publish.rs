@@ -243,6 +243,8 @@ where
         Scope::Touched(t) => Some(t),
     };
     proposal_counts(&txn, touched).await?;
+    // The titles that changed, whatever the scope: a title lookup judges its words by these counts.
+    super::vocabulary::refresh(&txn).await?;
     let voters_moved = voter_stats(&txn, touched).await?;
     let mut refresh = super::facts::stale(&txn).await?;
     match touched {

@@ -349,3 +349,100 @@ on_both_backends!(lookup_trigram_indexes_follow_publication, |backend: Backend| 
     let (status, body) = lookup(&w.app, &format!("title={}", encode("grnats progam"))).await;
     assert_eq!(status, 404, "the old title no longer resolves: {body}");
 });
+
+// Issue 45: the DAO's own name, the kind of item (`proposal`) and words held by more than a fifth
+// of the DAO's titles identify nothing. `uniswap proposal` named the one title holding both words
+// (0.9): 404 with it as the closest candidate. One word that tells titles apart identifies.
+on_both_backends!(lookup_dao_names_and_common_words_identify_nothing, |app: TestApp| async move {
+    use govdata::contract::limits::lookup::COMMON_WORD_SHARE;
+    let factory = "Uniswap Community Proposal Factory";
+    let etherlink = "[TEMP CHECK] - Etherlink Co-incentives Proposal";
+    for query in ["uniswap proposal", "Uniswap Proposal", "uni proposal", "uniswap proposals"] {
+        for scope in ["", "&daoId=uniswap"] {
+            let (status, body) = lookup(&app, &format!("title={}{scope}", encode(query))).await;
+            assert_eq!(status, 404, "{query}{scope}: {body}");
+            assert_eq!(body["code"], "NOT_FOUND");
+            let detail = body["detail"].as_str().unwrap();
+            let [name, kind] = [0, 1].map(|i| query.split(' ').nth(i).unwrap().to_lowercase());
+            assert!(detail.contains(&format!("`{name}`, `{kind}` are common in the DAO's titles")), "{detail}");
+            assert_eq!(body["candidates"][0]["title"], factory, "{body}");
+            assert_no_floats(&body, "$");
+        }
+    }
+    // Only common words: the name and words of more than a fifth of Uniswap's titles.
+    // Only common words: the name and words of more than a fifth of Uniswap's titles.
+    let (status, body) = lookup(&app, &format!("title={}", encode("uniswap temp check"))).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["code"], "NOT_FOUND");
+    assert_eq!(
+        body["detail"],
+        format!(
+            "No proposal title is identified by `title` = `uniswap temp check`: `uniswap`, `temp`, `check` are common \
+             in the DAO's titles (the DAO's id, names and ticker, the word `proposal`, and words held by more than \
+             {COMMON_WORD_SHARE} of its titles), and common words identify none; `candidates` lists the closest."
+        )
+    );
+    let candidates = body["candidates"].as_array().unwrap();
+    assert!(!candidates.is_empty() && candidates.iter().all(|c| c["daoId"] == "uniswap"), "{body}");
+    assert_no_floats(&body, "$");
+    // One word that tells the titles apart identifies.
+    for (query, title, confidence) in [
+        ("uniswap proposal factory", factory, "0.95"),
+        (factory, factory, "1"),
+        ("temp check etherlink", etherlink, "0.9"),
+    ] {
+        let (status, body) = lookup(&app, &format!("title={}", encode(query))).await;
+        assert_eq!(status, 200, "{query}: {body}");
+        assert_eq!(body["data"]["proposal"]["title"], title, "{query}");
+        assert_eq!(body["data"]["match"]["confidence"], confidence, "{query}");
+    }
+});
+
+// The counts of title words follow publication: titles ingested make words common, and a title
+// renamed upstream gives its words back.
+on_both_backends!(lookup_common_words_follow_publication, |backend: Backend| async move {
+    use crate::fixtures::testgov::{BASE, PROPOSALS, big, options, proposal_id, world};
+    use crate::fixtures::upstreams::HubProposal;
+    let w = world(backend).await;
+    govdata::ingest::run_once(&w.db, &w.registry, &options()).await.expect("first run");
+    let (status, body) = lookup(&w.app, "title=grants%20program").await;
+    assert_eq!(status, 200, "one title of 1003 holds the words: {body}");
+    assert_eq!(body["data"]["proposal"]["externalId"], big());
+
+    // 250 more titles hold them: 251 of 1253, more than a fifth.
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        for i in 0..250 {
+            hub.proposals.push(HubProposal {
+                id: proposal_id(PROPOSALS + 1 + i),
+                created: BASE + 400_000 + i as i64 * 60,
+                state: "closed",
+                scores: vec!["1", "0"],
+                scores_total: "1",
+                scores_state: "final",
+                title: format!("Grants program round {i}"),
+                votes: 0,
+            });
+        }
+    }
+    let run = govdata::ingest::run_once(&w.db, &w.registry, &options()).await.expect("second run");
+    assert!(run.published.revision_id.is_some(), "the new titles are published: {run}");
+    let (status, body) = lookup(&w.app, "title=grants%20program").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("`grants`, `program` are common in the DAO's titles"), "{body}");
+    let (status, body) = lookup(&w.app, "title=fund%20grants%20program").await;
+    assert_eq!(status, 200, "`fund` identifies: {body}");
+    assert_eq!(body["data"]["proposal"]["externalId"], big());
+
+    // Renamed: 250 of 1253 hold the words, a fifth and no more. They tell titles apart again,
+    // and fit the 250 alike.
+    w.hub_data.lock().unwrap().proposals[0].title = "Scholarship committee renewal".to_owned();
+    let run = govdata::ingest::run_once(&w.db, &w.registry, &options()).await.expect("third run");
+    assert!(run.published.revision_id.is_some(), "the new title is published: {run}");
+    let (status, body) = lookup(&w.app, "title=grants%20program").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("does not stand clearly above the next ones"), "{body}");
+    let (status, body) = lookup(&w.app, "title=grants%20program%20round%20249").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["proposal"]["title"], "Grants program round 249");
+});

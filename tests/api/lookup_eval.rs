@@ -19,7 +19,8 @@
 //! the answer is 404 with `candidates`, a miss here but never a wrong match; a wrong match fails.
 //!
 //! Words common to many titles identify none: the sample's most common title words and phrases
-//! (computed here from the titles, plus the examples) must not resolve. Tally and Discourse URLs are
+//! (computed here from the titles, plus the examples) must not resolve; nor, for every DAO
+//! of the sample, its name with each word more than `COMMON_WORD_SHARE` of its titles hold. Tally and Discourse URLs are
 //! not in the sample; `lookup_tally_and_discourse_urls` (lookup.rs) covers them on the synthetic
 //! store, and the URL forms here repeat its browser variants on that store.
 use std::collections::BTreeMap;
@@ -58,8 +59,16 @@ const COMMON_WORDS: usize = 40;
 const COMMON_BIGRAMS: usize = 20;
 const COMMON_TRIGRAMS: usize = 5;
 /// The examples, asked besides the computed ones: each fits several titles alike.
-const COMMON_BY_HAND: &[&str] =
-    &["vote", "dao vote", "successful dao vote", "proposal", "governance", "temp check", "treasury delegation round 2"];
+const COMMON_BY_HAND: &[&str] = &[
+    "vote",
+    "dao vote",
+    "successful dao vote",
+    "proposal",
+    "governance",
+    "temp check",
+    "treasury delegation round 2",
+    "uniswap proposal",
+];
 
 /// Queries no proposal answers: each must be 404, never a match.
 const NONSENSE: &[&str] = &[
@@ -120,6 +129,41 @@ fn common_phrases(titles: &[String], n: usize, top: usize) -> Vec<(String, usize
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.truncate(top);
     ranked
+}
+
+/// For every DAO of the sample, its name followed by each word of its titles that is common in
+/// them (held by more than `COMMON_WORD_SHARE` of the DAO's titles, and by more than one), the
+/// DAO's own name words aside: none names one proposal.
+fn dao_common_phrases() -> Vec<String> {
+    use govdata::contract::limits::lookup::COMMON_WORD_SHARE;
+    let share = govdata::contract::decimal::parse(COMMON_WORD_SHARE).expect("a decimal share");
+    let mut by_space: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in sample_proposals() {
+        by_space.entry(p["space_id"].clone()).or_default().push(p["title"].clone());
+    }
+    let mut out = Vec::new();
+    for (space, titles) in &by_space {
+        let dao = govdata::sample::registry::by_space(space).expect("a sample DAO");
+        let names: Vec<String> = [dao.id, dao.name, dao.symbol].iter().flat_map(|n| words(n)).collect();
+        let mut held: BTreeMap<String, u64> = BTreeMap::new();
+        for title in titles {
+            for w in words(title) {
+                *held.entry(w).or_default() += 1;
+            }
+        }
+        let bar = share.clone() * bigdecimal::BigDecimal::from(titles.len() as u64);
+        let common: Vec<String> = held
+            .into_iter()
+            .filter(|(w, n)| {
+                let held = bigdecimal::BigDecimal::from(*n);
+                !names.contains(w) && *n > 1 && held > bar
+            })
+            .map(|(w, _)| format!("{} {w}", dao.name))
+            .collect();
+        assert!(!common.is_empty(), "{space}: no word of its titles is common");
+        out.extend(common);
+    }
+    out
 }
 
 #[derive(Debug)]
@@ -287,6 +331,8 @@ on_both_backends!(lookup_evaluation_on_the_sample, |app: TestApp| async move {
         })
         .chain(COMMON_BY_HAND.iter().map(|p| (*p).to_owned()))
         .collect();
+    let dao_common = dao_common_phrases();
+    let common: Vec<String> = common.into_iter().chain(dao_common.iter().cloned()).collect();
     let mut common_matches = Vec::new();
     for phrase in &common {
         let (status, body) = lookup(&app, &format!("title={}", encode(phrase))).await;
@@ -318,6 +364,16 @@ on_both_backends!(lookup_evaluation_on_the_sample, |app: TestApp| async move {
         common_matches.len(),
         common.len(),
         common.iter().take(3).chain(common.get(COMMON_WORDS)).map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
+    ));
+    report.push_str(&format!(
+        "  of which a DAO's name and a word common in its titles: {} phrases, {} DAOs (e.g. {})\n",
+        dao_common.len(),
+        dao_common
+            .iter()
+            .map(|p| p.split(' ').next().unwrap_or_default())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        dao_common.iter().take(3).map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
     ));
     for m in misses.iter().chain(&false_matches).chain(&common_matches) {
         report.push_str(&format!("  miss: {m}\n"));

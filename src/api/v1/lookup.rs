@@ -14,8 +14,8 @@ use crate::contract::{
     envelope::{V1Envelope, V1Request},
     errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
     limits::lookup::{
-        ALTERNATIVES, CLOSEST_CANDIDATES, CONFIDENCE_FLOOR, ITEM_CANDIDATES, TITLE_CANDIDATES, TITLE_MARGIN,
-        TITLE_MAX_WORDS,
+        ALTERNATIVES, CLOSEST_CANDIDATES, COMMON_WORD_SHARE, CONFIDENCE_FLOOR, ITEM_CANDIDATES, TITLE_CANDIDATES,
+        TITLE_MARGIN, TITLE_MAX_WORDS,
     },
     operations::ProposalsLookupV1 as Op,
 };
@@ -222,6 +222,12 @@ impl Api {
                     Some(dao_id) => by_title(db, &words, dao_id).await?,
                     None => Vec::new(),
                 };
+                if let Some(best) = ranked.first().filter(|b| lookup::meets_floor(&b.confidence)) {
+                    let said = identification(db, &words, best).await?;
+                    if said.identifying.is_empty() {
+                        return Err(not_identified(&value, dao.received(), &said.common, ranked).into());
+                    }
+                }
                 match lookup::verdict(&ranked) {
                     Verdict::Match => {}
                     Verdict::BelowFloor => return Err(below_floor(&value, dao.received(), ranked).into()),
@@ -296,6 +302,41 @@ fn ambiguous(title: &str, dao: Option<&str>, rivals: usize, ranked: Vec<Ranked<p
              or name all of its words and not all of the other's; `candidates` lists the closest."
         ))
     }
+}
+
+/// The 404 of a title lookup whose words that match its best title are all `common` in the
+/// title's DAO ([`lookup::identification`]): the closest candidates, closest first.
+fn not_identified(title: &str, dao: Option<&str>, common: &[String], ranked: Vec<Ranked<proposal::Model>>) -> Problem {
+    let scope = dao.map(|d| format!(" in DAO `{d}`")).unwrap_or_default();
+    Problem {
+        candidates: Some(closest(ranked)),
+        ..Problem::not_found(format!(
+            "No proposal title{scope} is identified by `title` = `{title}`: {} common in the DAO's titles (the DAO's \
+             id, names and ticker, the word `{kind}`, and words held by more than {COMMON_WORD_SHARE} of its \
+             titles), and common words identify none; `candidates` lists the closest.",
+            if common.len() == 1 { format!("{} is", quoted(common)) } else { format!("{} are", quoted(common)) },
+            kind = ItemKind::Proposal.as_str(),
+        ))
+    }
+}
+
+/// `` `a`, `b` `` for `words`.
+fn quoted(words: &[String]) -> String {
+    words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// Which words of the query identify `best` in its DAO: reads how common the words of its title
+/// the query matched are (`store::vocabulary`, counted at publication); the kind of item titled
+/// is common as the DAO's names are.
+async fn identification(
+    db: &sea_orm::DatabaseConnection,
+    words: &[String],
+    best: &Ranked<proposal::Model>,
+) -> Result<lookup::Identification, sea_orm::DbErr> {
+    let matched = lookup::matched_words(words, best.title_words());
+    let kind = ItemKind::Proposal.as_str();
+    let vocabulary = store::vocabulary::of_words(db, &best.proposal.dao_id, &matched, kind).await?;
+    Ok(lookup::identification(words, best.title_words(), &vocabulary))
 }
 
 fn with_identifier_confidence(rows: Vec<proposal::Model>) -> Vec<(String, proposal::Model)> {

@@ -30,6 +30,7 @@ mod m0021_export_files;
 mod m0022_voter_dao_history;
 mod m0023_vote_arms;
 mod m0024_index_packing;
+mod m0025_title_vocabulary;
 
 pub struct Migrator;
 
@@ -61,6 +62,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0022_voter_dao_history::Migration),
             Box::new(m0023_vote_arms::Migration),
             Box::new(m0024_index_packing::Migration),
+            Box::new(m0025_title_vocabulary::Migration),
         ]
     }
 }
