@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::helpers::{INTERNAL_TOKEN, TestApp, read_to_close, sample_database, spawn_app_with};
+use crate::helpers::{INTERNAL_TOKEN, TestApp, read_to_close, refusals_counted, sample_database, spawn_app_with};
 use crate::on_both_backends;
 
 const ATTACKER: &str = "127.0.0.2";
@@ -37,21 +37,6 @@ fn client_from(from: &str) -> reqwest::Client {
     reqwest::Client::builder().local_address(from.parse::<IpAddr>().unwrap()).build().unwrap()
 }
 
-/// `govdata_refusals_total{cause}` now.
-async fn refusals(app: &TestApp, cause: &str) -> f64 {
-    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
-    let sample = scrape
-        .samples
-        .iter()
-        .find(|s| s.metric == "govdata_refusals_total" && s.labels.get("cause") == Some(cause))
-        .unwrap_or_else(|| panic!("a refusals_total series for {cause}"));
-    match sample.value {
-        prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
-        _ => f64::NAN,
-    }
-}
-
 /// Whether the server still holds `stream` open after `within` (nothing to read, not closed).
 async fn still_open(stream: &mut TcpStream, within: Duration) -> bool {
     let mut byte = [0u8; 1];
@@ -73,7 +58,7 @@ async fn served(from: &str, app: &TestApp) -> bool {
 on_both_backends!(silent_and_slow_heads_are_closed_from_accept, |backend: Backend| async move {
     let head = Duration::from_millis(500);
     let app = spawn_app_with(sample_database(backend), |a| a.limits.header_read_timeout = head).await;
-    let counted = refusals(&app, "head_timeout").await;
+    let counted = refusals_counted(&app, "head_timeout").await;
     // A connection that never sends a byte.
     let started = Instant::now();
     let mut silent = connect_from(ATTACKER, app.addr).await;
@@ -96,7 +81,7 @@ on_both_backends!(silent_and_slow_heads_are_closed_from_accept, |backend: Backen
     assert!(took >= head, "not before the timeout: {took:?}");
     assert!(took < Duration::from_millis(2_500), "the trickle (3 s) did not extend the head: {took:?}");
     trickle.abort();
-    assert!(refusals(&app, "head_timeout").await >= counted + 2.0);
+    assert!(refusals_counted(&app, "head_timeout").await >= counted + 2.0);
     // An idle keep-alive connection after an answer is closed after the same timeout.
     let mut idle = connect_from(LEGIT, app.addr).await;
     idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
@@ -111,7 +96,7 @@ on_both_backends!(one_address_holds_at_most_its_cap, |backend: Backend| async mo
         a.limits.header_read_timeout = Duration::from_secs(30);
     })
     .await;
-    let counted = refusals(&app, "address_cap").await;
+    let counted = refusals_counted(&app, "address_cap").await;
     let mut held = Vec::new();
     for _ in 0..3 {
         held.push(connect_from(ATTACKER, app.addr).await);
@@ -125,7 +110,7 @@ on_both_backends!(one_address_holds_at_most_its_cap, |backend: Backend| async mo
     assert!(head.contains("content-type: application/problem+json") && head.contains("retry-after: 1"), "{head}");
     assert!(body["detail"].as_str().unwrap().contains("maximum of 3 open connections"), "{body}");
     assert_eq!(body["requestId"], head.lines().find_map(|l| l.strip_prefix("x-request-id: ")).unwrap());
-    assert!(refusals(&app, "address_cap").await > counted);
+    assert!(refusals_counted(&app, "address_cap").await > counted);
     // Another address is served, and the capped one as soon as a connection of its closes.
     assert!(served(LEGIT, &app).await);
     for held in &mut held {
@@ -141,7 +126,7 @@ on_both_backends!(at_the_global_cap_the_longest_idle_connection_makes_room, |bac
         a.limits.header_read_timeout = Duration::from_secs(30);
     })
     .await;
-    let counted = refusals(&app, "evicted_idle").await;
+    let counted = refusals_counted(&app, "evicted_idle").await;
     let mut idle = Vec::new();
     for _ in 0..4 {
         idle.push(connect_from(ATTACKER, app.addr).await);
@@ -151,7 +136,7 @@ on_both_backends!(at_the_global_cap_the_longest_idle_connection_makes_room, |bac
     // Full: a newcomer is admitted, not refused (the scrape of /metrics itself needs a slot too).
     assert!(served(LEGIT, &app).await, "the newcomer is served");
     assert_eq!(read_to_close(&mut idle[0], Duration::from_secs(5)).await.as_deref(), Some(""), "the idlest went");
-    assert!(refusals(&app, "evicted_idle").await > counted);
+    assert!(refusals_counted(&app, "evicted_idle").await > counted);
     assert!(still_open(&mut idle[3], Duration::from_millis(50)).await, "the most recent idle one stays");
 });
 
@@ -172,7 +157,7 @@ on_both_backends!(when_every_connection_is_busy_a_newcomer_gets_503, |backend: B
         a.limits.body_read_timeout = Duration::from_secs(30);
     })
     .await;
-    let counted = refusals(&app, "connection_cap").await;
+    let counted = refusals_counted(&app, "connection_cap").await;
     let busy = [busy_connection(&app, ATTACKER).await, busy_connection(&app, ATTACKER).await];
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut third = connect_from(LEGIT, app.addr).await;
@@ -184,7 +169,7 @@ on_both_backends!(when_every_connection_is_busy_a_newcomer_gets_503, |backend: B
     assert!(body["detail"].as_str().unwrap().contains("maximum of 2 connections, all busy"), "{body}");
     drop(busy);
     crate::helpers::eventually("freed slots are served again", || async { served(LEGIT, &app).await }).await;
-    assert!(refusals(&app, "connection_cap").await > counted);
+    assert!(refusals_counted(&app, "connection_cap").await > counted);
 });
 
 on_both_backends!(a_client_that_stops_reading_is_cut_after_the_write_timeout, |backend: Backend| async move {
@@ -193,7 +178,7 @@ on_both_backends!(a_client_that_stops_reading_is_cut_after_the_write_timeout, |b
         a.limits.header_read_timeout = Duration::from_secs(30);
     })
     .await;
-    let counted = refusals(&app, "write_timeout").await;
+    let counted = refusals_counted(&app, "write_timeout").await;
     let document = app.get("/v2/openapi.json").await.bytes().await.unwrap();
     // Twenty pipelined requests for the document (about 5 MB) through a small receive buffer,
     // read a byte every 200 ms for three seconds: far more than the socket buffers hold.
@@ -223,7 +208,7 @@ on_both_backends!(a_client_that_stops_reading_is_cut_after_the_write_timeout, |b
     .await;
     assert!(drained.is_ok(), "the connection ended");
     assert!(read < document.len(), "cut before one document was read: {read} bytes");
-    assert!(refusals(&app, "write_timeout").await > counted);
+    assert!(refusals_counted(&app, "write_timeout").await > counted);
     // A client that reads is never cut: the whole document, twice on one connection.
     let legit = client_from(LEGIT);
     for _ in 0..2 {
@@ -235,7 +220,8 @@ on_both_backends!(a_client_that_stops_reading_is_cut_after_the_write_timeout, |b
 on_both_backends!(request_bodies_are_capped_and_timed, |backend: Backend| async move {
     let app =
         spawn_app_with(sample_database(backend), |a| a.limits.body_read_timeout = Duration::from_millis(400)).await;
-    let (too_large, timed_out) = (refusals(&app, "body_too_large").await, refusals(&app, "body_timeout").await);
+    let (too_large, timed_out) =
+        (refusals_counted(&app, "body_too_large").await, refusals_counted(&app, "body_timeout").await);
     let post = |extra: &str| {
         format!(
             "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, \
@@ -274,8 +260,8 @@ on_both_backends!(request_bodies_are_capped_and_timed, |backend: Backend| async 
     let detail = problem(&read_to_close(&mut stalled, Duration::from_secs(5)).await.expect("answered"));
     assert!(detail.contains("did not arrive whole within 400ms"), "{detail}");
     assert!(started.elapsed() >= Duration::from_millis(400));
-    assert!(refusals(&app, "body_too_large").await >= too_large + 2.0);
-    assert!(refusals(&app, "body_timeout").await > timed_out);
+    assert!(refusals_counted(&app, "body_too_large").await >= too_large + 2.0);
+    assert!(refusals_counted(&app, "body_timeout").await > timed_out);
     // A whole body is served.
     let r = client_from(LEGIT)
         .post(app.url("/mcp"))
