@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-request CPU cost of serving, split between govdata and the database (issue 31, item 6).
 
-The README's capacity model reads its per-core figures from this: one govdata process on
+The capacity model (docs/replicas-and-capacity.md) reads its per-core figures from this: one govdata process on
 DATABASE_URL (a store written by `govdata synth`), driven by wrk on
 
   - the cached path: /v1/daos with the response cache on (no database read per request);

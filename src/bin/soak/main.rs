@@ -29,7 +29,7 @@
 //! target/release/soak streams                        # 1,000 streams through a publication, SQLite
 //! target/release/soak webhooks                       # 100 receivers, ~1M deliveries (`--kill`, `--day`)
 //! ```
-//! The figures belong in the README's Benchmarks section, never in timed tests.
+//! The figures belong in docs/benchmarks.md, never in timed tests.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
