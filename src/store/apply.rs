@@ -22,7 +22,8 @@ use super::entities::{
     dao, data_source, delegate, delegation, delegation_change, forum_post, forum_topic, ingestion_run,
     power_checkpoint, proposal, source_watermark, vote, voter,
 };
-use super::publish::{Scope, TallyDelta, Touched};
+use super::facts::TallyDelta;
+use super::publish::{Scope, Touched};
 use super::staging::{
     self, DelegateRecord, DelegationChangeRecord, DelegationRecord, PostRecord, PowerCheckpointRecord, ProposalRecord,
     ProposalUpdate, Record, TopicRecord, VoteRecord,
