@@ -14,6 +14,10 @@
 //! Inside `api`, a controller (`api/v1/<resource>.rs`, `api/v2/<resource>.rs`) never imports
 //! another controller: what two of them share (response types, request plumbing) lives in
 //! `api::views` or in the surface's `mod.rs`.
+//!
+//! Inside `store`, no two modules import each other, directly or around a loop: what both need
+//! moves to one side, or down to a leaf (`store::keysets` names no row type, so every list may
+//! import it). A reader can then take the store one module at a time, from the leaves up.
 
 /// Each top-level module and the top-level modules it may import (`crate::<module>`).
 pub const ALLOWED: &[(&str, &[&str])] = &[
@@ -46,7 +50,7 @@ pub const KEPT_OUT: &[(&str, &[&str])] = &[
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
     use std::path::{Path, PathBuf};
 
     use super::{ALLOWED, KEPT_OUT};
@@ -229,6 +233,187 @@ mod tests {
             violations.is_empty(),
             "controllers importing controllers (share through api::views):\n{violations:#?}"
         );
+    }
+
+    /// What the direct submodules of `src/<dir>` import of each other: for each one (a file, or
+    /// a subdirectory counted as one), the siblings it names through `super::x` (resolved from
+    /// where the file sits: `super::super::x` in `<dir>/sub/file.rs` is `x`) or
+    /// `crate::<dir>::x`, grouped imports included. `<dir>/mod.rs` is the parent, not a sibling.
+    /// A file's inline `mod tests`, which the house puts at a file's end, is read one module
+    /// deeper, so its `use super::*` is the file itself.
+    fn sibling_imports(dir: &str, files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
+        let inside: Vec<(Vec<&str>, &str)> = files
+            .iter()
+            .filter_map(|(rel, code)| {
+                let rest = rel.strip_prefix(dir)?.strip_prefix('/')?.strip_suffix(".rs")?;
+                let mut module: Vec<&str> = rest.split('/').collect();
+                if module.last() == Some(&"mod") {
+                    module.pop();
+                }
+                (!module.is_empty()).then_some((module, code.as_str()))
+            })
+            .collect();
+        let mut graph: BTreeMap<String, BTreeSet<String>> =
+            inside.iter().map(|(module, _)| (module[0].to_owned(), BTreeSet::new())).collect();
+        for (module, code) in &inside {
+            let (body, tests) = code.split_at(code.find("mod tests {").unwrap_or(code.len()));
+            let in_tests: Vec<&str> = module.iter().copied().chain(["tests"]).collect();
+            let mut named = Vec::new();
+            for (text, at) in [(body, module.as_slice()), (tests, in_tests.as_slice())] {
+                for path in paths_after(text, "super::") {
+                    // `super` is the parent of where the text sits; each further `super` one up.
+                    let mut base = at[..at.len() - 1].to_vec();
+                    let mut segments = path.split("::").peekable();
+                    let mut outside = false;
+                    while segments.next_if_eq(&"super").is_some() {
+                        outside |= base.pop().is_none();
+                    }
+                    if !outside && let Some(first) = base.first().copied().or_else(|| segments.next()) {
+                        named.push(first.to_owned());
+                    }
+                }
+                let prefix = format!("{dir}::");
+                for path in paths_after(text, "crate::") {
+                    if let Some(rest) = path.strip_prefix(&prefix) {
+                        named.extend(rest.split("::").next().map(str::to_owned));
+                    }
+                }
+            }
+            let siblings: BTreeSet<String> =
+                named.into_iter().filter(|n| n != module[0] && graph.contains_key(n)).collect();
+            graph.get_mut(module[0]).expect("every module is a node").extend(siblings);
+        }
+        graph
+    }
+
+    /// The loops of a directed graph: its strongly connected parts of more than one node
+    /// (Tarjan's algorithm), each sorted, in order.
+    fn loops(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+        struct Walk<'g> {
+            graph: &'g BTreeMap<String, BTreeSet<String>>,
+            index: BTreeMap<&'g str, usize>,
+            low: BTreeMap<&'g str, usize>,
+            stack: Vec<&'g str>,
+            found: Vec<Vec<String>>,
+        }
+        impl<'g> Walk<'g> {
+            fn visit(&mut self, v: &'g str) {
+                let i = self.index.len();
+                self.index.insert(v, i);
+                self.low.insert(v, i);
+                self.stack.push(v);
+                let graph = self.graph;
+                for w in graph.get(v).into_iter().flatten().map(String::as_str) {
+                    let reached = match self.index.get(w) {
+                        None => {
+                            self.visit(w);
+                            Some(self.low[w])
+                        }
+                        Some(&iw) => self.stack.contains(&w).then_some(iw),
+                    };
+                    if let Some(reached) = reached {
+                        let low = self.low.get_mut(v).expect("visited");
+                        *low = (*low).min(reached);
+                    }
+                }
+                if self.low[v] == self.index[v] {
+                    let mut part = Vec::new();
+                    while let Some(w) = self.stack.pop() {
+                        part.push(w.to_owned());
+                        if w == v {
+                            break;
+                        }
+                    }
+                    if part.len() > 1 {
+                        part.sort();
+                        self.found.push(part);
+                    }
+                }
+            }
+        }
+        let mut walk =
+            Walk { graph, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+        for v in graph.keys() {
+            if !walk.index.contains_key(v.as_str()) {
+                walk.visit(v);
+            }
+        }
+        walk.found.sort();
+        walk.found
+    }
+
+    /// The import loops among the direct submodules of `src/<dir>` (see [`sibling_imports`]).
+    fn loops_inside(dir: &str) -> Vec<Vec<String>> {
+        loops(&sibling_imports(dir, &sources()))
+    }
+
+    #[test]
+    fn store_modules_import_each_other_in_no_loop() {
+        let graph = sibling_imports("store", &sources());
+        // The reader must see the store's imports, or no loop would be found for want of edges.
+        assert!(graph.len() > 30 && graph["publish"].contains("facts"), "store's imports were not read: {graph:#?}");
+        let loops = loops_inside("store");
+        assert!(
+            loops.is_empty(),
+            "modules of src/store importing each other in a loop (move what they share to one side, or \
+             down to a leaf):\n{loops:#?}"
+        );
+    }
+
+    #[test]
+    fn the_loop_finder_finds_loops_and_only_loops() {
+        let graph: BTreeMap<String, BTreeSet<String>> = [
+            ("a", &["b"][..]),
+            ("b", &["c"]),
+            ("c", &["a", "d"]),
+            ("d", &["e"]),
+            ("e", &["d", "f"]),
+            ("f", &[]),
+            ("g", &["a", "f"]),
+            ("h", &["h"]),
+        ]
+        .into_iter()
+        .map(|(v, ws)| (v.to_owned(), ws.iter().map(|w| (*w).to_owned()).collect()))
+        .collect();
+        assert_eq!(loops(&graph), [vec!["a", "b", "c"], vec!["d", "e"]]);
+        let no_loop: BTreeMap<String, BTreeSet<String>> =
+            graph.into_iter().map(|(v, ws)| (v.clone(), ws.into_iter().filter(|w| *w > v).collect())).collect();
+        assert!(loops(&no_loop).is_empty());
+    }
+
+    #[test]
+    fn the_sibling_reader_resolves_super_and_crate_paths() {
+        let files: Vec<(String, String)> = [
+            ("shop/mod.rs", "pub mod cart;\nuse cart::Cart;\nuse crate::shop::price;"),
+            ("shop/cart.rs", "use super::{price, stock::Level};\nmod tests {\n    use super::super::tax;\n}"),
+            (
+                "shop/price.rs",
+                "use super::cart::Cart;\nfn f() { super::placeholders(); }\nmod tests {\n    use super::tax;\n}",
+            ),
+            ("shop/tax.rs", "use crate::{shop::self_check, contract::time};"),
+            ("shop/stock/mod.rs", "pub use super::price::Price;"),
+            (
+                "shop/stock/level.rs",
+                "use super::super::tax::Rate;\nuse super::Level;\nuse super::super::super::other::X;",
+            ),
+            ("other/x.rs", "use crate::shop::cart;"),
+        ]
+        .into_iter()
+        .map(|(rel, code)| (rel.to_owned(), code.to_owned()))
+        .collect();
+        let graph = sibling_imports("shop", &files);
+        let edges: Vec<(&str, Vec<&str>)> =
+            graph.iter().map(|(v, ws)| (v.as_str(), ws.iter().map(String::as_str).collect())).collect();
+        assert_eq!(
+            edges,
+            [
+                ("cart", vec!["price", "stock", "tax"]),
+                ("price", vec!["cart"]),
+                ("stock", vec!["price", "tax"]),
+                ("tax", vec![]),
+            ]
+        );
+        assert_eq!(loops(&graph), [vec!["cart", "price", "stock"]], "cart → stock → price → cart");
     }
 
     #[test]

@@ -60,6 +60,12 @@ pub struct ActivityRow {
     pub subject_url: Option<String>,
 }
 
+impl ActivityRow {
+    pub fn keyset(&self) -> super::keysets::ActivityAfter {
+        super::keysets::ActivityAfter { ms: self.occurred_ms, entry: self.entry.clone(), id: self.id }
+    }
+}
+
 impl FromQueryResult for ActivityRow {
     fn from_query_result(row: &QueryResult, pre: &str) -> Result<Self, DbErr> {
         let entry: String = row.try_get(pre, "entry")?;

@@ -18,6 +18,13 @@ pub struct DaoRecord {
     pub watermarks: Vec<source_watermark::Model>,
 }
 
+impl DaoRecord {
+    /// Where the DAO list (by id) resumes after this DAO.
+    pub fn keyset(&self) -> super::keysets::DaoAfter {
+        super::keysets::DaoAfter(self.dao.id.clone())
+    }
+}
+
 /// One page of DAOs ordered by id, and the total.
 pub async fn list(db: &impl ConnectionTrait, limit: u64, offset: u64) -> Result<(Vec<DaoRecord>, u64), DbErr> {
     let total = dao::Entity::find().count(db).await?;

@@ -312,6 +312,12 @@ pub struct EventRow {
 }
 
 impl EventRow {
+    pub fn keyset(&self) -> super::keysets::TimeAfter {
+        super::keysets::TimeAfter { ms: self.occurred_ms, id: self.id }
+    }
+}
+
+impl EventRow {
     /// `details` as a flat map of exact strings (a non-string JSON value keeps its JSON text).
     pub fn details_map(&self) -> BTreeMap<String, String> {
         parse_details(self.details.as_deref())

@@ -7,7 +7,7 @@ use sea_orm::{
 };
 
 use super::entities::{dao, governance_event, proposal, vote};
-use super::proposals::VoteOrder;
+use super::keysets::VoteOrder;
 use crate::rules::tally::Tally;
 
 pub use super::entities::proposal::SAMPLE_ORIGIN as SAMPLE_PROPOSAL_ORIGIN;

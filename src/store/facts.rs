@@ -21,8 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::address::AccountBytes;
 use super::entities::{proposal, proposal_fact, vote};
-use super::proposals::VoteOrder;
-use super::publish::TallyDelta;
+use super::keysets::VoteOrder;
 use super::sort_keys;
 use super::stored::TallyScores;
 use super::vote_arms;
@@ -150,6 +149,31 @@ pub async fn stale<C: ConnectionTrait>(db: &C) -> Result<BTreeSet<i64>, DbErr> {
     let stmt = sea_orm::Statement::from_string(db.get_database_backend(), sql);
     let rows = db.query_all_raw(stmt).await?;
     rows.iter().map(|r| r.try_get::<i64>("", "id")).collect()
+}
+
+/// How a proposal's votes changed in one publication.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TallyDelta {
+    /// The voting type the votes were read with.
+    pub voting_type: Option<String>,
+    /// The new values of the votes written.
+    pub added: Tally,
+    /// The old values of the votes they replaced.
+    pub removed: Tally,
+    /// How many of the votes written are new (not replacing one).
+    pub inserted: u64,
+}
+
+impl TallyDelta {
+    /// Records one vote written: its new value, and the value it replaced, if any.
+    pub fn record(&mut self, new: (&str, &str), old: Option<(&str, &str)>) {
+        let vt = self.voting_type.clone();
+        self.added.add(vt.as_deref(), new.0, new.1);
+        match old {
+            Some((choice, power)) => self.removed.add(vt.as_deref(), choice, power),
+            None => self.inserted += 1,
+        }
+    }
 }
 
 /// Refreshes and stores the facts of `ids`; a proposal without votes loses its row. A proposal

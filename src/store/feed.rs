@@ -73,6 +73,12 @@ pub struct FeedRecord {
 }
 
 impl FeedRecord {
+    pub fn keyset(&self) -> super::keysets::FeedAfter {
+        super::keysets::FeedAfter(self.seq)
+    }
+}
+
+impl FeedRecord {
     fn read(row: feed_entry::Model) -> Result<Self, DbErr> {
         // The same policy as every stored value (`store::stored`): a body this build cannot read
         // fails the read, loudly, rather than skipping an entry of a feed that promises none is

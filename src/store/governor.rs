@@ -12,7 +12,7 @@ use sea_orm::{
 
 use super::address::AccountBytes;
 use super::entities::{delegate, delegation_change, power_checkpoint, voter_dao_stat};
-use super::keysets::{LogAfter, RankAfter};
+use super::keysets::{LogAfter, PowerKey, RankAfter};
 use crate::contract::vocabulary::DaoId;
 
 /// Which side of a delegation change a voter is on.
@@ -35,6 +35,18 @@ fn before<C: ColumnTrait>(ms: C, block: C, log: C, after: LogAfter) -> Condition
             ),
         ),
     )
+}
+
+impl delegation_change::Model {
+    pub fn keyset(&self) -> LogAfter {
+        LogAfter { ms: self.at_ms, block: self.block_number, log: self.log_index }
+    }
+}
+
+impl power_checkpoint::Model {
+    pub fn keyset(&self) -> LogAfter {
+        LogAfter { ms: self.at_ms, block: self.block_number, log: self.log_index }
+    }
 }
 
 /// A voter's delegation changes, newest first: those it made as a delegator and those that
@@ -166,6 +178,13 @@ pub struct RankedDelegate {
     pub delegate: delegate::Model,
     pub ens: Option<String>,
     pub stats: Option<voter_dao_stat::Model>,
+}
+
+impl delegate::Model {
+    /// Where a DAO's delegates resume after this one, served at `rank`.
+    pub fn keyset(&self, rank: u64) -> RankAfter {
+        RankAfter { power: PowerKey::of(&self.voting_power, &self.vp_sort), voter: self.address.clone(), rank }
+    }
 }
 
 /// A DAO's delegates by delegated power (then address), after a keyset position: one seek of

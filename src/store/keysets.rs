@@ -1,5 +1,7 @@
 //! Where each v2 list resumes: one keyset type per list order, read off the last row served
-//! (the `keyset` methods below) and handed back to the seek of the read that continues the list.
+//! (by the `keyset` method the list's module gives its row) and handed back to the seek of the
+//! read that continues the list. This module names no row type, so every list may import it and
+//! none is imported back.
 //! A cursor carries it as text, written and read by `contract::cursor` only
 //! ([`Keyset`]): nothing between the store and the cursor restates an order.
 //!
@@ -16,14 +18,7 @@
 //! | a DAO's delegates                                 | power desc, address asc (with rank)| [`RankAfter`]     |
 use bigdecimal::BigDecimal;
 
-use super::activity::ActivityRow;
 use super::address::AccountBytes;
-use super::daos::DaoRecord;
-use super::entities::{delegate, delegation_change, forum_topic, power_checkpoint, proposal, vote, voter_dao_stat};
-use super::events::EventRow;
-use super::feed::FeedRecord;
-use super::proposals::{ProposalOrder, VoteOrder, VoteWithEns};
-use super::signals::SignalRecord;
 use super::sort_keys::parse_amount;
 use crate::contract::{cursor::Keyset, decimal};
 
@@ -112,7 +107,7 @@ pub struct PowerKey {
 
 impl PowerKey {
     /// The power of a row: its exact text (stored valid) and its stored sort key.
-    fn of(voting_power: &str, vp_sort: &str) -> Self {
+    pub(super) fn of(voting_power: &str, vp_sort: &str) -> Self {
         Self { value: decimal::parse(voting_power).unwrap_or_default(), sort: vp_sort.to_owned() }
     }
 
@@ -124,6 +119,16 @@ impl PowerKey {
         let (value, sort) = parse_amount(text).ok()?;
         Some(Self { value, sort })
     }
+}
+
+/// Vote list orders: the `Order` a [`VoteAfter`] is read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteOrder {
+    /// Largest voting power first, then voter address (`ix_votes_proposal_power`; on PostgreSQL
+    /// with the choice indexes, `store::vote_arms`).
+    Power,
+    /// Newest first (`ix_votes_proposal_time`; on PostgreSQL as for `Power`).
+    Time,
 }
 
 /// After a vote of a proposal's votes, in one of its orders.
@@ -197,75 +202,6 @@ impl Keyset for ActivityAfter {
     }
 }
 
-impl DaoRecord {
-    pub fn keyset(&self) -> DaoAfter {
-        DaoAfter(self.dao.id.clone())
-    }
-}
-
-impl proposal::Model {
-    /// Where a proposal list in `order` resumes after this proposal (a proposal without an end
-    /// time is not in the end-time order).
-    pub fn keyset(&self, order: ProposalOrder) -> TimeAfter {
-        let ms = match order {
-            ProposalOrder::Newest => self.created_ms,
-            ProposalOrder::EndTime => self.end_ms.unwrap_or_default(),
-        };
-        TimeAfter { ms, id: self.id }
-    }
-}
-
-impl vote::Model {
-    /// Where a list of votes newest first resumes after this vote.
-    pub fn keyset(&self) -> TimeAfter {
-        TimeAfter { ms: self.created_ms, id: self.id }
-    }
-}
-
-impl VoteWithEns {
-    pub fn keyset(&self, order: VoteOrder) -> VoteAfter {
-        let v = &self.vote;
-        match order {
-            VoteOrder::Power => {
-                VoteAfter::Power { power: PowerKey::of(&v.voting_power, &v.vp_sort), voter: v.voter.clone() }
-            }
-            VoteOrder::Time => VoteAfter::Time(v.keyset()),
-        }
-    }
-}
-
-impl voter_dao_stat::Model {
-    /// Where a DAO's ranking resumes after this voter, served at `rank`.
-    pub fn keyset(&self, rank: u64) -> RankAfter {
-        RankAfter { power: PowerKey::of(&self.voting_power, &self.vp_sort), voter: self.voter.clone(), rank }
-    }
-}
-
-impl delegate::Model {
-    /// Where a DAO's delegates resume after this one, served at `rank`.
-    pub fn keyset(&self, rank: u64) -> RankAfter {
-        RankAfter { power: PowerKey::of(&self.voting_power, &self.vp_sort), voter: self.address.clone(), rank }
-    }
-}
-
-impl delegation_change::Model {
-    pub fn keyset(&self) -> LogAfter {
-        LogAfter { ms: self.at_ms, block: self.block_number, log: self.log_index }
-    }
-}
-
-impl power_checkpoint::Model {
-    pub fn keyset(&self) -> LogAfter {
-        LogAfter { ms: self.at_ms, block: self.block_number, log: self.log_index }
-    }
-}
-
-impl forum_topic::Model {
-    pub fn keyset(&self) -> TimeAfter {
-        TimeAfter { ms: self.created_ms, id: self.id }
-    }
-}
-
 /// After an entry of the feed: its sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeedAfter(pub i64);
@@ -286,30 +222,6 @@ impl Keyset for FeedAfter {
 /// After a row of a list keyed by one integer, as the feed is by its sequence: a partner's
 /// webhooks by row id (ascending), a webhook's attempts by row id (descending: before it).
 pub use FeedAfter as IdAfter;
-
-impl FeedRecord {
-    pub fn keyset(&self) -> FeedAfter {
-        FeedAfter(self.seq)
-    }
-}
-
-impl EventRow {
-    pub fn keyset(&self) -> TimeAfter {
-        TimeAfter { ms: self.occurred_ms, id: self.id }
-    }
-}
-
-impl SignalRecord {
-    pub fn keyset(&self) -> TimeAfter {
-        TimeAfter { ms: self.signal.detected_ms, id: self.signal.id }
-    }
-}
-
-impl ActivityRow {
-    pub fn keyset(&self) -> ActivityAfter {
-        ActivityAfter { ms: self.occurred_ms, entry: self.entry.clone(), id: self.id }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -353,7 +353,7 @@ impl Nodes {
                 Ok(Ok(p)) if p.in_recovery => p,
                 // Promoted, and the primary this process writes to now (`store::primary`): it
                 // shows everything written.
-                Ok(Ok(p)) if super::primary::same_server(&self.primary.db, &node.db) => p,
+                Ok(Ok(p)) if same_server(&self.primary.db, &node.db) => p,
                 Ok(Ok(_)) => {
                     node.leave("not a standby (promoted?): its data may have diverged".to_owned());
                     continue;
@@ -508,6 +508,14 @@ pub fn read_failed(unreachable: bool) {
         a.failed.store(true, Ordering::Relaxed);
         a.unreachable.fetch_or(unreachable, Ordering::Relaxed);
     });
+}
+
+/// Whether two PostgreSQL connections reach the same server and database (a replica listed in
+/// `GOVDATA_READ_REPLICA_URLS` that was promoted and is now the primary).
+fn same_server(a: &DatabaseConnection, b: &DatabaseConnection) -> bool {
+    let (a, b) =
+        (a.get_postgres_connection_pool().connect_options(), b.get_postgres_connection_pool().connect_options());
+    (a.get_host(), a.get_port(), a.get_database()) == (b.get_host(), b.get_port(), b.get_database())
 }
 
 #[cfg(test)]

@@ -283,14 +283,6 @@ async fn read_only(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
         .await
 }
 
-/// Whether two PostgreSQL connections reach the same server and database (a replica listed in
-/// `GOVDATA_READ_REPLICA_URLS` that was promoted and is now the primary).
-pub fn same_server(a: &DatabaseConnection, b: &DatabaseConnection) -> bool {
-    let (a, b) =
-        (a.get_postgres_connection_pool().connect_options(), b.get_postgres_connection_pool().connect_options());
-    (a.get_host(), a.get_port(), a.get_database()) == (b.get_host(), b.get_port(), b.get_database())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

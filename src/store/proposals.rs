@@ -7,7 +7,7 @@ use sea_orm::{
 
 use super::address::AccountBytes;
 use super::entities::{proposal, vote};
-use super::keysets::{TimeAfter, VoteAfter};
+use super::keysets::{PowerKey, TimeAfter, VoteAfter};
 use super::voters::VOTER_ENS;
 use crate::contract::vocabulary::DaoId;
 
@@ -28,6 +28,18 @@ pub struct ProposalFilter<'a> {
     pub state: Option<&'a str>,
     /// Inclusive window on the order's time column.
     pub window: Option<(i64, i64)>,
+}
+
+impl proposal::Model {
+    /// Where a proposal list in `order` resumes after this proposal (a proposal without an end
+    /// time is not in the end-time order).
+    pub fn keyset(&self, order: ProposalOrder) -> TimeAfter {
+        let ms = match order {
+            ProposalOrder::Newest => self.created_ms,
+            ProposalOrder::EndTime => self.end_ms.unwrap_or_default(),
+        };
+        TimeAfter { ms, id: self.id }
+    }
 }
 
 /// Up to `limit` proposals after the keyset position `(time, id)` (`proposal::Model::keyset`).
@@ -68,15 +80,10 @@ pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<propo
     proposal::Entity::find().filter(proposal::Column::ProposalKey.eq(key)).one(db).await
 }
 
-/// Vote list orders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VoteOrder {
-    /// Largest voting power first, then voter address (`ix_votes_proposal_power`; on PostgreSQL
-    /// with the choice indexes, `store::vote_arms`).
-    Power,
-    /// Newest first (`ix_votes_proposal_time`; on PostgreSQL as for `Power`).
-    Time,
-}
+// The vote list's orders live with its positions in `keysets` (a `VoteAfter` is read in one),
+// so `vote_arms`, which this module calls, need not import this module back. Callers find them
+// here, with the list.
+pub use super::keysets::VoteOrder;
 
 /// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
 /// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs;
@@ -91,6 +98,25 @@ pub struct VoteWithEns {
 impl FromQueryResult for VoteWithEns {
     fn from_query_result(res: &QueryResult, pre: &str) -> Result<Self, DbErr> {
         Ok(Self { vote: vote::Model::from_query_result(res, pre)?, ens: res.try_get(pre, VOTER_ENS)? })
+    }
+}
+
+impl VoteWithEns {
+    pub fn keyset(&self, order: VoteOrder) -> VoteAfter {
+        let v = &self.vote;
+        match order {
+            VoteOrder::Power => {
+                VoteAfter::Power { power: PowerKey::of(&v.voting_power, &v.vp_sort), voter: v.voter.clone() }
+            }
+            VoteOrder::Time => VoteAfter::Time(v.keyset()),
+        }
+    }
+}
+
+impl vote::Model {
+    /// Where a list of votes newest first resumes after this vote.
+    pub fn keyset(&self) -> TimeAfter {
+        TimeAfter { ms: self.created_ms, id: self.id }
     }
 }
 

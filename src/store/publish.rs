@@ -26,8 +26,8 @@ use sea_orm::{
 };
 
 use super::entities::{dao_summary, data_revision};
+use super::facts::TallyDelta;
 use super::{address, case_of, placeholders};
-use crate::rules::tally::Tally;
 
 /// Ids per `IN (...)` list, well under both backends' bind limits.
 const IN_LIST_MAX: usize = 500;
@@ -63,31 +63,6 @@ pub struct Touched {
     /// The highest delegation change id before this run appended any (none appended: `None`):
     /// the notable changes above it are fed.
     pub delegation_changes_above: Option<i64>,
-}
-
-/// How a proposal's votes changed in one publication.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TallyDelta {
-    /// The voting type the votes were read with.
-    pub voting_type: Option<String>,
-    /// The new values of the votes written.
-    pub added: Tally,
-    /// The old values of the votes they replaced.
-    pub removed: Tally,
-    /// How many of the votes written are new (not replacing one).
-    pub inserted: u64,
-}
-
-impl TallyDelta {
-    /// Records one vote written: its new value, and the value it replaced, if any.
-    pub fn record(&mut self, new: (&str, &str), old: Option<(&str, &str)>) {
-        let vt = self.voting_type.clone();
-        self.added.add(vt.as_deref(), new.0, new.1);
-        match old {
-            Some((choice, power)) => self.removed.add(vt.as_deref(), choice, power),
-            None => self.inserted += 1,
-        }
-    }
 }
 
 impl Touched {

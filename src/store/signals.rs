@@ -334,6 +334,12 @@ pub struct SignalRecord {
 }
 
 impl SignalRecord {
+    pub fn keyset(&self) -> super::keysets::TimeAfter {
+        super::keysets::TimeAfter { ms: self.signal.detected_ms, id: self.signal.id }
+    }
+}
+
+impl SignalRecord {
     pub fn evidence(&self) -> Result<Evidence, serde_json::Error> {
         serde_json::from_str(&self.signal.evidence)
     }

@@ -5,8 +5,6 @@
 //! (`store::apply`) reads one run's records stage by stage and applies them in one transaction.
 //! Numbers stay text end to end: voting power as the upstream wrote it, amounts as decimal
 //! integers in the token's smallest unit.
-use std::time::Duration;
-
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
     sea_query::Expr,
@@ -326,17 +324,9 @@ pub async fn discard(db: &impl ConnectionTrait, run_id: i64, dao_id: &str, sourc
     Ok(done.rows_affected)
 }
 
-/// How often a process running an ingestion run says it is alive (`beat`).
-pub const HEARTBEAT: Duration = Duration::from_secs(30);
-/// A run still marked `running` whose last beat is older than this belongs to a process that
-/// died: four beats missed. A beat can wait up to the busy timeout behind another process's
-/// publication on SQLite, and a missed beat or two is no death.
-pub const STALE_AFTER: Duration = Duration::from_secs(4 * HEARTBEAT.as_secs());
-
-/// Runs that last beat before this time, seen at `now_ms`, are abandoned.
-pub fn stale_before(now_ms: i64) -> i64 {
-    now_ms - STALE_AFTER.as_millis() as i64
-}
+// When a run counts as abandoned is the run's own rule (`ingestion_run::Model::status_at` reads
+// it), so it lives with the entity; the heartbeat and reclaim below are its writers.
+pub use super::entities::ingestion_run::{HEARTBEAT, STALE_AFTER, stale_before};
 
 /// Records that run `run_id` is alive at `now_ms`; `false` once it is no longer running (it
 /// finished, or another process reclaimed it as abandoned).

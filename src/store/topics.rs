@@ -9,6 +9,12 @@ use crate::contract::vocabulary::DaoId;
 /// A topic with its opening post and linked proposal.
 pub type TopicRecord = (forum_topic::Model, Option<forum_post::Model>, Option<proposal::Model>);
 
+impl forum_topic::Model {
+    pub fn keyset(&self) -> super::keysets::TimeAfter {
+        super::keysets::TimeAfter { ms: self.created_ms, id: self.id }
+    }
+}
+
 /// Up to `limit` topics newest first (`created_ms` desc, id desc) after a keyset position;
 /// three queries per page whatever its size.
 pub async fn list(

@@ -17,8 +17,7 @@ use sea_orm::{ColumnTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, Quer
 
 use super::address::AccountBytes;
 use super::entities::vote;
-use super::keysets::{TimeAfter, VoteAfter};
-use super::proposals::VoteOrder;
+use super::keysets::{TimeAfter, VoteAfter, VoteOrder};
 use super::voters::{VOTER_ENS, ens_sql};
 
 /// The recorded choices whose votes PostgreSQL orders through the choice indexes alone: the

@@ -51,6 +51,14 @@ pub async fn standing(db: &impl ConnectionTrait, address: &str) -> Result<Standi
     Ok(Standing { stats, delegations, proposals_per_dao })
 }
 
+impl voter_dao_stat::Model {
+    /// Where a DAO's ranking resumes after this voter, served at `rank`.
+    pub fn keyset(&self, rank: u64) -> super::keysets::RankAfter {
+        let power = super::keysets::PowerKey::of(&self.voting_power, &self.vp_sort);
+        super::keysets::RankAfter { power, voter: self.voter.clone(), rank }
+    }
+}
+
 /// One DAO's voters by voting power (then address), after a keyset position, each with the ENS name
 /// the store knows for the voter (one statement: see [`ens_sql`]).
 pub async fn ranking(
