@@ -1,6 +1,7 @@
 //! The token's delegation history from its logs: delegation changes and power checkpoints with
-//! their causes, and the token's supply that says whether a change is notable.
-use std::collections::HashMap;
+//! their causes, the token's supply that says whether a change is notable, and the latest power
+//! of each delegate and delegate of each delegator.
+use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 
 use alloy_primitives::{Address, B256, U256};
@@ -13,7 +14,8 @@ use super::{GovernorConnector, lower};
 use crate::contract::counting;
 use crate::contract::events::notable_delegation;
 use crate::contract::vocabulary::PowerCause;
-use crate::store::staging::{DelegationChangeRecord, PowerCheckpointRecord};
+use crate::ingest::Sink;
+use crate::store::staging::{DelegateRecord, DelegationChangeRecord, DelegationRecord, PowerCheckpointRecord, Record};
 
 /// Where a token log sits on chain.
 #[derive(Debug, Clone, Copy)]
@@ -171,5 +173,45 @@ impl GovernorConnector {
             }
         }
         change
+    }
+
+    /// Stages each delegate's latest voting power, as of `as_of_ms`.
+    pub(super) async fn stage_delegates(
+        &self,
+        powers: BTreeMap<Address, (U256, u64)>,
+        as_of_ms: i64,
+        sink: &mut Sink<'_>,
+    ) -> anyhow::Result<()> {
+        for (delegate, (votes, _)) in powers {
+            sink.push(Record::Delegate(DelegateRecord {
+                dao_id: self.dao_id.clone(),
+                address: lower(delegate),
+                voting_power_raw: votes.to_string(),
+                decimals: self.source.token_decimals,
+                // Counted at publication from every delegation stored for the DAO.
+                delegators_count: None,
+                as_of_ms,
+            }))
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Stages each delegator's latest delegate.
+    pub(super) async fn stage_delegations(
+        &self,
+        delegations: BTreeMap<Address, (Address, u64)>,
+        sink: &mut Sink<'_>,
+    ) -> anyhow::Result<()> {
+        for (delegator, (delegate, block)) in delegations {
+            sink.push(Record::Delegation(DelegationRecord {
+                dao_id: self.dao_id.clone(),
+                delegator: lower(delegator),
+                delegate: lower(delegate),
+                block_number: block as i64,
+            }))
+            .await?;
+        }
+        Ok(())
     }
 }

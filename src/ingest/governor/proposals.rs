@@ -1,5 +1,7 @@
 //! Proposals as the governor sees them: its view of each one (state, tallies, quorum, voting
-//! window) and the record staged for a proposal first seen in a run.
+//! window), staged as a new proposal when a run saw it created and as an update otherwise.
+use std::collections::BTreeSet;
+
 use alloy_primitives::{B256, U256};
 use anyhow::Context;
 
@@ -8,7 +10,8 @@ use super::connector::Modes;
 use super::rpc::{BlockTimes, u64_of};
 use super::{GovernorConnector, lower};
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
-use crate::store::staging::ProposalRecord;
+use crate::ingest::Sink;
+use crate::store::staging::{ProposalRecord, ProposalRef, ProposalUpdate, Record};
 
 pub const ORIGIN: &str = "governor-logs";
 /// Simple counting: Against = 0, For = 1, Abstain = 2. A vote's choice is `support + 1`, so it
@@ -25,17 +28,17 @@ pub(super) struct Created {
 /// The governor's current view of one proposal; `None` where the governor does not say
 /// (GovernorBravo has no `proposalVotes`, a quorum is only defined once voting started).
 #[derive(Debug, Default)]
-pub(super) struct View {
-    pub(super) state: Option<ProposalState>,
-    pub(super) scores: Option<Vec<String>>,
-    pub(super) total: Option<String>,
-    pub(super) quorum: Option<String>,
-    pub(super) start_ms: Option<i64>,
-    pub(super) end_ms: Option<i64>,
+struct View {
+    state: Option<ProposalState>,
+    scores: Option<Vec<String>>,
+    total: Option<String>,
+    quorum: Option<String>,
+    start_ms: Option<i64>,
+    end_ms: Option<i64>,
 }
 
 impl GovernorConnector {
-    pub(super) async fn view(&self, id: U256, head: u64, times: &mut BlockTimes) -> anyhow::Result<View> {
+    async fn view(&self, id: U256, head: u64, times: &mut BlockTimes) -> anyhow::Result<View> {
         let mut view = View::default();
         let state = self.call(stateCall { proposalId: id }).await.context("governor.state")?;
         view.state = STATES.get(state as usize).copied();
@@ -61,7 +64,7 @@ impl GovernorConnector {
         Ok(view)
     }
 
-    pub(super) fn proposal(&self, c: Created, view: View, created_ms: i64, modes: &Modes) -> ProposalRecord {
+    fn proposal(&self, c: Created, view: View, created_ms: i64, modes: &Modes) -> ProposalRecord {
         let e = c.event;
         let description = e.description;
         ProposalRecord {
@@ -93,6 +96,51 @@ impl GovernorConnector {
             privacy: None,
             origin: ORIGIN.to_owned(),
         }
+    }
+
+    /// Stages each proposal created in the run, with the governor's view of it.
+    pub(super) async fn stage_created(
+        &self,
+        created: Vec<Created>,
+        head: u64,
+        modes: &Modes,
+        times: &mut BlockTimes,
+        sink: &mut Sink<'_>,
+    ) -> anyhow::Result<()> {
+        for c in created {
+            let view = self.view(c.event.proposalId, head, times).await?;
+            let at = times.get(self, c.block).await?;
+            sink.push(Record::Proposal(Box::new(self.proposal(c, view, at, modes)))).await?;
+        }
+        Ok(())
+    }
+
+    /// Stages the governor's view of each proposal of `ids`, which earlier runs stored.
+    pub(super) async fn stage_updates(
+        &self,
+        ids: BTreeSet<U256>,
+        head: u64,
+        modes: &Modes,
+        times: &mut BlockTimes,
+        sink: &mut Sink<'_>,
+    ) -> anyhow::Result<()> {
+        for id in ids {
+            let view = self.view(id, head, times).await?;
+            sink.push(Record::ProposalUpdate(ProposalUpdate {
+                dao_id: self.dao_id.clone(),
+                proposal: ProposalRef { source: ProposalSource::Onchain, external_id: id.to_string() },
+                state: view.state,
+                scores: view.scores.clone(),
+                scores_total: view.total.clone(),
+                quorum: view.quorum.clone(),
+                start_ms: view.start_ms,
+                end_ms: view.end_ms,
+                counting_mode: modes.counting.clone(),
+                clock_mode: modes.clock.clone(),
+            }))
+            .await?;
+        }
+        Ok(())
     }
 }
 

@@ -1,5 +1,7 @@
 //! Votes from the governor's logs: each cast decoded, and on a fractional governor a voter's
 //! casts summed into one vote, completed with those of earlier runs.
+use std::collections::{BTreeMap, BTreeSet};
+
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_sol_types::SolEvent;
 use anyhow::{Context, bail};
@@ -7,11 +9,13 @@ use serde_json::json;
 
 use super::abi::*;
 use super::block_ranges::BlockRanges;
+use super::connector::Span;
 use super::rpc::{BlockTimes, Log, u64_of};
 use super::{GovernorConnector, lower};
 use crate::contract::counting;
 use crate::contract::vocabulary::ProposalSource;
-use crate::store::staging::{ProposalRef, VoteRecord};
+use crate::ingest::{Resume, Sink};
+use crate::store::staging::{ProposalRef, Record, VoteRecord};
 
 /// One vote, from `VoteCast` or `VoteCastWithParams` (the same vote with extra parameters,
 /// which simple counting ignores).
@@ -88,12 +92,12 @@ impl Split {
 
 /// Where to look for a voter's casts from earlier runs: blocks `since..=before`, checked
 /// against the governor at block `safe`.
-pub(super) struct Earlier {
-    pub(super) proposal: U256,
-    pub(super) voter: Address,
-    pub(super) since: u64,
-    pub(super) before: u64,
-    pub(super) safe: u64,
+struct Earlier {
+    proposal: U256,
+    voter: Address,
+    since: u64,
+    before: u64,
+    safe: u64,
 }
 
 impl GovernorConnector {
@@ -104,12 +108,7 @@ impl GovernorConnector {
     /// (one call per voter, the common case). Otherwise the voter's casts are read back from
     /// the proposal's creation (the voter is an indexed topic, so the node filters them), and
     /// their sum must then equal `usedVotes`: a vote is never stored as part of itself.
-    pub(super) async fn with_earlier_casts(
-        &self,
-        e: Earlier,
-        run: Split,
-        times: &mut BlockTimes,
-    ) -> anyhow::Result<Split> {
+    async fn with_earlier_casts(&self, e: Earlier, run: Split, times: &mut BlockTimes) -> anyhow::Result<Split> {
         let used = self
             .call_at(usedVotesCall { proposalId: e.proposal, account: e.voter }, json!(format!("{:#x}", e.safe)))
             .await
@@ -165,7 +164,7 @@ impl GovernorConnector {
     /// its choice the one support it went to (`2` for For), or the exact split across supports
     /// (`{"1":…,"2":…}`, choice numbers to weights in the token's smallest unit), its time,
     /// block and transaction the last cast's.
-    pub(super) fn split_vote(&self, proposal: U256, voter: Address, s: Split) -> VoteRecord {
+    fn split_vote(&self, proposal: U256, voter: Address, s: Split) -> VoteRecord {
         let used: Vec<(usize, U256)> = s.parts.iter().copied().enumerate().filter(|(_, w)| !w.is_zero()).collect();
         let choice = match used.as_slice() {
             [(index, _)] => (index + 1).to_string(),
@@ -204,5 +203,33 @@ impl GovernorConnector {
             tx_hash: Some(format!("{tx:#x}")),
             block_number: Some(block as i64),
         }
+    }
+
+    /// Stages a fractional governor's votes, each the sum of the voter's casts. A proposal
+    /// created in this run has all its casts in it; an older one may have casts from earlier
+    /// runs, which the stored vote already summed and this run's record replaces: they are read
+    /// again.
+    pub(super) async fn stage_summed_votes(
+        &self,
+        resume: &Resume,
+        span: &Span,
+        split: BTreeMap<(U256, Address), Split>,
+        created_ids: &BTreeSet<U256>,
+        times: &mut BlockTimes,
+        sink: &mut Sink<'_>,
+    ) -> anyhow::Result<()> {
+        let (from, safe) = (span.from, span.safe);
+        for ((proposal, voter), s) in split {
+            let s = if created_ids.contains(&proposal) || from <= self.source.start_block {
+                s
+            } else {
+                let since =
+                    resume.created_blocks.get(&proposal.to_string()).copied().unwrap_or(self.source.start_block);
+                let earlier = Earlier { proposal, voter, since, before: from - 1, safe };
+                self.with_earlier_casts(earlier, s, times).await?
+            };
+            sink.push(Record::Vote(self.split_vote(proposal, voter, s))).await?;
+        }
+        Ok(())
     }
 }
