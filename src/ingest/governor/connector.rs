@@ -74,13 +74,11 @@ impl Connector for GovernorConnector {
         let created_ids: BTreeSet<U256> = scan.created.iter().map(|c| c.event.proposalId).collect();
         self.stage_summed_votes(resume, &span, scan.split, &created_ids, &mut scan.times, sink).await?;
         // The governor's own view of every proposal that was seen or can still change.
-        self.stage_created(scan.created, span.head, &modes, &mut scan.times, sink).await?;
         let open = resume.open_proposals.iter().filter_map(|id| id.parse::<U256>().ok());
-        let changed = scan.touched.into_iter().chain(open).filter(|id| !created_ids.contains(id)).collect();
-        self.stage_updates(changed, span.head, &modes, &mut scan.times, sink).await?;
+        let updated = scan.touched.into_iter().chain(open).filter(|id| !created_ids.contains(id)).collect();
+        self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
         let as_of = scan.times.get(self, span.safe).await?;
-        self.stage_delegates(scan.powers, as_of, sink).await?;
-        self.stage_delegations(scan.delegations, sink).await?;
+        self.stage_latest(scan.powers, scan.delegations, as_of, sink).await?;
         let (from, safe) = (span.from, span.safe);
         let position = if safe >= from { safe } else { from.saturating_sub(1) };
         Ok(Watermark { data_as_of_ms: as_of, position: Some(position.to_string()) })

@@ -175,10 +175,12 @@ impl GovernorConnector {
         change
     }
 
-    /// Stages each delegate's latest voting power, as of `as_of_ms`.
-    pub(super) async fn stage_delegates(
+    /// Stages the latest voting power of each delegate (as of `as_of_ms`) and the latest delegate
+    /// of each delegator.
+    pub(super) async fn stage_latest(
         &self,
         powers: BTreeMap<Address, (U256, u64)>,
+        delegations: BTreeMap<Address, (Address, u64)>,
         as_of_ms: i64,
         sink: &mut Sink<'_>,
     ) -> anyhow::Result<()> {
@@ -194,15 +196,6 @@ impl GovernorConnector {
             }))
             .await?;
         }
-        Ok(())
-    }
-
-    /// Stages each delegator's latest delegate.
-    pub(super) async fn stage_delegations(
-        &self,
-        delegations: BTreeMap<Address, (Address, u64)>,
-        sink: &mut Sink<'_>,
-    ) -> anyhow::Result<()> {
         for (delegator, (delegate, block)) in delegations {
             sink.push(Record::Delegation(DelegationRecord {
                 dao_id: self.dao_id.clone(),

@@ -98,10 +98,12 @@ impl GovernorConnector {
         }
     }
 
-    /// Stages each proposal created in the run, with the governor's view of it.
-    pub(super) async fn stage_created(
+    /// Stages the governor's view of each proposal: those created in the run as new proposals,
+    /// those of `updated` (which earlier runs stored) as updates.
+    pub(super) async fn stage_proposals(
         &self,
         created: Vec<Created>,
+        updated: BTreeSet<U256>,
         head: u64,
         modes: &Modes,
         times: &mut BlockTimes,
@@ -112,19 +114,7 @@ impl GovernorConnector {
             let at = times.get(self, c.block).await?;
             sink.push(Record::Proposal(Box::new(self.proposal(c, view, at, modes)))).await?;
         }
-        Ok(())
-    }
-
-    /// Stages the governor's view of each proposal of `ids`, which earlier runs stored.
-    pub(super) async fn stage_updates(
-        &self,
-        ids: BTreeSet<U256>,
-        head: u64,
-        modes: &Modes,
-        times: &mut BlockTimes,
-        sink: &mut Sink<'_>,
-    ) -> anyhow::Result<()> {
-        for id in ids {
+        for id in updated {
             let view = self.view(id, head, times).await?;
             sink.push(Record::ProposalUpdate(ProposalUpdate {
                 dao_id: self.dao_id.clone(),
