@@ -211,6 +211,8 @@ fn start_writers(
     Ok(Writers { live, schedule })
 }
 
+/// How many connections the server holds, from one address and in all, and how long it waits
+/// on each and on the drain, as the settings say.
 fn connection_limits(limits: &crate::config::LimitArgs) -> connections::ConnectionLimits {
     connections::ConnectionLimits {
         max_connections: connections::fit_connection_cap(limits.max_connections),
