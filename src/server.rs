@@ -79,10 +79,7 @@ pub async fn bind(
         api::documents(settings.prices())
             .served_at(settings.public_url_configured.then_some(settings.public_url.as_str())),
     );
-    let secret = match &settings.payments.cursor_secret {
-        Some(configured) => configured.as_bytes().to_vec(),
-        None => crate::store::settings::cursor_secret(&db).await?,
-    };
+    let secret = cursor_secret(&db, &settings).await?;
     let payments = Arc::new(PaymentTerms::from_args(&settings.payments)?);
     let cache = Arc::new(edge::cache::ResponseCache::new(settings.response_cache_bytes));
     let nodes = crate::store::nodes::Nodes::start(
@@ -92,43 +89,14 @@ pub async fn bind(
     )
     .await?;
     let serving = edge::serving::ServingWatch::start(nodes.clone()).await?;
-    let registry = match (settings.live, settings.ingest_every) {
-        (None, None) => None,
-        _ => Some(Arc::new(ingest::load_registry(settings.registry.as_ref())?)),
-    };
-    let live = match (settings.live, &registry) {
-        (Some(live), Some(registry)) => {
-            let ingestion = Arc::new(Ingestion { db: db.clone(), registry: registry.clone() });
-            Some(Arc::new(edge::live::LiveRefresh::new(ingestion, live)))
-        }
-        _ => None,
-    };
     let shutdown = Shutdown::default();
-    let schedule = match (settings.ingest_every, &registry) {
-        (Some(every), Some(registry)) => {
-            tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
-            let watch = serving.clone();
-            let registry = Registry::clone(registry);
-            let stop = shutdown.clone();
-            Some(ingest::schedule::spawn(db.clone(), registry, every, RunOptions::default(), stop, move || {
-                watch.poke()
-            }))
-        }
-        _ => None,
-    };
+    let Writers { live, schedule } = start_writers(&db, &settings, &serving, &shutdown)?;
     if let Some(every) = settings.repack_every
         && db.get_database_backend() == sea_orm::DbBackend::Postgres
     {
         spawn_repack(db.clone(), every, shutdown.clone());
     }
-    let limits = connections::ConnectionLimits {
-        max_connections: connections::fit_connection_cap(settings.limits.max_connections),
-        max_per_address: settings.limits.max_connections_per_address,
-        header_read_timeout: settings.limits.header_read_timeout,
-        write_timeout: settings.limits.write_timeout,
-        drain_delay: settings.limits.drain_delay,
-        drain_timeout: settings.limits.drain_timeout,
-    };
+    let limits = connection_limits(&settings.limits);
     let queries = edge::bounds::QuerySlots::new(&settings.limits);
     let rates = edge::rate::RateLimiter::start(settings.rates, db.clone());
     let backlog = settings.limits.stream_backlog_batches as usize;
@@ -159,19 +127,7 @@ pub async fn bind(
         settings.exports.export_dir.clone(),
         settings.exports.export_budget_mb.saturating_mul(1 << 20),
     );
-    let mut revisions = serving.subscribe();
-    let wake = webhook_wake.clone();
-    let rebuild = exports.clone();
-    tokio::spawn(async move {
-        while revisions.changed().await.is_ok() {
-            wake.notify_one();
-            // Export files already asked for are built again for the DAOs a publication changed.
-            let dao_revisions = revisions.borrow_and_update().dao_revisions.clone();
-            if let Err(e) = rebuild.refresh(&dao_revisions).await {
-                tracing::warn!(error = %e, "export files not rebuilt after a publication; they are built on request");
-            }
-        }
-    });
+    spawn_publication_followers(serving.subscribe(), webhook_wake.clone(), exports.clone());
     let state = AppState {
         db,
         nodes,
@@ -203,6 +159,88 @@ pub async fn bind(
         Ok(())
     };
     Ok(Listening { server, addr: bound, serving, shutdown })
+}
+
+/// The secret that signs cursors: the configured one, else the store's own (made once, kept in
+/// the database so that every process serving it reads the same cursors).
+async fn cursor_secret(db: &DatabaseConnection, settings: &Settings) -> anyhow::Result<Vec<u8>> {
+    Ok(match &settings.payments.cursor_secret {
+        Some(configured) => configured.as_bytes().to_vec(),
+        None => crate::store::settings::cursor_secret(db).await?,
+    })
+}
+
+/// The writers a server may run in-process: live refresh of a stale DAO on request, and a
+/// schedule of ingestion runs. The registry is read only when one of them is asked for.
+struct Writers {
+    live: Option<Arc<edge::live::LiveRefresh>>,
+    /// The scheduled runs' task, which the drain waits for.
+    schedule: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Starts the writers the settings ask for (`--live`, `--ingest-every`).
+fn start_writers(
+    db: &DatabaseConnection,
+    settings: &Settings,
+    serving: &Arc<edge::serving::ServingWatch>,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Writers> {
+    let registry = match (settings.live, settings.ingest_every) {
+        (None, None) => None,
+        _ => Some(Arc::new(ingest::load_registry(settings.registry.as_ref())?)),
+    };
+    let live = match (settings.live, &registry) {
+        (Some(live), Some(registry)) => {
+            let ingestion = Arc::new(Ingestion { db: db.clone(), registry: registry.clone() });
+            Some(Arc::new(edge::live::LiveRefresh::new(ingestion, live)))
+        }
+        _ => None,
+    };
+    let schedule = match (settings.ingest_every, &registry) {
+        (Some(every), Some(registry)) => {
+            tracing::info!("ingesting {} DAOs every {}", registry.daos.len(), humantime::format_duration(every));
+            let watch = serving.clone();
+            let registry = Registry::clone(registry);
+            let stop = shutdown.clone();
+            Some(ingest::schedule::spawn(db.clone(), registry, every, RunOptions::default(), stop, move || {
+                watch.poke()
+            }))
+        }
+        _ => None,
+    };
+    Ok(Writers { live, schedule })
+}
+
+/// How many connections the server holds, from one address and in all, and how long it waits
+/// on each and on the drain, as the settings say.
+fn connection_limits(limits: &crate::config::LimitArgs) -> connections::ConnectionLimits {
+    connections::ConnectionLimits {
+        max_connections: connections::fit_connection_cap(limits.max_connections),
+        max_per_address: limits.max_connections_per_address,
+        header_read_timeout: limits.header_read_timeout,
+        write_timeout: limits.write_timeout,
+        drain_delay: limits.drain_delay,
+        drain_timeout: limits.drain_timeout,
+    }
+}
+
+/// Follows every new serving revision (this process's publication or another's): wakes the
+/// webhook dispatcher and refreshes the export files.
+fn spawn_publication_followers(
+    mut revisions: tokio::sync::watch::Receiver<Arc<edge::serving::Serving>>,
+    wake: Arc<tokio::sync::Notify>,
+    rebuild: Arc<crate::exports::files::Exports>,
+) {
+    tokio::spawn(async move {
+        while revisions.changed().await.is_ok() {
+            wake.notify_one();
+            // Export files already asked for are built again for the DAOs a publication changed.
+            let dao_revisions = revisions.borrow_and_update().dao_revisions.clone();
+            if let Err(e) = rebuild.refresh(&dao_revisions).await {
+                tracing::warn!(error = %e, "export files not rebuilt after a publication; they are built on request");
+            }
+        }
+    });
 }
 
 /// Live refresh over ingestion: the one place the API's needs meet the writers.

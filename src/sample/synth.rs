@@ -17,7 +17,7 @@ use sha3::{Digest, Keccak256};
 
 use crate::contract::vocabulary::{ProposalSource, ProposalState, RunStatus, RunTrigger, SourceKind};
 use crate::store::address::AccountBytes;
-use crate::store::entities::{dao, data_source, ingestion_run, proposal, source_watermark, vote, voter};
+use crate::store::entities::{dao, data_revision, data_source, ingestion_run, proposal, source_watermark, vote, voter};
 use crate::store::publish::{self, now_ms};
 use crate::store::stored::{Choices, Scores};
 use crate::store::{address, keys, sort_keys};
@@ -168,43 +168,7 @@ async fn generate_and_publish(
     started: Instant,
 ) -> anyhow::Result<SynthReport> {
     let phase = Instant::now();
-    let mut rng = StdRng::seed_from_u64(seed(&spec.dao_id));
-    let counts = proposal_sizes(spec.votes, spec.voters, spec.proposals);
-    let addresses: Vec<String> = (0..spec.voters).map(|k| hex_address(&spec.dao_id, k)).collect();
-    // Heavy-tailed power per voter (Pareto), in millionths; each vote varies it by ±10 %.
-    let power: Vec<u64> = (0..spec.voters)
-        .map(|_| {
-            let u: f64 = rng.random_range(1e-9..1.0);
-            power_micro(u)
-        })
-        .collect();
-    let mut permutation: Vec<u32> = (0..spec.voters as u32).collect();
-    let mut plans: Vec<Vec<PlannedVote>> = Vec::with_capacity(counts.len());
-    let mut first_seen = vec![i64::MAX; addresses.len()];
-    for (i, &count) in counts.iter().enumerate() {
-        let start = proposal_start(i);
-        let for_share: f64 = rng.random_range(0.3..0.9);
-        // Partial Fisher–Yates: the first `count` entries become a uniform sample of voters.
-        let mut votes = Vec::with_capacity(count as usize);
-        for j in 0..count as usize {
-            let k = rng.random_range(j..permutation.len());
-            permutation.swap(j, k);
-            let voter = permutation[j];
-            let created_ms = start + rng.random_range(0..VOTING_MS);
-            let roll: f64 = rng.random();
-            let choice = if roll < for_share {
-                1
-            } else if roll < for_share + (1.0 - for_share) * 0.8 {
-                2
-            } else {
-                3
-            };
-            let micro = power[voter as usize] * rng.random_range(900..1100) / 1000;
-            first_seen[voter as usize] = first_seen[voter as usize].min(created_ms);
-            votes.push(PlannedVote { voter, micro, created_ms, choice });
-        }
-        plans.push(votes);
-    }
+    let plan = Plan::generate(spec);
     let generate = phase.elapsed();
     eprintln!("synth: planned {} votes in {:.1} s; writing", spec.votes, generate.as_secs_f64());
 
@@ -212,21 +176,135 @@ async fn generate_and_publish(
     let txn = db.begin().await?;
     let deferred = if spec.defer_indexes { DeferredIndexes::drop(&txn).await? } else { DeferredIndexes::default() };
     let now = now_ms();
-    let last_end = proposal_start(counts.len() - 1) + VOTING_MS;
+    let last_end = proposal_start(plan.counts.len() - 1) + VOTING_MS;
     write_dao(&txn, &spec.dao_id, now, last_end, run_id).await?;
-    let (keys, ids) = write_proposals(&txn, spec, &plans, &addresses).await?;
-    let voters = addresses.iter().zip(&first_seen).map(|(a, &seen)| voter::ActiveModel {
+    let (keys, ids) = write_proposals(&txn, spec, &plan.votes, &plan.addresses).await?;
+    write_voters(&txn, &plan).await?;
+    write_votes(&txn, spec, &plan, &ids, phase).await?;
+    let write = phase.elapsed();
+    eprintln!("synth: rows written in {:.1} s", write.as_secs_f64());
+    let phase = Instant::now();
+    deferred.build(&txn).await?;
+    let index = phase.elapsed();
+    eprintln!("synth: {} deferred indexes built in {:.1} s; publishing", deferred.0.len(), index.as_secs_f64());
+
+    let phase = Instant::now();
+    let revision = publish_run(&txn, spec, run_id).await?;
+    txn.commit().await?;
+    let publish = phase.elapsed();
+
+    let phase = Instant::now();
+    vacuum(db).await?;
+    let vacuum = phase.elapsed();
+    // The deferred indexes were built by sorting: packed, which the repack's yardstick records.
+    // The load is committed by now: without the record, an index is only rebuilt once more.
+    let built: Vec<String> = deferred.0.iter().map(|(name, _)| name.clone()).collect();
+    if let Err(e) = crate::store::repack::record_packed(db, &built).await {
+        tracing::warn!("synth: the packed sizes of the rebuilt indexes were not recorded: {e:#}");
+    }
+
+    let counts = &plan.counts;
+    let busiest = (0..counts.len()).max_by_key(|&i| (counts[i], std::cmp::Reverse(i))).unwrap_or(0);
+    Ok(SynthReport {
+        run_id,
+        revision_id: revision.id,
+        dao_id: spec.dao_id.clone(),
+        proposals: spec.proposals,
+        votes: spec.votes,
+        voters: spec.voters,
+        busiest_votes: counts[busiest],
+        busiest_key: keys[busiest].clone(),
+        generate,
+        write,
+        publish,
+        index,
+        vacuum,
+        total: started.elapsed(),
+    })
+}
+
+/// The whole store, planned before anything is written: who votes on which proposal, when, how
+/// and with what power.
+struct Plan {
+    /// Votes per proposal.
+    counts: Vec<u64>,
+    /// Each voter's address, by voter number.
+    addresses: Vec<String>,
+    /// Each proposal's votes.
+    votes: Vec<Vec<PlannedVote>>,
+    /// Each voter's first vote (`i64::MAX` for a voter who never votes).
+    first_seen: Vec<i64>,
+}
+
+impl Plan {
+    /// The plan of `spec`, the same for the same spec (the seed is the DAO's).
+    fn generate(spec: &SynthSpec) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed(&spec.dao_id));
+        let counts = proposal_sizes(spec.votes, spec.voters, spec.proposals);
+        let addresses: Vec<String> = (0..spec.voters).map(|k| hex_address(&spec.dao_id, k)).collect();
+        // Heavy-tailed power per voter (Pareto), in millionths; each vote varies it by ±10 %.
+        let power: Vec<u64> = (0..spec.voters)
+            .map(|_| {
+                let u: f64 = rng.random_range(1e-9..1.0);
+                power_micro(u)
+            })
+            .collect();
+        let mut permutation: Vec<u32> = (0..spec.voters as u32).collect();
+        let mut plans: Vec<Vec<PlannedVote>> = Vec::with_capacity(counts.len());
+        let mut first_seen = vec![i64::MAX; addresses.len()];
+        for (i, &count) in counts.iter().enumerate() {
+            let start = proposal_start(i);
+            let for_share: f64 = rng.random_range(0.3..0.9);
+            // Partial Fisher–Yates: the first `count` entries become a uniform sample of voters.
+            let mut votes = Vec::with_capacity(count as usize);
+            for j in 0..count as usize {
+                let k = rng.random_range(j..permutation.len());
+                permutation.swap(j, k);
+                let voter = permutation[j];
+                let created_ms = start + rng.random_range(0..VOTING_MS);
+                let roll: f64 = rng.random();
+                let choice = if roll < for_share {
+                    1
+                } else if roll < for_share + (1.0 - for_share) * 0.8 {
+                    2
+                } else {
+                    3
+                };
+                let micro = power[voter as usize] * rng.random_range(900..1100) / 1000;
+                first_seen[voter as usize] = first_seen[voter as usize].min(created_ms);
+                votes.push(PlannedVote { voter, micro, created_ms, choice });
+            }
+            plans.push(votes);
+        }
+        Self { counts, addresses, votes: plans, first_seen }
+    }
+}
+
+/// Every voter, first seen at its first vote (the first proposal's start for one who never votes).
+async fn write_voters(txn: &DatabaseTransaction, plan: &Plan) -> anyhow::Result<()> {
+    let voters = plan.addresses.iter().zip(&plan.first_seen).map(|(a, &seen)| voter::ActiveModel {
         address: Set(a.clone()),
         address_display: Set(address::display(a)),
         ens: Set(None),
         name: Set(None),
         first_seen_ms: Set(if seen == i64::MAX { BASE_MS } else { seen }),
     });
-    insert_batched(&txn, voters, VOTER_BATCH).await?;
+    insert_batched(txn, voters, VOTER_BATCH).await
+}
+
+/// Every planned vote, proposal by proposal (`ids` in plan order), saying how far it got about
+/// every 200,000 votes since the write phase began at `phase`.
+async fn write_votes(
+    txn: &DatabaseTransaction,
+    spec: &SynthSpec,
+    plan: &Plan,
+    ids: &[i64],
+    phase: Instant,
+) -> anyhow::Result<()> {
     let account_bytes: Vec<AccountBytes> =
-        addresses.iter().map(|a| AccountBytes::parse(a)).collect::<Result<_, _>>()?;
+        plan.addresses.iter().map(|a| AccountBytes::parse(a)).collect::<Result<_, _>>()?;
     let mut written = 0u64;
-    for (plan, &proposal_id) in plans.iter().zip(&ids) {
+    for (plan, &proposal_id) in plan.votes.iter().zip(ids) {
         let rows = plan.iter().map(|v| {
             let text = micro_text(u128::from(v.micro));
             let (_, vp_sort) = sort_keys::parse_amount(&text).expect("generated power is a decimal");
@@ -246,25 +324,23 @@ async fn generate_and_publish(
                 ..Default::default()
             }
         });
-        insert_batched(&txn, rows, VOTE_BATCH).await?;
+        insert_batched(txn, rows, VOTE_BATCH).await?;
         written += plan.len() as u64;
         if written % 200_000 < plan.len() as u64 {
             eprintln!("synth: {written} votes written ({:.1} s)", phase.elapsed().as_secs_f64());
         }
     }
-    let write = phase.elapsed();
-    eprintln!("synth: rows written in {:.1} s", write.as_secs_f64());
-    let phase = Instant::now();
-    deferred.build(&txn).await?;
-    let index = phase.elapsed();
-    eprintln!("synth: {} deferred indexes built in {:.1} s; publishing", deferred.0.len(), index.as_secs_f64());
+    Ok(())
+}
 
-    let phase = Instant::now();
+/// Publishes the load as the run's revision and marks the run succeeded, inside the load's
+/// transaction.
+async fn publish_run(txn: &DatabaseTransaction, spec: &SynthSpec, run_id: i64) -> anyhow::Result<data_revision::Model> {
     let summary = format!(
         "synthetic benchmark data (run {run_id}): dao {}, {} proposals, {} votes, {} voters",
         spec.dao_id, spec.proposals, spec.votes, spec.voters
     );
-    let revision = publish::publish(&txn, run_id, &summary, &publish::Scope::All).await?;
+    let revision = publish::publish(txn, run_id, &summary, &publish::Scope::All).await?;
     let rows_written = 1 + 2 + spec.proposals + spec.votes + spec.voters;
     ingestion_run::ActiveModel {
         id: sea_orm::ActiveValue::Unchanged(run_id),
@@ -274,45 +350,21 @@ async fn generate_and_publish(
         rows_skipped: Set(0),
         ..Default::default()
     }
-    .update(&txn)
+    .update(txn)
     .await?;
-    txn.commit().await?;
-    let publish = phase.elapsed();
+    Ok(revision)
+}
 
-    // A bulk load leaves PostgreSQL without statistics for the new rows until autovacuum's next
-    // pass, and without the visibility map that lets counts read indexes alone: until then the
-    // next publications plan from guesses (measured: deleting 500 touched voters' stats scanned
-    // all 500,000 of the DAO's, 0.29 s instead of 3 ms). PostgreSQL's own advice for bulk loads
-    // ("Populating a Database") is to ANALYZE after; VACUUM does that and sets the map.
-    let phase = Instant::now();
+/// A bulk load leaves PostgreSQL without statistics for the new rows until autovacuum's next
+/// pass, and without the visibility map that lets counts read indexes alone: until then the
+/// next publications plan from guesses (measured: deleting 500 touched voters' stats scanned
+/// all 500,000 of the DAO's, 0.29 s instead of 3 ms). PostgreSQL's own advice for bulk loads
+/// ("Populating a Database") is to ANALYZE after; VACUUM does that and sets the map.
+async fn vacuum(db: &DatabaseConnection) -> anyhow::Result<()> {
     if db.get_database_backend() == sea_orm::DbBackend::Postgres {
         db.execute_unprepared("VACUUM (ANALYZE)").await?;
     }
-    let vacuum = phase.elapsed();
-    // The deferred indexes were built by sorting: packed, which the repack's yardstick records.
-    // The load is committed by now: without the record, an index is only rebuilt once more.
-    let built: Vec<String> = deferred.0.iter().map(|(name, _)| name.clone()).collect();
-    if let Err(e) = crate::store::repack::record_packed(db, &built).await {
-        tracing::warn!("synth: the packed sizes of the rebuilt indexes were not recorded: {e:#}");
-    }
-
-    let busiest = (0..counts.len()).max_by_key(|&i| (counts[i], std::cmp::Reverse(i))).unwrap_or(0);
-    Ok(SynthReport {
-        run_id,
-        revision_id: revision.id,
-        dao_id: spec.dao_id.clone(),
-        proposals: spec.proposals,
-        votes: spec.votes,
-        voters: spec.voters,
-        busiest_votes: counts[busiest],
-        busiest_key: keys[busiest].clone(),
-        generate,
-        write,
-        publish,
-        index,
-        vacuum,
-        total: started.elapsed(),
-    })
+    Ok(())
 }
 
 /// `votes`' secondary indexes (name, `CREATE INDEX` statement), dropped for a bulk load and built

@@ -28,11 +28,11 @@ use crate::contract::{
 };
 use crate::rules::{
     evidence::{self, ChoiceShares, Quorum, choice_shares},
-    tally,
+    tally::{self, Tally},
 };
 use crate::store::{
     self,
-    entities::{governance_event, vote},
+    entities::{governance_event, proposal, vote},
 };
 
 /// Where per-choice scores come from.
@@ -299,6 +299,100 @@ fn timeline_event(e: &governance_event::Model) -> TimelineEvent {
     }
 }
 
+/// Every choice with its exact score and share: the upstream's own scores when they are stored,
+/// else those computed from the ingested votes.
+fn choices(p: &proposal::Model, tally: &Tally) -> (ScoresFrom, Vec<EvidenceChoice>) {
+    let labels = p.choices.clone().unwrap_or_default().0;
+    let upstream_scores = p.scores.clone().map(|s| s.0);
+    let (scores_from, choices) = match choice_shares(&labels, upstream_scores.as_deref(), tally) {
+        ChoiceShares::Upstream(rows) => (ScoresFrom::Upstream, rows),
+        ChoiceShares::IngestedVotes(rows) => (ScoresFrom::IngestedVotes, rows),
+    };
+    let choices = choices
+        .into_iter()
+        .map(|c| EvidenceChoice { choice: c.choice, label: c.label, score: c.score, share: c.share })
+        .collect();
+    (scores_from, choices)
+}
+
+/// The sentence that says what the choices' scores cover: whose they are, what a computed score
+/// means for the voting type, and whether the scores may still change or hide choices.
+fn scores_note(p: &proposal::Model, scores_from: ScoresFrom) -> String {
+    let mut scores_note = match scores_from {
+        ScoresFrom::Upstream => "Per-choice scores are the upstream's own.".to_owned(),
+        ScoresFrom::IngestedVotes => format!(
+            "Per-choice scores are computed here from the {} ingested votes{}; the upstream's per-choice scores are not stored.",
+            p.ingested_vote_count,
+            p.upstream_vote_count.map(|u| format!(" of {u} cast upstream")).unwrap_or_default()
+        ),
+    };
+    if scores_from == ScoresFrom::IngestedVotes {
+        match crate::contract::voting::tally_method(p.voting_type.as_deref()) {
+            TallyMethod::Sum => {}
+            TallyMethod::FirstPreferences => scores_note.push_str(
+                " For this ranked voting type they are first preferences (the power that ranked each choice \
+                 first), not the outcome, which Snapshot decides over every preference.",
+            ),
+            TallyMethod::AllocatedPower => scores_note.push_str(
+                " For quadratic voting they are the power each choice was allocated, not Snapshot's quadratic \
+                 scores, which square sums of square roots.",
+            ),
+        }
+    }
+    if p.scores_state.as_deref().is_some_and(|s| s != SCORES_FINAL) {
+        scores_note.push_str(
+            " Provisional: the upstream has not finalised the scores (`scoresState`); they may still change.",
+        );
+    }
+    if p.privacy.as_deref() == Some("shutter") {
+        scores_note.push_str(
+            " Shielded voting (Snapshot privacy `shutter`): each choice stays encrypted until the scores are final; a \
+             vote whose choice is still encrypted is counted as unreadable, never guessed.",
+        );
+    }
+    scores_note
+}
+
+/// The quorum and whether it is reached, compared with the votes that count toward it when the
+/// governor declares how it counts, else with the upstream total; `None` when either is unknown.
+fn quorum_evidence(p: &proposal::Model) -> Option<QuorumEvidence> {
+    let counted = p
+        .counting_mode
+        .as_deref()
+        .and_then(|mode| evidence::quorum_votes(Some(mode), p.scores.as_ref().map(|s| s.0.as_slice()), None));
+    let compared = counted.as_deref().or(p.scores_total.as_deref());
+    let reached = match evidence::quorum(p.quorum.as_deref(), compared) {
+        Quorum::Reached => Some(true),
+        Quorum::NotReached => Some(false),
+        Quorum::NoQuorum | Quorum::Unknown => None,
+    };
+    reached.map(|reached| QuorumEvidence {
+        required: p.quorum.clone().unwrap_or_default(),
+        scores_total: p.scores_total.clone().unwrap_or_default(),
+        reached,
+        counting_mode: counted.as_ref().and(p.counting_mode.clone()),
+        counted,
+    })
+}
+
+/// Participation: the upstream's count and what this store holds, with the coverage of one by
+/// the other.
+fn turnout(p: &proposal::Model, tally: &Tally) -> EvidenceTurnout {
+    let ingested = p.ingested_vote_count;
+    let coverage = p
+        .upstream_vote_count
+        .filter(|u| *u > 0)
+        .map(|u| tally::share(&BigDecimal::from(ingested), &BigDecimal::from(u)));
+    EvidenceTurnout {
+        upstream_votes: p.upstream_vote_count.map(|u| u.to_string()),
+        ingested_votes: ingested.to_string(),
+        coverage,
+        votes_counted: tally.votes_counted.to_string(),
+        votes_unreadable: tally.votes_unreadable.to_string(),
+        ingested_voting_power: tally::score_text(&tally.total_power),
+    }
+}
+
 pub struct Api;
 
 #[OpenApi(prefix_path = "/v1", tag = "V1Tag::Proposals")]
@@ -352,71 +446,8 @@ impl Api {
         let topics = store::items::topics_linked_to(db, p.id, EVIDENCE_TOPICS).await?;
 
         let tally = &votes.tally;
-        let labels = p.choices.clone().unwrap_or_default().0;
-        let upstream_scores = p.scores.clone().map(|s| s.0);
-        let (scores_from, choices) = match choice_shares(&labels, upstream_scores.as_deref(), tally) {
-            ChoiceShares::Upstream(rows) => (ScoresFrom::Upstream, rows),
-            ChoiceShares::IngestedVotes(rows) => (ScoresFrom::IngestedVotes, rows),
-        };
-        let choices = choices
-            .into_iter()
-            .map(|c| EvidenceChoice { choice: c.choice, label: c.label, score: c.score, share: c.share })
-            .collect();
-        let ingested = p.ingested_vote_count;
-        let coverage = p
-            .upstream_vote_count
-            .filter(|u| *u > 0)
-            .map(|u| tally::share(&BigDecimal::from(ingested), &BigDecimal::from(u)));
-        let mut scores_note = match scores_from {
-            ScoresFrom::Upstream => "Per-choice scores are the upstream's own.".to_owned(),
-            ScoresFrom::IngestedVotes => format!(
-                "Per-choice scores are computed here from the {} ingested votes{}; the upstream's per-choice scores are not stored.",
-                ingested,
-                p.upstream_vote_count.map(|u| format!(" of {u} cast upstream")).unwrap_or_default()
-            ),
-        };
-        if scores_from == ScoresFrom::IngestedVotes {
-            match crate::contract::voting::tally_method(p.voting_type.as_deref()) {
-                TallyMethod::Sum => {}
-                TallyMethod::FirstPreferences => scores_note.push_str(
-                    " For this ranked voting type they are first preferences (the power that ranked each choice \
-                     first), not the outcome, which Snapshot decides over every preference.",
-                ),
-                TallyMethod::AllocatedPower => scores_note.push_str(
-                    " For quadratic voting they are the power each choice was allocated, not Snapshot's quadratic \
-                     scores, which square sums of square roots.",
-                ),
-            }
-        }
-        let counted = p
-            .counting_mode
-            .as_deref()
-            .and_then(|mode| evidence::quorum_votes(Some(mode), p.scores.as_ref().map(|s| s.0.as_slice()), None));
-        let compared = counted.as_deref().or(p.scores_total.as_deref());
-        if p.scores_state.as_deref().is_some_and(|s| s != SCORES_FINAL) {
-            scores_note.push_str(
-                " Provisional: the upstream has not finalised the scores (`scoresState`); they may still change.",
-            );
-        }
-        if p.privacy.as_deref() == Some("shutter") {
-            scores_note.push_str(
-                " Shielded voting (Snapshot privacy `shutter`): each choice stays encrypted until the scores are final; a \
-                 vote whose choice is still encrypted is counted as unreadable, never guessed.",
-            );
-        }
-        let reached = match evidence::quorum(p.quorum.as_deref(), compared) {
-            Quorum::Reached => Some(true),
-            Quorum::NotReached => Some(false),
-            Quorum::NoQuorum | Quorum::Unknown => None,
-        };
-        let quorum = reached.map(|reached| QuorumEvidence {
-            required: p.quorum.clone().unwrap_or_default(),
-            scores_total: p.scores_total.clone().unwrap_or_default(),
-            reached,
-            counting_mode: counted.as_ref().and(p.counting_mode.clone()),
-            counted,
-        });
-
+        let (scores_from, choices) = choices(&p, tally);
+        let quorum = quorum_evidence(&p);
         let citations = evidence_citations(&EvidenceFacts {
             proposal: &p,
             scores_from_upstream: scores_from == ScoresFrom::Upstream,
@@ -431,18 +462,11 @@ impl Api {
             body: p.body.clone(),
             discussion_url: p.discussion_url.clone(),
             scores_from,
-            scores_note,
+            scores_note: scores_note(&p, scores_from),
             choices,
             scores_total: p.scores_total.clone(),
             quorum,
-            turnout: EvidenceTurnout {
-                upstream_votes: p.upstream_vote_count.map(|u| u.to_string()),
-                ingested_votes: ingested.to_string(),
-                coverage,
-                votes_counted: tally.votes_counted.to_string(),
-                votes_unreadable: tally.votes_unreadable.to_string(),
-                ingested_voting_power: tally::score_text(&tally.total_power),
-            },
+            turnout: turnout(&p, tally),
             timeline: ProposalTimeline {
                 created_at: Timestamp::from_ms(p.created_ms),
                 start_at: p.start_ms.map(Timestamp::from_ms),

@@ -7,7 +7,7 @@ use poem_openapi::{Enum, Object, OpenApi, param::Query, payload::Json};
 use super::V1Tag;
 use crate::api::{AppState, views::proposal::V1ProposalSummary};
 use crate::contract::envelope::AdjustmentReason;
-use crate::contract::params::DaoFilter;
+use crate::contract::params::{DaoFilter, DaoScope};
 use crate::contract::urls::{ProposalUrl, parse_url, split_host};
 use crate::contract::vocabulary::{DaoId, ItemKind, SourceKind};
 use crate::contract::{
@@ -137,106 +137,14 @@ impl Api {
         dao_id: Query<Option<DaoFilter>>,
     ) -> Result<Json<V1Envelope<LookupResult>>, ApiError<Op>> {
         let mut req = req;
-        let inputs = [("url", url.0), ("externalId", external_id.0), ("title", title.0)];
-        let given: Vec<(&str, String)> = inputs.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))).collect();
-        let (name, value) = match given.as_slice() {
-            [one] => one.clone(),
-            [] => {
-                let errors = ["url", "externalId", "title"]
-                    .iter()
-                    .map(|n| field(n, "exactly one of `url`, `externalId`, `title` is required", None, None))
-                    .collect();
-                return Err(Problem {
-                    errors: Some(errors),
-                    ..Problem::new(ErrorCode::ValidationError, "Give exactly one of `url`, `externalId`, `title`.")
-                }
-                .into());
-            }
-            many => {
-                let names: Vec<String> = many.iter().map(|(n, _)| format!("`{n}`")).collect();
-                let errors = many
-                    .iter()
-                    .map(|(n, v)| field(n, "only one of `url`, `externalId`, `title` may be given", None, Some(v)))
-                    .collect();
-                return Err(Problem {
-                    errors: Some(errors),
-                    ..Problem::new(
-                        ErrorCode::ValidationError,
-                        format!("Give exactly one of `url`, `externalId`, `title` (got {}).", names.join(", ")),
-                    )
-                }
-                .into());
-            }
-        };
+        let (name, value) = exactly_one([("url", url.0), ("externalId", external_id.0), ("title", title.0)])?;
         let dao = DaoFilter::resolve_v1(dao_id.0, &mut req);
         req.applied("by", name);
         let db = &state.reads();
         let (by, ranked): (MatchBy, Vec<(String, proposal::Model)>) = match name {
-            "url" => {
-                let Some(parsed) = parse_url(&value) else {
-                    return Err(Problem::validation(field(
-                        "url",
-                        "not a recognised Snapshot, Tally or Discourse topic URL",
-                        Some(URL_FORMS),
-                        Some(&value),
-                    ))
-                    .into());
-                };
-                let rows = match dao.store_filter() {
-                    Some(dao_id) => by_url(db, &parsed, dao_id).await?,
-                    None => Vec::new(),
-                };
-                (MatchBy::Url, rows)
-            }
-            "externalId" => {
-                let id = value.trim();
-                if id.is_empty() {
-                    return Err(
-                        Problem::validation(field("externalId", "must not be empty", None, Some(&value))).into()
-                    );
-                }
-                let rows = match dao.store_filter() {
-                    Some(dao_id) => {
-                        store::items::proposals_by_external_id(db, id, None, dao_id, ITEM_CANDIDATES).await?
-                    }
-                    None => Vec::new(),
-                };
-                (MatchBy::ExternalId, with_identifier_confidence(rows))
-            }
-            _ => {
-                let words = lookup::query_words(&value);
-                if words.is_empty() {
-                    return Err(Problem::validation(field(
-                        "title",
-                        "contains no words (letters or digits)",
-                        Some(&format!("one to {TITLE_MAX_WORDS} words")),
-                        Some(&value),
-                    ))
-                    .into());
-                }
-                if lookup::words(&value).len() > words.len() {
-                    // The search uses the first words only: say which.
-                    req.adjust("title", &value, words.join(" "), AdjustmentReason::TruncatedToMaxWords);
-                }
-                let ranked = match dao.store_filter() {
-                    Some(dao_id) => by_title(db, &words, dao_id).await?,
-                    None => Vec::new(),
-                };
-                if let Some(best) = ranked.first().filter(|b| lookup::meets_floor(&b.confidence)) {
-                    let said = identification(db, &words, best).await?;
-                    if said.identifying.is_empty() {
-                        return Err(not_identified(&value, dao.received(), &said.common, ranked).into());
-                    }
-                }
-                match lookup::verdict(&ranked) {
-                    Verdict::Match => {}
-                    Verdict::BelowFloor => return Err(below_floor(&value, dao.received(), ranked).into()),
-                    Verdict::Ambiguous { rivals } => {
-                        return Err(ambiguous(&value, dao.received(), rivals, ranked).into());
-                    }
-                }
-                (MatchBy::Title, ranked.into_iter().map(Ranked::into_pair).collect())
-            }
+            "url" => (MatchBy::Url, url_matches(db, &value, &dao).await?),
+            "externalId" => (MatchBy::ExternalId, external_id_matches(db, &value, &dao).await?),
+            _ => (MatchBy::Title, title_matches(db, &value, &dao, &mut req).await?),
         };
         let mut ranked = ranked.into_iter();
         let Some((confidence, best)) = ranked.next() else {
@@ -254,6 +162,120 @@ impl Api {
         };
         super::answer(&state, req, data)
     }
+}
+
+/// The one input of `url`, `externalId` and `title` that was given, by name; a 400 naming them
+/// when none or several were.
+fn exactly_one(inputs: [(&'static str, Option<String>); 3]) -> Result<(&'static str, String), Problem> {
+    let given: Vec<(&str, String)> = inputs.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))).collect();
+    match given.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => {
+            let errors = ["url", "externalId", "title"]
+                .iter()
+                .map(|n| field(n, "exactly one of `url`, `externalId`, `title` is required", None, None))
+                .collect();
+            Err(Problem {
+                errors: Some(errors),
+                ..Problem::new(ErrorCode::ValidationError, "Give exactly one of `url`, `externalId`, `title`.")
+            })
+        }
+        many => {
+            let names: Vec<String> = many.iter().map(|(n, _)| format!("`{n}`")).collect();
+            let errors = many
+                .iter()
+                .map(|(n, v)| field(n, "only one of `url`, `externalId`, `title` may be given", None, Some(v)))
+                .collect();
+            Err(Problem {
+                errors: Some(errors),
+                ..Problem::new(
+                    ErrorCode::ValidationError,
+                    format!("Give exactly one of `url`, `externalId`, `title` (got {}).", names.join(", ")),
+                )
+            })
+        }
+    }
+}
+
+/// The proposals a `url` names, with their confidence; a 400 when it is no recognised URL.
+async fn url_matches(
+    db: &sea_orm::DatabaseConnection,
+    value: &str,
+    dao: &DaoScope,
+) -> Result<Vec<(String, proposal::Model)>, ApiError<Op>> {
+    let Some(parsed) = parse_url(value) else {
+        return Err(Problem::validation(field(
+            "url",
+            "not a recognised Snapshot, Tally or Discourse topic URL",
+            Some(URL_FORMS),
+            Some(value),
+        ))
+        .into());
+    };
+    Ok(match dao.store_filter() {
+        Some(dao_id) => by_url(db, &parsed, dao_id).await?,
+        None => Vec::new(),
+    })
+}
+
+/// The proposals an `externalId` names, with their confidence; a 400 when it is empty.
+async fn external_id_matches(
+    db: &sea_orm::DatabaseConnection,
+    value: &str,
+    dao: &DaoScope,
+) -> Result<Vec<(String, proposal::Model)>, ApiError<Op>> {
+    let id = value.trim();
+    if id.is_empty() {
+        return Err(Problem::validation(field("externalId", "must not be empty", None, Some(value))).into());
+    }
+    let rows = match dao.store_filter() {
+        Some(dao_id) => store::items::proposals_by_external_id(db, id, None, dao_id, ITEM_CANDIDATES).await?,
+        None => Vec::new(),
+    };
+    Ok(with_identifier_confidence(rows))
+}
+
+/// The proposals whose titles match the words of `title`, best first, once the best is judged
+/// to answer: a 400 when it has no words, a 404 with the closest candidates when no title is
+/// identified, close enough or clearly the best.
+async fn title_matches(
+    db: &sea_orm::DatabaseConnection,
+    value: &str,
+    dao: &DaoScope,
+    req: &mut V1Request,
+) -> Result<Vec<(String, proposal::Model)>, ApiError<Op>> {
+    let words = lookup::query_words(value);
+    if words.is_empty() {
+        return Err(Problem::validation(field(
+            "title",
+            "contains no words (letters or digits)",
+            Some(&format!("one to {TITLE_MAX_WORDS} words")),
+            Some(value),
+        ))
+        .into());
+    }
+    if lookup::words(value).len() > words.len() {
+        // The search uses the first words only: say which.
+        req.adjust("title", value, words.join(" "), AdjustmentReason::TruncatedToMaxWords);
+    }
+    let ranked = match dao.store_filter() {
+        Some(dao_id) => by_title(db, &words, dao_id).await?,
+        None => Vec::new(),
+    };
+    if let Some(best) = ranked.first().filter(|b| lookup::meets_floor(&b.confidence)) {
+        let said = identification(db, &words, best).await?;
+        if said.identifying.is_empty() {
+            return Err(not_identified(value, dao.received(), &said.common, ranked).into());
+        }
+    }
+    match lookup::verdict(&ranked) {
+        Verdict::Match => {}
+        Verdict::BelowFloor => return Err(below_floor(value, dao.received(), ranked).into()),
+        Verdict::Ambiguous { rivals } => {
+            return Err(ambiguous(value, dao.received(), rivals, ranked).into());
+        }
+    }
+    Ok(ranked.into_iter().map(Ranked::into_pair).collect())
 }
 
 /// The closest candidates of a title lookup that does not answer, closest first.

@@ -156,47 +156,71 @@ async fn main() -> anyhow::Result<()> {
         ("voter profile (busiest voter)", format!("/v2/voters/{busiest_voter}")),
     ];
     for (name, url) in &single {
-        let mut s = Vec::with_capacity(args.repeat);
-        for _ in 0..args.repeat {
-            let started = Instant::now();
-            std::hint::black_box(client.get(url).await?);
-            s.push(started.elapsed());
-        }
-        s.sort();
-        println!("{name}: median {:.3} ms, p90 {:.3} ms", ms(pct(&s, 50)), ms(pct(&s, 90)));
+        time_request(&mut client, name, url, args.repeat).await?;
     }
     let mut rows = Vec::new();
     for (name, base) in &lists {
-        let walk = Instant::now();
-        let cursors = client.walk(base).await?;
-        let pages = cursors.len();
-        println!("{name}: walked {pages} pages in {:.1} s", walk.elapsed().as_secs_f64());
-        // Page n (1-based) is requested with the cursor returned by page n - 1.
-        let picks = [("first", 1), ("middle", pages.div_ceil(2)), ("last", pages)];
-        let urls: Vec<String> = picks.iter().map(|&(_, n)| page_url(base, cursors[n - 1].as_deref())).collect();
-        let mut samples = vec![Vec::with_capacity(args.repeat); urls.len()];
-        for _ in 0..args.repeat {
-            for (i, url) in urls.iter().enumerate() {
-                let started = Instant::now();
-                let body = client.get(url).await?;
-                samples[i].push(started.elapsed());
-                std::hint::black_box(body);
-            }
-        }
-        for ((label, n), mut s) in picks.into_iter().zip(samples) {
-            s.sort();
-            rows.push(Row { list: name, label, page: n, pages, median: pct(&s, 50), p90: pct(&s, 90) });
+        rows.extend(time_pages(&mut client, name, base, args.repeat).await?);
+    }
+    if print_rows(&lists, &rows, args.max_ratio) {
+        eprintln!("a deep page's median exceeds the first page's by more than {:.0} %", (args.max_ratio - 1.0) * 100.0);
+        std::process::exit(1);
+    }
+    println!("ok: every deep page is within {:.0} % of the first page", (args.max_ratio - 1.0) * 100.0);
+    Ok(())
+}
+
+/// Times `repeat` requests of one page and prints their median and 90th percentile.
+async fn time_request(client: &mut Client, name: &str, url: &str, repeat: usize) -> anyhow::Result<()> {
+    let mut s = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let started = Instant::now();
+        std::hint::black_box(client.get(url).await?);
+        s.push(started.elapsed());
+    }
+    s.sort();
+    println!("{name}: median {:.3} ms, p90 {:.3} ms", ms(pct(&s, 50)), ms(pct(&s, 90)));
+    Ok(())
+}
+
+/// Walks the list at `base` to its last page, then times its first, middle and last pages,
+/// interleaved so that a drift of the machine weighs on all three alike.
+async fn time_pages(client: &mut Client, name: &'static str, base: &str, repeat: usize) -> anyhow::Result<Vec<Row>> {
+    let walk = Instant::now();
+    let cursors = client.walk(base).await?;
+    let pages = cursors.len();
+    println!("{name}: walked {pages} pages in {:.1} s", walk.elapsed().as_secs_f64());
+    // Page n (1-based) is requested with the cursor returned by page n - 1.
+    let picks = [("first", 1), ("middle", pages.div_ceil(2)), ("last", pages)];
+    let urls: Vec<String> = picks.iter().map(|&(_, n)| page_url(base, cursors[n - 1].as_deref())).collect();
+    let mut samples = vec![Vec::with_capacity(repeat); urls.len()];
+    for _ in 0..repeat {
+        for (i, url) in urls.iter().enumerate() {
+            let started = Instant::now();
+            let body = client.get(url).await?;
+            samples[i].push(started.elapsed());
+            std::hint::black_box(body);
         }
     }
+    let mut rows = Vec::new();
+    for ((label, n), mut s) in picks.into_iter().zip(samples) {
+        s.sort();
+        rows.push(Row { list: name, label, page: n, pages, median: pct(&s, 50), p90: pct(&s, 90) });
+    }
+    Ok(rows)
+}
 
+/// Prints the page timings as a table, each page against its list's first; whether a deep page's
+/// median exceeds the first page's by more than `max_ratio`.
+fn print_rows(lists: &[(&str, String)], rows: &[Row], max_ratio: f64) -> bool {
     println!();
     println!("{:<16} {:<7} {:>12} {:>11} {:>9} {:>8}", "list", "page", "n / pages", "median ms", "p90 ms", "vs p1");
     let mut failed = false;
-    for (name, _) in &lists {
+    for (name, _) in lists {
         let first = rows.iter().find(|r| r.list == *name && r.page == 1).map(|r| r.median).unwrap_or_default();
         for r in rows.iter().filter(|r| r.list == *name) {
             let ratio = r.median.as_secs_f64() / first.as_secs_f64().max(1e-9);
-            let over = r.page > 1 && ratio > args.max_ratio;
+            let over = r.page > 1 && ratio > max_ratio;
             failed |= over;
             println!(
                 "{:<16} {:<7} {:>12} {:>11.3} {:>9.3} {:>7.2}x{}",
@@ -210,12 +234,7 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
-    if failed {
-        eprintln!("a deep page's median exceeds the first page's by more than {:.0} %", (args.max_ratio - 1.0) * 100.0);
-        std::process::exit(1);
-    }
-    println!("ok: every deep page is within {:.0} % of the first page", (args.max_ratio - 1.0) * 100.0);
-    Ok(())
+    failed
 }
 
 /// Bytes of the `votes` table and of its indexes, and its row count.
