@@ -37,7 +37,7 @@ use crate::contract::{
 };
 use crate::edge::payment::PaidByPayment;
 use crate::exports::files::ReadyFile;
-use crate::store::{self, exports::READY, keysets::ExportAfter};
+use crate::store::{self, exports::ExportState, keysets::ExportAfter};
 
 /// Whether a file holds the DAO's serving revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -422,7 +422,8 @@ impl Api {
                 let row = rows.iter().find(|r| {
                     r.dao_id == d.dao_id && r.table_name == file.table.name && r.format == file.format.as_str()
                 });
-                let current = row.filter(|r| r.state == READY && r.revision_id >= d.revision_id.unwrap_or(0));
+                let current =
+                    row.filter(|r| r.state == ExportState::Ready && r.revision_id >= d.revision_id.unwrap_or(0));
                 items.push((position, item(&d.dao_id, &file, current)));
                 if items.len() as u64 >= list.rows_to_read() {
                     break;
