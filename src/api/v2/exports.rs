@@ -24,6 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use super::{Listing, V2Tag};
 use crate::api::AppState;
 use crate::contract::{
+    cursor_shape::cursor_shape,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, ParamLocation, Problem},
     exports::{
@@ -32,7 +33,7 @@ use crate::contract::{
     },
     limits::MostLists,
     operations::{ExportTablesListV2, ExportsGetV2, ExportsListV2},
-    params::{DaoFilter, DaoIdParam, ExportFileParam, V2Limit},
+    params::{DAO_ID_PARAM, DaoFilter, DaoIdParam, DaoScope, ExportFileParam, V2Limit},
     time::{Timestamp, now_ms},
 };
 use crate::edge::payment::PaidByPayment;
@@ -364,6 +365,11 @@ fn file_url(dao_id: &str, file: &ExportFile) -> String {
     format!("/v2/exports/{dao_id}/{}", file.name())
 }
 
+cursor_shape! {
+    /// What a cursor of `GET /v2/exports` is bound to.
+    ExportsShape<'a> for ExportsListV2 { dao: &'a DaoScope => DAO_ID_PARAM }
+}
+
 pub struct Api;
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Exports")]
@@ -393,8 +399,7 @@ impl Api {
         let Some(only) = dao.store_filter() else {
             return Err(Problem::unknown_dao(dao.received().unwrap_or_default()).into());
         };
-        let list =
-            Listing::<ExportsListV2, ExportAfter>::new(&state, None, limit).filtered(vec![("daoId", dao.shape())]);
+        let list = Listing::<ExportsListV2, ExportAfter>::new(&state, None, limit).filtered(ExportsShape { dao: &dao });
         let after = list.after(cursor.0.as_deref())?;
         let files_per_dao = ExportFile::all().count() as u64;
         let daos_needed = list.rows_to_read().div_ceil(files_per_dao) + 1;
