@@ -1,8 +1,12 @@
 //! Breaking-change detection between two OpenAPI 3.0 documents.
 //!
 //! The rules are the error categories of the oasdiff catalogue that can occur in our documents
-//! (`../shared/reference/tooling.md`), with one addition our users asked for: an operationId is
-//! an SDK method name, so renaming one breaks them. Every `$ref` is followed; the
+//! (`../shared/reference/tooling.md`), with two departures. An operationId is an SDK method name,
+//! so renaming one breaks them (our users asked for it). A new value in a response enum is
+//! breaking, not oasdiff's warning: Optic (which CI runs against the released document) refuses
+//! it and strict generated clients fail to decode it, so the guard rates it as the tools downstream
+//! do and a change that would fail in CI fails here first. A new value in a request enum stays
+//! harmless: every client that sent the old values is still served. Every `$ref` is followed; the
 //! `allOf: [{$ref}, {description}]` wrapper poem-openapi writes around a described reference is
 //! read as the reference itself.
 //!
@@ -93,7 +97,7 @@ rules! {
     ResponseRequiredHeaderRemoved = "response-required-header-removed", Breaking;
     SecurityAdded = "security-added", Breaking;
     SecurityAlternativeRemoved = "security-alternative-removed", Breaking;
-    ResponseEnumValueAdded = "response-enum-value-added", Warning;
+    ResponseEnumValueAdded = "response-enum-value-added", Breaking;
     ResponseFormatAdded = "response-format-added", Warning;
     ResponseHeaderRemoved = "response-optional-header-removed", Warning;
     ErrorStatusRemoved = "response-error-status-removed", Warning;

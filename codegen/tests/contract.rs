@@ -74,6 +74,16 @@ fn body(doc: &mut Value) -> &mut Value {
     &mut doc["paths"]["/v1/daos"]["post"]["requestBody"]["content"]["application/json"]["schema"]
 }
 
+/// `GET /v1/activity`'s `kind` parameter with its own copy of `ActivityKind` on both sides (the
+/// schema is shared with the answers' `kind`): the new side's values, to edit the request alone.
+fn request_only_kind<'a>(old: &mut Value, new: &'a mut Value) -> &'a mut Vec<Value> {
+    for d in [&mut *old, &mut *new] {
+        let kind = schema(d, "ActivityKind").clone();
+        param(d, "/v1/activity", "kind")["schema"] = kind;
+    }
+    param(new, "/v1/activity", "kind")["schema"]["enum"].as_array_mut().unwrap()
+}
+
 type Edit = fn(&mut Value, &mut Value);
 
 /// `(rule, where it must be reported (a substring), edit of (old, new))`, both starting as the
@@ -263,14 +273,17 @@ const CASES: &[(Rule, &str, Edit)] = &[
         with_body(n, true, body_schema());
         body(n)["properties"]["owner"] = json!({"type": "string"});
     }),
-    (Rule::RequestEnumValueAdded, "GET /v1/activity › query parameter `kind`", |_, n| {
-        schema(n, "ActivityKind")["enum"].as_array_mut().unwrap().push(json!("vote_changed"))
+    // On the parameter alone: `ActivityKind` is also answered, where a new value breaks.
+    (Rule::RequestEnumValueAdded, "GET /v1/activity › query parameter `kind`", |o, n| {
+        let values = request_only_kind(o, n);
+        values.push(json!("vote_changed"));
     }),
     (Rule::ResponseEnumValueRemoved, "data.items[].status", |_, n| {
         schema(n, "IngestionStatus")["enum"].as_array_mut().unwrap().retain(|v| v != "registry_only")
     }),
-    (Rule::RequestConstraintLoosened, "GET /v1/activity › query parameter `kind`", |_, n| {
-        schema(n, "ActivityKind").as_object_mut().unwrap().remove("enum");
+    (Rule::RequestConstraintLoosened, "GET /v1/activity › query parameter `kind`", |o, n| {
+        request_only_kind(o, n);
+        param(n, "/v1/activity", "kind")["schema"].as_object_mut().unwrap().remove("enum");
     }),
     // v1 documents 429 since it was released with rate limits: the older document lacks it.
     (Rule::StatusAdded, "GET /v1/daos › response 429", |o, _| {
@@ -307,6 +320,37 @@ fn each_rule_fires_on_a_change_to_the_real_v1_document() {
     let covered: BTreeSet<Rule> = CASES.iter().map(|(rule, _, _)| *rule).collect();
     let missing: Vec<&str> = Rule::ALL.iter().filter(|r| !covered.contains(r)).map(|r| r.id()).collect();
     assert!(missing.is_empty(), "rules without a test: {missing:?}");
+}
+
+// As Optic and strict generated clients read it: a value a client has never seen in an answer
+// breaks it, a value it may now send does not. A schema both sent and answered breaks by its
+// answers.
+#[test]
+fn a_new_response_enum_value_breaks_and_a_new_request_enum_value_does_not() {
+    let base = real_v1();
+    let verdict = |edit: &dyn Fn(&mut Value, &mut Value)| {
+        let (mut old, mut new) = (base.clone(), base.clone());
+        edit(&mut old, &mut new);
+        let report = diff(&doc(&old), &doc(&new));
+        let rules: BTreeSet<Rule> = report.changes.iter().map(|c| c.rule).collect();
+        (report.is_breaking(), rules)
+    };
+
+    let (breaking, rules) =
+        verdict(&|_, n| schema(n, "IngestionStatus")["enum"].as_array_mut().unwrap().push(json!("paused")));
+    assert!(breaking, "a new value in an answer breaks");
+    assert_eq!(rules, BTreeSet::from([Rule::ResponseEnumValueAdded]));
+    assert_eq!(Rule::ResponseEnumValueAdded.class(), Class::Breaking);
+
+    let (breaking, rules) = verdict(&|o, n| request_only_kind(o, n).push(json!("vote_changed")));
+    assert!(!breaking, "a new value a client may send breaks nobody");
+    assert_eq!(rules, BTreeSet::from([Rule::RequestEnumValueAdded]));
+    assert_eq!(Rule::RequestEnumValueAdded.class(), Class::Harmless);
+
+    let (breaking, rules) =
+        verdict(&|_, n| schema(n, "ActivityKind")["enum"].as_array_mut().unwrap().push(json!("vote_changed")));
+    assert!(breaking, "`ActivityKind` is answered too");
+    assert_eq!(rules, BTreeSet::from([Rule::RequestEnumValueAdded, Rule::ResponseEnumValueAdded]));
 }
 
 #[test]

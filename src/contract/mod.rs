@@ -6,6 +6,7 @@ pub mod access;
 pub mod body;
 pub mod counting;
 pub mod cursor;
+pub mod cursor_shape;
 pub mod dataset;
 pub mod decimal;
 pub mod document;

@@ -287,6 +287,10 @@ impl ParseFromParameter for ExportFileParam {
     }
 }
 
+/// The public name of the parameter that names a DAO, in a path (`/v2/daos/{daoId}`) or a query
+/// string (`?daoId=`).
+pub const DAO_ID_PARAM: &str = "daoId";
+
 /// `daoId` in a path: any text parses; [`DaoIdParam::parse`] (v2) or
 /// [`DaoIdParam::resolve_v1`] (v1, which also records another letter case) makes it a [`DaoId`]
 /// in any letter case ([`DaoId::from_request`]), or hands back the text, which no DAO has.
@@ -316,7 +320,7 @@ impl DaoIdParam {
                 record_v1_case(&self.0, &id, req);
                 Ok(id)
             }
-            None => Err(canonical_v1_value("daoId", &self.0, req)),
+            None => Err(canonical_v1_value(DAO_ID_PARAM, &self.0, req)),
         }
     }
 }
@@ -324,7 +328,7 @@ impl DaoIdParam {
 /// v1 records a DAO id written in another letter case as normalised, wherever it was read.
 fn record_v1_case(received: &str, id: &DaoId, req: &mut V1Request) {
     if received != id.as_str() {
-        req.adjust("daoId", received, id.as_str(), AdjustmentReason::Normalized);
+        req.adjust(DAO_ID_PARAM, received, id.as_str(), AdjustmentReason::Normalized);
     }
 }
 
@@ -371,7 +375,7 @@ impl DaoFilter {
             record_v1_case(&received, id, req);
         }
         if let Some(applied) = scope.received() {
-            req.applied("daoId", applied);
+            req.applied(DAO_ID_PARAM, applied);
         }
         scope
     }

@@ -23,10 +23,12 @@ use poem::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 use serde_json::Value;
 
-use super::{AppState, route::Route};
+use super::{AppState, Documents, route::Route};
 use crate::contract::access::Version;
 use crate::contract::envelope::{CacheStatus, RequestId};
+use crate::contract::errors::ParamLocation;
 use crate::contract::operations::{ExportsListV2, FreshnessGetV1, Operation, OperationDecl, PricingGetV1};
+use crate::contract::params::DAO_ID_PARAM;
 use crate::contract::time::{now_ms, rfc3339_ms};
 use crate::contract::vocabulary::DaoId;
 use crate::metrics::METRICS;
@@ -283,26 +285,32 @@ impl Restamp<'_> {
     }
 }
 
-/// The DAO a data request is about: `/v1/daos/{id}/…`, `/v2/daos/{id}…`, or `?daoId=`, read by
-/// the rule every handler reads it by ([`DaoId::from_request`]: any letter case), so live
-/// refresh refreshes the DAO the handler answers for.
-fn dao_of(req: &Request) -> Option<DaoId> {
-    let path = req.uri().path();
-    let in_path = ["/v1/daos/", "/v2/daos/"]
-        .iter()
-        .find_map(|p| path.strip_prefix(p))
-        .and_then(|rest| rest.split('/').next())
-        .filter(|id| !id.is_empty());
-    if let Some(id) = in_path {
-        // As the router hands it to the handler: percent-decoded.
-        return DaoId::from_request(&percent_encoding::percent_decode_str(id).decode_utf8().ok()?);
+/// The DAO a data request is about, read where its operation declares the DAO parameter (the
+/// route's document: a `{daoId}` path segment, as the router hands it to the handler, or the
+/// `daoId` query parameter) and parsed by the rule every handler parses it by
+/// ([`DaoId::from_request`]: any letter case), so live refresh refreshes the DAO the handler
+/// answers for.
+fn dao_of(req: &Request, documents: &Documents) -> Option<DaoId> {
+    let route = Route::of(req)?;
+    // A download names its DAO too, but is served from the revision already published: a live
+    // refresh first would hold the file for an ingest run and a rebuild.
+    if route.decl?.downloads {
+        return None;
     }
-    let query = req.uri().query()?;
-    serde_urlencoded::from_str::<Vec<(String, String)>>(query)
-        .ok()?
-        .into_iter()
-        .find(|(k, _)| k == "daoId")
-        .and_then(|(_, v)| DaoId::from_request(&v))
+    let document = documents.get(route.version);
+    let text = match document.param_location(&route.template, req.method().as_str(), DAO_ID_PARAM)? {
+        ParamLocation::Path => {
+            let segment = document.path_param(req.uri().path(), DAO_ID_PARAM)?;
+            // As the router hands it to the handler: percent-decoded.
+            percent_encoding::percent_decode_str(segment).decode_utf8().ok()?.into_owned()
+        }
+        ParamLocation::Query => serde_urlencoded::from_str::<Vec<(String, String)>>(req.uri().query()?)
+            .ok()?
+            .into_iter()
+            .find_map(|(k, v)| (k == DAO_ID_PARAM).then_some(v))?,
+        ParamLocation::Header | ParamLocation::Body => return None,
+    };
+    DaoId::from_request(&text)
 }
 
 /// A GET of a declared data operation (documents and docs pages are not operations).
@@ -326,7 +334,7 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
     }
     // Only a server with live refresh looks for the DAO a request is about.
     let live = match &state.live {
-        Some(live) => match dao_of(&req) {
+        Some(live) => match dao_of(&req, &state.documents) {
             Some(dao) => live.ensure(&state, dao.as_str()).await,
             None => None,
         },

@@ -20,7 +20,7 @@ use super::claim::{Claim, TAKEOVER_AFTER};
 use super::export;
 use crate::contract::exports::{ExportFile, ExportFormat};
 use crate::contract::time::now_ms;
-use crate::store::exports::{self as catalogue, Built, ExportFileRow, FileKey, READY};
+use crate::store::exports::{self as catalogue, Built, ExportFileRow, ExportState, FileKey};
 use crate::store::nodes::Nodes;
 
 /// How often a request waiting for another process's build looks at the catalogue again.
@@ -77,7 +77,7 @@ impl Exports {
         let key = FileKey { dao_id, table: file.table.name, format: file.format.as_str() };
         loop {
             if let Some(row) = catalogue::get(&self.db, key).await?
-                && row.state == READY
+                && row.state == ExportState::Ready
                 && row.revision_id >= revision
                 && let Some(ready) = self.located(row)
             {
@@ -252,7 +252,7 @@ impl Exports {
     pub async fn refresh(self: &Arc<Self>, revisions: &HashMap<String, i64>) -> anyhow::Result<()> {
         for row in catalogue::list(&self.db, None).await? {
             let Some(&revision) = revisions.get(&row.dao_id) else { continue };
-            if row.state != READY || row.revision_id >= revision {
+            if row.state != ExportState::Ready || row.revision_id >= revision {
                 continue;
             }
             let Some(file) = ExportFile::of(&row.table_name, &row.format) else { continue };

@@ -7,11 +7,9 @@
 //! them. The winner builds and publishes the row `ready` ([`finish`]); the others wait for it.
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, Statement, Value};
 
+pub use super::entities::export_file::ExportState;
 use super::entities::export_file::{self, Column, Entity, Model};
 use crate::contract::time::now_ms;
-
-pub const BUILDING: &str = "building";
-pub const READY: &str = "ready";
 
 /// A file of the catalogue, by its key.
 #[derive(Debug, Clone, Copy)]
@@ -71,7 +69,7 @@ pub async fn claim<C: ConnectionTrait>(
 ) -> Result<bool, DbErr> {
     let now = now_ms();
     let mut values = key.values();
-    values.extend([BUILDING.into(), builder.into(), now.into()]);
+    values.extend([ExportState::Building.into(), builder.into(), now.into()]);
     let inserted = exec(
         db,
         "INSERT INTO export_files (dao_id, table_name, format, state, builder, claimed_ms, revision_id, \
@@ -84,7 +82,14 @@ pub async fn claim<C: ConnectionTrait>(
         return Ok(true);
     }
     let mut values = key.values();
-    values.extend([BUILDING.into(), builder.into(), now.into(), READY.into(), revision.into(), stale_before_ms.into()]);
+    values.extend([
+        ExportState::Building.into(),
+        builder.into(),
+        now.into(),
+        ExportState::Ready.into(),
+        revision.into(),
+        stale_before_ms.into(),
+    ]);
     let claimed = exec(
         db,
         "UPDATE export_files SET state = $4, builder = $5, claimed_ms = $6 \
@@ -107,7 +112,8 @@ pub async fn finish<C: ConnectionTrait>(
     built: &Built,
 ) -> Result<Option<Model>, DbErr> {
     let before = get(db, key).await?;
-    let Some(before) = before.filter(|r| r.state == BUILDING && r.builder.as_deref() == Some(builder)) else {
+    let Some(before) = before.filter(|r| r.state == ExportState::Building && r.builder.as_deref() == Some(builder))
+    else {
         return Ok(None);
     };
     let unchanged = before.sha256.as_deref() == Some(built.sha256.as_str());
@@ -115,8 +121,8 @@ pub async fn finish<C: ConnectionTrait>(
     let now = now_ms();
     let mut values = key.values();
     values.extend([
-        READY.into(),
-        BUILDING.into(),
+        ExportState::Ready.into(),
+        ExportState::Building.into(),
         builder.into(),
         built.revision_id.into(),
         changed_revision.into(),
@@ -144,7 +150,7 @@ pub async fn finish<C: ConnectionTrait>(
 /// claim is no longer `builder`'s (it was taken over, or the build was published).
 pub async fn heartbeat<C: ConnectionTrait>(db: &C, key: FileKey<'_>, builder: &str) -> Result<bool, DbErr> {
     let mut values = key.values();
-    values.extend([BUILDING.into(), builder.into(), now_ms().into()]);
+    values.extend([ExportState::Building.into(), builder.into(), now_ms().into()]);
     let held = exec(
         db,
         "UPDATE export_files SET claimed_ms = $6 WHERE dao_id = $1 AND table_name = $2 AND format = $3 \
@@ -158,7 +164,7 @@ pub async fn heartbeat<C: ConnectionTrait>(db: &C, key: FileKey<'_>, builder: &s
 /// Gives up `builder`'s claim on `key` (the build failed): the next request claims it again.
 pub async fn release<C: ConnectionTrait>(db: &C, key: FileKey<'_>, builder: &str) -> Result<(), DbErr> {
     let mut values = key.values();
-    values.extend([BUILDING.into(), builder.into()]);
+    values.extend([ExportState::Building.into(), builder.into()]);
     exec(
         db,
         "UPDATE export_files SET claimed_ms = 0 WHERE dao_id = $1 AND table_name = $2 AND format = $3 \
@@ -181,7 +187,7 @@ pub async fn touch<C: ConnectionTrait>(db: &C, key: FileKey<'_>) -> Result<(), D
 /// Ready files, least recently served first: what the disk budget removes first.
 pub async fn ready_by_use<C: ConnectionTrait>(db: &C) -> Result<Vec<Model>, DbErr> {
     Entity::find()
-        .filter(Column::State.eq(READY))
+        .filter(Column::State.eq(ExportState::Ready))
         .order_by_asc(Column::RequestedMs)
         .order_by_asc(Column::DaoId)
         .all(db)
@@ -192,7 +198,7 @@ pub async fn ready_by_use<C: ConnectionTrait>(db: &C) -> Result<Vec<Model>, DbEr
 /// replaced it meanwhile): true when this call removed it.
 pub async fn forget<C: ConnectionTrait>(db: &C, key: FileKey<'_>, file_name: &str) -> Result<bool, DbErr> {
     let mut values = key.values();
-    values.extend([READY.into(), file_name.into()]);
+    values.extend([ExportState::Ready.into(), file_name.into()]);
     let n = exec(
         db,
         "DELETE FROM export_files WHERE dao_id = $1 AND table_name = $2 AND format = $3 AND state = $4 \

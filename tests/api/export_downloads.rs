@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::Path;
 
 use govdata::contract::exports::{ExportFile, ExportFormat, TABLES};
-use govdata::store::exports::{FileKey, claim};
+use govdata::store::exports::{ExportState, FileKey, claim};
 use govdata::store::publish::{Scope, publish};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -225,7 +225,7 @@ on_both_backends!(one_builder_per_file_and_the_disk_budget, |backend: Backend| a
     }
     assert_eq!(won, 1, "one claim wins");
     let row = govdata::store::exports::get(&db, key).await.unwrap().unwrap();
-    assert_eq!(row.state, "building");
+    assert_eq!(row.state, ExportState::Building);
 
     // Many requests for one file at once: one build, the same bytes for all.
     let mut gets = Vec::new();

@@ -354,7 +354,7 @@ async fn download_within(server: &Server, path: &str, within: Duration) -> Vec<u
 // the download within that and a build.
 on_both_backends!(a_killed_builders_file_is_taken_over_by_the_survivor, |backend: Backend| async move {
     use govdata::exports::claim::{HEARTBEAT, TAKEOVER_AFTER};
-    use govdata::store::exports::{FileKey, get};
+    use govdata::store::exports::{ExportState, FileKey, get};
     let url = crate::helpers::fresh_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
     // Enough votes for a build to take a while, few enough to stay fast.
@@ -376,7 +376,7 @@ on_both_backends!(a_killed_builders_file_is_taken_over_by_the_survivor, |backend
     let key = FileKey { dao_id: &spec.dao_id, table: "votes", format: "csv" };
     let builder_a = format!("{}-", a.child.id().expect("running"));
     let held_by_a = |row: Option<govdata::store::exports::ExportFileRow>| {
-        row.is_some_and(|r| r.state == "building" && r.builder.is_some_and(|b| b.starts_with(&builder_a)))
+        row.is_some_and(|r| r.state == ExportState::Building && r.builder.is_some_and(|b| b.starts_with(&builder_a)))
     };
     let deadline = Instant::now() + patience;
     while !held_by_a(get(&db, key).await.unwrap()) {
@@ -397,5 +397,5 @@ on_both_backends!(a_killed_builders_file_is_taken_over_by_the_survivor, |backend
     let rows = bytes.iter().filter(|&&b| b == b'\n').count();
     assert_eq!(rows as u64, spec.votes + 1, "every vote and the header");
     let row = get(&db, key).await.unwrap().expect("catalogued");
-    assert_eq!((row.state.as_str(), row.rows as u64), ("ready", spec.votes));
+    assert_eq!((row.state, row.rows as u64), (ExportState::Ready, spec.votes));
 });

@@ -12,7 +12,7 @@ use crate::api::{
         voter::{KnownVoters, VoterNames},
     },
 };
-use crate::contract::params::DaoIdParam;
+use crate::contract::params::{DAO_ID_PARAM, DaoIdParam};
 use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
@@ -417,7 +417,7 @@ impl Api {
         let dao = dao_id.0.resolve_v1(&mut req).map_err(|received| {
             Problem::validation(FieldError {
                 location: ParamLocation::Path,
-                name: "daoId".to_owned(),
+                name: DAO_ID_PARAM.to_owned(),
                 reason: "is not a DAO slug".to_owned(),
                 expected: Some("a lowercase slug such as `arbitrum`".to_owned()),
                 received: Some(received),

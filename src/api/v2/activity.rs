@@ -8,18 +8,29 @@ use crate::api::{
     views::activity::{ActivityEntry, entry_from_row},
 };
 use crate::contract::{
+    cursor_shape::cursor_shape,
     envelope::V2List,
     errors::ApiError,
     events::ActivityKind,
     limits::MostLists,
     operations::ActivityListV2,
-    params::{DaoFilter, V2Limit, V2Timestamp},
+    params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp},
 };
 use crate::store::{
     self,
     activity::{ActivityFilter, ActivityRow},
     keysets::ActivityAfter,
 };
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/activity` is bound to: the start as resolved (there is always
+    /// one).
+    ActivityShape<'a> for ActivityListV2 {
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        kind: Option<ActivityKind> => "kind",
+        since: i64 => "since",
+    }
+}
 
 pub struct Api;
 
@@ -53,11 +64,7 @@ impl Api {
         let dao = DaoFilter::resolve(dao_id.0);
         let list = Listing::<ActivityListV2, ActivityAfter>::new(&state, dao.received(), limit);
         let since_ms = list.since(since.0)?;
-        let list = list.filtered(vec![
-            ("daoId", dao.shape()),
-            ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-            ("since", since_ms.to_string()),
-        ]);
+        let list = list.filtered(ActivityShape { dao: &dao, kind: kind.0, since: since_ms });
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {

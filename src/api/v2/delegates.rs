@@ -18,12 +18,13 @@ use crate::api::{
     },
 };
 use crate::contract::{
+    cursor_shape::{ShapeText, cursor_shape},
     decimal::{self, DELEGATED_POWER_FROM_FLOAT},
     envelope::V2List,
     errors::{ApiError, ParamLocation, Problem},
     limits::MostLists,
     operations::{DelegatesListV2, NotableDelegationsListV2, Operation, VoterDelegationsListV2, VoterPowerListV2},
-    params::{DaoFilter, DaoIdParam, V2Limit, V2Timestamp, resolve_v2_window},
+    params::{DAO_ID_PARAM, DaoFilter, DaoIdParam, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},
     time::Timestamp,
     vocabulary::PowerCause,
 };
@@ -173,6 +174,51 @@ fn power_item(p: power_checkpoint::Model) -> PowerChange {
     }
 }
 
+cursor_shape! {
+    /// What a cursor of `GET /v2/daos/{daoId}/delegates` is bound to: the DAO's id.
+    DelegatesShape<'a> for DelegatesListV2 { dao: &'a str => DAO_ID_PARAM }
+}
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/daos/{daoId}/notable-delegations` is bound to.
+    NotableDelegationsShape<'a> for NotableDelegationsListV2 {
+        dao: &'a str => DAO_ID_PARAM,
+        window: Option<(i64, i64)> => "window",
+    }
+}
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/voters/{voterIdentity}/delegations` is bound to: the voter's
+    /// canonical address and the filters.
+    VoterDelegationsShape<'a> for VoterDelegationsListV2 {
+        voter: &'a str => "voter",
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        side: Option<Side> => "side",
+        window: Option<(i64, i64)> => "window",
+    }
+}
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/voters/{voterIdentity}/power` is bound to.
+    VoterPowerShape<'a> for VoterPowerListV2 {
+        voter: &'a str => "voter",
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        window: Option<(i64, i64)> => "window",
+    }
+}
+
+/// A side as the delegation list's cursors have always carried it (the variant's name), written
+/// out so that renaming a variant does not refuse the cursors in flight.
+impl ShapeText for Side {
+    fn shape_text(&self) -> String {
+        match self {
+            Self::Delegator => "Delegator",
+            Self::Delegate => "Delegate",
+        }
+        .to_owned()
+    }
+}
+
 pub struct Api;
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Delegates")]
@@ -202,7 +248,7 @@ impl Api {
         let dao = store::daos::get(&state.reads(), dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
         let list = Listing::<DelegatesListV2, RankAfter>::new(&state, Some(&dao.dao.id), limit)
-            .filtered(vec![("daoId", dao.dao.id.clone())]);
+            .filtered(DelegatesShape { dao: &dao.dao.id });
         let after = list.after(cursor.0.as_deref())?;
         let rows = store::governor::delegates(&state.reads(), &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
         Ok(list.page(
@@ -255,10 +301,8 @@ impl Api {
         let no_dao = |id: &str| Problem::not_found(format!("No DAO has the id `{id}`. `GET /v2/daos` lists them."));
         let dao_id = dao_id.0.parse().map_err(|received| no_dao(&received))?;
         let dao = store::daos::get(&state.reads(), dao_id.as_str()).await?.ok_or_else(|| no_dao(dao_id.as_str()))?;
-        let list = Listing::<NotableDelegationsListV2, LogAfter>::append_only(&state, limit).filtered(vec![
-            ("daoId", dao.dao.id.clone()),
-            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-        ]);
+        let list = Listing::<NotableDelegationsListV2, LogAfter>::append_only(&state, limit)
+            .filtered(NotableDelegationsShape { dao: &dao.dao.id, window });
         let after = list.after(cursor.0.as_deref())?;
         let rows =
             store::governor::notable_delegations(&state.reads(), &dao_id, window, after, list.rows_to_read()).await?;
@@ -303,12 +347,8 @@ impl Api {
             DelegationSide::Delegator => Side::Delegator,
             DelegationSide::Delegate => Side::Delegate,
         });
-        let list = Listing::<VoterDelegationsListV2, LogAfter>::append_only(&state, limit).filtered(vec![
-            ("voter", addr.clone()),
-            ("daoId", dao.shape()),
-            ("side", side.map(|s| format!("{s:?}")).unwrap_or_default()),
-            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-        ]);
+        let list = Listing::<VoterDelegationsListV2, LogAfter>::append_only(&state, limit)
+            .filtered(VoterDelegationsShape { voter: &addr, dao: &dao, side, window });
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {
@@ -353,11 +393,11 @@ impl Api {
         let dao = DaoFilter::resolve(dao_id.0);
         let window = resolve_v2_window(from.0, to.0, <VoterPowerListV2 as Operation>::WINDOW)?;
         let addr = resolve_voter(&state, &voter_identity.0, "voterIdentity", ParamLocation::Path).await?;
-        let list = Listing::<VoterPowerListV2, LogAfter>::append_only(&state, limit).filtered(vec![
-            ("voter", addr.clone()),
-            ("daoId", dao.shape()),
-            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-        ]);
+        let list = Listing::<VoterPowerListV2, LogAfter>::append_only(&state, limit).filtered(VoterPowerShape {
+            voter: &addr,
+            dao: &dao,
+            window,
+        });
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {

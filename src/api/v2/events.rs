@@ -8,18 +8,28 @@ use crate::api::{
     views::event::{GovernanceEvent, event_from_row},
 };
 use crate::contract::{
+    cursor_shape::cursor_shape,
     envelope::V2List,
     errors::ApiError,
     events::EventKind,
     limits::Events,
     operations::EventsListV2,
-    params::{DaoFilter, V2Limit, V2Timestamp},
+    params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp},
 };
 use crate::store::{
     self,
     events::{EventFilter, EventRow},
     keysets::TimeAfter,
 };
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/events` is bound to: the window as resolved (there is always one).
+    EventsShape<'a> for EventsListV2 {
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        kind: Option<EventKind> => "kind",
+        window: (i64, i64) => "window",
+    }
+}
 
 pub struct Api;
 
@@ -57,11 +67,7 @@ impl Api {
         let dao = DaoFilter::resolve(dao_id.0);
         let list = Listing::<EventsListV2, TimeAfter>::new(&state, dao.received(), limit);
         let (from_ms, to_ms) = list.window_or_latest(from.0, to.0)?;
-        let list = list.filtered(vec![
-            ("daoId", dao.shape()),
-            ("kind", kind.0.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-            ("window", format!("{from_ms}..{to_ms}")),
-        ]);
+        let list = list.filtered(EventsShape { dao: &dao, kind: kind.0, window: (from_ms, to_ms) });
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {

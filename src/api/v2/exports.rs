@@ -24,6 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use super::{Listing, V2Tag};
 use crate::api::AppState;
 use crate::contract::{
+    cursor_shape::cursor_shape,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, ParamLocation, Problem},
     exports::{
@@ -32,12 +33,12 @@ use crate::contract::{
     },
     limits::MostLists,
     operations::{ExportTablesListV2, ExportsGetV2, ExportsListV2},
-    params::{DaoFilter, DaoIdParam, ExportFileParam, V2Limit},
+    params::{DAO_ID_PARAM, DaoFilter, DaoIdParam, DaoScope, ExportFileParam, V2Limit},
     time::{Timestamp, now_ms},
 };
 use crate::edge::payment::PaidByPayment;
 use crate::exports::files::ReadyFile;
-use crate::store::{self, exports::READY, keysets::ExportAfter};
+use crate::store::{self, exports::ExportState, keysets::ExportAfter};
 
 /// Whether a file holds the DAO's serving revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -364,6 +365,11 @@ fn file_url(dao_id: &str, file: &ExportFile) -> String {
     format!("/v2/exports/{dao_id}/{}", file.name())
 }
 
+cursor_shape! {
+    /// What a cursor of `GET /v2/exports` is bound to.
+    ExportsShape<'a> for ExportsListV2 { dao: &'a DaoScope => DAO_ID_PARAM }
+}
+
 pub struct Api;
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Exports")]
@@ -393,8 +399,7 @@ impl Api {
         let Some(only) = dao.store_filter() else {
             return Err(Problem::unknown_dao(dao.received().unwrap_or_default()).into());
         };
-        let list =
-            Listing::<ExportsListV2, ExportAfter>::new(&state, None, limit).filtered(vec![("daoId", dao.shape())]);
+        let list = Listing::<ExportsListV2, ExportAfter>::new(&state, None, limit).filtered(ExportsShape { dao: &dao });
         let after = list.after(cursor.0.as_deref())?;
         let files_per_dao = ExportFile::all().count() as u64;
         let daos_needed = list.rows_to_read().div_ceil(files_per_dao) + 1;
@@ -422,7 +427,8 @@ impl Api {
                 let row = rows.iter().find(|r| {
                     r.dao_id == d.dao_id && r.table_name == file.table.name && r.format == file.format.as_str()
                 });
-                let current = row.filter(|r| r.state == READY && r.revision_id >= d.revision_id.unwrap_or(0));
+                let current =
+                    row.filter(|r| r.state == ExportState::Ready && r.revision_id >= d.revision_id.unwrap_or(0));
                 items.push((position, item(&d.dao_id, &file, current)));
                 if items.len() as u64 >= list.rows_to_read() {
                     break;

@@ -6,18 +6,30 @@ use poem_openapi::{OpenApi, param::Query, payload::Json};
 use super::{Listing, V2Tag};
 use crate::api::{AppState, views::feed::FeedEntry};
 use crate::contract::{
+    cursor_shape::cursor_shape,
     envelope::V2List,
     errors::{ApiError, ParamLocation},
-    feed::{self, FeedKinds, FeedPosition},
+    feed::{self, FeedKind, FeedKinds, FeedPosition},
     limits::Events,
     operations::FeedListV2,
-    params::{DaoFilter, V2Limit},
+    params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit},
 };
 use crate::store::{
     self,
     feed::{FeedFilter, FeedRecord},
     keysets::FeedAfter,
 };
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/feed` is bound to. `after` is part of the query a cursor
+    /// continues, as every filter is: a cursor goes on from where its page ended, and is refused
+    /// with another `after`.
+    FeedShape<'a> for FeedListV2 {
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        kinds: &'a [FeedKind] => "kinds",
+        after: Option<FeedPosition> => "after",
+    }
+}
 
 pub struct Api;
 
@@ -59,13 +71,11 @@ impl Api {
         let limit = V2Limit::resolve(limit.0);
         let dao = DaoFilter::resolve(dao_id.0);
         let kinds = kinds.0.0;
-        // `after` is part of the query a cursor continues, as every filter is: a cursor goes on
-        // from where its page ended, and is refused with another `after`.
-        let list = Listing::<FeedListV2, FeedAfter>::append_only(&state, limit).filtered(vec![
-            ("daoId", dao.shape()),
-            ("kinds", kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(",")),
-            ("after", after.0.map(|p| p.0.to_string()).unwrap_or_default()),
-        ]);
+        let list = Listing::<FeedListV2, FeedAfter>::append_only(&state, limit).filtered(FeedShape {
+            dao: &dao,
+            kinds: &kinds,
+            after: after.0,
+        });
         let position = match list.after(cursor.0.as_deref())? {
             Some(FeedAfter(seq)) => seq,
             None => after.0.map_or(0, |p| p.0),

@@ -26,6 +26,7 @@ use crate::contract::{
     access::PARTNER_TOKEN_HEADER,
     body::{self, FromBody, MAX_BODY_BYTES, refuse_body},
     cursor::{Keyset, QueryShape},
+    cursor_shape::CursorShape,
     envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta},
     errors::{ErrorCode, FieldError, ParamLocation, Problem},
     ids::{VoterIdentity, parse_voter_identity},
@@ -127,9 +128,9 @@ impl<'s, Op: Operation, K: Keyset> Listing<'s, Op, K> {
         Self { state, revision: bound(state, dao), shape, op: PhantomData }
     }
 
-    /// The filters and sort that shape the list, in a fixed order, absent ones as empty strings.
-    pub fn filtered(mut self, filters: Vec<(&'static str, String)>) -> Self {
-        self.shape.filters = filters;
+    /// The filters and sort that shape the list: the operation's own [`CursorShape`].
+    pub fn filtered(mut self, filters: impl CursorShape<Op = Op>) -> Self {
+        self.shape.filters = filters.filters();
         self
     }
 
@@ -330,4 +331,135 @@ pub fn partner_token(req: &poem::Request) -> Result<LiveToken, Problem> {
             ),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::activity::ActivityShape;
+    use super::delegates::{DelegatesShape, NotableDelegationsShape, VoterDelegationsShape, VoterPowerShape};
+    use super::events::EventsShape;
+    use super::exports::ExportsShape;
+    use super::feed::FeedShape;
+    use super::proposals::{ProposalSort, ProposalVotesShape, ProposalsShape, VoteSort};
+    use super::signals::SignalsShape;
+    use super::topics::TopicsShape;
+    use super::voters::{VoterVotesShape, VotersShape};
+    use super::webhooks::WebhookDeliveriesShape;
+    use crate::contract::cursor_shape::CursorShape;
+    use crate::contract::events::{ActivityKind, EventKind};
+    use crate::contract::feed::{FeedKind, FeedPosition};
+    use crate::contract::params::DaoScope;
+    use crate::contract::signals::{Severity, SignalKind};
+    use crate::contract::vocabulary::{DaoId, ProposalSource, ProposalState};
+    use crate::store::governor::Side;
+
+    /// The DAO parameter's public name, pinned as text.
+    const DAO: &str = "daoId";
+
+    fn shape(filters: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+        filters.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
+    }
+
+    // Every list's shape as the cursors already issued carry it: names, order and text. A change
+    // here refuses every cursor in flight; it is never a refactor.
+    #[test]
+    fn each_list_binds_its_cursors_to_the_shape_they_always_carried() {
+        let uniswap = DaoScope::Dao(DaoId::from_request("Uniswap").unwrap());
+        let (every, no_dao) = (DaoScope::Every, DaoScope::NoDao("no.such".to_owned()));
+        let window = Some((1_000, 2_000));
+        let voter = "0xab";
+
+        assert_eq!(DelegatesShape { dao: "uniswap" }.filters(), shape(&[(DAO, "uniswap")]));
+        assert_eq!(VotersShape { dao: "uniswap" }.filters(), shape(&[(DAO, "uniswap")]));
+        assert_eq!(
+            NotableDelegationsShape { dao: "uniswap", window }.filters(),
+            shape(&[(DAO, "uniswap"), ("window", "1000..2000")])
+        );
+        assert_eq!(
+            NotableDelegationsShape { dao: "uniswap", window: None }.filters(),
+            shape(&[(DAO, "uniswap"), ("window", "")])
+        );
+        for (side, text) in [(None, ""), (Some(Side::Delegator), "Delegator"), (Some(Side::Delegate), "Delegate")] {
+            assert_eq!(
+                VoterDelegationsShape { voter, dao: &uniswap, side, window }.filters(),
+                shape(&[("voter", voter), (DAO, "uniswap"), ("side", text), ("window", "1000..2000")])
+            );
+        }
+        assert_eq!(
+            VoterPowerShape { voter, dao: &every, window: None }.filters(),
+            shape(&[("voter", voter), (DAO, ""), ("window", "")])
+        );
+        assert_eq!(
+            VoterVotesShape { voter, dao: &no_dao, window }.filters(),
+            shape(&[("voter", voter), (DAO, "no.such"), ("window", "1000..2000")])
+        );
+        assert_eq!(
+            ProposalsShape {
+                dao: &uniswap,
+                source: Some(ProposalSource::Snapshot),
+                state: Some(ProposalState::Closed),
+                window,
+                sort: ProposalSort::EndTime,
+            }
+            .filters(),
+            shape(&[
+                (DAO, "uniswap"),
+                ("source", "snapshot"),
+                ("state", "closed"),
+                ("window", "1000..2000"),
+                ("sort", "end_time"),
+            ])
+        );
+        assert_eq!(
+            ProposalsShape { dao: &every, source: None, state: None, window: None, sort: ProposalSort::Newest }
+                .filters(),
+            shape(&[(DAO, ""), ("source", ""), ("state", ""), ("window", ""), ("sort", "newest")])
+        );
+        assert_eq!(
+            ProposalVotesShape { proposal_key: "p_key", voter: Some(voter), choice: Some("1"), sort: VoteSort::Time }
+                .filters(),
+            shape(&[("proposalKey", "p_key"), ("voter", voter), ("choice", "1"), ("sort", "time")])
+        );
+        assert_eq!(
+            ProposalVotesShape { proposal_key: "p_key", voter: None, choice: None, sort: VoteSort::Power }.filters(),
+            shape(&[("proposalKey", "p_key"), ("voter", ""), ("choice", ""), ("sort", "power")])
+        );
+        assert_eq!(
+            EventsShape { dao: &uniswap, kind: Some(EventKind::VoteCast), window: (1_000, 2_000) }.filters(),
+            shape(&[(DAO, "uniswap"), ("kind", "vote_cast"), ("window", "1000..2000")])
+        );
+        assert_eq!(
+            SignalsShape {
+                dao: &every,
+                kind: Some(SignalKind::CloseRace),
+                severity: Some(Severity::Warning),
+                window: (1_000, 2_000)
+            }
+            .filters(),
+            shape(&[(DAO, ""), ("kind", "close_race"), ("severity", "warning"), ("window", "1000..2000")])
+        );
+        assert_eq!(
+            ActivityShape { dao: &uniswap, kind: Some(ActivityKind::Signal), since: 1_000 }.filters(),
+            shape(&[(DAO, "uniswap"), ("kind", "signal"), ("since", "1000")])
+        );
+        assert_eq!(
+            FeedShape {
+                dao: &uniswap,
+                kinds: &[FeedKind::SignalRaised, FeedKind::ProposalClosed],
+                after: Some(FeedPosition(42))
+            }
+            .filters(),
+            shape(&[(DAO, "uniswap"), ("kinds", "signal_raised,proposal_closed"), ("after", "42")])
+        );
+        assert_eq!(
+            FeedShape { dao: &every, kinds: &[], after: None }.filters(),
+            shape(&[(DAO, ""), ("kinds", ""), ("after", "")])
+        );
+        assert_eq!(
+            TopicsShape { dao: &uniswap, window }.filters(),
+            shape(&[(DAO, "uniswap"), ("window", "1000..2000")])
+        );
+        assert_eq!(ExportsShape { dao: &every }.filters(), shape(&[(DAO, "")]));
+        assert_eq!(WebhookDeliveriesShape { webhook_id: "wh_1" }.filters(), shape(&[("webhookId", "wh_1")]));
+    }
 }

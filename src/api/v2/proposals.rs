@@ -23,12 +23,13 @@ use crate::contract::vocabulary::{DaoId, ProposalSource, ProposalState};
 use crate::contract::voting::voting_type;
 use crate::contract::{
     counting::{self, CountingModule, Support},
+    cursor_shape::{ShapeText, cursor_shape},
     decimal,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
     limits::{MostLists, ProposalVotes},
     operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
-    params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
+    params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::rules::{evidence, tally::share};
 use crate::store::{
@@ -257,8 +258,43 @@ pub enum VoteSort {
     Time,
 }
 
-fn enum_text<T: poem_openapi::types::ToJSON>(v: &T) -> String {
-    v.to_json().and_then(|j| j.as_str().map(str::to_owned)).unwrap_or_default()
+/// An order as a cursor's shape carries it: the value a client sends (`end_time`).
+fn sort_text<T: poem_openapi::types::ToJSON>(sort: &T) -> String {
+    sort.to_json().and_then(|j| j.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+impl ShapeText for ProposalSort {
+    fn shape_text(&self) -> String {
+        sort_text(self)
+    }
+}
+
+impl ShapeText for VoteSort {
+    fn shape_text(&self) -> String {
+        sort_text(self)
+    }
+}
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/proposals` is bound to.
+    ProposalsShape<'a> for ProposalsListV2 {
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        source: Option<ProposalSource> => "source",
+        state: Option<ProposalState> => "state",
+        window: Option<(i64, i64)> => "window",
+        sort: ProposalSort => "sort",
+    }
+}
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/proposals/{proposalKey}/votes` is bound to: the proposal's key,
+    /// the voter's canonical address and the filters.
+    ProposalVotesShape<'a> for ProposalVotesListV2 {
+        proposal_key: &'a str => "proposalKey",
+        voter: Option<&'a str> => "voter",
+        choice: Option<&'a str> => "choice",
+        sort: VoteSort => "sort",
+    }
 }
 
 async fn proposal_by_key(state: &AppState, key: &KeyParam<ProposalKey>) -> Result<proposal::Model, Problem> {
@@ -309,15 +345,14 @@ impl Api {
         let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
         let window = resolve_v2_window(from.0, to.0, <ProposalsListV2 as Operation>::WINDOW)?;
         let sort = sort.0.unwrap_or(ProposalSort::Newest);
-        let source = source.0.map(|s| s.as_str().to_owned());
-        let proposal_state = proposal_state.0.map(|s| s.as_str().to_owned());
-        let list = Listing::<ProposalsListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(vec![
-            ("daoId", dao.shape()),
-            ("source", source.clone().unwrap_or_default()),
-            ("state", proposal_state.clone().unwrap_or_default()),
-            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-            ("sort", enum_text(&sort)),
-        ]);
+        let (source, proposal_state) = (source.0, proposal_state.0);
+        let list = Listing::<ProposalsListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(ProposalsShape {
+            dao: &dao,
+            source,
+            state: proposal_state,
+            window,
+            sort,
+        });
         let after = list.after(cursor.0.as_deref())?;
         let order = match sort {
             ProposalSort::Newest => ProposalOrder::Newest,
@@ -325,8 +360,12 @@ impl Api {
         };
         let rows = match dao.store_filter() {
             Some(dao_id) => {
-                let filter =
-                    ProposalFilter { dao_id, source: source.as_deref(), state: proposal_state.as_deref(), window };
+                let filter = ProposalFilter {
+                    dao_id,
+                    source: source.map(ProposalSource::as_str),
+                    state: proposal_state.map(ProposalState::as_str),
+                    window,
+                };
                 store::proposals::list(&state.reads(), &filter, order, after, list.rows_to_read()).await?
             }
             None => Vec::new(),
@@ -397,12 +436,14 @@ impl Api {
             None => None,
         };
         let p = proposal_by_key(&state, &proposal_key.0).await?;
-        let list = Listing::<ProposalVotesListV2, VoteAfter>::new(&state, Some(&p.dao_id), limit).filtered(vec![
-            ("proposalKey", p.proposal_key.clone()),
-            ("voter", voter.clone().unwrap_or_default()),
-            ("choice", choice.0.clone().unwrap_or_default()),
-            ("sort", enum_text(&sort)),
-        ]);
+        let list = Listing::<ProposalVotesListV2, VoteAfter>::new(&state, Some(&p.dao_id), limit).filtered(
+            ProposalVotesShape {
+                proposal_key: &p.proposal_key,
+                voter: voter.as_deref(),
+                choice: choice.0.as_deref(),
+                sort,
+            },
+        );
         let order = match sort {
             VoteSort::Power => VoteOrder::Power,
             VoteSort::Time => VoteOrder::Time,

@@ -8,18 +8,30 @@ use crate::api::{
     views::signal::{KindFilter, Signal},
 };
 use crate::contract::{
+    cursor_shape::cursor_shape,
     envelope::V2List,
     errors::ApiError,
     limits::MostLists,
     operations::SignalsListV2,
-    params::{DaoFilter, V2Limit, V2Timestamp},
-    signals::Severity,
+    params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp},
+    signals::{Severity, SignalKind},
 };
 use crate::store::{
     self,
     keysets::TimeAfter,
     signals::{SignalFilter, SignalRecord},
 };
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/signals` is bound to: the window as resolved (there is always
+    /// one).
+    SignalsShape<'a> for SignalsListV2 {
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        kind: Option<SignalKind> => "kind",
+        severity: Option<Severity> => "severity",
+        window: (i64, i64) => "window",
+    }
+}
 
 pub struct Api;
 
@@ -59,12 +71,7 @@ impl Api {
         let list = Listing::<SignalsListV2, TimeAfter>::new(&state, dao.received(), limit);
         let (start_ms, end_ms) = list.window_or_latest(from.0, to.0)?;
         let (kind, severity) = (kind.0.map(|k| k.0), severity.0);
-        let list = list.filtered(vec![
-            ("daoId", dao.shape()),
-            ("kind", kind.map(|k| k.as_str().to_owned()).unwrap_or_default()),
-            ("severity", severity.map(|s| s.as_str().to_owned()).unwrap_or_default()),
-            ("window", format!("{start_ms}..{end_ms}")),
-        ]);
+        let list = list.filtered(SignalsShape { dao: &dao, kind, severity, window: (start_ms, end_ms) });
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {

@@ -11,13 +11,22 @@ use crate::api::{AppState, views::topic::ForumTopicItem};
 use crate::contract::ids::{IssuedKey, TopicKey};
 use crate::contract::params::KeyParam;
 use crate::contract::{
+    cursor_shape::cursor_shape,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, Problem},
     limits::MostLists,
     operations::{Operation, TopicsGetV2, TopicsListV2},
-    params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
+    params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::store::{self, keysets::TimeAfter};
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/topics` is bound to.
+    TopicsShape<'a> for TopicsListV2 {
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        window: Option<(i64, i64)> => "window",
+    }
+}
 
 pub struct Api;
 
@@ -48,10 +57,8 @@ impl Api {
         // As released, an empty `daoId` is a filter (matching nothing), not its absence.
         let dao = DaoFilter::resolve_keeping_empty(dao_id.0);
         let window = resolve_v2_window(from.0, to.0, <TopicsListV2 as Operation>::WINDOW)?;
-        let list = Listing::<TopicsListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(vec![
-            ("daoId", dao.shape()),
-            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-        ]);
+        let list = Listing::<TopicsListV2, TimeAfter>::new(&state, dao.received(), limit)
+            .filtered(TopicsShape { dao: &dao, window });
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => store::topics::list(&state.reads(), dao_id, window, after, list.rows_to_read()).await?,

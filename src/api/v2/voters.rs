@@ -20,12 +20,13 @@ use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
+    cursor_shape::cursor_shape,
     decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ApiError, ParamLocation, Problem},
     limits::MostLists,
     operations::{Operation, VoterVotesListV2, VotersGetV2, VotersListV2},
-    params::{DaoFilter, V2Limit, V2Timestamp, resolve_v2_window},
+    params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::store::{
     self,
@@ -183,6 +184,21 @@ fn not_found_voter(v: &str) -> Problem {
     Problem::not_found(format!("No votes or delegation are held for the voter `{v}`."))
 }
 
+cursor_shape! {
+    /// What a cursor of `GET /v2/daos/{daoId}/voters` is bound to: the DAO's id.
+    VotersShape<'a> for VotersListV2 { dao: &'a str => DAO_ID_PARAM }
+}
+
+cursor_shape! {
+    /// What a cursor of `GET /v2/voters/{voterIdentity}/votes` is bound to: the voter's canonical
+    /// address and the filters.
+    VoterVotesShape<'a> for VoterVotesListV2 {
+        voter: &'a str => "voter",
+        dao: &'a DaoScope => DAO_ID_PARAM,
+        window: Option<(i64, i64)> => "window",
+    }
+}
+
 pub struct Api;
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Voters")]
@@ -211,7 +227,7 @@ impl Api {
         let dao = store::daos::get(&state.reads(), dao.as_str()).await?.ok_or_else(|| no_dao(dao.as_str()))?;
         let proposals = dao.summary.as_ref().map(|s| s.proposals);
         let list = Listing::<VotersListV2, RankAfter>::new(&state, Some(&dao.dao.id), limit)
-            .filtered(vec![("daoId", dao.dao.id.clone())]);
+            .filtered(VotersShape { dao: &dao.dao.id });
         let after = list.after(cursor.0.as_deref())?;
         let rows = store::voters::ranking(&state.reads(), &dao.dao.id, after.as_ref(), list.rows_to_read()).await?;
         Ok(list.page(
@@ -326,11 +342,8 @@ impl Api {
             store::voters::get(&state.reads(), &addr).await?.ok_or_else(|| not_found_voter(&voter_identity.0))?;
         // Every row names the same voter: the one just read (no further query).
         let names = VoterNames::new(voter.address, voter.ens);
-        let list = Listing::<VoterVotesListV2, TimeAfter>::new(&state, dao.received(), limit).filtered(vec![
-            ("voter", addr.clone()),
-            ("daoId", dao.shape()),
-            ("window", window.map(|(f, t)| format!("{f}..{t}")).unwrap_or_default()),
-        ]);
+        let list = Listing::<VoterVotesListV2, TimeAfter>::new(&state, dao.received(), limit)
+            .filtered(VoterVotesShape { voter: &addr, dao: &dao, window });
         let after = list.after(cursor.0.as_deref())?;
         let rows = match dao.store_filter() {
             Some(dao_id) => {

@@ -327,6 +327,11 @@ pub enum QueuedResponse {
     Queued(Json<V2Single<WebhookQueued>>),
 }
 
+crate::contract::cursor_shape::cursor_shape! {
+    /// What a cursor of `GET /v2/webhooks/{webhookId}/deliveries` is bound to: the webhook's id.
+    WebhookDeliveriesShape<'a> for WebhookDeliveriesListV2 { webhook_id: &'a str => "webhookId" }
+}
+
 fn freshness(state: &AppState) -> Freshness {
     Freshness::new(state.serving.current().data_as_of_ms, CacheStatus::Fresh)
 }
@@ -563,7 +568,7 @@ impl Api {
     ) -> Result<Json<V2List<WebhookAttempt>>, ApiError<WebhookDeliveriesListV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         let list = Listing::<WebhookDeliveriesListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0))
-            .filtered(vec![("webhookId", s.public_id.clone())]);
+            .filtered(WebhookDeliveriesShape { webhook_id: &s.public_id });
         let before = list.after(cursor.0.as_deref())?.map(|IdAfter(id)| id);
         let rows = subs::attempts(state.primary()?, s.id, before, list.rows_to_read()).await?;
         Ok(list.page(rows, |a| IdAfter(a.id), WebhookAttempt::of))

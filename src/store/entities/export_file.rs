@@ -13,8 +13,8 @@ pub struct Model {
     pub table_name: String,
     #[sea_orm(primary_key, auto_increment = false)]
     pub format: String,
-    /// `building` (claimed by `builder` at `claimed_ms`) or `ready`.
-    pub state: String,
+    /// Claimed by `builder` at `claimed_ms`, or ready to serve.
+    pub state: ExportState,
     pub builder: Option<String>,
     pub claimed_ms: i64,
     /// The DAO revision the file was built from (`dao_summaries.revision_id`); 0 while none is.
@@ -38,7 +38,35 @@ pub struct Model {
     pub requested_ms: i64,
 }
 
+/// Where a file's build stands, stored as the text the column has always held (`building`,
+/// `ready`): a string column, so no migration. Text this build does not know fails the row's
+/// read, as an unknown vocabulary value does (`store::stored`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+pub enum ExportState {
+    /// Claimed by a builder, whose heartbeat moves `claimed_ms`.
+    #[sea_orm(string_value = "building")]
+    Building,
+    /// Built and published: the file holds `revision_id`.
+    #[sea_orm(string_value = "ready")]
+    Ready,
+}
+
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::ActiveEnum;
+
+    use super::ExportState;
+
+    #[test]
+    fn a_state_is_stored_as_the_text_the_column_has_always_held() {
+        assert_eq!(ExportState::Building.to_value(), "building");
+        assert_eq!(ExportState::Ready.to_value(), "ready");
+        assert!(ExportState::try_from_value(&"built".to_owned()).is_err(), "unknown text fails the read");
+    }
+}
