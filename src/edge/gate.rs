@@ -35,6 +35,7 @@ use crate::contract::{
     paths::{self, PathAccess},
     time::now_ms,
 };
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::tokens::LiveToken;
 use crate::x402::wire;
 
@@ -169,7 +170,7 @@ async fn partner(
             if let Some(away) = state.serving.store_away() {
                 return Err(Err(away.into()));
             }
-            state.serving.look_up(sent).await.map_err(|e| Err(Problem::from_store(&e).into()))?
+            state.serving.look_up(sent).await.map_err(|e| Err(problem_marking_read_failed(&e).into()))?
         }
     };
     let Some(token) = token else {

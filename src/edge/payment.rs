@@ -21,6 +21,7 @@ use crate::contract::{
     errors::{ErrorCode, Problem},
     time::now_ms,
 };
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::payments::{self, NewPayment, Reservation};
 use crate::x402::wire;
 
@@ -75,7 +76,7 @@ pub async fn pay<E: Endpoint>(
         pay_to: &pay_to,
         endpoint: &call.endpoint,
     };
-    let id = match payments::reserve(state.primary()?, &new, now).await.map_err(|e| Problem::from_store(&e))? {
+    let id = match payments::reserve(state.primary()?, &new, now).await.map_err(|e| problem_marking_read_failed(&e))? {
         Reservation::Reserved(id) => id,
         Reservation::Replayed => {
             outcome("replayed");
