@@ -9,8 +9,9 @@
 //!   request metrics. `route` is the operation a request is for, found there once.
 //! - `body`: a request body (`/mcp`, an operation that declares one) read whole, within its cap
 //!   and its time, before the request reserves a payment or takes a query slot.
-//! - `gate`: who may (free, internal token, partner token, x402), with `payment` (check,
-//!   reserve, verify, settle) and `rate` (limits per client, partner and payer).
+//! - `gate`: who may (free, internal token, partner token, x402); it decides, and calls
+//!   `payment` (check, reserve, verify, serve, settle), which never calls back: the 402 both
+//!   answer is `challenge`'s; `rate` (limits per client, partner and payer).
 //! - `cache`: answers of the serving revision, and `live` refresh of a stale DAO first.
 //! - `retry`: a read a replica failed, handled again from another node (`store::nodes`).
 //! - `paths`: the handlers of the paths that are not operations (documents, `/llms.txt`,
@@ -27,6 +28,7 @@
 pub mod body;
 pub mod bounds;
 pub mod cache;
+pub mod challenge;
 pub mod front;
 pub mod gate;
 pub mod live;
