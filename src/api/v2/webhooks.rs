@@ -17,7 +17,7 @@ use crate::contract::{
         WebhookDeliveriesListV2, WebhookSecretRotateV2, WebhookTestSendV2, WebhooksCreateV2, WebhooksDeleteV2,
         WebhooksGetV2, WebhooksListV2, WebhooksReplayV2, WebhooksUpdateV2,
     },
-    params::V2Limit,
+    params::{V2Limit, WebhookIdParam},
     time::{Timestamp, now_ms},
     vocabulary::DaoId,
     webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES},
@@ -365,12 +365,17 @@ async fn checked_daos(state: &AppState, ids: &[String]) -> Result<Vec<DaoId>, Pr
     }
 }
 
-/// Subscription `id` of the calling token, or the 404.
-async fn owned(state: &AppState, req: &Request, id: &str) -> Result<Subscription, Problem> {
+/// Subscription `id` of the calling token, or the 404 (also for an id of no webhook's form).
+async fn owned(state: &AppState, req: &Request, id: &WebhookIdParam) -> Result<Subscription, Problem> {
     let token = partner_token(req)?;
-    subs::get(state.primary()?, Some(token.id), id).await.map_err(|e| problem_marking_read_failed(&e))?.ok_or_else(
-        || Problem::not_found(format!("No webhook `{id}` belongs to this token; GET /v2/webhooks lists yours.")),
-    )
+    let db = state.primary()?;
+    let (found, id) = match id.parse() {
+        Ok(id) => (subs::get(db, Some(token.id), id).await.map_err(|e| problem_marking_read_failed(&e))?, id),
+        Err(text) => (None, text),
+    };
+    found.ok_or_else(|| {
+        Problem::not_found(format!("No webhook `{id}` belongs to this token; GET /v2/webhooks lists yours."))
+    })
 }
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Webhooks")]
@@ -441,7 +446,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksGetV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         Ok(Json(V2Single::new(Webhook::of(&s), freshness(&state))))
@@ -459,7 +464,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
         body: JsonBody<WebhookUpdate>,
     ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksUpdateV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
@@ -494,7 +499,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<DeletedResponse, ApiError<WebhooksDeleteV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         subs::delete(state.primary()?, &s).await?;
@@ -515,7 +520,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<Json<V2Single<WebhookWithSecret>>, ApiError<WebhookSecretRotateV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         let s = subs::rotate(state.primary()?, s, now_ms()).await?;
@@ -536,7 +541,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<QueuedResponse, ApiError<WebhookTestSendV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         let now = now_ms();
@@ -560,7 +565,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
         /// Attempts per page.
         limit: Query<Option<V2Limit<MostLists>>>,
         /// `meta.page.nextCursor` of the previous page, unchanged.
@@ -587,7 +592,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
         body: JsonBody<WebhookReplay>,
     ) -> Result<QueuedResponse, ApiError<WebhooksReplayV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
