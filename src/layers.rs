@@ -11,6 +11,22 @@
 //! may import `edge`, and `edge` never imports `api`: it finds operations through the published
 //! documents and `contract`, and is handed the surfaces' documents as text (`api::documents`).
 //!
+//! Push (`push`) sends the feed to those who asked for it as it is published: the webhook
+//! delivery queue, its dispatcher and the operators' `govdata webhooks`, and the stream hub the
+//! event streams read. It reads the store and writes its own bookkeeping tables through sea-orm
+//! (the queue), as the edge writes payments: `store` → `push` → `edge`/`api`, never back. The
+//! subscriptions themselves are a store module (`store::webhooks`) that push and `api` use alike.
+//! The edge imports push, not the other way round, because the edge holds the process's stream
+//! hub in `edge::AppState` for the handlers; what the hub needs of the edge (the serving
+//! revision it follows, the query slots a catch-up reads within) it declares as traits
+//! (`push::hub::Revision`, `push::hub::ReadSlots`) that the edge implements. A trait for the
+//! hub in the edge would have made push import the edge instead: the hub is push's, so the
+//! edge names it.
+//!
+//! How a store failure is answered (503 or 500, `store::failures`) lives with the store: every
+//! layer that reads it (`edge`, `push`, `api`) may import it, and it names what it does besides
+//! answering (it marks the running read failed, so that `edge::retry` reads again elsewhere).
+//!
 //! Inside `api`, a controller (`api/v1/<resource>.rs`, `api/v2/<resource>.rs`) never imports
 //! another controller: what two of them share (response types, request plumbing) lives in
 //! `api::views` or in the surface's `mod.rs`.
@@ -30,8 +46,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("connections", &["contract", "metrics"]),
     ("sample", &["contract", "rules", "store"]),
     ("ingest", &["contract", "rules", "store", "sample", "metrics", "connections", "config"]),
-    ("edge", &["contract", "store", "x402", "config", "metrics", "connections", "exports"]),
-    ("push", &["contract", "store", "metrics"]),
+    ("push", &["contract", "store", "metrics", "connections", "config"]),
+    ("edge", &["contract", "store", "x402", "config", "metrics", "connections", "exports", "push"]),
     ("exports", &["contract", "store"]),
     ("api", &["contract", "rules", "store", "edge", "push", "exports"]),
     (

@@ -1,9 +1,7 @@
 //! The `govdata` command: serve (default), migrate, import, tokens.
 use anyhow::Context;
 use clap::Parser;
-use govdata::config::{
-    Cli, Command, IngestArgs, LogFormat, ServeArgs, Settings, TokensCommand, WebhooksArgs, WebhooksCommand,
-};
+use govdata::config::{Cli, Command, IngestArgs, LogFormat, ServeArgs, Settings, TokensCommand};
 use govdata::contract::vocabulary::RunTrigger;
 use govdata::contract::vocabulary::SourceKind;
 use govdata::contract::{access::Scope, time::now_ms};
@@ -30,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Ingest(args) => ingest(&url, args).await,
         Command::Tokens(cmd) => tokens(&url, cmd).await,
-        Command::Webhooks(args) => webhooks(&url, args).await,
+        Command::Webhooks(args) => govdata::push::commands::webhooks(&url, args).await,
         Command::Synth { votes, voters, proposals, dao, defer_indexes } => {
             let db = store::connect(&url).await?;
             let spec = sample::synth::SynthSpec { votes, voters, proposals, dao_id: dao, defer_indexes };
@@ -170,120 +168,6 @@ async fn tokens(url: &str, cmd: TokensCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// `govdata webhooks`: the operator's view of every partner's subscriptions. Running servers
-/// pick the changes up from the store (within `GOVDATA_WEBHOOK_POLL`).
-async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
-    use govdata::contract::{feed::FeedKind, time::rfc3339_ms};
-    use govdata::push::guard::{self, Reach};
-    use govdata::store::webhooks as subs;
-    let db = store::connect(url).await?;
-    let reach = Reach { allow_private: args.webhook_allow_private };
-    let find = |id: String| {
-        let db = db.clone();
-        async move { subs::get(&db, None, &id).await?.with_context(|| format!("no webhook `{id}`")) }
-    };
-    match args.command {
-        WebhooksCommand::List { token } => {
-            println!("{:<24} {:>5}  {:<9} {:<12} {:<30} url", "id", "token", "status", "through", "filters");
-            for s in subs::list(&db, token).await? {
-                let status = if s.enabled { "enabled" } else { "disabled" };
-                let filters = format!("daos={} kinds={}", or_all(&s.dao_ids), or_all(&s.kinds));
-                println!(
-                    "{:<24} {:>5}  {status:<9} {:<12} {filters:<30} {}",
-                    s.public_id, s.token_id, s.enqueued_through, s.url
-                );
-                if let Some(reason) = &s.disabled_reason {
-                    println!("{:<24} disabled: {reason}", "");
-                }
-            }
-        }
-        WebhooksCommand::Create { token, url, dao, kinds, description } => {
-            let parsed = guard::check_url_text(reach, &url).map_err(|e| anyhow::anyhow!("the URL {e}"))?;
-            guard::check_url(reach, &*guard::resolver(None), &parsed)
-                .await
-                .map_err(|e| anyhow::anyhow!("the URL {e}"))?;
-            let unknown = subs::unknown_daos(&db, &dao).await?;
-            anyhow::ensure!(unknown.is_empty(), "no covered DAO has the id {}", unknown.join(", "));
-            let kinds = kinds
-                .iter()
-                .map(|k| {
-                    FeedKind::parse(k)
-                        .map_err(|_| anyhow::anyhow!("unknown kind `{k}`; kinds are {}", FeedKind::choices()))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            anyhow::ensure!(
-                store::tokens::list(&db).await?.iter().any(|t| t.id == token && t.revoked_ms.is_none()),
-                "no live partner token {token}"
-            );
-            let target = subs::Target { url: parsed.to_string(), dao_ids: dao, kinds, description };
-            let s = match subs::create(&db, token, &target, now_ms()).await {
-                Ok(s) => s,
-                Err(subs::CreateError::TooMany) => anyhow::bail!("token {token} holds the most webhooks it may"),
-                Err(subs::CreateError::Store(e)) => return Err(e.into()),
-            };
-            eprintln!("created webhook {} for token {token}; its secret is shown once:", s.public_id);
-            println!("{}", s.secret);
-        }
-        WebhooksCommand::Disable { id } => {
-            let change = subs::Change { enabled: Some(false), ..Default::default() };
-            let s = subs::update(&db, find(id).await?, &change, now_ms()).await?;
-            println!("webhook {} disabled", s.public_id);
-        }
-        WebhooksCommand::Enable { id } => {
-            let change = subs::Change { enabled: Some(true), ..Default::default() };
-            let s = subs::update(&db, find(id).await?, &change, now_ms()).await?;
-            println!("webhook {} enabled", s.public_id);
-        }
-        WebhooksCommand::Delete { id } => {
-            let s = find(id).await?;
-            subs::delete(&db, &s).await?;
-            println!("webhook {} deleted", s.public_id);
-        }
-        WebhooksCommand::RotateSecret { id } => {
-            let s = subs::rotate(&db, find(id).await?, now_ms()).await?;
-            eprintln!("webhook {}: new secret, shown once (the previous one signs beside it for a day):", s.public_id);
-            println!("{}", s.secret);
-        }
-        WebhooksCommand::Test { id } => {
-            let s = find(id).await?;
-            let note = "A test message from govdata (queued by an operator).";
-            let msg_id = subs::queue_test(&db, &s, note, now_ms()).await?;
-            println!("queued {msg_id}");
-        }
-        WebhooksCommand::Replay { id, after } => {
-            if let Some(pruned) = store::feed::pruned_past(&db, after).await? {
-                anyhow::bail!("entries up to {pruned} were pruned; replay after {pruned} or later");
-            }
-            let (from, through) = subs::replay(&db, find(id).await?, after, now_ms()).await?;
-            println!("entries after {from} up to {through} are queued again");
-        }
-        WebhooksCommand::Deliveries { id, limit } => {
-            let s = find(id).await?;
-            println!(
-                "{:<25} {:>7} {:<10} {:>6} {:>8}  {:<25} error",
-                "attempted", "attempt", "outcome", "status", "ms", "next"
-            );
-            for a in subs::attempts(&db, s.id, None, limit).await? {
-                let status = a.status_code.map_or("-".to_owned(), |c| c.to_string());
-                let next = a.next_attempt_ms.map_or("-".to_owned(), rfc3339_ms);
-                println!(
-                    "{:<25} {:>7} {:<10} {status:>6} {:>8}  {next:<25} {}",
-                    rfc3339_ms(a.attempted_ms),
-                    a.attempt,
-                    a.outcome,
-                    a.duration_ms,
-                    a.error.unwrap_or_default()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-fn or_all(list: &str) -> &str {
-    if list.is_empty() { "all" } else { list }
 }
 
 /// Hides a password in a database URL before it is logged.

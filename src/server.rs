@@ -101,21 +101,21 @@ pub async fn bind(
     let rates = edge::rate::RateLimiter::start(settings.rates, db.clone());
     let backlog = settings.limits.stream_backlog_batches as usize;
     let feed =
-        edge::stream::FeedHub::start(nodes.clone(), api::views::feed::stream_frames(), serving.subscribe(), backlog)
+        push::hub::FeedHub::start(nodes.clone(), api::views::feed::stream_frames(), serving.subscribe(), backlog)
             .await?;
     // Webhooks: woken by every new serving revision (this process's publication or another's),
     // and by the handlers when a subscription changes or queues a message.
     let webhook_wake = Arc::new(tokio::sync::Notify::new());
-    let webhook_options = push::Options {
+    let webhook_options = push::dispatch::Options {
         reach: push::guard::Reach { allow_private: settings.webhooks.webhook_allow_private },
         resolver: push::guard::resolver(settings.webhooks.webhook_resolver.0.clone()),
         loopback_only: settings.webhooks.webhook_loopback_only,
         poll: settings.webhooks.webhook_poll,
         public_url: settings.public_url.clone(),
-        clock: push::wall_clock(),
+        clock: push::dispatch::wall_clock(),
     };
     let draining_webhooks = shutdown.clone();
-    push::Dispatcher::start(
+    push::dispatch::Dispatcher::start(
         db.clone(),
         api::views::feed::webhook_entries(),
         webhook_options,

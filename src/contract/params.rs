@@ -305,6 +305,35 @@ impl ParseFromParameter for DaoIdParam {
     }
 }
 
+/// `webhookId` in a path: published as a plain string, exactly as before; any text parses.
+/// [`WebhookIdParam::parse`] reads it once as a webhook's id (`wh_` and the 20 lowercase hex
+/// digits every stored id has), or hands back the text, which no webhook has: the handler
+/// answers it 404 as it answers an id no webhook of the token has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookIdParam(String);
+
+plain_string_param!(WebhookIdParam);
+
+impl ParseFromParameter for WebhookIdParam {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self(value.to_owned()))
+    }
+}
+
+impl WebhookIdParam {
+    /// Hex digits after the prefix: 10 random bytes (`store::webhooks`).
+    const HEX_DIGITS: usize = 20;
+
+    /// The webhook id, or the text when it is none.
+    pub fn parse(&self) -> Result<&str, &str> {
+        let hex = self.0.strip_prefix(super::webhooks::SUBSCRIPTION_ID_PREFIX);
+        let named = hex.is_some_and(|hex| {
+            hex.len() == Self::HEX_DIGITS && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+        if named { Ok(&self.0) } else { Err(&self.0) }
+    }
+}
+
 impl DaoIdParam {
     /// The DAO id, in any letter case, or the text when it is none.
     pub fn parse(self) -> Result<DaoId, String> {
@@ -649,5 +678,14 @@ mod tests {
         assert_eq!(bad.store_filter(), None, "a text that is no DAO id is never sent to the store");
         assert_eq!(DaoScope::Every.store_filter(), Some(None));
         assert_eq!(DaoFilter::resolve(p("uniswap")).store_filter().flatten().map(DaoId::as_str), Some("uniswap"));
+    }
+
+    #[test]
+    fn a_webhook_id_is_read_once_and_never_refused() {
+        let read = |text: &str| WebhookIdParam::parse_from_parameter(text).expect("any text parses");
+        assert_eq!(read("wh_3f9a1c0b7e5d2a846c1f").parse(), Ok("wh_3f9a1c0b7e5d2a846c1f"));
+        for other in ["nope", "wh_", "wh_3F9A1C0B7E5D2A846C1F", "wh_3f9a1c0b7e5d2a846c1f0", "whsec_x"] {
+            assert_eq!(read(other).parse(), Err(other));
+        }
     }
 }

@@ -5,11 +5,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::config::LimitArgs;
 use crate::contract::errors::{ErrorCode, Problem};
+use crate::push::hub::CaughtUp;
 
 /// The cap on concurrent store work and the request deadline.
 #[derive(Clone)]
@@ -56,5 +58,13 @@ impl QuerySlots {
             format!("The request took longer than {} s; retry later.", self.timeout.as_secs_f32()),
         )
         .into()
+    }
+}
+
+/// A stream catching up from the store (`push::hub`) reads within the same slots and deadline
+/// as a request: a burst of reconnecting streams cannot take more of the store than requests may.
+impl crate::push::hub::ReadSlots for QuerySlots {
+    fn run<'a>(&'a self, read: BoxFuture<'a, Result<CaughtUp, Problem>>) -> BoxFuture<'a, Result<CaughtUp, String>> {
+        Box::pin(async move { QuerySlots::run(self, async move { Ok(read.await?) }).await.map_err(|e| e.to_string()) })
     }
 }

@@ -6,8 +6,10 @@
 //!   pass uncounted and the internal token's (metrics) are a 404 to anyone else;
 //! - the internal first-party token opens everything;
 //! - a partner token opens what its scopes grant: unknown or revoked → 401, lacking scope → 403;
-//! - an x402 payment (`PAYMENT-SIGNATURE` v2, `X-PAYMENT` v1) is checked, reserved, verified,
-//!   and settled only after the handler succeeded (`edge::payment`);
+//! - an x402 payment (`PAYMENT-SIGNATURE` v2, `X-PAYMENT` v1) is checked here (a payment that
+//!   does not check out counts against the client, like a challenge), then reserved, verified,
+//!   and settled only after the handler succeeded (`edge::payment`, which never calls back: the
+//!   402 both answer is `edge::challenge`'s);
 //! - no credentials → 402 with the challenge of both x402 generations.
 //!
 //! A partner token wins over a payment sent with it, as in the reference servers: a partner is
@@ -22,41 +24,23 @@ use poem::{
 use subtle::ConstantTimeEq;
 
 use super::{
-    AppState, payment,
+    AppState,
+    challenge::{PaidCall, challenge},
+    payment,
     rate::{self, Decision},
     route::{AccessNote, Route, ToolCall},
 };
-use crate::contract::x402::{Generation, PAYMENT_REQUIRED_HEADER};
+use crate::contract::x402::Generation;
 use crate::contract::{
     access::{INTERNAL_TOKEN_HEADER, PARTNER_TOKEN_HEADER, RatePolicy, Scope, Tier, Version},
     envelope::RequestId,
     errors::{ErrorCode, Problem},
-    exports::{ExportFile, GRANT_HEADER, grant_opens},
+    exports::{GRANT_HEADER, grant_opens},
     paths::{self, PathAccess},
     time::now_ms,
 };
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::tokens::LiveToken;
-use crate::x402::wire;
-
-/// A request for a paid operation.
-#[derive(Debug, Clone)]
-pub struct PaidCall {
-    pub version: Version,
-    pub tier: Tier,
-    /// `GET /v1/daos/{daoId}/brief`: what a payment record names.
-    pub endpoint: String,
-    /// The operation's summary, the `description` of what a payment buys.
-    pub description: String,
-    /// The absolute URL of the requested resource (x402 `resource`).
-    pub url: String,
-    /// The operation answers a stream (`text/event-stream`) that one payment holds open for a time.
-    pub streams: bool,
-    /// The operation answers a file (an export): a grant from its payment opens its range requests.
-    pub downloads: bool,
-    /// The operation's x402 discovery extension (`bazaar`), made once at start-up.
-    pub discovery: Option<Arc<serde_json::Value>>,
-    pub request_id: String,
-}
 
 pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
     let internal = internal_token_matches(&state, &req);
@@ -125,7 +109,16 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
     match sent {
         Some((generation, header)) => {
             AccessNote::credential(&req, "x402");
-            payment::pay(ep, req, &state, &call, generation, &header).await
+            match payment::check(&state, &call, generation, &header) {
+                Ok(checked) => payment::pay(ep, req, &state, &call, generation, checked).await,
+                Err(refusal) => {
+                    // A payment that does not check out counts against the client, like a challenge.
+                    if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
+                        return Ok(refused);
+                    }
+                    Ok(challenge(&state.payments, &call, refusal.reason, refusal.detail))
+                }
+            }
         }
         None => {
             if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
@@ -133,7 +126,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
             }
             let per = if call.streams { state.payments.prices.per_stream_payment() } else { "per request".to_owned() };
             Ok(challenge(
-                &state,
+                &state.payments,
                 &call,
                 "payment_required",
                 format!(
@@ -169,7 +162,7 @@ async fn partner(
             if let Some(away) = state.serving.store_away() {
                 return Err(Err(away.into()));
             }
-            state.serving.look_up(sent).await.map_err(|e| Err(Problem::from_store(&e).into()))?
+            state.serving.look_up(sent).await.map_err(|e| Err(problem_marking_read_failed(&e).into()))?
         }
     };
     let Some(token) = token else {
@@ -247,7 +240,7 @@ fn client_rate(state: &AppState, req: &Request) -> Option<Decision> {
 }
 
 /// Counts `req` against its client address: the 429 when that is over its limit.
-pub fn client_refusal(state: &AppState, req: &Request, request_id: &str) -> Option<Response> {
+fn client_refusal(state: &AppState, req: &Request, request_id: &str) -> Option<Response> {
     client_rate(state, req).filter(|d| !d.allowed).map(|d| d.refusal(request_id))
 }
 
@@ -303,42 +296,4 @@ fn forbidden(version: Version, tier: Tier, held: &[Scope]) -> Problem {
             if held.is_empty() { "no scope".to_owned() } else { held.join(", ") }
         ),
     )
-}
-
-/// The 402: a problem body carrying the x402 v1 challenge, and the v2 challenge in
-/// `PAYMENT-REQUIRED`. `error` is the x402 reason (why payment is still required).
-pub fn challenge(state: &AppState, call: &PaidCall, error: &str, detail: String) -> Response {
-    let terms = &state.payments;
-    let resource = resource_info(call);
-    let problem = Problem {
-        x402_version: Some(1),
-        error: Some(error.to_owned()),
-        accepts: Some(terms.requirement_v1(call.tier, &resource).into_iter().collect()),
-        ..Problem::new(ErrorCode::PaymentRequired, detail)
-    };
-    let v2 = terms.challenge_v2(call.tier, resource, error, call.discovery.as_deref());
-    let mut response = problem.into_response_with(&call.request_id);
-    if let Ok(value) = HeaderValue::from_str(&wire::encode_header(&v2)) {
-        response.headers_mut().insert(PAYMENT_REQUIRED_HEADER, value);
-    }
-    response
-}
-
-pub fn resource_info(call: &PaidCall) -> wire::ResourceInfo {
-    wire::ResourceInfo {
-        url: call.url.clone(),
-        description: call.description.clone(),
-        mime_type: if call.streams {
-            "text/event-stream"
-        } else if call.downloads {
-            call.url
-                .rsplit('/')
-                .next()
-                .and_then(|name| ExportFile::parse(name.split('?').next().unwrap_or(name)))
-                .map_or("application/octet-stream", |f| f.format.media_type())
-        } else {
-            "application/json"
-        }
-        .to_owned(),
-    }
 }

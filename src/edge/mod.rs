@@ -9,8 +9,9 @@
 //!   request metrics. `route` is the operation a request is for, found there once.
 //! - `body`: a request body (`/mcp`, an operation that declares one) read whole, within its cap
 //!   and its time, before the request reserves a payment or takes a query slot.
-//! - `gate`: who may (free, internal token, partner token, x402), with `payment` (check,
-//!   reserve, verify, settle) and `rate` (limits per client, partner and payer).
+//! - `gate`: who may (free, internal token, partner token, x402); it decides, and calls
+//!   `payment` (check, reserve, verify, serve, settle), which never calls back: the 402 both
+//!   answer is `challenge`'s; `rate` (limits per client, partner and payer).
 //! - `cache`: answers of the serving revision, and `live` refresh of a stale DAO first.
 //! - `retry`: a read a replica failed, handled again from another node (`store::nodes`).
 //! - `paths`: the handlers of the paths that are not operations (documents, `/llms.txt`,
@@ -18,13 +19,16 @@
 //!   requests to the whole application again.
 //!
 //! And what the handlers use of it: `serving` (the watched serving revision, `dataAsOf` and
-//! partner tokens), `bounds` (the request deadline and the cap on concurrent store work),
-//! `store_errors` (how a store failure is answered: 503 or 500), `stream` (the event streams of
-//! the feed, fed by one reader per process). They are the edge's because
-//! they are about serving HTTP under load and failure, not about what any operation answers.
+//! partner tokens), `bounds` (the request deadline and the cap on concurrent store work, also
+//! of the event streams' catch-up reads), `store_errors` (how a store failure raised in a
+//! handler is answered). They are the edge's because they are about serving HTTP under load and
+//! failure, not about what any operation answers. The event streams of the feed are push's
+//! (`push::hub`): the edge holds the process's hub for the handlers, and follows nothing of push
+//! back.
 pub mod body;
 pub mod bounds;
 pub mod cache;
+pub mod challenge;
 pub mod front;
 pub mod gate;
 pub mod live;
@@ -36,7 +40,6 @@ pub mod retry;
 pub mod route;
 pub mod serving;
 pub mod store_errors;
-pub mod stream;
 
 use std::sync::Arc;
 
@@ -79,7 +82,7 @@ pub struct AppState {
     /// Rate limits per client, partner token and payer.
     pub rates: Arc<rate::RateLimiter>,
     /// The process's one reader of new feed entries, fanned out to its event streams.
-    pub feed: Arc<stream::FeedHub>,
+    pub feed: Arc<crate::push::hub::FeedHub>,
     /// Wakes the process's webhook sender (`push`): a subscription changed or queued a message.
     pub webhook_wake: Arc<tokio::sync::Notify>,
     /// The whole-table export files: built on request, kept within their disk budget.

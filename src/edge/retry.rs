@@ -3,7 +3,7 @@
 //! second try, never a 500 or a 503 it would not have got from the primary.
 //!
 //! Each try is one `store::nodes::attempt`: every read of the request goes to the node the first
-//! read chose; when a read failed in a way another node may not (`Problem::from_store` records
+//! read chose; when a read failed in a way another node may not (`store::failures::problem_marking_read_failed` records
 //! it) and that node was a replica, the request is handled again with the replicas that failed it
 //! left out, until it was read from the primary or succeeded. Only reads are tried again (`GET`,
 //! `HEAD`: they have no body and change nothing); a write is the primary's and answered once.

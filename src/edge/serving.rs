@@ -69,6 +69,13 @@ impl Serving {
     }
 }
 
+/// The feed's stream hub reads after each new serving revision this watch carries.
+impl crate::push::hub::Revision for Arc<Serving> {
+    fn revision(&self) -> i64 {
+        self.id
+    }
+}
+
 struct TokenSnapshot {
     /// When the query that loaded it started.
     loaded: Instant,

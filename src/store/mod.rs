@@ -10,6 +10,7 @@ pub mod events;
 pub mod evidence;
 pub mod exports;
 pub mod facts;
+pub mod failures;
 pub mod feed;
 pub mod freshness;
 pub mod governor;

@@ -7,11 +7,7 @@ use sea_orm::{
     SqlErr, sea_query::Expr,
 };
 
-use super::entities::x402_payment;
-
-pub const STATUS_RESERVED: &str = "reserved";
-pub const STATUS_SETTLED: &str = "settled";
-pub const STATUS_FAILED: &str = "failed";
+use super::entities::x402_payment::{self, PaymentStatus};
 
 /// A payment about to be verified.
 #[derive(Debug, Clone)]
@@ -39,7 +35,7 @@ pub async fn reserve(db: &impl ConnectionTrait, new: &NewPayment<'_>, now_ms: i6
     let row = x402_payment::ActiveModel {
         payer: Set(new.payer.to_owned()),
         nonce: Set(new.nonce.to_owned()),
-        status: Set(STATUS_RESERVED.to_owned()),
+        status: Set(PaymentStatus::Reserved),
         x402_version: Set(i32::from(new.x402_version)),
         amount: Set(new.amount.to_owned()),
         asset: Set(new.asset.to_owned()),
@@ -62,10 +58,10 @@ pub async fn reserve(db: &impl ConnectionTrait, new: &NewPayment<'_>, now_ms: i6
 /// Marks a reserved payment failed (nothing was charged), with the reason.
 pub async fn fail(db: &impl ConnectionTrait, id: i64, reason: &str) -> Result<(), DbErr> {
     x402_payment::Entity::update_many()
-        .col_expr(x402_payment::Column::Status, Expr::value(STATUS_FAILED))
+        .col_expr(x402_payment::Column::Status, Expr::value(PaymentStatus::Failed))
         .col_expr(x402_payment::Column::Error, Expr::value(reason))
         .filter(x402_payment::Column::Id.eq(id))
-        .filter(x402_payment::Column::Status.eq(STATUS_RESERVED))
+        .filter(x402_payment::Column::Status.eq(PaymentStatus::Reserved))
         .exec(db)
         .await?;
     Ok(())
@@ -92,7 +88,7 @@ pub async fn settle(
 ) -> Result<(), DbErr> {
     let row = x402_payment::ActiveModel {
         id: Set(id),
-        status: Set(STATUS_SETTLED.to_owned()),
+        status: Set(PaymentStatus::Settled),
         amount: Set(amount.to_owned()),
         transaction: Set(Some(transaction.to_owned())),
         error: Set(None),

@@ -88,7 +88,7 @@ async fn the_reference_clients_pay_on_a_local_chain() {
 
         let ledger = govdata::store::payments::list(&db).await.expect("payments");
         let row = ledger.iter().find(|p| p.transaction.as_deref() == Some(&transaction)).expect("recorded");
-        assert_eq!(row.status, govdata::store::payments::STATUS_SETTLED);
+        assert_eq!(row.status, govdata::store::entities::x402_payment::PaymentStatus::Settled);
         assert_eq!(row.amount, price.to_string());
         assert_eq!(row.payer, PAYER);
 

@@ -477,7 +477,7 @@ async fn the_reference_clients_list_call_and_pay() {
     let db = govdata::store::connect(&app.database_url).await.unwrap();
     let ledger = govdata::store::payments::list(&db).await.unwrap();
     let row = ledger.iter().find(|p| p.transaction.as_deref() == Some(transaction)).expect("recorded");
-    assert_eq!(row.status, govdata::store::payments::STATUS_SETTLED);
+    assert_eq!(row.status, govdata::store::entities::x402_payment::PaymentStatus::Settled);
     assert_eq!(row.endpoint, "GET /v2/daos/{daoId}/voters");
     assert_eq!(row.amount, "5000");
 

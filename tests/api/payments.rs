@@ -12,7 +12,7 @@ use std::{
 
 use base64::Engine;
 use govdata::{
-    store::payments,
+    store::{entities::x402_payment::PaymentStatus, payments},
     x402::eip3009::{ParsedAuthorization, TokenDomain},
     x402::wire::Authorization,
 };
@@ -308,7 +308,7 @@ on_both_backends!(a_payment_is_verified_settled_recorded_and_never_replayed, |ba
         assert_eq!(sent["paymentPayload"], decode(&header), "the client's payload, untouched");
 
         let row = payment_row(&app, &draft.authorization.nonce).await.expect("recorded");
-        assert_eq!(row.status, payments::STATUS_SETTLED);
+        assert_eq!(row.status, PaymentStatus::Settled);
         assert_eq!(row.payer, PAYER.to_lowercase());
         assert_eq!(row.amount, "5000");
         assert_eq!(row.endpoint, "GET /v2/daos/{daoId}/voters");
@@ -371,7 +371,7 @@ on_both_backends!(
         assert!(response.headers().get("payment-response").is_none());
         assert_eq!(facilitator.actions(), ["verify"], "verified, never settled");
         let row = payment_row(&app, &draft.authorization.nonce).await.expect("reserved");
-        assert_eq!(row.status, payments::STATUS_FAILED);
+        assert_eq!(row.status, PaymentStatus::Failed);
         assert!(row.error.as_deref().unwrap().contains("404"), "{row:?}");
 
         // The facilitator refuses at /verify: 402 with its reason, the handler never runs.
@@ -385,7 +385,7 @@ on_both_backends!(
         )
         .await;
         assert_eq!(facilitator.actions(), ["verify"]);
-        assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
+        assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, PaymentStatus::Failed);
 
         // The facilitator refuses at /settle: the answer is withheld.
         facilitator.forget();
@@ -398,7 +398,7 @@ on_both_backends!(
         )
         .await;
         assert_eq!(facilitator.actions(), ["verify", "settle"]);
-        assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
+        assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, PaymentStatus::Failed);
     }
 );
 
@@ -419,7 +419,7 @@ on_both_backends!(a_garbled_or_unreachable_facilitator_is_an_upstream_error, |ba
         let draft = Draft::honest(&offer, generation);
         assert_upstream_error(pay(&app, STANDARD, (draft.header_name(), &draft.encode())).await, "garbled").await;
         let row = payment_row(&app, &draft.authorization.nonce).await.unwrap();
-        assert_eq!(row.status, payments::STATUS_FAILED, "nothing was verified, so nothing can have moved");
+        assert_eq!(row.status, PaymentStatus::Failed, "nothing was verified, so nothing can have moved");
     }
 
     // A port nothing listens on.
@@ -479,7 +479,7 @@ on_both_backends!(a_payment_buys_a_stream_for_its_paid_time, |backend: Backend| 
     let refused = pay(&app, bad, (draft.header_name(), &header)).await;
     assert_eq!(refused.status(), 400, "a bad `after`");
     assert_eq!(facilitator.actions(), ["verify"], "verified, never settled");
-    assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, payments::STATUS_FAILED);
+    assert_eq!(payment_row(&app, &draft.authorization.nonce).await.unwrap().status, PaymentStatus::Failed);
 
     facilitator.forget();
     let draft = Draft::honest(&offer, 2);
@@ -491,7 +491,7 @@ on_both_backends!(a_payment_buys_a_stream_for_its_paid_time, |backend: Backend| 
     assert!(response.headers().contains_key("payment-response"), "settled before the stream flows");
     assert_eq!(facilitator.actions(), ["verify", "settle"]);
     let row = payment_row(&app, &draft.authorization.nonce).await.expect("recorded");
-    assert_eq!(row.status, payments::STATUS_SETTLED);
+    assert_eq!(row.status, PaymentStatus::Settled);
     assert_eq!(row.endpoint, "GET /v2/stream");
     let mut text = String::new();
     while let Some(chunk) = tokio::time::timeout(Duration::from_secs(30), response.chunk()).await.unwrap().unwrap() {

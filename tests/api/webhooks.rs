@@ -397,11 +397,12 @@ on_both_backends!(a_partner_sees_only_its_own_webhooks, |backend: Backend| async
 // times on a store no server sends from, so no test waits a lease or five days.
 on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: Backend| async move {
     use govdata::contract::webhooks::{CLAIM_LEASE, DISABLE_AFTER_FAILING};
-    use govdata::store::webhooks::{self as queue, Outcome, Verdict};
+    use govdata::push::queue::{self, Outcome, Verdict};
+    use govdata::store::webhooks as subscriptions;
     let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
     let (token, _) = govdata::store::tokens::create(&db, "p", &["v2:paid:standard"], None, 0).await.unwrap();
-    let target = queue::Target { url: "http://127.0.0.1:9/x".into(), ..Default::default() };
-    let s = queue::create(&db, token.id, &target, 0).await.unwrap();
+    let target = subscriptions::Target { url: "http://127.0.0.1:9/x".into(), ..Default::default() };
+    let s = subscriptions::create(&db, token.id, &target, 0).await.unwrap();
     let t0 = 1_000_000;
     let msg = queue::queue_test(&db, &s, "a test", t0).await.unwrap();
     let lease = CLAIM_LEASE.as_millis() as i64;
@@ -428,7 +429,7 @@ on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: B
     assert!(queue::claim(&db, s.id, later + 1, later + lease, 8).await.unwrap().is_empty(), "still held by the second");
     // The second process's failure schedules a retry; failing since then.
     queue::record(&db, &s, &[outcome(&second[0], later, Verdict::RetryAt(later + 5_000))], later).await.unwrap();
-    let s = queue::get(&db, None, &s.public_id).await.unwrap().unwrap();
+    let s = subscriptions::get(&db, None, &s.public_id).await.unwrap().unwrap();
     assert_eq!(s.failing_since_ms, Some(later));
     assert!(s.enabled);
     let retry = queue::claim(&db, s.id, later + 5_000, later + 5_000 + lease, 8).await.unwrap();
@@ -439,7 +440,7 @@ on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: B
     let disabled = queue::record(&db, &s, &[outcome(&retry[0], days, Verdict::RetryAt(days + 1))], days).await.unwrap();
     let reason = disabled.expect("disabled");
     assert!(reason.contains("failed for 5 days"), "{reason}");
-    let s = queue::get(&db, None, &s.public_id).await.unwrap().unwrap();
+    let s = subscriptions::get(&db, None, &s.public_id).await.unwrap().unwrap();
     assert!(!s.enabled);
     assert_eq!(s.disabled_reason.as_deref(), Some(reason.as_str()));
     let all = queue::attempts(&db, s.id, None, 10).await.unwrap();

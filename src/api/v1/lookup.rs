@@ -20,6 +20,7 @@ use crate::contract::{
     operations::ProposalsLookupV1 as Op,
 };
 use crate::rules::lookup::{self, Ranked, TitleScores, Verdict, identifier_confidence};
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::{self, entities::proposal, search};
 
 /// Which input the match was made on.
@@ -373,7 +374,7 @@ async fn by_url(
     url: &ProposalUrl,
     dao: Option<&DaoId>,
 ) -> Result<Vec<(String, proposal::Model)>, Problem> {
-    let store_err = |e: sea_orm::DbErr| Problem::from_store(&e);
+    let store_err = |e: sea_orm::DbErr| problem_marking_read_failed(&e);
     let rows = match url {
         ProposalUrl::Snapshot { space, id } => {
             store::items::snapshot_proposals_in_space(db, space, id, dao, ITEM_CANDIDATES).await.map_err(store_err)?

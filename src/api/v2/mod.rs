@@ -37,6 +37,7 @@ use crate::contract::{
 #[cfg(doc)]
 use crate::edge::serving::Serving;
 use crate::store;
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::tokens::LiveToken;
 
 /// One tag per resource.
@@ -228,7 +229,7 @@ pub async fn resolve_voter(
         VoterIdentity::Address(a) => Ok(a),
         VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.reads(), &name)
             .await
-            .map_err(|e| Problem::from_store(&e))?
+            .map_err(|e| problem_marking_read_failed(&e))?
             .ok_or_else(|| {
                 Problem::not_found(format!(
                     "No voter with the ENS name `{name}` is known. ENS names are known only for voters an upstream \

@@ -32,6 +32,7 @@ use crate::contract::{
     params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::rules::{evidence, tally::share};
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::{
     self,
     address::AccountBytes,
@@ -171,7 +172,7 @@ async fn delegation_shift(state: &AppState, p: &proposal::Model) -> Result<Optio
     let mut rows =
         store::governor::notable_delegations(&state.reads(), &dao, Some(window), None, DELEGATION_SHIFT_CITED + 1)
             .await
-            .map_err(|e| Problem::from_store(&e))?;
+            .map_err(|e| problem_marking_read_failed(&e))?;
     if rows.is_empty() {
         return Ok(None);
     }
@@ -301,7 +302,7 @@ async fn proposal_by_key(state: &AppState, key: &KeyParam<ProposalKey>) -> Resul
     let key = key.parse()?;
     store::proposals::by_key(&state.reads(), key.as_str())
         .await
-        .map_err(|e| Problem::from_store(&e))?
+        .map_err(|e| problem_marking_read_failed(&e))?
         .ok_or_else(|| Problem::not_found(format!("No proposal has the key `{key}`.")))
 }
 

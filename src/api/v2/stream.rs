@@ -1,6 +1,6 @@
 //! `GET /v2/stream`: the feed as a resumable Server-Sent Events stream, for clients that want
 //! each change as soon as it is published. The entries are `/v2/feed`'s; the process's one
-//! reader fans them out (`edge::stream`).
+//! reader fans them out (`push::hub`).
 use std::borrow::Cow;
 use std::pin::Pin;
 use std::time::Duration;
@@ -27,12 +27,13 @@ use crate::contract::{
     operations::FeedStreamV2,
     params::DaoFilter,
 };
-use crate::edge::{payment::PaidByPayment, stream::StreamPlan};
+use crate::edge::payment::PaidByPayment;
+use crate::push::hub::StreamPlan;
 use crate::store::{self, feed::FeedFilter};
 
 /// One event of the stream as an SSE parser hands it over, as the document declares it (the
 /// schema of each event of a `text/event-stream`, as schemathesis and OpenAPI 3.2's
-/// `itemSchema` read it). Only declared: frames are rendered once per entry (`edge::stream`),
+/// `itemSchema` read it). Only declared: frames are rendered once per entry (`push::hub`),
 /// never through this type. `data` is a string of JSON; its shapes, `FeedEntry` and
 /// `StreamEnded`, are components of their own.
 pub struct StreamEvent;
@@ -113,7 +114,7 @@ impl Type for StreamEvent {
     }
 }
 
-/// A `text/event-stream` body of finished frames (`edge::stream` writes them).
+/// A `text/event-stream` body of finished frames (`push::hub` writes them).
 pub struct EventStream(Pin<Box<dyn Stream<Item = Bytes> + Send>>);
 
 impl Payload for EventStream {

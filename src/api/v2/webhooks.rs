@@ -1,6 +1,6 @@
 //! `/v2/webhooks`: a partner's own subscriptions to the feed, delivered as Standard Webhooks
 //! (`push`), managed with its partner token. The request bodies are read member by member
-//! (`contract::body`); the subscriptions, deliveries and attempts live in `store::webhooks`.
+//! (`contract::body`); the subscriptions live in `store::webhooks`, their deliveries and attempts in `push::queue`.
 use poem::{Request, web::Data};
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, param::Path, param::Query, payload::Json};
 use serde_json::Value;
@@ -17,17 +17,19 @@ use crate::contract::{
         WebhookDeliveriesListV2, WebhookSecretRotateV2, WebhookTestSendV2, WebhooksCreateV2, WebhooksDeleteV2,
         WebhooksGetV2, WebhooksListV2, WebhooksReplayV2, WebhooksUpdateV2,
     },
-    params::V2Limit,
+    params::{V2Limit, WebhookIdParam},
     time::{Timestamp, now_ms},
     vocabulary::DaoId,
     webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES},
 };
 use crate::push::guard::{self, Reach};
+use crate::push::queue;
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::{
     self,
-    entities::webhook_attempt,
+    entities::webhook_attempt::{self, AttemptOutcome as Stored},
     keysets::IdAfter,
-    webhooks::{self as subs, Change, CreateError, Subscription, Target},
+    webhooks::{self as subs, Change, CreateError, Filters, Subscription, Target},
 };
 
 pub struct Api;
@@ -63,11 +65,12 @@ pub struct Webhook {
 impl Webhook {
     fn of(s: &Subscription) -> Self {
         let now = now_ms();
+        let filters = Filters::of(s);
         Self {
             id: s.public_id.clone(),
             url: s.url.clone(),
-            dao_ids: subs::dao_ids(s),
-            kinds: subs::kinds(s),
+            dao_ids: filters.daos.iter().map(|d| d.as_str().to_owned()).collect(),
+            kinds: filters.kinds,
             description: s.description.clone(),
             enabled: s.enabled,
             disabled_reason: s.disabled_reason.clone(),
@@ -287,10 +290,10 @@ pub struct WebhookAttempt {
 
 impl WebhookAttempt {
     fn of(a: webhook_attempt::Model) -> Self {
-        let outcome = match a.outcome.as_str() {
-            subs::DELIVERED => AttemptOutcome::Delivered,
-            subs::RETRYING => AttemptOutcome::Retrying,
-            _ => AttemptOutcome::Failed,
+        let outcome = match a.outcome {
+            Stored::Delivered => AttemptOutcome::Delivered,
+            Stored::Retrying => AttemptOutcome::Retrying,
+            Stored::Failed => AttemptOutcome::Failed,
         };
         Self {
             message_id: a.msg_id,
@@ -350,26 +353,32 @@ async fn checked_url(state: &AppState, url: &str) -> Result<String, Problem> {
     Ok(parsed.to_string())
 }
 
-/// The DAO ids, each a covered DAO.
-async fn checked_daos(state: &AppState, ids: &[String]) -> Result<(), Problem> {
-    let unknown = subs::unknown_daos(state.primary()?, ids).await.map_err(|e| Problem::from_store(&e))?;
+/// The DAO ids, each a covered DAO (the body's members were read as DAO ids already).
+async fn checked_daos(state: &AppState, ids: &[String]) -> Result<Vec<DaoId>, Problem> {
+    let ids: Vec<DaoId> = ids.iter().filter_map(|id| DaoId::parse(id)).collect();
+    let unknown = subs::unknown_daos(state.primary()?, &ids).await.map_err(|e| problem_marking_read_failed(&e))?;
     match unknown.first() {
         Some(first) => {
             let at = ids.iter().position(|i| i == first).unwrap_or(0);
             Err(refuse_member(
                 &format!("daoIds[{at}]"),
-                first,
+                first.as_str(),
                 Refusal::new("is no covered DAO", "a `daoId` from GET /v1/daos"),
             ))
         }
-        None => Ok(()),
+        None => Ok(ids),
     }
 }
 
-/// Subscription `id` of the calling token, or the 404.
-async fn owned(state: &AppState, req: &Request, id: &str) -> Result<Subscription, Problem> {
+/// Subscription `id` of the calling token, or the 404 (also for an id of no webhook's form).
+async fn owned(state: &AppState, req: &Request, id: &WebhookIdParam) -> Result<Subscription, Problem> {
     let token = partner_token(req)?;
-    subs::get(state.primary()?, Some(token.id), id).await.map_err(|e| Problem::from_store(&e))?.ok_or_else(|| {
+    let db = state.primary()?;
+    let (found, id) = match id.parse() {
+        Ok(id) => (subs::get(db, Some(token.id), id).await.map_err(|e| problem_marking_read_failed(&e))?, id),
+        Err(text) => (None, text),
+    };
+    found.ok_or_else(|| {
         Problem::not_found(format!("No webhook `{id}` belongs to this token; GET /v2/webhooks lists yours."))
     })
 }
@@ -398,15 +407,15 @@ impl Api {
         let token = partner_token(req)?;
         let body = body.0;
         let url = checked_url(&state, &body.url).await?;
-        let dao_ids = body.dao_ids.unwrap_or_default();
-        checked_daos(&state, &dao_ids).await?;
-        let target = Target { url, dao_ids, kinds: body.kinds.unwrap_or_default(), description: body.description };
+        let daos = checked_daos(&state, &body.dao_ids.unwrap_or_default()).await?;
+        let filters = Filters { daos, kinds: body.kinds.unwrap_or_default() };
+        let target = Target { url, filters, description: body.description };
         let created = subs::create(state.primary()?, token.id, &target, now_ms()).await.map_err(|e| match e {
             CreateError::TooMany => Problem::new(
                 ErrorCode::ValidationError,
                 format!("This token holds {MAX_SUBSCRIPTIONS_PER_TOKEN} webhooks, the most it may; delete one first."),
             ),
-            CreateError::Store(e) => Problem::from_store(&e),
+            CreateError::Store(e) => problem_marking_read_failed(&e),
         })?;
         state.webhook_wake.notify_one();
         let location = format!("/v2/webhooks/{}", created.public_id);
@@ -442,7 +451,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksGetV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         Ok(Json(V2Single::new(Webhook::of(&s), freshness(&state))))
@@ -460,7 +469,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
         body: JsonBody<WebhookUpdate>,
     ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksUpdateV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
@@ -469,12 +478,13 @@ impl Api {
             Some(url) => Some(checked_url(&state, url).await?),
             None => None,
         };
-        if let Some(daos) = &body.dao_ids {
-            checked_daos(&state, daos).await?;
-        }
+        let daos = match &body.dao_ids {
+            Some(daos) => Some(checked_daos(&state, daos).await?),
+            None => None,
+        };
         let change = Change {
             url,
-            dao_ids: body.dao_ids,
+            daos,
             kinds: body.kinds,
             description: body.description.map(|d| Some(d).filter(|d| !d.is_empty())),
             enabled: body.enabled,
@@ -494,7 +504,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<DeletedResponse, ApiError<WebhooksDeleteV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         subs::delete(state.primary()?, &s).await?;
@@ -515,7 +525,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<Json<V2Single<WebhookWithSecret>>, ApiError<WebhookSecretRotateV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         let s = subs::rotate(state.primary()?, s, now_ms()).await?;
@@ -536,12 +546,12 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
     ) -> Result<QueuedResponse, ApiError<WebhookTestSendV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
         let now = now_ms();
         let note = "A test message from govdata: this endpoint receives the feed's entries.";
-        let msg_id = subs::queue_test(state.primary()?, &s, note, now).await?;
+        let msg_id = queue::queue_test(state.primary()?, &s, note, now).await?;
         state.webhook_wake.notify_one();
         let queued =
             WebhookQueued { message_id: Some(msg_id), from: None, through: None, queued_at: Timestamp::from_ms(now) };
@@ -560,7 +570,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
         /// Attempts per page.
         limit: Query<Option<V2Limit<MostLists>>>,
         /// `meta.page.nextCursor` of the previous page, unchanged.
@@ -570,7 +580,7 @@ impl Api {
         let list = Listing::<WebhookDeliveriesListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0))
             .filtered(WebhookDeliveriesShape { webhook_id: &s.public_id });
         let before = list.after(cursor.0.as_deref())?.map(|IdAfter(id)| id);
-        let rows = subs::attempts(state.primary()?, s.id, before, list.rows_to_read()).await?;
+        let rows = queue::attempts(state.primary()?, s.id, before, list.rows_to_read()).await?;
         Ok(list.page(rows, |a| IdAfter(a.id), WebhookAttempt::of))
     }
 
@@ -587,7 +597,7 @@ impl Api {
         req: &Request,
         /// The webhook's `id` (`wh_…`).
         #[oai(name = "webhookId")]
-        webhook_id: Path<String>,
+        webhook_id: Path<WebhookIdParam>,
         body: JsonBody<WebhookReplay>,
     ) -> Result<QueuedResponse, ApiError<WebhooksReplayV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
@@ -596,7 +606,7 @@ impl Api {
             return Err(feed::expired(after, pruned, "after", ParamLocation::Body).into());
         }
         let now = now_ms();
-        let (from, through) = subs::replay(state.primary()?, s, after, now).await?;
+        let (from, through) = queue::replay(state.primary()?, s, after, now).await?;
         state.webhook_wake.notify_one();
         let queued = WebhookQueued {
             message_id: None,

@@ -14,8 +14,8 @@ use crate::api::views::{
 use crate::contract::errors::Problem;
 use crate::contract::feed::FeedKind;
 use crate::contract::time::Timestamp;
-use crate::edge::stream::{Frame, RenderFrames};
-use crate::push::RenderEntries;
+use crate::push::dispatch::RenderEntries;
+use crate::push::hub::{Frame, RenderFrames};
 use crate::store::feed::{FeedBody, FeedRecord};
 
 /// One change, as published: a governance event (new, or corrected upstream) or a signal raised,

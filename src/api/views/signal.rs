@@ -22,6 +22,7 @@ use crate::contract::{
     signals::{Severity, SignalKind, rules_text},
 };
 use crate::rules::signals::{CitationRecord, Evidence};
+use crate::store::failures::problem_marking_read_failed;
 use crate::store::keys;
 use crate::store::signals::SignalRecord;
 
@@ -300,7 +301,7 @@ impl Signal {
             })
             .collect::<Result<Vec<_>, Problem>>()?;
         let voters = read.iter().filter_map(|(_, e)| Some(e.deciding_vote.as_ref()?.voter.clone()));
-        let known = KnownVoters::load(db, voters).await.map_err(|e| Problem::from_store(&e))?;
+        let known = KnownVoters::load(db, voters).await.map_err(|e| problem_marking_read_failed(&e))?;
         read.into_iter().map(|(r, evidence)| Self::from_record(r, evidence, &known)).collect()
     }
 

@@ -234,7 +234,7 @@ async fn sample_rss(pid: u32, peak: Arc<AtomicU64>) {
 
 /// A receiver down for a simulated day, then back.
 pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
-    use govdata::store::{tokens, webhooks as queue};
+    use govdata::store::{tokens, webhooks as subscriptions};
     const MINUTE: i64 = 60_000;
     let db = govdata::store::connect(url).await?;
     let start = govdata::contract::time::now_ms();
@@ -254,7 +254,7 @@ pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
     };
     let hook = receiver(tally.clone(), down).await?;
     let (token, _) = tokens::create(&db, "day", &["v2:paid:standard"], None, start).await?;
-    queue::create(&db, token.id, &queue::Target { url: hook, ..Default::default() }, start)
+    subscriptions::create(&db, token.id, &subscriptions::Target { url: hook, ..Default::default() }, start)
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let dao = format!("whday{}", std::process::id());
@@ -269,7 +269,7 @@ pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
     let entries = feed_entries_of(&db, &dao).await? as usize;
     let wake = Arc::new(tokio::sync::Notify::new());
     let sim = clock.clone();
-    let options = govdata::push::Options {
+    let options = govdata::push::dispatch::Options {
         reach: govdata::push::guard::Reach { allow_private: true },
         resolver: govdata::push::guard::resolver(None),
         loopback_only: true,
@@ -278,7 +278,7 @@ pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
         clock: Arc::new(move || sim.load(Ordering::Relaxed)),
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    govdata::push::Dispatcher::start(
+    govdata::push::dispatch::Dispatcher::start(
         db.clone(),
         govdata::api::views::feed::webhook_entries(),
         options,
@@ -309,7 +309,7 @@ pub async fn day(url: &str, plan: Plan) -> anyhow::Result<()> {
     let at_h = (clock.load(Ordering::Relaxed) - start) as f64 / (60.0 * MINUTE as f64);
     let _ = stop_tx.send(());
     let total = tally.total.load(Ordering::Relaxed) as usize;
-    let s = &queue::list(&db, None).await?[0];
+    let s = &subscriptions::list(&db, None).await?[0];
     println!(
         "all {entries} entries arrived by simulated {at_h:.1} h ({:.1} s real): none lost, {} duplicates; {} attempts \
          refused while down ({:.1} per entry); the webhook stayed {}",

@@ -18,10 +18,24 @@ pub struct Model {
     pub status_code: Option<i32>,
     pub duration_ms: i64,
     pub error: Option<String>,
-    /// `delivered`, `retrying` or `failed`.
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
     /// When the next attempt is due (`retrying` only).
     pub next_attempt_ms: Option<i64>,
+}
+
+/// What an attempt came to, stored as its text (`delivered`, `retrying`, `failed`), the column
+/// type `String`'s: the table is made from this entity, so its schema stays what it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+pub enum AttemptOutcome {
+    #[sea_orm(string_value = "delivered")]
+    Delivered,
+    /// Failed; another attempt is due at `next_attempt_ms`.
+    #[sea_orm(string_value = "retrying")]
+    Retrying,
+    /// Failed, and no attempt follows.
+    #[sea_orm(string_value = "failed")]
+    Failed,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

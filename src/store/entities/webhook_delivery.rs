@@ -17,12 +17,27 @@ pub struct Model {
     pub msg_id: String,
     /// Attempts made.
     pub attempts: i32,
-    /// `pending`, `delivered` or `failed`.
-    pub state: String,
+    pub state: DeliveryState,
     pub next_attempt_ms: i64,
     /// Until when a process holds the next attempt (0: no one).
     pub lease_until_ms: i64,
     pub created_ms: i64,
+}
+
+/// Where a delivery stands, stored as its text (`pending`, `delivered`, `failed`), the column
+/// type `String`'s: the table is made from this entity, so its schema stays what it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+pub enum DeliveryState {
+    /// Owed: attempted when `next_attempt_ms` comes (the partial index `ix_webhook_due` holds
+    /// only these).
+    #[sea_orm(string_value = "pending")]
+    Pending,
+    #[sea_orm(string_value = "delivered")]
+    Delivered,
+    /// No attempt follows.
+    #[sea_orm(string_value = "failed")]
+    Failed,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -10,8 +10,7 @@ pub struct Model {
     pub payer: String,
     #[sea_orm(unique_key = "payment_nonce")]
     pub nonce: String,
-    /// reserved | settled | failed
-    pub status: String,
+    pub status: PaymentStatus,
     pub x402_version: i32,
     pub amount: String,
     pub asset: String,
@@ -22,6 +21,21 @@ pub struct Model {
     pub error: Option<String>,
     pub created_ms: i64,
     pub settled_ms: Option<i64>,
+}
+
+/// Where a payment stands, stored as its text (`reserved`, `settled`, `failed`), the column type
+/// `String`'s: the table is made from this entity, so its schema stays what it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+pub enum PaymentStatus {
+    /// Taken before the facilitator saw it; stays so when a settlement's outcome is unknown.
+    #[sea_orm(string_value = "reserved")]
+    Reserved,
+    #[sea_orm(string_value = "settled")]
+    Settled,
+    /// Nothing was charged.
+    #[sea_orm(string_value = "failed")]
+    Failed,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,7 +1,7 @@
 //! Event streams of the feed (`GET /v2/stream`): one reader per process, fanned out.
 //!
 //! After each publication (the serving revision moved: this process's, or another's seen by
-//! `serving`'s watch) the process's [`FeedHub`] reads the new feed entries once, renders each as
+//! the watch it is handed, the edge's `serving`) the process's [`FeedHub`] reads the new feed entries once, renders each as
 //! its finished SSE frame once, and broadcasts them; every open stream filters the shared frames
 //! and writes the bytes it wants. No stream queries the store per tick or per publication.
 //!
@@ -31,13 +31,13 @@ use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
-use super::{bounds::QuerySlots, serving::Serving};
 use crate::connections::Shutdown;
 use crate::contract::errors::Problem;
 use crate::contract::feed::{FeedKind, STREAM_ENDED_EVENT, STREAM_RETRY_MS, StreamEndReason, StreamEnded};
 use crate::metrics::METRICS;
 use crate::store::{
     self,
+    failures::problem_marking_read_failed,
     feed::{FeedFilter, FeedRecord},
 };
 
@@ -86,6 +86,24 @@ pub trait RenderFrames: Send + Sync + 'static {
 
 type Batch = Arc<[Frame]>;
 
+/// A value of the watch the hub follows that names the serving revision (the edge's
+/// `serving::Serving`): the hub reads after each new one.
+pub trait Revision: Send + Sync + 'static {
+    fn revision(&self) -> i64;
+}
+
+/// What a stream's catch-up read came to: its frames and whether the page was full, or `None`
+/// when pruning passed the stream's position.
+pub type CaughtUp = Option<(Vec<Frame>, bool)>;
+
+/// The process's bound on concurrent store work, that a stream catching up reads within (the
+/// edge's query slots, `edge::bounds`): a catch-up is a read like a request's.
+pub trait ReadSlots: Send + Sync + 'static {
+    /// Runs `read` in a slot, within the request deadline; the error says why it failed or was
+    /// not run.
+    fn run<'a>(&'a self, read: BoxFuture<'a, Result<CaughtUp, Problem>>) -> BoxFuture<'a, Result<CaughtUp, String>>;
+}
+
 /// The process's one reader of new feed entries, and the broadcast every stream listens to.
 pub struct FeedHub {
     /// The primary: new entries are read there as publications commit.
@@ -104,10 +122,10 @@ impl FeedHub {
     /// Starts the hub after the newest entry, following `serving`, keeping `backlog` batches for
     /// streams that have not taken them yet (a stream further behind catches up from the
     /// store); it stops when the hub is dropped.
-    pub async fn start(
+    pub async fn start<R: Revision>(
         nodes: Arc<store::nodes::Nodes>,
         render: Arc<dyn RenderFrames>,
-        serving: watch::Receiver<Arc<Serving>>,
+        serving: watch::Receiver<R>,
         backlog: usize,
     ) -> Result<Arc<Self>, DbErr> {
         let db = nodes.primary().clone();
@@ -147,7 +165,7 @@ impl FeedHub {
         let mut position = self.position.load(Ordering::Acquire);
         let taken = self.subscriptions.load(Ordering::Acquire);
         if self.tx.receiver_count() == 0 {
-            let newest = store::feed::newest(&self.db).await.map_err(|e| Problem::from_store(&e))?;
+            let newest = store::feed::newest(&self.db).await.map_err(|e| problem_marking_read_failed(&e))?;
             // A stream that subscribed meanwhile may have caught up from the store to before
             // entries this skip would pass over: then they are read and broadcast after all.
             if self.subscriptions.load(Ordering::Acquire) == taken {
@@ -158,7 +176,7 @@ impl FeedHub {
         loop {
             let records = store::feed::after(&self.db, &FeedFilter::default(), position, PAGE)
                 .await
-                .map_err(|e| Problem::from_store(&e))?;
+                .map_err(|e| problem_marking_read_failed(&e))?;
             METRICS.stream_reads.with_label_values(&["publication"]).inc();
             let full = records.len() as u64 == PAGE;
             let frames = self.render.render(self.db.clone(), records).await?;
@@ -175,13 +193,13 @@ impl FeedHub {
 }
 
 /// The hub's loop: a read after each new serving revision.
-async fn follow(hub: Weak<FeedHub>, mut serving: watch::Receiver<Arc<Serving>>) {
-    let mut revision = serving.borrow_and_update().id;
+async fn follow<R: Revision>(hub: Weak<FeedHub>, mut serving: watch::Receiver<R>) {
+    let mut revision = serving.borrow_and_update().revision();
     loop {
         if serving.changed().await.is_err() {
             return;
         }
-        let id = serving.borrow_and_update().id;
+        let id = serving.borrow_and_update().revision();
         if id == revision {
             continue;
         }
@@ -229,14 +247,14 @@ impl FeedHub {
         self: &Arc<Self>,
         subscription: Subscription,
         plan: StreamPlan,
-        queries: QuerySlots,
+        queries: impl ReadSlots,
         shutdown: Shutdown,
     ) -> Pin<Box<dyn Stream<Item = Bytes> + Send>> {
         let reader = Reader {
             hub: self.clone(),
             rx: subscription.0,
             plan,
-            queries,
+            queries: Box::new(queries),
             shutdown,
             phase: Phase::Hello,
             written: Instant::now(),
@@ -289,7 +307,7 @@ struct Reader {
     hub: Arc<FeedHub>,
     rx: broadcast::Receiver<Batch>,
     plan: StreamPlan,
-    queries: QuerySlots,
+    queries: Box<dyn ReadSlots>,
     shutdown: Shutdown,
     phase: Phase,
     /// When bytes were last handed to the connection: a keep-alive follows a quiet interval.
@@ -385,18 +403,19 @@ impl Reader {
         let position = self.position();
         let hub = self.hub.clone();
         let render = self.hub.render.clone();
-        let read = self.queries.run(async move {
+        let read = self.queries.run(Box::pin(async move {
             let db = hub.catch_up_node().await;
             // A position pruning has passed lost entries: the client must resynchronise.
-            if store::feed::pruned_past(&db, position).await.map_err(|e| Problem::from_store(&e))?.is_some() {
+            if store::feed::pruned_past(&db, position).await.map_err(|e| problem_marking_read_failed(&e))?.is_some() {
                 return Ok(None);
             }
-            let records =
-                store::feed::after(&db, &filter, position, CATCH_UP_PAGE).await.map_err(|e| Problem::from_store(&e))?;
+            let records = store::feed::after(&db, &filter, position, CATCH_UP_PAGE)
+                .await
+                .map_err(|e| problem_marking_read_failed(&e))?;
             METRICS.stream_reads.with_label_values(&["resume"]).inc();
             let full = records.len() as u64 == CATCH_UP_PAGE;
-            Ok(Some((render.render(db, records).await?, full)))
-        });
+            Ok::<CaughtUp, Problem>(Some((render.render(db, records).await?, full)))
+        }));
         let (frames, full) = match read.await {
             Ok(Some(read)) => read,
             Ok(None) => return Err(StreamEndReason::Expired),

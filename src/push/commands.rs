@@ -1,0 +1,128 @@
+//! The operator's `govdata webhooks`: every partner's subscriptions, managed from the command
+//! line (what `/v2/webhooks` does for one token), and their delivery attempts.
+use anyhow::Context;
+use sea_orm::ActiveEnum;
+
+use super::guard::{self, Reach};
+use super::queue;
+use crate::config::{WebhooksArgs, WebhooksCommand};
+use crate::contract::{
+    feed::FeedKind,
+    time::{now_ms, rfc3339_ms},
+    vocabulary::DaoId,
+};
+use crate::store::{self, webhooks as subs};
+
+/// `govdata webhooks`: the operator's view of every partner's subscriptions. Running servers
+/// pick the changes up from the store (within `GOVDATA_WEBHOOK_POLL`).
+pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
+    let db = store::connect(url).await?;
+    let reach = Reach { allow_private: args.webhook_allow_private };
+    let find = |id: String| {
+        let db = db.clone();
+        async move { subs::get(&db, None, &id).await?.with_context(|| format!("no webhook `{id}`")) }
+    };
+    match args.command {
+        WebhooksCommand::List { token } => {
+            println!("{:<24} {:>5}  {:<9} {:<12} {:<30} url", "id", "token", "status", "through", "filters");
+            for s in subs::list(&db, token).await? {
+                let status = if s.enabled { "enabled" } else { "disabled" };
+                let filters = subs::Filters::of(&s).describe();
+                println!(
+                    "{:<24} {:>5}  {status:<9} {:<12} {filters:<30} {}",
+                    s.public_id, s.token_id, s.enqueued_through, s.url
+                );
+                if let Some(reason) = &s.disabled_reason {
+                    println!("{:<24} disabled: {reason}", "");
+                }
+            }
+        }
+        WebhooksCommand::Create { token, url, dao, kinds, description } => {
+            let parsed = guard::check_url_text(reach, &url).map_err(|e| anyhow::anyhow!("the URL {e}"))?;
+            guard::check_url(reach, &*guard::resolver(None), &parsed)
+                .await
+                .map_err(|e| anyhow::anyhow!("the URL {e}"))?;
+            // An id that is no DAO id names no covered DAO either.
+            let daos: Vec<DaoId> = dao.iter().filter_map(|d| DaoId::parse(d)).collect();
+            let unknown = subs::unknown_daos(&db, &daos).await?;
+            let unknown: Vec<&str> = dao
+                .iter()
+                .map(String::as_str)
+                .filter(|d| unknown.iter().any(|u| u.as_str() == *d) || DaoId::parse(d).is_none())
+                .collect();
+            anyhow::ensure!(unknown.is_empty(), "no covered DAO has the id {}", unknown.join(", "));
+            let kinds = kinds
+                .iter()
+                .map(|k| {
+                    FeedKind::parse(k)
+                        .map_err(|_| anyhow::anyhow!("unknown kind `{k}`; kinds are {}", FeedKind::choices()))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            anyhow::ensure!(
+                store::tokens::list(&db).await?.iter().any(|t| t.id == token && t.revoked_ms.is_none()),
+                "no live partner token {token}"
+            );
+            let target = subs::Target { url: parsed.to_string(), filters: subs::Filters { daos, kinds }, description };
+            let s = match subs::create(&db, token, &target, now_ms()).await {
+                Ok(s) => s,
+                Err(subs::CreateError::TooMany) => anyhow::bail!("token {token} holds the most webhooks it may"),
+                Err(subs::CreateError::Store(e)) => return Err(e.into()),
+            };
+            eprintln!("created webhook {} for token {token}; its secret is shown once:", s.public_id);
+            println!("{}", s.secret);
+        }
+        WebhooksCommand::Disable { id } => {
+            let change = subs::Change { enabled: Some(false), ..Default::default() };
+            let s = subs::update(&db, find(id).await?, &change, now_ms()).await?;
+            println!("webhook {} disabled", s.public_id);
+        }
+        WebhooksCommand::Enable { id } => {
+            let change = subs::Change { enabled: Some(true), ..Default::default() };
+            let s = subs::update(&db, find(id).await?, &change, now_ms()).await?;
+            println!("webhook {} enabled", s.public_id);
+        }
+        WebhooksCommand::Delete { id } => {
+            let s = find(id).await?;
+            subs::delete(&db, &s).await?;
+            println!("webhook {} deleted", s.public_id);
+        }
+        WebhooksCommand::RotateSecret { id } => {
+            let s = subs::rotate(&db, find(id).await?, now_ms()).await?;
+            eprintln!("webhook {}: new secret, shown once (the previous one signs beside it for a day):", s.public_id);
+            println!("{}", s.secret);
+        }
+        WebhooksCommand::Test { id } => {
+            let s = find(id).await?;
+            let note = "A test message from govdata (queued by an operator).";
+            let msg_id = queue::queue_test(&db, &s, note, now_ms()).await?;
+            println!("queued {msg_id}");
+        }
+        WebhooksCommand::Replay { id, after } => {
+            if let Some(pruned) = store::feed::pruned_past(&db, after).await? {
+                anyhow::bail!("entries up to {pruned} were pruned; replay after {pruned} or later");
+            }
+            let (from, through) = queue::replay(&db, find(id).await?, after, now_ms()).await?;
+            println!("entries after {from} up to {through} are queued again");
+        }
+        WebhooksCommand::Deliveries { id, limit } => {
+            let s = find(id).await?;
+            println!(
+                "{:<25} {:>7} {:<10} {:>6} {:>8}  {:<25} error",
+                "attempted", "attempt", "outcome", "status", "ms", "next"
+            );
+            for a in queue::attempts(&db, s.id, None, limit).await? {
+                let status = a.status_code.map_or("-".to_owned(), |c| c.to_string());
+                let next = a.next_attempt_ms.map_or("-".to_owned(), rfc3339_ms);
+                println!(
+                    "{:<25} {:>7} {:<10} {status:>6} {:>8}  {next:<25} {}",
+                    rfc3339_ms(a.attempted_ms),
+                    a.attempt,
+                    a.outcome.to_value(),
+                    a.duration_ms,
+                    a.error.unwrap_or_default()
+                );
+            }
+        }
+    }
+    Ok(())
+}

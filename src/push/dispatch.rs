@@ -1,0 +1,619 @@
+//! The dispatcher: the feed's entries sent to webhook subscriptions (Standard Webhooks v1.0.0).
+//!
+//! Every serving process runs one [`Dispatcher`]. Woken by each publication (and at least every
+//! poll interval, for what other processes queued), it enqueues the new entries
+//! (`queue::enqueue`: a delivery row per entry and subscription, in the store before
+//! anything is sent), then each active subscription's own task claims that subscription's due
+//! deliveries with a lease, sends at most [`ENDPOINT_CONCURRENCY`] at a time, and records every
+//! attempt. A slow or dead receiver holds only its own task and slots: never the publication
+//! (which only appended to the feed), the API, or another receiver.
+//!
+//! What a receiver may see: each entry at least once (a `webhook-id` seen before is a
+//! duplicate); entries in sequence order as long as every attempt succeeds at the first try,
+//! but up to [`ENDPOINT_CONCURRENCY`] are in flight at once, and a retried entry arrives after
+//! later ones. `data.sequence` orders them.
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+// parking_lot's locks do not poison: a panic inside a critical section (a bug in one request)
+// must not turn every later request that takes the same lock into a panic too.
+use parking_lot::Mutex;
+use std::time::{Duration, Instant};
+
+use futures_util::{StreamExt, future::BoxFuture, stream};
+use sea_orm::DatabaseConnection;
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use crate::contract::errors::Problem;
+use crate::contract::time::Timestamp;
+use crate::contract::webhooks::{
+    CLAIM_LEASE, ENDPOINT_CONCURRENCY, ID_HEADER, MAX_RETRY_AFTER, SIGNATURE_HEADER, THIN_PAYLOAD_BYTES,
+    TIMESTAMP_HEADER, retry_delay,
+};
+use crate::metrics::METRICS;
+use crate::store::failures::problem_marking_read_failed;
+use crate::store::feed::FeedRecord;
+use crate::store::webhooks::{self as subscriptions, Subscription};
+
+use super::guard;
+use super::queue::{self, Claimed, Outcome, Verdict};
+use super::sign;
+
+/// Renders feed records as `/v2/feed` shows them (compact JSON, one per record, in order). The
+/// surfaces implement it (`api::views::feed`).
+pub trait RenderEntries: Send + Sync + 'static {
+    fn render(
+        &self,
+        db: DatabaseConnection,
+        records: Vec<FeedRecord>,
+    ) -> BoxFuture<'static, Result<Vec<String>, Problem>>;
+}
+
+/// The time the dispatcher goes by, in milliseconds since the epoch: the wall clock, or a
+/// simulated one (the soak benchmark runs a day of retries in seconds).
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// The wall clock.
+pub fn wall_clock() -> Clock {
+    Arc::new(crate::contract::time::now_ms)
+}
+
+/// How the dispatcher runs.
+#[derive(Clone)]
+pub struct Options {
+    pub reach: guard::Reach,
+    /// Where the guard learns the receivers' addresses ([`guard::resolver`]).
+    pub resolver: guard::Resolver,
+    /// Send only to loopback hosts, without resolving any other (tests, benchmarks and the
+    /// contract tools, whose made-up URLs must never be reached).
+    pub loopback_only: bool,
+    /// The longest wait between looks at the queue when nothing woke the dispatcher.
+    pub poll: Duration,
+    /// The URL a thin payload's `url` starts with (the server's public URL).
+    pub public_url: String,
+    pub clock: Clock,
+}
+
+/// Rendered entries kept for the subscriptions that send the same entry (bounded).
+const RENDERED_KEPT: usize = 4_096;
+/// Deliveries a subscription's task claims at a time: two rounds of its slots, well within the
+/// lease even when every attempt takes the whole timeout.
+const CLAIM_BATCH: u64 = 2 * ENDPOINT_CONCURRENCY as u64;
+/// A receiver's answer is read up to this much (then dropped): the connection stays reusable.
+const ANSWER_READ_BYTES: usize = 64 * 1024;
+/// How often delivered and failed rows past the retention are pruned, and how many at a time.
+const PRUNE_EVERY: Duration = Duration::from_secs(3_600);
+const PRUNE_BATCH: u64 = 10_000;
+
+/// The process's webhook sender.
+pub struct Dispatcher {
+    db: DatabaseConnection,
+    render: Arc<dyn RenderEntries>,
+    client: reqwest::Client,
+    options: Options,
+    rendered: Mutex<Rendered>,
+    /// The subscription tasks' turns at the queue, written together (see [`Dispatcher::write`]).
+    turns: mpsc::Sender<Turn>,
+}
+
+/// A subscription task's turn at the queue: record the outcomes of its last attempts, then
+/// claim its next due deliveries.
+struct Turn {
+    subscription: Subscription,
+    outcomes: Vec<Outcome>,
+    reply: oneshot::Sender<Result<Claims, String>>,
+}
+
+/// What a turn came to.
+struct Claims {
+    /// Why the subscription was disabled by the outcomes, if it was (nothing is claimed then).
+    disabled: Option<String>,
+    claimed: Vec<Claimed>,
+}
+
+/// Turns written in one transaction at most.
+const TURNS_PER_COMMIT: usize = 256;
+
+/// Rendered messages by feed sequence, the oldest dropped past [`RENDERED_KEPT`].
+#[derive(Default)]
+struct Rendered {
+    by_seq: HashMap<i64, Arc<str>>,
+    order: VecDeque<i64>,
+}
+
+impl Rendered {
+    fn keep(&mut self, seq: i64, message: Arc<str>) {
+        if self.by_seq.insert(seq, message).is_none() {
+            self.order.push_back(seq);
+        }
+        while self.order.len() > RENDERED_KEPT {
+            if let Some(old) = self.order.pop_front() {
+                self.by_seq.remove(&old);
+            }
+        }
+    }
+}
+
+/// A running subscription task.
+struct Worker {
+    subscription: watch::Sender<Subscription>,
+    kick: Arc<Notify>,
+}
+
+impl Dispatcher {
+    /// Starts the dispatcher; it runs until `stop` resolves. `wake` is notified after each
+    /// publication and whenever a subscription changed or queued something.
+    pub fn start(
+        db: DatabaseConnection,
+        render: Arc<dyn RenderEntries>,
+        options: Options,
+        wake: Arc<Notify>,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let client = guard::client(options.reach, options.resolver.clone());
+        let (turns, queue) = mpsc::channel(TURNS_PER_COMMIT);
+        let dispatcher =
+            Arc::new(Self { db, render, client, options, rendered: Mutex::new(Default::default()), turns });
+        tokio::spawn(async move {
+            tokio::select! {
+                () = dispatcher.clone().supervise(wake) => {}
+                () = dispatcher.write(queue) => {}
+                () = stop => {}
+            }
+        })
+    }
+
+    fn now(&self) -> i64 {
+        (self.options.clock)()
+    }
+
+    /// Enqueues, starts and stops subscription tasks, and prunes, each time it is woken.
+    async fn supervise(self: Arc<Self>, wake: Arc<Notify>) {
+        let mut workers: HashMap<i64, Worker> = HashMap::new();
+        let mut pruned_at: Option<Instant> = None;
+        loop {
+            if let Err(err) = self.enqueue_all().await {
+                tracing::warn!(error = %err, "webhooks: could not enqueue the feed's new entries");
+            }
+            match subscriptions::active(&self.db).await {
+                Ok(active) => {
+                    let keep: Vec<i64> = active.iter().map(|s| s.id).collect();
+                    // A subscription no longer active (disabled, deleted, its token revoked): its
+                    // task ends when its sender is dropped.
+                    workers.retain(|id, _| keep.contains(id));
+                    for s in active {
+                        match workers.get(&s.id) {
+                            Some(w) => {
+                                w.subscription.send_if_modified(|current| {
+                                    let changed = *current != s;
+                                    *current = s.clone();
+                                    changed
+                                });
+                                w.kick.notify_one();
+                            }
+                            None => {
+                                let (tx, rx) = watch::channel(s.clone());
+                                let kick = Arc::new(Notify::new());
+                                tokio::spawn(self.clone().work(rx, kick.clone()));
+                                workers.insert(s.id, Worker { subscription: tx, kick });
+                            }
+                        }
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "webhooks: could not read the subscriptions"),
+            }
+            if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+                pruned_at = Some(Instant::now());
+                if let Err(err) = queue::prune(&self.db, self.now(), PRUNE_BATCH).await {
+                    tracing::warn!(error = %err, "webhooks: could not prune old deliveries");
+                }
+            }
+            tokio::select! {
+                () = wake.notified() => {}
+                () = tokio::time::sleep(self.options.poll) => {}
+            }
+        }
+    }
+
+    async fn enqueue_all(&self) -> Result<(), sea_orm::DbErr> {
+        loop {
+            let done = queue::enqueue(&self.db, self.now()).await?;
+            METRICS.webhook_enqueued.inc_by(done.deliveries);
+            if !done.more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One subscription's task: record its last attempts and claim what is due (one turn), send
+    /// it; wait when nothing is due.
+    async fn work(self: Arc<Self>, mut subscription: watch::Receiver<Subscription>, kick: Arc<Notify>) {
+        let mut outcomes = Vec::new();
+        loop {
+            // The supervisor dropped the sender: the subscription is no longer active. What was
+            // attempted is still recorded.
+            let gone = subscription.has_changed().is_err();
+            let s = subscription.borrow_and_update().clone();
+            if outcomes.is_empty() {
+                if gone {
+                    return;
+                }
+                // Nothing to record: a turn (a write) only when something is due. An idle
+                // webhook costs one read per wake, and never the writer's lock a publication
+                // needs.
+                let due = match queue::next_due(&self.db, s.id).await {
+                    Ok(due) => due,
+                    Err(err) => {
+                        tracing::warn!(error = %err, subscription = s.public_id, "webhooks: could not read the queue");
+                        self.idle(&kick, None).await;
+                        continue;
+                    }
+                };
+                if due.is_none_or(|at| at > self.now()) {
+                    self.idle(&kick, due).await;
+                    continue;
+                }
+            }
+            let claims = self.turn(&s, std::mem::take(&mut outcomes)).await;
+            let claimed = match claims {
+                Ok(Claims { disabled: Some(reason), .. }) => {
+                    tracing::warn!(subscription = s.public_id, reason, "webhooks: subscription disabled");
+                    return;
+                }
+                Ok(Claims { claimed, .. }) => claimed,
+                Err(err) => {
+                    // The claims' leases run out and the attempts are made again: at least once.
+                    tracing::warn!(error = %err, subscription = s.public_id, "webhooks: could not record or claim");
+                    self.idle(&kick, None).await;
+                    continue;
+                }
+            };
+            if gone {
+                return;
+            }
+            if claimed.is_empty() {
+                // Due, but held by another process's claim being written: look again later.
+                self.idle(&kick, None).await;
+                continue;
+            }
+            outcomes = self.send_all(&s, claimed).await;
+        }
+    }
+
+    /// Takes a turn at the queue (see [`Self::write`]).
+    async fn turn(&self, subscription: &Subscription, outcomes: Vec<Outcome>) -> Result<Claims, String> {
+        let (reply, answer) = oneshot::channel();
+        let turn = Turn { subscription: subscription.clone(), outcomes, reply };
+        self.turns.send(turn).await.map_err(|_| "the dispatcher stopped".to_owned())?;
+        answer.await.map_err(|_| "the dispatcher stopped".to_owned())?
+    }
+
+    /// Writes the subscription tasks' turns, as many as are waiting (up to
+    /// [`TURNS_PER_COMMIT`]) in one transaction: each task's outcomes recorded and its next
+    /// deliveries claimed. One commit (one fsync on SQLite) serves every receiver at once,
+    /// instead of two per batch of each.
+    async fn write(&self, mut queue: mpsc::Receiver<Turn>) {
+        while let Some(first) = queue.recv().await {
+            let mut turns = vec![first];
+            while turns.len() < TURNS_PER_COMMIT {
+                match queue.try_recv() {
+                    Ok(turn) => turns.push(turn),
+                    Err(_) => break,
+                }
+            }
+            match self.write_turns(&turns).await {
+                Ok(claims) => {
+                    for (turn, claims) in turns.into_iter().zip(claims) {
+                        let _ = turn.reply.send(Ok(claims));
+                    }
+                }
+                Err(err) => {
+                    for turn in turns {
+                        let _ = turn.reply.send(Err(err.to_string()));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn write_turns(&self, turns: &[Turn]) -> Result<Vec<Claims>, sea_orm::DbErr> {
+        use sea_orm::TransactionTrait;
+        let txn = self.db.begin().await?;
+        let now = self.now();
+        let lease = now + CLAIM_LEASE.as_millis() as i64;
+        let mut claims = Vec::with_capacity(turns.len());
+        for turn in turns {
+            let id = turn.subscription.id;
+            let disabled = queue::record(&txn, &turn.subscription, &turn.outcomes, now).await?;
+            let claimed = match disabled {
+                Some(_) => Vec::new(),
+                None => queue::claim(&txn, id, now, lease, CLAIM_BATCH).await?,
+            };
+            claims.push(Claims { disabled, claimed });
+        }
+        txn.commit().await?;
+        Ok(claims)
+    }
+
+    /// Waits for a kick, for the next due attempt, or for the poll interval, whichever is first.
+    async fn idle(&self, kick: &Notify, due: Option<i64>) {
+        let mut wait = self.options.poll;
+        if let Some(due) = due {
+            let until = Duration::from_millis((due - self.now()).max(0) as u64);
+            wait = wait.min(until.max(Duration::from_millis(1)));
+        }
+        tokio::select! {
+            () = kick.notified() => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+
+    async fn send_all(&self, s: &Subscription, claimed: Vec<Claimed>) -> Vec<Outcome> {
+        let bodies = self.bodies(&claimed).await;
+        let url = reqwest::Url::parse(&s.url);
+        stream::iter(claimed.into_iter().zip(bodies))
+            .map(|(c, body)| {
+                let url = url.clone();
+                async move {
+                    let attempted_ms = self.now();
+                    let started = Instant::now();
+                    let (status, error, retry_after) = match (body, url) {
+                        (Ok(body), Ok(url)) => self.attempt(s, &url, &c.msg_id, body).await,
+                        (Err(why), _) => (None, Some(why), None),
+                        (_, Err(e)) => (None, Some(format!("the subscribed URL does not parse: {e}")), None),
+                    };
+                    let verdict = verdict(&c, status, error.is_some(), retry_after, attempted_ms);
+                    let outcome = match verdict {
+                        Verdict::Delivered => "delivered",
+                        Verdict::RetryAt(_) => "retrying",
+                        Verdict::Failed | Verdict::Gone => "failed",
+                    };
+                    METRICS.webhook_attempts.with_label_values(&[outcome]).inc();
+                    Outcome {
+                        claimed: c,
+                        attempted_ms,
+                        status_code: status,
+                        duration_ms: started.elapsed().as_millis() as i64,
+                        error,
+                        verdict,
+                    }
+                }
+            })
+            .buffer_unordered(ENDPOINT_CONCURRENCY)
+            .collect()
+            .await
+    }
+
+    /// The body of each claimed delivery: its test payload, or its feed entry as a message (an
+    /// entry no longer kept is an error, recorded as the attempt's).
+    async fn bodies(&self, claimed: &[Claimed]) -> Vec<Result<Arc<str>, String>> {
+        let missing: Vec<i64> = {
+            let kept = self.rendered.lock();
+            claimed.iter().filter_map(|c| c.seq).filter(|seq| !kept.by_seq.contains_key(seq)).collect()
+        };
+        let mut failed = None;
+        if !missing.is_empty() {
+            match self.render_messages(&missing).await {
+                Ok(messages) => {
+                    let mut kept = self.rendered.lock();
+                    for (seq, message) in messages {
+                        kept.keep(seq, message);
+                    }
+                }
+                Err(problem) => failed = Some(format!("the entry could not be read: {}", problem.detail)),
+            }
+        }
+        let kept = self.rendered.lock();
+        claimed
+            .iter()
+            .map(|c| match (&c.payload, c.seq) {
+                (Some(payload), _) => Ok(Arc::from(payload.as_str())),
+                (None, Some(seq)) => kept.by_seq.get(&seq).cloned().ok_or_else(|| {
+                    failed.clone().unwrap_or_else(|| format!("feed entry {seq} is no longer kept (pruned)"))
+                }),
+                (None, None) => Err("the delivery names no entry".to_owned()),
+            })
+            .collect()
+    }
+
+    /// The messages of entries `seqs`: `{type, timestamp, data}`, thin past the size limit.
+    async fn render_messages(&self, seqs: &[i64]) -> Result<Vec<(i64, Arc<str>)>, Problem> {
+        let records = queue::entries(&self.db, seqs).await.map_err(|e| problem_marking_read_failed(&e))?;
+        let heads: Vec<(i64, &'static str, String, i64, i64)> =
+            records.iter().map(|r| (r.seq, r.kind.as_str(), r.dao_id.clone(), r.revision_id, r.published_ms)).collect();
+        let rendered = self.render.render(self.db.clone(), records).await?;
+        Ok(heads
+            .into_iter()
+            .zip(rendered)
+            .map(|((seq, kind, dao, revision, published_ms), data)| {
+                let head = Head { seq, kind, dao_id: &dao, revision, published_ms };
+                (seq, Arc::from(head.message(&data, &self.options.public_url)))
+            })
+            .collect())
+    }
+
+    /// One attempt: the status code, or why there was none, and a `Retry-After` in seconds.
+    async fn attempt(
+        &self,
+        s: &Subscription,
+        url: &reqwest::Url,
+        msg_id: &str,
+        body: Arc<str>,
+    ) -> (Option<u16>, Option<String>, Option<Duration>) {
+        if let Some(refused) = guard::literal_refused(self.options.reach, url) {
+            return (None, Some(refused.to_string()), None);
+        }
+        if self.options.loopback_only && !guard::names_loopback(url) {
+            let why = "not sent: this server sends only to loopback hosts (GOVDATA_WEBHOOK_LOOPBACK_ONLY)";
+            return (None, Some(why.to_owned()), None);
+        }
+        let now = self.now();
+        let timestamp = now.div_euclid(1_000);
+        let secrets = subscriptions::signing_secrets(s, now);
+        let signature = sign::signature(&secrets, msg_id, timestamp, body.as_bytes());
+        let sent = self
+            .client
+            .post(url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(ID_HEADER, msg_id)
+            .header(TIMESTAMP_HEADER, timestamp.to_string())
+            .header(SIGNATURE_HEADER, signature)
+            .body(body.to_string())
+            .send()
+            .await;
+        match sent {
+            Ok(mut answer) => {
+                let status = answer.status();
+                let retry_after = answer
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                let mut read = 0;
+                while read < ANSWER_READ_BYTES {
+                    match answer.chunk().await {
+                        Ok(Some(chunk)) => read += chunk.len(),
+                        _ => break,
+                    }
+                }
+                // The client follows no redirect (one could lead past the guard): a 3xx is a
+                // failed attempt, and its error says why nothing more was sent.
+                let error = match status {
+                    s if s.is_success() => None,
+                    s if s.is_redirection() => Some(format!("the endpoint answered {s}; {REDIRECT_NOT_FOLLOWED}")),
+                    s => Some(format!("the endpoint answered {s}")),
+                };
+                (Some(status.as_u16()), error, retry_after)
+            }
+            Err(err) => (None, Some(describe(err)), None),
+        }
+    }
+}
+
+/// `{type, timestamp, data}` around an entry's JSON.
+fn message(kind: &str, timestamp: &str, data: &str) -> String {
+    format!(r#"{{"type":"{kind}","timestamp":"{timestamp}","data":{data}}}"#)
+}
+
+/// What a thin message says of its entry.
+struct Head<'a> {
+    seq: i64,
+    kind: &'static str,
+    dao_id: &'a str,
+    revision: i64,
+    published_ms: i64,
+}
+
+impl Head<'_> {
+    /// The message of this entry, whose JSON is `data`: thin (the entry named, and the URL that
+    /// serves it under `public_url`) when it would be larger than [`THIN_PAYLOAD_BYTES`].
+    fn message(&self, data: &str, public_url: &str) -> String {
+        let timestamp = Timestamp::from_ms(self.published_ms).to_string();
+        let full = message(self.kind, &timestamp, data);
+        if full.len() <= THIN_PAYLOAD_BYTES {
+            return full;
+        }
+        let thin = serde_json::json!({
+            "sequence": self.seq.to_string(),
+            "kind": self.kind,
+            "daoId": self.dao_id,
+            "revision": self.revision,
+            "publishedAt": timestamp,
+            "thin": true,
+            "url": format!("{public_url}/v2/feed?after={}&limit=1", self.seq - 1),
+        });
+        message(self.kind, &timestamp, &thin.to_string())
+    }
+}
+
+/// What follows an attempt made at `now_ms` that got `status` (or none).
+fn verdict(c: &Claimed, status: Option<u16>, failed: bool, retry_after: Option<Duration>, now_ms: i64) -> Verdict {
+    match status {
+        Some(s) if (200..300).contains(&s) && !failed => return Verdict::Delivered,
+        Some(410) => return Verdict::Gone,
+        _ => {}
+    }
+    let made = c.attempts as usize + 1;
+    let Some(delay) = retry_delay(made + 1) else { return Verdict::Failed };
+    let delay = match (status, retry_after) {
+        (Some(429 | 503), Some(asked)) => asked.min(MAX_RETRY_AFTER),
+        _ => delay,
+    };
+    Verdict::RetryAt(now_ms + delay.as_millis() as i64)
+}
+
+/// What a 3xx attempt's error adds to its status.
+const REDIRECT_NOT_FOLLOWED: &str = "redirects are not followed";
+
+/// Why a request failed, without its URL (which may carry the receiver's own secret): the
+/// guard's refusal when it refused the address, else the kind of failure and its innermost
+/// cause. (No redirect error can arrive here: the client follows none, so a 3xx comes back as
+/// an answer.)
+fn describe(err: reqwest::Error) -> String {
+    let mut detail = String::new();
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        if let Some(refused) = s.downcast_ref::<guard::Refused>() {
+            return refused.to_string();
+        }
+        detail = s.to_string();
+        source = s.source();
+    }
+    let what = if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "could not connect"
+    } else {
+        "failed"
+    };
+    if detail.is_empty() { what.to_owned() } else { format!("{what}: {detail}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claimed(attempts: i32) -> Claimed {
+        Claimed { id: 1, seq: Some(1), payload: None, msg_id: "msg_1".into(), attempts, lease_until_ms: 9 }
+    }
+
+    #[test]
+    fn verdicts_follow_the_schedule_and_the_receiver() {
+        assert_eq!(verdict(&claimed(0), Some(204), false, None, 0), Verdict::Delivered);
+        assert_eq!(verdict(&claimed(0), Some(500), true, None, 0), Verdict::RetryAt(5_000));
+        assert_eq!(verdict(&claimed(1), None, true, None, 0), Verdict::RetryAt(300_000));
+        assert_eq!(verdict(&claimed(9), Some(500), true, None, 0), Verdict::Failed);
+        assert_eq!(verdict(&claimed(3), Some(410), true, None, 0), Verdict::Gone);
+        let asked = Some(Duration::from_secs(42));
+        assert_eq!(verdict(&claimed(0), Some(429), true, asked, 0), Verdict::RetryAt(42_000));
+        assert_eq!(
+            verdict(&claimed(0), Some(503), true, Some(Duration::from_secs(1 << 40)), 0),
+            Verdict::RetryAt(MAX_RETRY_AFTER.as_millis() as i64)
+        );
+        // A Retry-After on another status is not a request to wait.
+        assert_eq!(verdict(&claimed(0), Some(500), true, asked, 0), Verdict::RetryAt(5_000));
+    }
+
+    #[test]
+    fn a_large_entry_is_sent_thin_with_the_url_that_serves_it() {
+        let head = Head { seq: 42, kind: "proposal_closed", dao_id: "uniswap", revision: 7, published_ms: 0 };
+        let small = head.message(r#"{"sequence":"42"}"#, "https://api.example");
+        assert!(small.contains(r#""data":{"sequence":"42"}"#), "{small}");
+        let data = format!(r#"{{"sequence":"42","text":"{}"}}"#, "x".repeat(THIN_PAYLOAD_BYTES));
+        let thin: serde_json::Value = serde_json::from_str(&head.message(&data, "https://api.example")).unwrap();
+        assert_eq!(thin["type"], "proposal_closed");
+        assert_eq!(thin["data"]["thin"], true);
+        assert_eq!(thin["data"]["sequence"], "42");
+        assert_eq!(thin["data"]["url"], "https://api.example/v2/feed?after=41&limit=1");
+        assert!(thin.to_string().len() < THIN_PAYLOAD_BYTES);
+    }
+
+    #[test]
+    fn a_message_wraps_the_entry() {
+        let m = message("vote_cast", "2026-01-01T00:00:00.000Z", r#"{"sequence":"1"}"#);
+        let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+        assert_eq!(v["type"], "vote_cast");
+        assert_eq!(v["data"]["sequence"], "1");
+    }
+}
