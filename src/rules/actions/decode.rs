@@ -64,12 +64,9 @@ pub(crate) fn decode_function(known: &Known, target: &Address, signature: Option
     candidates.extend(proposed.as_ref().map(|f| (AbiSource::Signature, f)));
     let signatures = distinct(candidates.iter().map(|(_, f)| f.signature()));
     let selector_text = Some(hex(selector.as_slice()));
-    let (source, function) = match (signatures.len(), candidates.first()) {
-        (1, Some(first)) => *first,
-        (0, _) | (_, None) => {
-            return Decoding::Undecoded(undecoded(selector_text, Reason::UnknownSelector, None, Vec::new()));
-        }
-        _ => return Decoding::Undecoded(undecoded(selector_text, Reason::AmbiguousSelector, None, signatures)),
+    let (source, function) = match choose(&candidates, &signatures, &selector_text) {
+        Ok(chosen) => chosen,
+        Err(u) => return Decoding::Undecoded(u),
     };
     let values = match decode_exact(&function.inputs, args) {
         Ok(values) => values,
@@ -188,12 +185,9 @@ pub fn decode_revert(known: &Known, address: Option<&Address>, data: &[u8]) -> R
     candidates.extend(TABLE.errors(&selector).iter().map(|e| (AbiSource::Bundled, e)));
     let signatures = distinct(candidates.iter().map(|(_, e)| e.signature()));
     let selector_text = Some(hex(selector.as_slice()));
-    let (source, error) = match (signatures.len(), candidates.first()) {
-        (1, Some(first)) => *first,
-        (0, _) | (_, None) => {
-            return Revert::Undecoded(undecoded(selector_text, Reason::UnknownSelector, None, Vec::new()));
-        }
-        _ => return Revert::Undecoded(undecoded(selector_text, Reason::AmbiguousSelector, None, signatures)),
+    let (source, error) = match choose(&candidates, &signatures, &selector_text) {
+        Ok(chosen) => chosen,
+        Err(u) => return Revert::Undecoded(u),
     };
     let values = match decode_exact(&error.inputs, &data[4..]) {
         Ok(values) => values,
@@ -309,6 +303,20 @@ fn value(v: &DynSolValue, components: &[Param]) -> Value {
                 })
                 .collect(),
         ),
+    }
+}
+
+/// The one signature the candidates agree on, named by the first source that has it; or why
+/// there is none: no candidate, or several signatures (ambiguous, all of them listed).
+fn choose<T: Copy>(
+    candidates: &[(AbiSource, T)],
+    signatures: &[String],
+    selector: &Option<String>,
+) -> Result<(AbiSource, T), Undecoded> {
+    match (signatures.len(), candidates.first()) {
+        (1, Some(first)) => Ok(*first),
+        (0, _) | (_, None) => Err(undecoded(selector.clone(), Reason::UnknownSelector, None, Vec::new())),
+        _ => Err(undecoded(selector.clone(), Reason::AmbiguousSelector, None, signatures.to_vec())),
     }
 }
 
