@@ -130,3 +130,13 @@ pub mod lookup {
     /// Evidence: linked forum topics listed.
     pub const EVIDENCE_TOPICS: u64 = 20;
 }
+
+/// Proposal actions (issue 47): how deep calls that carry calls (timelock `schedule`/`execute`
+/// and their batches, Safe `execTransaction`, MultiSend, the Governor's `relay`) are decoded. A
+/// proposal's own action is depth 0 and a wrapper's inner calls are one deeper; a wrapper at
+/// this depth says so instead of decoding its calls. The deepest real chain seen is four
+/// wrappers, each call below the one before (`relay` → Safe `execTransaction` → MultiSend →
+/// timelock `scheduleBatch` → the call), so 4 decodes every one of them; a bound is needed at
+/// all because decoding recurses (stack) and each level repeats its inner calldata in the
+/// answer, so crafted calldata nesting thousands of levels would cost depth × size.
+pub const ACTION_NESTING_DEPTH: usize = 4;

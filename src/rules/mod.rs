@@ -4,6 +4,7 @@
 //! them over, and keep what comes back. Numbers stay exact (`contract::decimal`); times are data
 //! times, passed in, never the wall clock. Which modules and crates rules may name is held
 //! by `layers` (`ALLOWED`: contract only; `KEPT_OUT`: no database, HTTP or runtime crates).
+pub mod actions;
 pub mod evidence;
 pub mod lookup;
 pub mod signals;
