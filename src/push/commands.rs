@@ -62,7 +62,8 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
                 store::tokens::list(&db).await?.iter().any(|t| t.id == token && t.revoked_ms.is_none()),
                 "no live partner token {token}"
             );
-            let target = subs::Target { url: parsed.to_string(), filters: subs::Filters { daos, kinds }, description };
+            let target =
+                subs::Target { url: parsed.to_string(), filters: subs::Filters::new(daos, kinds), description };
             let s = match subs::create(&db, token, &target, now_ms()).await {
                 Ok(s) => s,
                 Err(subs::CreateError::TooMany) => anyhow::bail!("token {token} holds the most webhooks it may"),

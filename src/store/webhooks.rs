@@ -46,21 +46,34 @@ pub struct Change {
 pub struct Filters {
     pub daos: Vec<DaoId>,
     pub kinds: Vec<FeedKind>,
+    /// A stored list named values of which this build reads none (a kind written by a newer
+    /// build): it wants nothing, as it did when the lists were matched as text, never "every one".
+    unreadable: bool,
 }
 
 impl Filters {
-    /// The filters `s` stores. A value this build cannot read (a kind written by a newer build)
-    /// is left out.
+    pub fn new(daos: Vec<DaoId>, kinds: Vec<FeedKind>) -> Self {
+        Self { daos, kinds, unreadable: false }
+    }
+
+    /// The filters `s` stores. A value this build cannot read is left out of its list; a list
+    /// of only such values wants nothing.
     pub fn of(s: &Subscription) -> Self {
-        Self {
-            daos: split(&s.dao_ids).filter_map(DaoId::parse).collect(),
-            kinds: split(&s.kinds).filter_map(|k| FeedKind::parse(k).ok()).collect(),
-        }
+        Self::read(&s.dao_ids, &s.kinds)
+    }
+
+    fn read(dao_ids: &str, kinds: &str) -> Self {
+        let daos: Vec<DaoId> = split(dao_ids).filter_map(DaoId::parse).collect();
+        let read_kinds: Vec<FeedKind> = split(kinds).filter_map(|k| FeedKind::parse(k).ok()).collect();
+        let unreadable = (daos.is_empty() && split(dao_ids).next().is_some())
+            || (read_kinds.is_empty() && split(kinds).next().is_some());
+        Self { daos, kinds: read_kinds, unreadable }
     }
 
     /// Whether an entry of DAO `dao_id` and kind `kind` is wanted.
     pub fn wants(&self, dao_id: &str, kind: FeedKind) -> bool {
-        (self.daos.is_empty() || self.daos.iter().any(|d| d.as_str() == dao_id))
+        !self.unreadable
+            && (self.daos.is_empty() || self.daos.iter().any(|d| d.as_str() == dao_id))
             && (self.kinds.is_empty() || self.kinds.contains(&kind))
     }
 
@@ -305,4 +318,24 @@ pub async fn page(
         .limit(limit)
         .all(db)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FeedKind, Filters};
+
+    #[test]
+    fn a_stored_filter_this_build_cannot_read_wants_nothing_rather_than_everything() {
+        let all = Filters::read("", "");
+        assert!(all.wants("uniswap", FeedKind::ProposalCreated));
+        let known = Filters::read("uniswap", "proposal_created,kind_of_a_later_build");
+        assert_eq!(known.kinds, [FeedKind::ProposalCreated]);
+        assert!(known.wants("uniswap", FeedKind::ProposalCreated));
+        assert!(!known.wants("uniswap", FeedKind::VoteCast));
+        assert!(!known.wants("arbitrum", FeedKind::ProposalCreated));
+        let unread = Filters::read("", "kind_of_a_later_build");
+        assert!(unread.kinds.is_empty());
+        assert!(!unread.wants("uniswap", FeedKind::ProposalCreated));
+        assert_eq!(Filters::read("", "proposal_created"), Filters::new(Vec::new(), vec![FeedKind::ProposalCreated]));
+    }
 }

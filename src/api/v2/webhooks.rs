@@ -408,7 +408,7 @@ impl Api {
         let body = body.0;
         let url = checked_url(&state, &body.url).await?;
         let daos = checked_daos(&state, &body.dao_ids.unwrap_or_default()).await?;
-        let filters = Filters { daos, kinds: body.kinds.unwrap_or_default() };
+        let filters = Filters::new(daos, body.kinds.unwrap_or_default());
         let target = Target { url, filters, description: body.description };
         let created = subs::create(state.primary()?, token.id, &target, now_ms()).await.map_err(|e| match e {
             CreateError::TooMany => Problem::new(
