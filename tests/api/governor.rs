@@ -163,6 +163,86 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     // Again at the same height: nothing new.
     let again = run_once(&db, &registry, &options).await.unwrap();
     assert_eq!(again.published.rows_written(), 0, "{again}");
+
+    assert_actions_stored(&db, scenario).await;
+    backfill(&db, &registry, &options, scenario).await;
+}
+
+/// Each proposal's actions are stored as the script proposed them, decoded at ingestion.
+async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Value) {
+    use govdata::store::entities::{proposal, proposal_action};
+    use sea_orm::QueryOrder;
+    for p in scenario["proposals"].as_array().unwrap() {
+        let stored = proposal::Entity::find()
+            .filter(proposal::Column::DaoId.eq(DAO))
+            .filter(proposal::Column::ExternalId.eq(p["id"].as_str().unwrap()))
+            .one(db)
+            .await
+            .unwrap()
+            .expect("the proposal");
+        let actions = proposal_action::Entity::find()
+            .filter(proposal_action::Column::ProposalId.eq(stored.id))
+            .order_by_asc(proposal_action::Column::Position)
+            .all(db)
+            .await
+            .unwrap();
+        assert_eq!(actions.len(), p["targets"].as_array().unwrap().len(), "{p}");
+        for (i, a) in actions.iter().enumerate() {
+            assert_eq!(a.position, i as i32);
+            assert_eq!(a.execution_path, "governor");
+            assert_eq!(a.target, p["targets"][i].as_str().unwrap());
+            assert_eq!(a.value_wei, p["values"][i].as_str().unwrap());
+            assert_eq!(a.calldata, p["calldatas"][i].as_str().unwrap());
+            assert_eq!(a.signature, None, "OpenZeppelin proposes no signature strings");
+            let decoded: Value = serde_json::from_str(&a.decoded).unwrap();
+            assert_eq!(decoded["call"]["kind"], "decoded", "{decoded}");
+            assert_eq!(decoded["call"]["source"], "bundled", "{decoded}");
+            // The timelock executes the governor's proposals.
+            assert_eq!(decoded["sender"].as_str().unwrap().to_lowercase(), scenario["timelock"].as_str().unwrap());
+        }
+    }
+}
+
+/// A store made before actions were kept (one proposal's actions gone) gets them on the next
+/// run, read from the creation log by its block, and publishes nothing.
+async fn backfill(db: &sea_orm::DatabaseConnection, registry: &Registry, options: &RunOptions, scenario: &Value) {
+    use govdata::store::entities::{feed_entry, proposal, proposal_action};
+    use sea_orm::{PaginatorTrait, QuerySelect};
+    let a = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .filter(proposal::Column::ExternalId.eq(scenario["proposals"][0]["id"].as_str().unwrap()))
+        .one(db)
+        .await
+        .unwrap()
+        .expect("proposal A");
+    let before: Vec<proposal_action::Model> =
+        proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(a.id)).all(db).await.unwrap();
+    assert!(!before.is_empty());
+    proposal_action::Entity::delete_many().filter(proposal_action::Column::ProposalId.eq(a.id)).exec(db).await.unwrap();
+    let revision = govdata::store::freshness::current_revision(db).await.unwrap().map(|r| r.id);
+    let feed = feed_entry::Entity::find().count(db).await.unwrap();
+    let last_feed =
+        feed_entry::Entity::find().select_only().column(feed_entry::Column::Seq).into_tuple::<i64>().all(db);
+    let last_feed = last_feed.await.unwrap().into_iter().max();
+
+    let report = run_once(db, registry, options).await.unwrap();
+    assert_eq!(report.published.proposal_actions.inserted, before.len() as u64, "{report}");
+    assert_eq!(report.published.revision_id, None, "a backfill publishes nothing: {report}");
+    assert_eq!(govdata::store::freshness::current_revision(db).await.unwrap().map(|r| r.id), revision);
+    assert_eq!(feed_entry::Entity::find().count(db).await.unwrap(), feed);
+    let now = feed_entry::Entity::find().select_only().column(feed_entry::Column::Seq).into_tuple::<i64>().all(db);
+    assert_eq!(now.await.unwrap().into_iter().max(), last_feed);
+    let after: Vec<proposal_action::Model> =
+        proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(a.id)).all(db).await.unwrap();
+    let key = |m: &proposal_action::Model| m.position;
+    let (mut before, mut after) = (before, after);
+    before.sort_by_key(key);
+    after.sort_by_key(key);
+    assert_eq!(after, before, "the same actions, decoded the same");
+
+    // And once filled, nothing more.
+    let again = run_once(db, registry, options).await.unwrap();
+    assert_eq!(again.published.rows_written(), 0, "{again}");
 }
 
 // One chain per backend: the test moves its chain on.
