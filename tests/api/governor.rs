@@ -17,15 +17,21 @@ const DAO: &str = "govtest";
 const DEEP: &str = "govtest-deep";
 
 fn registry(rpc: &str, scenario: &Value) -> Registry {
+    // The ABI the registry names for proposal C's made-up contract, written where the test runs.
+    let custom = &scenario["customAbi"];
+    let file = std::env::temp_dir().join(format!("govdata-custom-abi-{}.json", std::process::id()));
+    std::fs::write(&file, custom["abi"].to_string()).unwrap();
     let dao = |id: &str, confirmations: u64| {
         format!(
             "[[dao]]\nid = \"{id}\"\nname = \"Gov Test\"\nsymbol = \"GOV\"\n[dao.onchain]\nchain_id = {}\n\
              rpc_url = \"{rpc}\"\ngovernor = \"{}\"\ntoken = \"{}\"\nstart_block = {}\nconfirmations = {confirmations}\n\
-             block_range = 7\n",
+             block_range = 7\nabis = [{{ address = \"{}\", file = \"{}\" }}]\n",
             scenario["chainId"],
             scenario["governor"].as_str().unwrap(),
             scenario["token"].as_str().unwrap(),
-            scenario["deployBlock"]
+            scenario["deployBlock"],
+            custom["address"].as_str().unwrap(),
+            file.display()
         )
     };
     Registry::parse(&format!("{}{}", dao(DAO, 0), dao(DEEP, 1000)), "governor test registry").unwrap()
@@ -88,7 +94,8 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     for o in &report.outcomes {
         assert!(o.result.is_ok(), "{o:?}");
     }
-    assert_eq!(report.published.proposals.inserted, 2, "{report}");
+    // A and B, and C (never voted on: only its actions are checked).
+    assert_eq!(report.published.proposals.inserted, 3, "{report}");
     assert_eq!(report.published.votes.inserted, 3);
     assert_eq!(report.published.delegates.inserted, 2);
     assert_eq!(report.published.delegations.inserted, 3);
@@ -172,6 +179,57 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
 async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Value) {
     use govdata::store::entities::{proposal, proposal_action};
     use sea_orm::QueryOrder;
+    let c = &scenario["proposalC"];
+    let stored = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .filter(proposal::Column::ExternalId.eq(c["id"].as_str().unwrap()))
+        .one(db)
+        .await
+        .unwrap()
+        .expect("proposal C");
+    let actions = proposal_action::Entity::find()
+        .filter(proposal_action::Column::ProposalId.eq(stored.id))
+        .order_by_asc(proposal_action::Column::Position)
+        .all(db)
+        .await
+        .unwrap();
+    assert_eq!(actions.len(), 5);
+    let checksummed = |a: &str| a.parse::<alloy_primitives::Address>().unwrap().to_checksum(None);
+    for (i, a) in actions.iter().enumerate() {
+        assert_eq!(a.target, c["targets"][i].as_str().unwrap());
+        assert_eq!(a.value_wei, c["values"][i].as_str().unwrap());
+        assert_eq!(a.calldata, c["calldatas"][i].as_str().unwrap());
+        let decoded: Value = serde_json::from_str(&a.decoded).unwrap();
+        assert_eq!(decoded["target"], checksummed(a.target.as_str()));
+        assert_eq!(decoded["value"], a.value_wei);
+        assert_eq!(decoded["calldata"], a.calldata);
+        let call = &decoded["call"];
+        match c["encoded"][i].as_object() {
+            Some(encoded) => {
+                assert_eq!(call["kind"], "decoded", "{decoded}");
+                assert_eq!(call["function"], encoded["function"]);
+                assert_eq!(call["signature"], encoded["signature"]);
+                assert_eq!(call["selector"], a.calldata[..10]);
+                // The registry's ABI for the made-up contract; the standard interfaces elsewhere.
+                let source = if i == 4 { "registry" } else { "bundled" };
+                assert_eq!(call["source"], source, "{decoded}");
+                let args = call["arguments"].as_array().unwrap();
+                let expected = encoded["arguments"].as_array().unwrap();
+                assert_eq!(args.len(), expected.len());
+                for (got, want) in args.iter().zip(expected) {
+                    assert_eq!(got["name"], want["name"], "{got}");
+                    assert_eq!(got["type"], want["type"], "{got}");
+                    // viem gives addresses checksummed, as the answer does.
+                    assert_eq!(got["value"], want["value"], "{got}");
+                }
+            }
+            None => {
+                assert_eq!(call["kind"], "undecoded", "{decoded}");
+                assert_eq!(call["selector"], "0xdeadbeef");
+                assert_eq!(call["reason"], "unknown_selector");
+            }
+        }
+    }
     for p in scenario["proposals"].as_array().unwrap() {
         let stored = proposal::Entity::find()
             .filter(proposal::Column::DaoId.eq(DAO))
@@ -263,7 +321,8 @@ on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly
     run_once(&db, &registry, &options).await.unwrap();
     rpc(&rpc_url, "anvil_mine", json!(["0x20"])).await;
     let report = run_once(&db, &registry, &options).await.unwrap();
-    assert_eq!(report.published.proposals.updated, 1, "{report}");
+    // B, and C (pending, now past its voting period without votes: defeated too).
+    assert_eq!(report.published.proposals.updated, 2, "{report}");
     let app = spawn_app_with(url, |_| {}).await;
     let b = &scenario["proposals"][1];
     let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(b["id"].as_str().unwrap()))).await;
