@@ -221,16 +221,13 @@ pub struct ProposalActionsRecord {
     pub actions: Vec<ActionRecord>,
 }
 
+/// One action, in the text forms `proposal_actions` keeps (its entity says what each holds).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionRecord {
-    /// Lowercase 0x address.
     pub target: String,
-    /// Exact decimal wei.
     pub value_wei: String,
     pub signature: Option<String>,
-    /// 0x-hex.
     pub calldata: String,
-    /// `rules::actions::Action` as JSON.
     pub decoded: String,
     pub decoder_version: i32,
 }

@@ -175,24 +175,32 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     backfill(&db, &registry, &options, scenario).await;
 }
 
-/// Each proposal's actions are stored as the script proposed them, decoded at ingestion.
-async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Value) {
+/// The stored actions of the DAO's proposal `id`, in order.
+async fn stored_actions(
+    db: &sea_orm::DatabaseConnection,
+    id: &str,
+) -> Vec<govdata::store::entities::proposal_action::Model> {
     use govdata::store::entities::{proposal, proposal_action};
     use sea_orm::QueryOrder;
-    let c = &scenario["proposalC"];
     let stored = proposal::Entity::find()
         .filter(proposal::Column::DaoId.eq(DAO))
-        .filter(proposal::Column::ExternalId.eq(c["id"].as_str().unwrap()))
+        .filter(proposal::Column::ExternalId.eq(id))
         .one(db)
         .await
         .unwrap()
-        .expect("proposal C");
-    let actions = proposal_action::Entity::find()
+        .unwrap_or_else(|| panic!("proposal {id} stored"));
+    proposal_action::Entity::find()
         .filter(proposal_action::Column::ProposalId.eq(stored.id))
         .order_by_asc(proposal_action::Column::Position)
         .all(db)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// Each proposal's actions are stored as the script proposed them, decoded at ingestion.
+async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Value) {
+    let c = &scenario["proposalC"];
+    let actions = stored_actions(db, c["id"].as_str().unwrap()).await;
     assert_eq!(actions.len(), 5);
     let checksummed = |a: &str| a.parse::<alloy_primitives::Address>().unwrap().to_checksum(None);
     for (i, a) in actions.iter().enumerate() {
@@ -231,19 +239,7 @@ async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Valu
         }
     }
     for p in scenario["proposals"].as_array().unwrap() {
-        let stored = proposal::Entity::find()
-            .filter(proposal::Column::DaoId.eq(DAO))
-            .filter(proposal::Column::ExternalId.eq(p["id"].as_str().unwrap()))
-            .one(db)
-            .await
-            .unwrap()
-            .expect("the proposal");
-        let actions = proposal_action::Entity::find()
-            .filter(proposal_action::Column::ProposalId.eq(stored.id))
-            .order_by_asc(proposal_action::Column::Position)
-            .all(db)
-            .await
-            .unwrap();
+        let actions = stored_actions(db, p["id"].as_str().unwrap()).await;
         assert_eq!(actions.len(), p["targets"].as_array().unwrap().len(), "{p}");
         for (i, a) in actions.iter().enumerate() {
             assert_eq!(a.position, i as i32);
