@@ -45,6 +45,9 @@ pub struct Resume {
     pub open_proposals: Vec<String>,
     /// The block each of those proposals was created in, where it has one (on-chain sources).
     pub created_blocks: HashMap<String, u64>,
+    /// On-chain proposals stored without their actions (stored before actions were kept), with
+    /// the block each was created in where the store has it: their actions are read once.
+    pub without_actions: Vec<(String, Option<u64>)>,
 }
 
 /// Where a connector puts what it fetched: staging, in batches.
@@ -243,7 +246,20 @@ async fn fetch(
     let (position, open) = crate::store::staging::resume(db, &dao.id, kind).await?;
     let created_blocks =
         open.iter().filter_map(|(id, block)| Some((id.clone(), u64::try_from((*block)?).ok()?))).collect();
-    let resume = Resume { position, open_proposals: open.into_iter().map(|(id, _)| id).collect(), created_blocks };
+    let without_actions = match kind {
+        SourceKind::Onchain => crate::store::staging::without_actions(db, &dao.id)
+            .await?
+            .into_iter()
+            .map(|(id, block)| (id, block.and_then(|b| u64::try_from(b).ok())))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let resume = Resume {
+        position,
+        open_proposals: open.into_iter().map(|(id, _)| id).collect(),
+        created_blocks,
+        without_actions,
+    };
     let upstream = Upstream::new(policy.clone());
     let mut sink = Sink::new(db, run_id, kind);
     let watermark = match kind {

@@ -68,6 +68,37 @@ pub struct OnchainSource {
     pub block_range: u64,
     #[serde(default = "default_decimals")]
     pub token_decimals: u32,
+    /// ABIs for contracts the DAO's proposals call, used to decode their actions before the
+    /// bundled standard interfaces.
+    #[serde(default)]
+    pub abis: Vec<AbiFile>,
+}
+
+/// An ABI file for one contract (`abis = [{ address = "0x…", file = "abis/treasury.json" }]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbiFile {
+    pub address: String,
+    /// A JSON ABI (an array, or an object with an `abi` member as compilers write it), relative
+    /// to the registry file; `Registry::load` makes it a path from the working directory.
+    pub file: String,
+}
+
+impl AbiFile {
+    /// Reads and parses the file (once per run: the connector keeps what it read).
+    pub fn read(&self) -> anyhow::Result<(alloy_primitives::Address, alloy_json_abi::JsonAbi)> {
+        let address = self.address.parse().with_context(|| format!("`{}` is not an address", self.address))?;
+        let text = std::fs::read_to_string(&self.file).with_context(|| format!("cannot read {}", self.file))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", self.file))?;
+        // Compiler artifacts (Foundry, Hardhat) hold the ABI under `abi`.
+        let abi = match json {
+            serde_json::Value::Object(mut o) if o.contains_key("abi") => o.remove("abi").unwrap_or_default(),
+            other => other,
+        };
+        let abi = serde_json::from_value(abi).with_context(|| format!("{} is not a JSON ABI", self.file))?;
+        Ok((address, abi))
+    }
 }
 
 fn default_hub() -> String {
@@ -109,7 +140,15 @@ impl Registry {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read the registry {}", path.display()))?;
-                Self::parse(&text, &path.display().to_string())
+                let mut registry = Self::parse(&text, &path.display().to_string())?;
+                let dir = path.parent().unwrap_or(Path::new("."));
+                for dao in &mut registry.daos {
+                    for abi in dao.onchain.iter_mut().flat_map(|o| o.abis.iter_mut()) {
+                        abi.file = dir.join(&abi.file).display().to_string();
+                        abi.read().with_context(|| format!("{}: DAO `{}`: onchain.abis", path.display(), dao.id))?;
+                    }
+                }
+                Ok(registry)
             }
         }
     }
@@ -152,6 +191,19 @@ impl Registry {
                 }
                 if o.token_decimals > 77 {
                     bail!(at("onchain.token_decimals must be at most 77"));
+                }
+                let mut named = BTreeSet::new();
+                for abi in &o.abis {
+                    let a = address::normalize(&abi.address).ok().filter(|a| a.len() == 42);
+                    let Some(a) = a else {
+                        bail!(at(&format!("onchain.abis: `{}` is not a 20-byte 0x address", abi.address)));
+                    };
+                    if abi.file.trim().is_empty() {
+                        bail!(at("onchain.abis: `file` is empty"));
+                    }
+                    if !named.insert(a) {
+                        bail!(at(&format!("onchain.abis: {} is listed twice", abi.address)));
+                    }
                 }
             }
         }
@@ -204,6 +256,42 @@ mod tests {
             let error = format!("{:#}", Registry::parse(text, "test.toml").unwrap_err());
             assert!(error.contains(expected), "{error} should mention {expected}");
         }
+        let abis = |entries: &str| {
+            format!(
+                "[[dao]]\nid = \"a\"\nname = \"x\"\n[dao.onchain]\nchain_id = 1\nrpc_url = \"http://127.0.0.1:8545\"\ngovernor = \"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984\"\ntoken = \"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984\"\nstart_block = 0\nabis = [{entries}]\n"
+            )
+        };
+        let uni = "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984";
+        for (entries, expected) in [
+            ("{ address = \"0x12\", file = \"a.json\" }".to_owned(), "not a 20-byte"),
+            (format!("{{ address = \"{uni}\", file = \" \" }}"), "`file` is empty"),
+            (format!("{{ address = \"{uni}\", path = \"a.json\" }}"), "not a valid registry"),
+            (
+                format!(
+                    "{{ address = \"{uni}\", file = \"a.json\" }}, {{ address = \"{}\", file = \"b.json\" }}",
+                    uni.to_lowercase()
+                ),
+                "listed twice",
+            ),
+        ] {
+            let error = format!("{:#}", Registry::parse(&abis(&entries), "test.toml").unwrap_err());
+            assert!(error.contains(expected), "{error} should mention {expected}");
+        }
+        // Files are read relative to the registry file, and refused when they hold no ABI.
+        let dir = std::env::temp_dir().join(format!("govdata-registry-abis-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("abis")).unwrap();
+        let registry = dir.join("registry.toml");
+        std::fs::write(&registry, abis(&format!("{{ address = \"{uni}\", file = \"abis/t.json\" }}"))).unwrap();
+        std::fs::write(dir.join("abis/t.json"), "{\"not\": \"an abi\"}").unwrap();
+        let error = format!("{:#}", Registry::load(Some(&registry)).unwrap_err());
+        assert!(error.contains("onchain.abis") && error.contains("not a JSON ABI"), "{error}");
+        let abi = r#"{"abi": [{"type": "function", "name": "pay", "stateMutability": "nonpayable", "inputs": [{"name": "to", "type": "address"}], "outputs": []}]}"#;
+        std::fs::write(dir.join("abis/t.json"), abi).unwrap();
+        let loaded = Registry::load(Some(&registry)).unwrap();
+        let file = &loaded.daos[0].onchain.as_ref().unwrap().abis[0];
+        assert_eq!(file.file, dir.join("abis/t.json").display().to_string());
+        assert_eq!(file.read().unwrap().1.functions().next().unwrap().name, "pay");
+        std::fs::remove_dir_all(&dir).unwrap();
         let ok =
             Registry::parse("[[dao]]\nid = \"a-1\"\nname = \"x\"\n[dao.snapshot]\nspace = \"a.eth\"\n", "t").unwrap();
         assert_eq!(ok.daos[0].snapshot.as_ref().unwrap().hub, DEFAULT_HUB);

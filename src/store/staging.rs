@@ -209,6 +209,29 @@ pub struct PowerCheckpointRecord {
     pub at_ms: i64,
 }
 
+/// An on-chain proposal's actions as its creation log proposed them, each with the answer
+/// `rules::actions` decoded for it at ingestion. Stored once: a proposal that has actions keeps
+/// them (what a proposal proposes never changes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalActionsRecord {
+    pub dao_id: String,
+    pub proposal: ProposalRef,
+    /// `governor`: executed by the governor (through its timelock where it has one).
+    pub execution_path: String,
+    pub actions: Vec<ActionRecord>,
+}
+
+/// One action, in the text forms `proposal_actions` keeps (its entity says what each holds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    pub target: String,
+    pub value_wei: String,
+    pub signature: Option<String>,
+    pub calldata: String,
+    pub decoded: String,
+    pub decoder_version: i32,
+}
+
 /// One staged record. The variant order is the application order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -222,6 +245,7 @@ pub enum Record {
     Delegation(DelegationRecord),
     DelegationChange(DelegationChangeRecord),
     PowerCheckpoint(PowerCheckpointRecord),
+    ProposalActions(ProposalActionsRecord),
 }
 
 impl Record {
@@ -237,10 +261,13 @@ impl Record {
             Record::Delegation(_) => 6,
             Record::DelegationChange(_) => 7,
             Record::PowerCheckpoint(_) => 8,
+            // After the proposals they belong to; last, so that the stages of records staged
+            // before it existed keep their numbers.
+            Record::ProposalActions(_) => 9,
         }
     }
 
-    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=8;
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=9;
 
     pub fn dao_id(&self) -> &str {
         match self {
@@ -253,6 +280,7 @@ impl Record {
             Record::Delegation(r) => &r.dao_id,
             Record::DelegationChange(r) => &r.dao_id,
             Record::PowerCheckpoint(r) => &r.dao_id,
+            Record::ProposalActions(r) => &r.dao_id,
         }
     }
 }
@@ -419,4 +447,30 @@ pub async fn resume(
         .all(db)
         .await?;
     Ok((position, ids))
+}
+
+/// Actions read per run for proposals stored without them, at most: the rest wait for a later run.
+const ACTIONS_BACKFILL_MAX: u64 = 1000;
+
+/// `dao_id`'s on-chain proposals that have no stored actions (stored before actions were
+/// kept), oldest first, each with the block it was created in where the store has it.
+pub async fn without_actions(db: &impl ConnectionTrait, dao_id: &str) -> Result<Vec<(String, Option<i64>)>, DbErr> {
+    use super::entities::{proposal::Column as P, proposal::Entity as Proposals, proposal_action};
+    let with = proposal_action::Entity::find()
+        .select_only()
+        .column(proposal_action::Column::ProposalId)
+        .filter(proposal_action::Column::DaoId.eq(dao_id))
+        .into_query();
+    Proposals::find()
+        .select_only()
+        .column(P::ExternalId)
+        .column(P::BlockNumber)
+        .filter(P::DaoId.eq(dao_id))
+        .filter(P::Source.eq(ProposalSource::Onchain))
+        .filter(P::Id.not_in_subquery(with))
+        .order_by_asc(P::CreatedMs)
+        .limit(ACTIONS_BACKFILL_MAX)
+        .into_tuple::<(String, Option<i64>)>()
+        .all(db)
+        .await
 }

@@ -17,15 +17,21 @@ const DAO: &str = "govtest";
 const DEEP: &str = "govtest-deep";
 
 fn registry(rpc: &str, scenario: &Value) -> Registry {
+    // The ABI the registry names for proposal C's made-up contract, written where the test runs.
+    let custom = &scenario["customAbi"];
+    let file = std::env::temp_dir().join(format!("govdata-custom-abi-{}.json", std::process::id()));
+    std::fs::write(&file, custom["abi"].to_string()).unwrap();
     let dao = |id: &str, confirmations: u64| {
         format!(
             "[[dao]]\nid = \"{id}\"\nname = \"Gov Test\"\nsymbol = \"GOV\"\n[dao.onchain]\nchain_id = {}\n\
              rpc_url = \"{rpc}\"\ngovernor = \"{}\"\ntoken = \"{}\"\nstart_block = {}\nconfirmations = {confirmations}\n\
-             block_range = 7\n",
+             block_range = 7\nabis = [{{ address = \"{}\", file = \"{}\" }}]\n",
             scenario["chainId"],
             scenario["governor"].as_str().unwrap(),
             scenario["token"].as_str().unwrap(),
-            scenario["deployBlock"]
+            scenario["deployBlock"],
+            custom["address"].as_str().unwrap(),
+            file.display()
         )
     };
     Registry::parse(&format!("{}{}", dao(DAO, 0), dao(DEEP, 1000)), "governor test registry").unwrap()
@@ -88,7 +94,8 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     for o in &report.outcomes {
         assert!(o.result.is_ok(), "{o:?}");
     }
-    assert_eq!(report.published.proposals.inserted, 2, "{report}");
+    // A and B, and C (never voted on: only its actions are checked).
+    assert_eq!(report.published.proposals.inserted, 3, "{report}");
     assert_eq!(report.published.votes.inserted, 3);
     assert_eq!(report.published.delegates.inserted, 2);
     assert_eq!(report.published.delegations.inserted, 3);
@@ -163,6 +170,133 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     // Again at the same height: nothing new.
     let again = run_once(&db, &registry, &options).await.unwrap();
     assert_eq!(again.published.rows_written(), 0, "{again}");
+
+    assert_actions_stored(&db, scenario).await;
+    backfill(&db, &registry, &options, scenario).await;
+}
+
+/// The stored actions of the DAO's proposal `id`, in order.
+async fn stored_actions(
+    db: &sea_orm::DatabaseConnection,
+    id: &str,
+) -> Vec<govdata::store::entities::proposal_action::Model> {
+    use govdata::store::entities::{proposal, proposal_action};
+    use sea_orm::QueryOrder;
+    let stored = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .filter(proposal::Column::ExternalId.eq(id))
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("proposal {id} stored"));
+    proposal_action::Entity::find()
+        .filter(proposal_action::Column::ProposalId.eq(stored.id))
+        .order_by_asc(proposal_action::Column::Position)
+        .all(db)
+        .await
+        .unwrap()
+}
+
+/// Each proposal's actions are stored as the script proposed them, decoded at ingestion.
+async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Value) {
+    let c = &scenario["proposalC"];
+    let actions = stored_actions(db, c["id"].as_str().unwrap()).await;
+    assert_eq!(actions.len(), 5);
+    let checksummed = |a: &str| a.parse::<alloy_primitives::Address>().unwrap().to_checksum(None);
+    for (i, a) in actions.iter().enumerate() {
+        assert_eq!(a.target, c["targets"][i].as_str().unwrap());
+        assert_eq!(a.value_wei, c["values"][i].as_str().unwrap());
+        assert_eq!(a.calldata, c["calldatas"][i].as_str().unwrap());
+        let decoded: Value = serde_json::from_str(&a.decoded).unwrap();
+        assert_eq!(decoded["target"], checksummed(a.target.as_str()));
+        assert_eq!(decoded["value"], a.value_wei);
+        assert_eq!(decoded["calldata"], a.calldata);
+        let call = &decoded["call"];
+        match c["encoded"][i].as_object() {
+            Some(encoded) => {
+                assert_eq!(call["kind"], "decoded", "{decoded}");
+                assert_eq!(call["function"], encoded["function"]);
+                assert_eq!(call["signature"], encoded["signature"]);
+                assert_eq!(call["selector"], a.calldata[..10]);
+                // The registry's ABI for the made-up contract; the standard interfaces elsewhere.
+                let source = if i == 4 { "registry" } else { "bundled" };
+                assert_eq!(call["source"], source, "{decoded}");
+                let args = call["arguments"].as_array().unwrap();
+                let expected = encoded["arguments"].as_array().unwrap();
+                assert_eq!(args.len(), expected.len());
+                for (got, want) in args.iter().zip(expected) {
+                    assert_eq!(got["name"], want["name"], "{got}");
+                    assert_eq!(got["type"], want["type"], "{got}");
+                    // viem gives addresses checksummed, as the answer does.
+                    assert_eq!(got["value"], want["value"], "{got}");
+                }
+            }
+            None => {
+                assert_eq!(call["kind"], "undecoded", "{decoded}");
+                assert_eq!(call["selector"], "0xdeadbeef");
+                assert_eq!(call["reason"], "unknown_selector");
+            }
+        }
+    }
+    for p in scenario["proposals"].as_array().unwrap() {
+        let actions = stored_actions(db, p["id"].as_str().unwrap()).await;
+        assert_eq!(actions.len(), p["targets"].as_array().unwrap().len(), "{p}");
+        for (i, a) in actions.iter().enumerate() {
+            assert_eq!(a.position, i as i32);
+            assert_eq!(a.execution_path, "governor");
+            assert_eq!(a.target, p["targets"][i].as_str().unwrap());
+            assert_eq!(a.value_wei, p["values"][i].as_str().unwrap());
+            assert_eq!(a.calldata, p["calldatas"][i].as_str().unwrap());
+            assert_eq!(a.signature, None, "OpenZeppelin proposes no signature strings");
+            let decoded: Value = serde_json::from_str(&a.decoded).unwrap();
+            assert_eq!(decoded["call"]["kind"], "decoded", "{decoded}");
+            assert_eq!(decoded["call"]["source"], "bundled", "{decoded}");
+            // The timelock executes the governor's proposals.
+            assert_eq!(decoded["sender"].as_str().unwrap().to_lowercase(), scenario["timelock"].as_str().unwrap());
+        }
+    }
+}
+
+/// A store made before actions were kept (one proposal's actions gone) gets them on the next
+/// run, read from the creation log by its block, and publishes nothing.
+async fn backfill(db: &sea_orm::DatabaseConnection, registry: &Registry, options: &RunOptions, scenario: &Value) {
+    use govdata::store::entities::{feed_entry, proposal, proposal_action};
+    use sea_orm::{PaginatorTrait, QuerySelect};
+    let a = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .filter(proposal::Column::ExternalId.eq(scenario["proposals"][0]["id"].as_str().unwrap()))
+        .one(db)
+        .await
+        .unwrap()
+        .expect("proposal A");
+    let before: Vec<proposal_action::Model> =
+        proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(a.id)).all(db).await.unwrap();
+    assert!(!before.is_empty());
+    proposal_action::Entity::delete_many().filter(proposal_action::Column::ProposalId.eq(a.id)).exec(db).await.unwrap();
+    let revision = govdata::store::freshness::current_revision(db).await.unwrap().map(|r| r.id);
+    let feed = feed_entry::Entity::find().count(db).await.unwrap();
+    let last_feed =
+        feed_entry::Entity::find().select_only().column(feed_entry::Column::Seq).into_tuple::<i64>().all(db);
+    let last_feed = last_feed.await.unwrap().into_iter().max();
+
+    let report = run_once(db, registry, options).await.unwrap();
+    assert_eq!(report.published.proposal_actions.inserted, before.len() as u64, "{report}");
+    assert_eq!(report.published.revision_id, None, "a backfill publishes nothing: {report}");
+    assert_eq!(govdata::store::freshness::current_revision(db).await.unwrap().map(|r| r.id), revision);
+    assert_eq!(feed_entry::Entity::find().count(db).await.unwrap(), feed);
+    let now = feed_entry::Entity::find().select_only().column(feed_entry::Column::Seq).into_tuple::<i64>().all(db);
+    assert_eq!(now.await.unwrap().into_iter().max(), last_feed);
+    let after: Vec<proposal_action::Model> =
+        proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(a.id)).all(db).await.unwrap();
+    let key = |m: &proposal_action::Model| m.position;
+    let (mut before, mut after) = (before, after);
+    before.sort_by_key(key);
+    after.sort_by_key(key);
+    assert_eq!(after, before, "the same actions, decoded the same");
+
+    // And once filled, nothing more.
+    let again = run_once(db, registry, options).await.unwrap();
+    assert_eq!(again.published.rows_written(), 0, "{again}");
 }
 
 // One chain per backend: the test moves its chain on.
@@ -183,7 +317,8 @@ on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly
     run_once(&db, &registry, &options).await.unwrap();
     rpc(&rpc_url, "anvil_mine", json!(["0x20"])).await;
     let report = run_once(&db, &registry, &options).await.unwrap();
-    assert_eq!(report.published.proposals.updated, 1, "{report}");
+    // B, and C (pending, now past its voting period without votes: defeated too).
+    assert_eq!(report.published.proposals.updated, 2, "{report}");
     let app = spawn_app_with(url, |_| {}).await;
     let b = &scenario["proposals"][1];
     let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(b["id"].as_str().unwrap()))).await;

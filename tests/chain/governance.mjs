@@ -9,9 +9,11 @@
 //   - #1 and #2 delegate to themselves, #3 delegates to #1, #4 does not delegate;
 //   - #1 proposes A; #1 votes For ("Ship it"), #2 Against (""); A passes and is queued;
 //   - #2 proposes B; #2 votes Abstain ("Need more detail"); B is left Active.
+//   - #1 proposes C, five calls to decode (a transfer from the timelock, updateQuorumNumerator,
+//     grantRole, an unknown selector, a function only a registry ABI has); C is left Pending.
 // Every value in the output is read back from the chain (receipts, events, view calls).
 // stdout: {"chainId":…,"governor":"0x…","token":"0x…","timelock":"0x…","tokenInfo":{…},"deployBlock":…,"head":…,
-//          "proposals":[…],"delegates":[…],"holders":[…]} (addresses lowercase, uint256 as decimal strings,
+//          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
 //          block numbers as JSON numbers)
 import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
@@ -52,6 +54,23 @@ const TIMELOCK_MIN_DELAY = 60n; // seconds
 
 const DESCRIPTION_A = "# Proposal A\nFund the test grants program.";
 const DESCRIPTION_B = "# Proposal B\nRaise the grants budget for next quarter.";
+const DESCRIPTION_C = "# Proposal C\nPay the treasury, raise the quorum, add a proposer, and two calls of our own.";
+// Made-up contracts for proposal C: no code is needed for a call to be proposed.
+const UNKNOWN_TARGET = "0x00000000000000000000000000000000deadbeef";
+const CUSTOM_TARGET = "0x0000000000000000000000000000000000000b0b";
+// The ABI the test's DAO registry names for CUSTOM_TARGET.
+const CUSTOM_ABI = [
+  {
+    type: "function",
+    name: "setBudget",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "amount", type: "uint256" },
+      { name: "memo", type: "string" },
+    ],
+    outputs: [],
+  },
+];
 
 // IGovernor.ProposalState, in enum order.
 const PROPOSAL_STATES = ["Pending", "Active", "Canceled", "Defeated", "Succeeded", "Queued", "Expired", "Executed"];
@@ -260,6 +279,51 @@ run(async () => {
   const b = await propose("#2 proposes B", h2, DESCRIPTION_B, { functionName: "approve", args: [h2.address, 0n] });
   await vote("#2 votes Abstain on B", h2, b, ABSTAIN, "Need more detail");
 
+  // C: what a proposal would do, decoded (issue 47). A treasury transfer from the timelock, a
+  // quorum update on the governor, a role grant on the timelock, a call no ABI knows, and a call
+  // to a contract whose ABI only the DAO registry has (`customAbi`, written by the test). Never
+  // voted on: only its creation log matters.
+  const transferAmount = 12345678901234567890123n;
+  const batch = [
+    { target: token.address, value: 0n, abi: token.abi, functionName: "transfer", args: [h3.address, transferAmount] },
+    { target: governor.address, value: 0n, abi: governor.abi, functionName: "updateQuorumNumerator", args: [5n] },
+    { target: timelock.address, value: 0n, abi: timelock.abi, functionName: "grantRole", args: [proposerRole, h2.address] },
+  ];
+  const calls = batch.map((c) => ({ ...c, data: encodeFunctionData(c) }));
+  // An unknown selector (no bundled interface has 0xdeadbeef) with one word of arguments.
+  calls.push({ target: UNKNOWN_TARGET, value: 7n, data: `0xdeadbeef${"2a".padStart(64, "0")}` });
+  const custom = { target: CUSTOM_TARGET, value: 0n, abi: CUSTOM_ABI, functionName: "setBudget", args: [4200000000000000000000n, "Q3 grants"] };
+  calls.push({ ...custom, data: encodeFunctionData(custom) });
+  const cTargets = calls.map((c) => c.target);
+  const cValues = calls.map((c) => c.value);
+  const cCalldatas = calls.map((c) => c.data);
+  const cReceipt = await write("#1 proposes C", h1, governor, "propose", [cTargets, cValues, cCalldatas, DESCRIPTION_C]);
+  const cCreated = decodeLogs(cReceipt, governor).find((e) => e.eventName === "ProposalCreated");
+  if (!cCreated) throw new Error("#1 proposes C: no ProposalCreated event in the receipt");
+  // What each call encodes, as the served answer should give it (addresses checksummed as viem
+  // gives them, integers as decimal text, bytes32 as 0x-hex).
+  const encodedOf = (c) => {
+    if (!c.abi) return null;
+    const fn = c.abi.find((f) => f.type === "function" && f.name === c.functionName);
+    return {
+      function: c.functionName,
+      signature: `${c.functionName}(${fn.inputs.map((i) => i.type).join(",")})`,
+      arguments: fn.inputs.map((input, i) => ({
+        name: input.name,
+        type: input.type,
+        value: typeof c.args[i] === "bigint" ? c.args[i].toString() : c.args[i],
+      })),
+    };
+  };
+  const proposalC = {
+    id: cCreated.args.proposalId.toString(),
+    targets: cTargets.map((t) => t.toLowerCase()),
+    values: cValues.map((v) => v.toString()),
+    calldatas: cCalldatas,
+    encoded: calls.map(encodedOf),
+    createdBlock: Number(cReceipt.blockNumber),
+  };
+
   // --- Read everything back ----------------------------------------------------------------------
   const head = await publicClient.getBlockNumber({ cacheTime: 0 }); // viem caches the head, and anvil_mine moves it
   const [tokenName, tokenSymbol, tokenDecimals, totalSupply] = await Promise.all([
@@ -279,6 +343,8 @@ run(async () => {
     proposals: [],
     delegates: [],
     holders: [],
+    proposalC,
+    customAbi: { address: CUSTOM_TARGET.toLowerCase(), abi: CUSTOM_ABI },
   };
   for (const p of proposals) {
     const [proposer, voteStart, voteEnd, stateIdx, eta, tally] = await Promise.all([

@@ -21,6 +21,7 @@ sol! {
     function quorum(uint256 timepoint) external view returns (uint256);
     function COUNTING_MODE() external view returns (string);
     function CLOCK_MODE() external view returns (string);
+    function timelock() external view returns (address);
     function usedVotes(uint256 proposalId, address account) external view returns (uint256);
     function totalSupply() external view returns (uint256);
     function getPastTotalSupply(uint256 timepoint) external view returns (uint256);

@@ -17,6 +17,7 @@
 use alloy_primitives::Address;
 
 mod abi;
+mod actions;
 mod block_ranges;
 mod connector;
 mod delegation_history;

@@ -27,6 +27,7 @@ use super::upsert::{TableCounts, by_key, stored, upsert};
 use crate::contract::vocabulary::{RunStatus, SourceKind};
 use crate::store::upsert::kept;
 
+mod actions;
 mod delegation;
 mod forum;
 mod proposals;
@@ -72,6 +73,8 @@ pub struct PublishReport {
     /// The append-only governor history: every `DelegateChanged` and `DelegateVotesChanged`.
     pub delegation_changes: TableCounts,
     pub power_checkpoints: TableCounts,
+    /// Proposal actions, stored once per proposal (serving them publishes nothing).
+    pub proposal_actions: TableCounts,
     /// Records that could not be applied (a vote for a proposal the store does not hold, an
     /// unreadable number), with the reason.
     pub skipped: Vec<String>,
@@ -83,7 +86,7 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    fn tables(&self) -> [(&'static str, TableCounts); 10] {
+    fn tables(&self) -> [(&'static str, TableCounts); 11] {
         [
             ("registry", self.registry),
             ("proposals", self.proposals),
@@ -95,6 +98,7 @@ impl PublishReport {
             ("delegations", self.delegations),
             ("delegation changes", self.delegation_changes),
             ("power checkpoints", self.power_checkpoints),
+            ("proposal actions", self.proposal_actions),
         ]
     }
 
@@ -302,6 +306,7 @@ impl Applier<'_> {
         let mut delegations = Vec::new();
         let mut changes = Vec::new();
         let mut checkpoints = Vec::new();
+        let mut actions = Vec::new();
         for record in records {
             match record {
                 Record::Proposal(r) => proposals.push(*r),
@@ -313,6 +318,7 @@ impl Applier<'_> {
                 Record::Delegation(r) => delegations.push(r),
                 Record::DelegationChange(r) => changes.push(r),
                 Record::PowerCheckpoint(r) => checkpoints.push(r),
+                Record::ProposalActions(r) => actions.push(r),
             }
         }
         let touched = &mut report.touched;
@@ -329,6 +335,7 @@ impl Applier<'_> {
         add(&mut report.delegations, self.delegations(&delegations, touched).await?);
         add(&mut report.delegation_changes, self.delegation_changes(changes, touched).await?);
         add(&mut report.power_checkpoints, self.power_checkpoints(checkpoints, touched).await?);
+        add(&mut report.proposal_actions, self.proposal_actions(&actions, &mut report.skipped).await?);
         Ok(())
     }
 

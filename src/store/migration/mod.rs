@@ -31,6 +31,7 @@ mod m0022_voter_dao_history;
 mod m0023_vote_arms;
 mod m0024_index_packing;
 mod m0025_title_vocabulary;
+mod m0026_proposal_actions;
 
 pub struct Migrator;
 
@@ -63,6 +64,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0023_vote_arms::Migration),
             Box::new(m0024_index_packing::Migration),
             Box::new(m0025_title_vocabulary::Migration),
+            Box::new(m0026_proposal_actions::Migration),
         ]
     }
 }
