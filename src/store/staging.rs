@@ -455,19 +455,19 @@ const ACTIONS_BACKFILL_MAX: u64 = 1000;
 /// `dao_id`'s on-chain proposals that have no stored actions (stored before actions were
 /// kept), oldest first, each with the block it was created in where the store has it.
 pub async fn without_actions(db: &impl ConnectionTrait, dao_id: &str) -> Result<Vec<(String, Option<i64>)>, DbErr> {
-    use super::entities::{proposal::Column as P, proposal::Entity as Proposals, proposal_action};
-    let with = proposal_action::Entity::find()
-        .select_only()
-        .column(proposal_action::Column::ProposalId)
-        .filter(proposal_action::Column::DaoId.eq(dao_id))
-        .into_query();
+    use super::entities::proposal::{Column as P, Entity as Proposals};
+    // NOT EXISTS on the actions' primary key (proposal_id, position): one index probe per
+    // on-chain proposal of the DAO, never a read of every stored action.
+    let no_actions = sea_orm::sea_query::Expr::cust(
+        r#"NOT EXISTS (SELECT 1 FROM proposal_actions a WHERE a.proposal_id = "proposals"."id")"#,
+    );
     Proposals::find()
         .select_only()
         .column(P::ExternalId)
         .column(P::BlockNumber)
         .filter(P::DaoId.eq(dao_id))
         .filter(P::Source.eq(ProposalSource::Onchain))
-        .filter(P::Id.not_in_subquery(with))
+        .filter(no_actions)
         .order_by_asc(P::CreatedMs)
         .limit(ACTIONS_BACKFILL_MAX)
         .into_tuple::<(String, Option<i64>)>()
