@@ -3,6 +3,7 @@
 //! types, and the published documents.
 //! Routing, validation, the documents, `/v1/meta/pricing` and the access gate all read from here.
 pub mod access;
+pub mod api_error;
 pub mod body;
 pub mod counting;
 pub mod cursor;

@@ -2,8 +2,8 @@
 //! store failure raised through `?` in a handler (`store::failures` decides 503 or 500).
 use sea_orm::DbErr;
 
-use crate::contract::errors::{ApiError, Problem};
 use crate::contract::vocabulary::UnknownValue;
+use crate::contract::{api_error::ApiError, errors::Problem};
 use crate::store::failures::problem_marking_read_failed;
 
 /// A stored value this build does not know (a source, a kind, a state): the store holds

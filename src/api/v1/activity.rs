@@ -8,8 +8,8 @@ use crate::api::{
     views::activity::{ActivityEntry, entry_from_row},
 };
 use crate::contract::{
+    api_error::ApiError,
     envelope::{V1Envelope, V1Page, V1Request},
-    errors::ApiError,
     events::ActivityKind,
     limits::MostLists,
     operations::{ActivityListV1 as Op, Operation},

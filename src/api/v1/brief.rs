@@ -18,9 +18,10 @@ use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
 use crate::contract::voting::{TallyMethod, tally_method};
 use crate::contract::{
+    api_error::ApiError,
     decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
-    errors::{ApiError, FieldError, ParamLocation, Problem},
+    errors::{FieldError, ParamLocation, Problem},
     operations::BriefGetV1 as Op,
     signals::{Severity, SignalKind},
 };

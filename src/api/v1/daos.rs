@@ -5,8 +5,8 @@ use poem_openapi::{OpenApi, param::Query, payload::Json};
 use super::V1Tag;
 use crate::api::{AppState, views::dao::Dao};
 use crate::contract::{
+    api_error::ApiError,
     envelope::{V1Envelope, V1Page, V1Request},
-    errors::ApiError,
     limits::MostLists,
     operations::DaosListV1 as Op,
     params::{V1Limit, V1Offset},

@@ -8,8 +8,8 @@ use crate::api::{
     views::event::{GovernanceEvent, event_from_row},
 };
 use crate::contract::{
+    api_error::ApiError,
     envelope::{V1Envelope, V1Page, V1Request},
-    errors::ApiError,
     events::EventKind,
     limits::Events,
     operations::{EventsListV1 as Op, Operation},

@@ -20,9 +20,10 @@ use crate::contract::vocabulary::ProposalSource;
 use crate::contract::vocabulary::SourceKind;
 use crate::contract::voting::TallyMethod;
 use crate::contract::{
+    api_error::ApiError,
     decimal,
     envelope::{V1Envelope, V1Request},
-    errors::{ApiError, Problem},
+    errors::Problem,
     limits::lookup::{EVIDENCE_EVENTS, EVIDENCE_LARGEST_VOTES, EVIDENCE_TOPICS},
     operations::EvidenceGetV1 as Op,
 };

@@ -8,8 +8,8 @@ use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::SourceKind;
 use crate::contract::vocabulary::{NodeHealth, NodeRole, RunStatus, RunTrigger};
 use crate::contract::{
+    api_error::ApiError,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
-    errors::ApiError,
     operations::FreshnessGetV1 as Op,
     time::now_ms,
 };

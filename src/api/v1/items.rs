@@ -20,8 +20,9 @@ use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
+    api_error::ApiError,
     envelope::{V1Envelope, V1Request},
-    errors::{ApiError, Candidate, ErrorCode, Problem},
+    errors::{Candidate, ErrorCode, Problem},
     limits::lookup::ITEM_CANDIDATES,
     operations::ItemsGetV1 as Op,
 };

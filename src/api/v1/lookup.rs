@@ -11,8 +11,9 @@ use crate::contract::params::{DaoFilter, DaoScope};
 use crate::contract::urls::{ProposalUrl, parse_url, split_host};
 use crate::contract::vocabulary::{DaoId, ItemKind, SourceKind};
 use crate::contract::{
+    api_error::ApiError,
     envelope::{V1Envelope, V1Request},
-    errors::{ApiError, Candidate, ErrorCode, FieldError, ParamLocation, Problem},
+    errors::{Candidate, ErrorCode, FieldError, ParamLocation, Problem},
     limits::lookup::{
         ALTERNATIVES, CLOSEST_CANDIDATES, COMMON_WORD_SHARE, CONFIDENCE_FLOOR, ITEM_CANDIDATES, TITLE_CANDIDATES,
         TITLE_MARGIN, TITLE_MAX_WORDS,

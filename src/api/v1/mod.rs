@@ -18,8 +18,8 @@ use poem_openapi::{
 
 use crate::api::AppState;
 use crate::contract::{
+    api_error::ApiError,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
-    errors::ApiError,
 };
 
 /// The freshness of an answer read from the store now, from the watched serving state: its

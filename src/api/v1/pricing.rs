@@ -9,9 +9,9 @@ use crate::contract::{
     access::{
         DEFAULT_ASSET_DECIMALS, PARTNER_TOKEN_HEADER, Scope, Tier, Version, X402_SCHEME, X402_VERSIONS, v1_network_name,
     },
+    api_error::ApiError,
     decimal,
     envelope::{CacheStatus, Freshness, V1Envelope, V1Request},
-    errors::ApiError,
     operations::{self, PricingGetV1 as Op},
 };
 

@@ -8,8 +8,8 @@ use crate::api::{
     views::signal::{KindFilter, Signal},
 };
 use crate::contract::{
+    api_error::ApiError,
     envelope::{V1Envelope, V1Page, V1Request},
-    errors::ApiError,
     limits::MostLists,
     operations::{Operation, SignalsListV1 as Op},
     params::{DaoFilter, V1EpochMs, V1Limit, V1Offset, resolve_v1_window},

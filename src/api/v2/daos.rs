@@ -10,8 +10,9 @@ use super::{Listing, V2Tag};
 use crate::api::{AppState, views::dao::Dao};
 use crate::contract::params::DaoIdParam;
 use crate::contract::{
+    api_error::ApiError,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
-    errors::{ApiError, Problem},
+    errors::Problem,
     limits::MostLists,
     operations::{DaosGetV2 as Op, DaosListV2},
     params::V2Limit,

@@ -18,10 +18,11 @@ use crate::api::{
     },
 };
 use crate::contract::{
+    api_error::ApiError,
     cursor_shape::{ShapeText, cursor_shape},
     decimal::{self, DELEGATED_POWER_FROM_FLOAT},
     envelope::V2List,
-    errors::{ApiError, ParamLocation, Problem},
+    errors::{ParamLocation, Problem},
     limits::MostLists,
     operations::{DelegatesListV2, NotableDelegationsListV2, Operation, VoterDelegationsListV2, VoterPowerListV2},
     params::{DAO_ID_PARAM, DaoFilter, DaoIdParam, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},

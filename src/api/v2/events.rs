@@ -8,9 +8,9 @@ use crate::api::{
     views::event::{GovernanceEvent, event_from_row},
 };
 use crate::contract::{
+    api_error::ApiError,
     cursor_shape::cursor_shape,
     envelope::V2List,
-    errors::ApiError,
     events::EventKind,
     limits::Events,
     operations::EventsListV2,

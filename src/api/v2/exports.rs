@@ -24,9 +24,10 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use super::{Listing, V2Tag};
 use crate::api::AppState;
 use crate::contract::{
+    api_error::ApiError,
     cursor_shape::cursor_shape,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
-    errors::{ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, ParamLocation, Problem},
+    errors::{ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, ParamLocation, Problem},
     exports::{
         self as decl, BUILD_WAIT_SECONDS, ColumnType, ExportFile, ExportFormat, ExportTable, GRANT_HEADER,
         GRANT_SECONDS,

@@ -6,9 +6,10 @@ use poem_openapi::{OpenApi, param::Query, payload::Json};
 use super::{Listing, V2Tag};
 use crate::api::{AppState, views::feed::FeedEntry};
 use crate::contract::{
+    api_error::ApiError,
     cursor_shape::cursor_shape,
     envelope::V2List,
-    errors::{ApiError, ParamLocation},
+    errors::ParamLocation,
     feed::{self, FeedKind, FeedKinds, FeedPosition},
     limits::Events,
     operations::FeedListV2,

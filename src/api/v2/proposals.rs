@@ -22,11 +22,12 @@ use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::{DaoId, ProposalSource, ProposalState};
 use crate::contract::voting::voting_type;
 use crate::contract::{
+    api_error::ApiError,
     counting::{self, CountingModule, Support},
     cursor_shape::{ShapeText, cursor_shape},
     decimal,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
-    errors::{ApiError, ParamLocation, Problem},
+    errors::{ParamLocation, Problem},
     limits::{MostLists, ProposalVotes},
     operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
     params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},

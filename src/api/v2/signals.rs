@@ -8,9 +8,9 @@ use crate::api::{
     views::signal::{KindFilter, Signal},
 };
 use crate::contract::{
+    api_error::ApiError,
     cursor_shape::cursor_shape,
     envelope::V2List,
-    errors::ApiError,
     limits::MostLists,
     operations::SignalsListV2,
     params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp},

@@ -20,7 +20,8 @@ use tokio::time::Instant;
 use super::V2Tag;
 use crate::api::{AppState, views::feed::FeedEntry};
 use crate::contract::{
-    errors::{ApiError, ParamLocation},
+    api_error::ApiError,
+    errors::ParamLocation,
     feed::{
         self, FeedKind, FeedKinds, FeedPosition, SEQUENCE_PATTERN, STREAM_ENDED_EVENT, StreamEndReason, StreamEnded,
     },

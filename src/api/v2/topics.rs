@@ -11,9 +11,10 @@ use crate::api::{AppState, views::topic::ForumTopicItem};
 use crate::contract::ids::{IssuedKey, TopicKey};
 use crate::contract::params::KeyParam;
 use crate::contract::{
+    api_error::ApiError,
     cursor_shape::cursor_shape,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
-    errors::{ApiError, Problem},
+    errors::Problem,
     limits::MostLists,
     operations::{Operation, TopicsGetV2, TopicsListV2},
     params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},

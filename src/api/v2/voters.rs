@@ -20,10 +20,11 @@ use crate::contract::time::Timestamp;
 use crate::contract::vocabulary::ItemKind;
 use crate::contract::vocabulary::SourceKind;
 use crate::contract::{
+    api_error::ApiError,
     cursor_shape::cursor_shape,
     decimal::DELEGATED_POWER_FROM_FLOAT,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
-    errors::{ApiError, ParamLocation, Problem},
+    errors::{ParamLocation, Problem},
     limits::MostLists,
     operations::{Operation, VoterVotesListV2, VotersGetV2, VotersListV2},
     params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},

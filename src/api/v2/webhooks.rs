@@ -8,9 +8,10 @@ use serde_json::Value;
 use super::{JsonBody, Listing, V2Tag, partner_token};
 use crate::api::AppState;
 use crate::contract::{
+    api_error::ApiError,
     body::{self, FromBody, Members, Refusal, refuse_member},
     envelope::{CacheStatus, Freshness, V2List, V2Single},
-    errors::{ApiError, ErrorCode, ParamLocation, Problem},
+    errors::{ErrorCode, ParamLocation, Problem},
     feed::{self, FeedKind, FeedPosition},
     limits::MostLists,
     operations::{
