@@ -5,7 +5,8 @@
 //!   operation table (ids, tiers, errors), limits, error codes and problem bodies, envelopes,
 //!   parameter types, the vocabulary (sources, states, kinds, key prefixes), exact decimals,
 //!   the published documents.
-//! - `rules`: domain rules as pure functions over facts (signals, one file per rule; tallies).
+//! - `rules`: domain rules as pure functions over facts (signals, one file per rule; tallies;
+//!   lookup ranking; evidence; decoding proposal actions).
 //! - `store`: the database: entities, migrations, domain queries; it runs the rules over the
 //!   facts it loads and publishes revisions atomically.
 //! - `sample` and `ingest`: the only writers (the bundled sample; Snapshot, Discourse and
@@ -15,7 +16,8 @@
 //! - `edge`: everything around the surfaces: the request id and problem bodies, routing to an
 //!   operation, the access gate, payment, rate limits, the response cache and live refresh, the
 //!   serving watch, query bounds, store errors, MCP, and the paths that are not operations.
-//! - `push`: webhook delivery of the feed (queue, sender, signatures, the address guard).
+//! - `push`: the feed pushed out: the webhook delivery queue, sender, signatures and address
+//!   guard, the event-stream hub, and the operators' `govdata webhooks` commands.
 //! - `exports`: whole tables as Parquet, CSV and NDJSON files, streamed from `store`.
 //! - `x402`: the payment protocol the gate speaks; `config`: plain settings from flags;
 //!   `connections` serves the app (caps, timeouts, drain); `server` only wires: binds, assembles

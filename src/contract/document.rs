@@ -107,13 +107,6 @@ impl Published {
             .max_by_key(|e| e.segments.iter().filter(|s| matches!(s, Segment::Literal(_))).count())
     }
 
-    /// The segment of a request path (with the surface prefix) that the matching template
-    /// declares as path parameter `name`, as sent (percent-encoded).
-    pub fn path_param<'p>(&self, path: &'p str, name: &str) -> Option<&'p str> {
-        let at = self.entry(path)?.segments.iter().position(|s| *s == Segment::Param(name.to_owned()))?;
-        path.trim_end_matches('/').split('/').nth(at)
-    }
-
     /// Matches a request path (with the surface prefix) against the document's templates.
     pub fn match_path(&self, path: &str, method: &str) -> Option<PathMatch<'_>> {
         let entry = self.entry(path)?;

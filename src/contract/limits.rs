@@ -140,3 +140,9 @@ pub mod lookup {
 /// all because decoding recurses (stack) and each level repeats its inner calldata in the
 /// answer, so crafted calldata nesting thousands of levels would cost depth × size.
 pub const ACTION_NESTING_DEPTH: usize = 4;
+
+/// The longest one-line summary of a proposal action, in characters: past it the summary is cut
+/// and ends with `…`. A call's arguments may hold any number of array elements and any length
+/// of string (bounded only by the calldata), and a summary is for reading at a glance; the
+/// arguments stay whole beside it.
+pub const ACTION_SUMMARY_MAX_CHARS: usize = 500;

@@ -19,6 +19,7 @@ use super::{
     ids::IssuedKey,
     limits::{PageSizeDecl, Window},
     vocabulary::DaoId,
+    webhooks::WebhookId,
 };
 
 /// Document metadata wants `&'static str`; texts built from declarations are interned so each
@@ -306,8 +307,8 @@ impl ParseFromParameter for DaoIdParam {
 }
 
 /// `webhookId` in a path: published as a plain string, exactly as before; any text parses.
-/// [`WebhookIdParam::parse`] reads it once as a webhook's id (`wh_` and the 20 lowercase hex
-/// digits every stored id has), or hands back the text, which no webhook has: the handler
+/// [`WebhookIdParam::parse`] reads it once as a [`WebhookId`], or hands back the text, which
+/// no webhook has: the handler
 /// answers it 404 as it answers an id no webhook of the token has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookIdParam(String);
@@ -321,16 +322,9 @@ impl ParseFromParameter for WebhookIdParam {
 }
 
 impl WebhookIdParam {
-    /// Hex digits after the prefix: 10 random bytes (`store::webhooks`).
-    const HEX_DIGITS: usize = 20;
-
     /// The webhook id, or the text when it is none.
-    pub fn parse(&self) -> Result<&str, &str> {
-        let hex = self.0.strip_prefix(super::webhooks::SUBSCRIPTION_ID_PREFIX);
-        let named = hex.is_some_and(|hex| {
-            hex.len() == Self::HEX_DIGITS && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        });
-        if named { Ok(&self.0) } else { Err(&self.0) }
+    pub fn parse(&self) -> Result<WebhookId, &str> {
+        WebhookId::parse(&self.0).ok_or(&self.0)
     }
 }
 
@@ -683,9 +677,12 @@ mod tests {
     #[test]
     fn a_webhook_id_is_read_once_and_never_refused() {
         let read = |text: &str| WebhookIdParam::parse_from_parameter(text).expect("any text parses");
-        assert_eq!(read("wh_3f9a1c0b7e5d2a846c1f").parse(), Ok("wh_3f9a1c0b7e5d2a846c1f"));
+        assert_eq!(
+            read("wh_3f9a1c0b7e5d2a846c1f").parse().map(|id| id.as_str().to_owned()),
+            Ok("wh_3f9a1c0b7e5d2a846c1f".to_owned())
+        );
         for other in ["nope", "wh_", "wh_3F9A1C0B7E5D2A846C1F", "wh_3f9a1c0b7e5d2a846c1f0", "whsec_x"] {
-            assert_eq!(read(other).parse(), Err(other));
+            assert_eq!(read(other).parse().err(), Some(other));
         }
     }
 }

@@ -64,6 +64,34 @@ pub const SECRET_PREFIX: &str = "whsec_";
 pub const SUBSCRIPTION_ID_PREFIX: &str = "wh_";
 pub const MESSAGE_ID_PREFIX: &str = "msg_";
 
+/// Random bytes of a subscription's public id, written after [`SUBSCRIPTION_ID_PREFIX`] as
+/// lowercase hex (80 bits: unguessable enough for an id that grants nothing alone).
+pub const SUBSCRIPTION_ID_BYTES: usize = 10;
+
+/// A subscription's public id (`wh_` and its bytes in lowercase hex), read once where it
+/// arrives: text of another form names no webhook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookId(String);
+
+impl WebhookId {
+    /// The id of a new subscription, from its random bytes.
+    pub fn of_bytes(bytes: &[u8; SUBSCRIPTION_ID_BYTES]) -> Self {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Self(format!("{SUBSCRIPTION_ID_PREFIX}{hex}"))
+    }
+
+    /// `text` as a webhook id, when it has the form every id has.
+    pub fn parse(text: &str) -> Option<Self> {
+        let hex = text.strip_prefix(SUBSCRIPTION_ID_PREFIX)?;
+        let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        (hex.len() == 2 * SUBSCRIPTION_ID_BYTES && hex.bytes().all(lower_hex)).then(|| Self(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The `type` of the message `POST /v2/webhooks/{id}/test` sends (never a feed kind).
 pub const TEST_MESSAGE_TYPE: &str = "webhook.test";
 
@@ -103,6 +131,16 @@ pub fn schedule_text() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_webhook_id_reads_only_the_form_every_id_has() {
+        let id = super::WebhookId::of_bytes(&[0xab; super::SUBSCRIPTION_ID_BYTES]);
+        assert_eq!(id.as_str(), "wh_abababababababababab");
+        assert_eq!(super::WebhookId::parse(id.as_str()), Some(id));
+        for other in ["wh_ABABABABABABABABABAB", "wh_abab", "ab_abababababababababab", "wh_abababababababababag"] {
+            assert_eq!(super::WebhookId::parse(other), None, "{other}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -297,18 +297,30 @@ fn dao_of(req: &Request, documents: &Documents) -> Option<DaoId> {
     if route.decl?.downloads {
         return None;
     }
-    let document = documents.get(route.version);
-    let text = match document.param_location(&route.template, req.method().as_str(), DAO_ID_PARAM)? {
-        ParamLocation::Path => {
-            let segment = document.path_param(req.uri().path(), DAO_ID_PARAM)?;
+    // The template was matched once, by the edge: a `{daoId}` segment sits at the same place in
+    // the path. Only a request that sends the parameter asks the document where it goes.
+    let at = route
+        .template
+        .split('/')
+        .position(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) == Some(DAO_ID_PARAM));
+    let text = match at {
+        Some(at) => {
+            let segment = req.uri().path().split('/').nth(at)?;
             // As the router hands it to the handler: percent-decoded.
             percent_encoding::percent_decode_str(segment).decode_utf8().ok()?.into_owned()
         }
-        ParamLocation::Query => serde_urlencoded::from_str::<Vec<(String, String)>>(req.uri().query()?)
-            .ok()?
-            .into_iter()
-            .find_map(|(k, v)| (k == DAO_ID_PARAM).then_some(v))?,
-        ParamLocation::Header | ParamLocation::Body => return None,
+        None => {
+            let query = req.uri().query().filter(|q| q.contains(DAO_ID_PARAM))?;
+            let declared =
+                documents.get(route.version).param_location(&route.template, req.method().as_str(), DAO_ID_PARAM);
+            if declared != Some(ParamLocation::Query) {
+                return None;
+            }
+            serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+                .ok()?
+                .into_iter()
+                .find_map(|(k, v)| (k == DAO_ID_PARAM).then_some(v))?
+        }
     };
     DaoId::from_request(&text)
 }

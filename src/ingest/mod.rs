@@ -247,7 +247,7 @@ async fn fetch(
     let created_blocks =
         open.iter().filter_map(|(id, block)| Some((id.clone(), u64::try_from((*block)?).ok()?))).collect();
     let without_actions = match kind {
-        SourceKind::Onchain => crate::store::staging::without_actions(db, &dao.id)
+        SourceKind::Onchain => crate::store::staging::without_actions(db, &dao.id, crate::contract::time::now_ms())
             .await?
             .into_iter()
             .map(|(id, block)| (id, block.and_then(|b| u64::try_from(b).ok())))

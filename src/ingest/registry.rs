@@ -2,6 +2,7 @@
 //! CONTRACT.md gives). The bundled default (`data/registry.toml`) covers the sample's DAOs.
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
@@ -82,11 +83,23 @@ pub struct AbiFile {
     /// A JSON ABI (an array, or an object with an `abi` member as compilers write it), relative
     /// to the registry file; `Registry::load` makes it a path from the working directory.
     pub file: String,
+    /// The address and ABI, read and parsed once by `Registry::load`, which refuses a file it
+    /// cannot read; a registry parsed from text alone reads the file when it is used.
+    #[serde(skip)]
+    pub loaded: Option<Arc<(alloy_primitives::Address, alloy_json_abi::JsonAbi)>>,
 }
 
 impl AbiFile {
-    /// Reads and parses the file (once per run: the connector keeps what it read).
-    pub fn read(&self) -> anyhow::Result<(alloy_primitives::Address, alloy_json_abi::JsonAbi)> {
+    /// The address and ABI: as `Registry::load` read them, or read now.
+    pub fn abi(&self) -> anyhow::Result<Arc<(alloy_primitives::Address, alloy_json_abi::JsonAbi)>> {
+        match &self.loaded {
+            Some(loaded) => Ok(loaded.clone()),
+            None => Ok(Arc::new(self.read()?)),
+        }
+    }
+
+    /// Reads and parses the file.
+    fn read(&self) -> anyhow::Result<(alloy_primitives::Address, alloy_json_abi::JsonAbi)> {
         let address = self.address.parse().with_context(|| format!("`{}` is not an address", self.address))?;
         let text = std::fs::read_to_string(&self.file).with_context(|| format!("cannot read {}", self.file))?;
         let json: serde_json::Value =
@@ -145,7 +158,10 @@ impl Registry {
                 for dao in &mut registry.daos {
                     for abi in dao.onchain.iter_mut().flat_map(|o| o.abis.iter_mut()) {
                         abi.file = dir.join(&abi.file).display().to_string();
-                        abi.read().with_context(|| format!("{}: DAO `{}`: onchain.abis", path.display(), dao.id))?;
+                        let read = abi.read();
+                        abi.loaded = Some(Arc::new(
+                            read.with_context(|| format!("{}: DAO `{}`: onchain.abis", path.display(), dao.id))?,
+                        ));
                     }
                 }
                 Ok(registry)

@@ -10,6 +10,7 @@ use crate::contract::{
     feed::FeedKind,
     time::{now_ms, rfc3339_ms},
     vocabulary::DaoId,
+    webhooks::WebhookId,
 };
 use crate::store::{self, webhooks as subs};
 
@@ -20,7 +21,13 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
     let reach = Reach { allow_private: args.webhook_allow_private };
     let find = |id: String| {
         let db = db.clone();
-        async move { subs::get(&db, None, &id).await?.with_context(|| format!("no webhook `{id}`")) }
+        async move {
+            let found = match WebhookId::parse(&id) {
+                Some(webhook) => subs::get(&db, None, &webhook).await?,
+                None => None,
+            };
+            found.with_context(|| format!("no webhook `{id}`"))
+        }
     };
     match args.command {
         WebhooksCommand::List { token } => {
@@ -42,13 +49,14 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
             guard::check_url(reach, &*guard::resolver(None), &parsed)
                 .await
                 .map_err(|e| anyhow::anyhow!("the URL {e}"))?;
-            // An id that is no DAO id names no covered DAO either.
-            let daos: Vec<DaoId> = dao.iter().filter_map(|d| DaoId::parse(d)).collect();
-            let unknown = subs::unknown_daos(&db, &daos).await?;
-            let unknown: Vec<&str> = dao
+            // Each id read once; one that is no DAO id names no covered DAO either.
+            let read: Vec<(&str, Option<DaoId>)> = dao.iter().map(|d| (d.as_str(), DaoId::parse(d))).collect();
+            let daos: Vec<DaoId> = read.iter().filter_map(|(_, id)| id.clone()).collect();
+            let uncovered = subs::unknown_daos(&db, &daos).await?;
+            let unknown: Vec<&str> = read
                 .iter()
-                .map(String::as_str)
-                .filter(|d| unknown.iter().any(|u| u.as_str() == *d) || DaoId::parse(d).is_none())
+                .filter(|(_, id)| id.as_ref().is_none_or(|id| uncovered.contains(id)))
+                .map(|(text, _)| *text)
                 .collect();
             anyhow::ensure!(unknown.is_empty(), "no covered DAO has the id {}", unknown.join(", "));
             let kinds = kinds

@@ -18,7 +18,6 @@ use sea_orm::{
 };
 
 use crate::contract::feed::FEED_RETENTION;
-use crate::contract::feed::FeedKind;
 use crate::contract::time::rfc3339_ms;
 use crate::contract::webhooks::{
     self, DISABLE_AFTER_FAILING, MESSAGE_ID_PREFIX, SUBSCRIPTION_ID_PREFIX, TEST_MESSAGE_TYPE,
@@ -182,7 +181,9 @@ async fn wanted(
     struct Head {
         seq: i64,
         dao_id: String,
-        kind: FeedKind,
+        // Text, not `FeedKind`: an entry of a kind this build does not know (a newer writer's)
+        // must not fail the page and stall every subscription's queue behind it.
+        kind: String,
     }
     let mut values: Vec<Value> = vec![after.into(), (ENQUEUE_PAGE as i64).into()];
     let through = match through {
@@ -199,7 +200,7 @@ async fn wanted(
     Ok(Wanted {
         full: rows.len() as u64 == ENQUEUE_PAGE,
         last_read: rows.last().map(|r| r.seq),
-        seqs: rows.into_iter().filter(|r| filters.wants(&r.dao_id, r.kind)).map(|r| r.seq).collect(),
+        seqs: rows.into_iter().filter(|r| filters.wants(&r.dao_id, &r.kind)).map(|r| r.seq).collect(),
     })
 }
 

@@ -5,12 +5,15 @@
 //! (`store::apply`) reads one run's records stage by stage and applies them in one transaction.
 //! Numbers stay text end to end: voting power as the upstream wrote it, amounts as decimal
 //! integers in the token's smallest unit.
+use std::time::Duration;
+
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
     sea_query::Expr,
 };
 use serde::{Deserialize, Serialize};
 
+use super::entities::proposal_action::ExecutionPath;
 use super::entities::staged_record;
 use crate::contract::vocabulary::{PowerCause, ProposalSource, ProposalState, RunStatus, SourceKind};
 
@@ -216,9 +219,10 @@ pub struct PowerCheckpointRecord {
 pub struct ProposalActionsRecord {
     pub dao_id: String,
     pub proposal: ProposalRef,
-    /// `governor`: executed by the governor (through its timelock where it has one).
-    pub execution_path: String,
-    pub actions: Vec<ActionRecord>,
+    pub execution_path: ExecutionPath,
+    /// The actions; `None` when the backfill found no creation log for the proposal (it is
+    /// looked for again after [`ACTIONS_RETRY_AFTER`]).
+    pub actions: Option<Vec<ActionRecord>>,
 }
 
 /// One action, in the text forms `proposal_actions` keeps (its entity says what each holds).
@@ -229,7 +233,6 @@ pub struct ActionRecord {
     pub signature: Option<String>,
     pub calldata: String,
     pub decoded: String,
-    pub decoder_version: i32,
 }
 
 /// One staged record. The variant order is the application order.
@@ -452,14 +455,27 @@ pub async fn resume(
 /// Actions read per run for proposals stored without them, at most: the rest wait for a later run.
 const ACTIONS_BACKFILL_MAX: u64 = 1000;
 
+/// How long a proposal whose creation log was not found waits before it is looked for again.
+pub const ACTIONS_RETRY_AFTER: Duration = Duration::from_secs(7 * 24 * 3_600);
+
 /// `dao_id`'s on-chain proposals that have no stored actions (stored before actions were
 /// kept), oldest first, each with the block it was created in where the store has it.
-pub async fn without_actions(db: &impl ConnectionTrait, dao_id: &str) -> Result<Vec<(String, Option<i64>)>, DbErr> {
+pub async fn without_actions(
+    db: &impl ConnectionTrait,
+    dao_id: &str,
+    now_ms: i64,
+) -> Result<Vec<(String, Option<i64>)>, DbErr> {
     use super::entities::proposal::{Column as P, Entity as Proposals};
     // NOT EXISTS on the actions' primary key (proposal_id, position): one index probe per
     // on-chain proposal of the DAO, never a read of every stored action.
     let no_actions = sea_orm::sea_query::Expr::cust(
         r#"NOT EXISTS (SELECT 1 FROM proposal_actions a WHERE a.proposal_id = "proposals"."id")"#,
+    );
+    // A miss is one primary-key probe too; it holds the proposal back until it is due again.
+    let retry_before = now_ms - ACTIONS_RETRY_AFTER.as_millis() as i64;
+    let not_missed_lately = sea_orm::sea_query::Expr::cust_with_values(
+        r#"NOT EXISTS (SELECT 1 FROM proposal_action_misses m WHERE m.proposal_id = "proposals"."id" AND m.checked_ms > $1)"#,
+        [retry_before],
     );
     Proposals::find()
         .select_only()
@@ -468,6 +484,7 @@ pub async fn without_actions(db: &impl ConnectionTrait, dao_id: &str) -> Result<
         .filter(P::DaoId.eq(dao_id))
         .filter(P::Source.eq(ProposalSource::Onchain))
         .filter(no_actions)
+        .filter(not_missed_lately)
         .order_by_asc(P::CreatedMs)
         .limit(ACTIONS_BACKFILL_MAX)
         .into_tuple::<(String, Option<i64>)>()

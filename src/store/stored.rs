@@ -11,7 +11,7 @@
 //! (a kind added by a newer writer, a typo written by hand) makes the row's decoding fail with
 //! `DbErr::Type` naming the value and its vocabulary; the API answers such a failure as every
 //! other store defect: a logged `store error` and a 500 `INTERNAL_ERROR`
-//! (`api::store_errors`). Why not skip the row: a skipped row makes a list, a total, a brief or
+//! (`store::failures::problem_marking_read_failed`). Why not skip the row: a skipped row makes a list, a total, a brief or
 //! a cursor page silently incomplete while saying it is whole, and a value is never served as
 //! another one. A loud failure is the only answer that stays honest, and it cannot happen with
 //! the writers of this build (they write from the same enums). The same holds for a JSON list

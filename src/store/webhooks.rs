@@ -15,7 +15,9 @@ use super::entities::webhook_delivery::DeliveryState;
 use super::entities::{webhook_attempt, webhook_delivery, webhook_subscription};
 use crate::contract::feed::FeedKind;
 use crate::contract::vocabulary::DaoId;
-use crate::contract::webhooks::{MAX_SUBSCRIPTIONS_PER_TOKEN, ROTATION_OVERLAP, SECRET_PREFIX, SUBSCRIPTION_ID_PREFIX};
+use crate::contract::webhooks::{
+    MAX_SUBSCRIPTIONS_PER_TOKEN, ROTATION_OVERLAP, SECRET_PREFIX, SUBSCRIPTION_ID_BYTES, WebhookId,
+};
 
 pub type Subscription = webhook_subscription::Model;
 
@@ -46,43 +48,58 @@ pub struct Change {
 pub struct Filters {
     pub daos: Vec<DaoId>,
     pub kinds: Vec<FeedKind>,
-    /// A stored list named values of which this build reads none (a kind written by a newer
-    /// build): it wants nothing, as it did when the lists were matched as text, never "every one".
-    unreadable: bool,
+    /// Stored values this build cannot read (a kind written by a newer build), kept as the text
+    /// they are: they still make a list non-empty and still match an entry that names them, as
+    /// they did when the lists were matched as text, and the operator's listing shows them.
+    unread_daos: Vec<String>,
+    unread_kinds: Vec<String>,
 }
 
 impl Filters {
     pub fn new(daos: Vec<DaoId>, kinds: Vec<FeedKind>) -> Self {
-        Self { daos, kinds, unreadable: false }
+        Self { daos, kinds, ..Self::default() }
     }
 
-    /// The filters `s` stores. A value this build cannot read is left out of its list; a list
-    /// of only such values wants nothing.
+    /// The filters `s` stores.
     pub fn of(s: &Subscription) -> Self {
         Self::read(&s.dao_ids, &s.kinds)
     }
 
     fn read(dao_ids: &str, kinds: &str) -> Self {
-        let daos: Vec<DaoId> = split(dao_ids).filter_map(DaoId::parse).collect();
-        let read_kinds: Vec<FeedKind> = split(kinds).filter_map(|k| FeedKind::parse(k).ok()).collect();
-        let unreadable = (daos.is_empty() && split(dao_ids).next().is_some())
-            || (read_kinds.is_empty() && split(kinds).next().is_some());
-        Self { daos, kinds: read_kinds, unreadable }
+        let mut filters = Self::default();
+        for d in split(dao_ids) {
+            match DaoId::parse(d) {
+                Some(dao) => filters.daos.push(dao),
+                None => filters.unread_daos.push(d.to_owned()),
+            }
+        }
+        for k in split(kinds) {
+            match FeedKind::parse(k) {
+                Ok(kind) => filters.kinds.push(kind),
+                Err(_) => filters.unread_kinds.push(k.to_owned()),
+            }
+        }
+        filters
     }
 
-    /// Whether an entry of DAO `dao_id` and kind `kind` is wanted.
-    pub fn wants(&self, dao_id: &str, kind: FeedKind) -> bool {
-        !self.unreadable
-            && (self.daos.is_empty() || self.daos.iter().any(|d| d.as_str() == dao_id))
-            && (self.kinds.is_empty() || self.kinds.contains(&kind))
+    /// Whether an entry of DAO `dao_id` and kind `kind` (the feed row's text, which may name a
+    /// kind this build does not know) is wanted.
+    pub fn wants(&self, dao_id: &str, kind: &str) -> bool {
+        let dao = (self.daos.is_empty() && self.unread_daos.is_empty())
+            || self.daos.iter().any(|d| d.as_str() == dao_id)
+            || self.unread_daos.iter().any(|d| d == dao_id);
+        let kind_wanted = (self.kinds.is_empty() && self.unread_kinds.is_empty())
+            || self.kinds.iter().any(|k| k.as_str() == kind)
+            || self.unread_kinds.iter().any(|k| k == kind);
+        dao && kind_wanted
     }
 
-    /// `daos=… kinds=…`, `all` for an empty list (the operator's listing).
+    /// `daos=… kinds=…` as stored, `all` for an empty list (the operator's listing).
     pub fn describe(&self) -> String {
-        let daos = daos_text(&self.daos);
-        let kinds = kinds_text(&self.kinds);
-        let or_all = |list: String| if list.is_empty() { "all".to_owned() } else { list };
-        format!("daos={} kinds={}", or_all(daos), or_all(kinds))
+        let daos = self.daos.iter().map(DaoId::as_str).chain(self.unread_daos.iter().map(String::as_str));
+        let kinds = self.kinds.iter().map(|k| k.as_str()).chain(self.unread_kinds.iter().map(String::as_str));
+        let or_all = |list: Vec<&str>| if list.is_empty() { "all".to_owned() } else { list.join(",") };
+        format!("daos={} kinds={}", or_all(daos.collect()), or_all(kinds.collect()))
     }
 }
 
@@ -124,8 +141,9 @@ pub fn new_secret() -> String {
 }
 
 fn new_public_id() -> String {
-    // 80 bits, lowercase base32-like hex: unguessable enough for an id that grants nothing alone.
-    format!("{SUBSCRIPTION_ID_PREFIX}{}", hex::encode(random(10)))
+    let mut bytes = [0u8; SUBSCRIPTION_ID_BYTES];
+    rand::rng().fill_bytes(&mut bytes);
+    WebhookId::of_bytes(&bytes).as_str().to_owned()
 }
 
 /// Creates a subscription for token `token_id`, receiving the entries published from now on.
@@ -183,10 +201,10 @@ pub async fn list(db: &impl ConnectionTrait, token_id: Option<i64>) -> Result<Ve
 pub async fn get(
     db: &impl ConnectionTrait,
     token_id: Option<i64>,
-    public_id: &str,
+    public_id: &WebhookId,
 ) -> Result<Option<Subscription>, DbErr> {
     let row = webhook_subscription::Entity::find()
-        .filter(webhook_subscription::Column::PublicId.eq(public_id))
+        .filter(webhook_subscription::Column::PublicId.eq(public_id.as_str()))
         .one(db)
         .await?;
     Ok(row.filter(|r| token_id.is_none_or(|t| t == r.token_id)))
@@ -325,17 +343,21 @@ mod tests {
     use super::{FeedKind, Filters};
 
     #[test]
-    fn a_stored_filter_this_build_cannot_read_wants_nothing_rather_than_everything() {
+    fn a_stored_filter_this_build_cannot_read_matches_as_its_text_did() {
         let all = Filters::read("", "");
-        assert!(all.wants("uniswap", FeedKind::ProposalCreated));
-        let known = Filters::read("uniswap", "proposal_created,kind_of_a_later_build");
-        assert_eq!(known.kinds, [FeedKind::ProposalCreated]);
-        assert!(known.wants("uniswap", FeedKind::ProposalCreated));
-        assert!(!known.wants("uniswap", FeedKind::VoteCast));
-        assert!(!known.wants("arbitrum", FeedKind::ProposalCreated));
+        assert!(all.wants("uniswap", "proposal_created"));
+        assert!(all.wants("uniswap", "kind_of_a_later_build"));
+        let mixed = Filters::read("uniswap", "proposal_created,kind_of_a_later_build");
+        assert_eq!(mixed.kinds, [FeedKind::ProposalCreated]);
+        assert!(mixed.wants("uniswap", "proposal_created"));
+        assert!(mixed.wants("uniswap", "kind_of_a_later_build"));
+        assert!(!mixed.wants("uniswap", "vote_cast"));
+        assert!(!mixed.wants("arbitrum", "proposal_created"));
+        assert_eq!(mixed.describe(), "daos=uniswap kinds=proposal_created,kind_of_a_later_build");
         let unread = Filters::read("", "kind_of_a_later_build");
         assert!(unread.kinds.is_empty());
-        assert!(!unread.wants("uniswap", FeedKind::ProposalCreated));
+        assert!(!unread.wants("uniswap", "proposal_created"));
+        assert_eq!(unread.describe(), "daos=all kinds=kind_of_a_later_build");
         assert_eq!(Filters::read("", "proposal_created"), Filters::new(Vec::new(), vec![FeedKind::ProposalCreated]));
     }
 }

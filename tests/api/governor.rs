@@ -19,7 +19,10 @@ const DEEP: &str = "govtest-deep";
 fn registry(rpc: &str, scenario: &Value) -> Registry {
     // The ABI the registry names for proposal C's made-up contract, written where the test runs.
     let custom = &scenario["customAbi"];
-    let file = std::env::temp_dir().join(format!("govdata-custom-abi-{}.json", std::process::id()));
+    // One file per call: the backends' tests run at once in this binary and each writes its own.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("govdata-custom-abi-{}-{call}.json", std::process::id()));
     std::fs::write(&file, custom["abi"].to_string()).unwrap();
     let dao = |id: &str, confirmations: u64| {
         format!(
@@ -243,7 +246,7 @@ async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Valu
         assert_eq!(actions.len(), p["targets"].as_array().unwrap().len(), "{p}");
         for (i, a) in actions.iter().enumerate() {
             assert_eq!(a.position, i as i32);
-            assert_eq!(a.execution_path, "governor");
+            assert_eq!(a.execution_path, govdata::store::entities::proposal_action::ExecutionPath::Governor);
             assert_eq!(a.target, p["targets"][i].as_str().unwrap());
             assert_eq!(a.value_wei, p["values"][i].as_str().unwrap());
             assert_eq!(a.calldata, p["calldatas"][i].as_str().unwrap());
@@ -297,6 +300,30 @@ async fn backfill(db: &sea_orm::DatabaseConnection, registry: &Registry, options
     // And once filled, nothing more.
     let again = run_once(db, registry, options).await.unwrap();
     assert_eq!(again.published.rows_written(), 0, "{again}");
+
+    // A proposal whose creation log cannot be found (here: no block stored) is noted as a miss,
+    // publishes nothing, and is not looked for again on the next run.
+    use govdata::store::entities::proposal_action_miss;
+    use sea_orm::{ActiveModelTrait, IntoActiveModel, Set};
+    let b = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .filter(proposal::Column::ExternalId.eq(scenario["proposals"][1]["id"].as_str().unwrap()))
+        .one(db)
+        .await
+        .unwrap()
+        .expect("proposal B");
+    proposal_action::Entity::delete_many().filter(proposal_action::Column::ProposalId.eq(b.id)).exec(db).await.unwrap();
+    let mut unblocked = b.clone().into_active_model();
+    unblocked.block_number = Set(None);
+    unblocked.update(db).await.unwrap();
+    let missed = run_once(db, registry, options).await.unwrap();
+    assert_eq!(missed.published.revision_id, None, "a miss publishes nothing: {missed}");
+    let miss = proposal_action_miss::Entity::find_by_id(b.id).one(db).await.unwrap().expect("B noted as a miss");
+    let none = proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(b.id)).count(db);
+    assert_eq!(none.await.unwrap(), 0);
+    run_once(db, registry, options).await.unwrap();
+    let still = proposal_action_miss::Entity::find_by_id(b.id).one(db).await.unwrap().expect("B still a miss");
+    assert_eq!(still.checked_ms, miss.checked_ms, "a miss is not looked for again before it is due");
 }
 
 // One chain per backend: the test moves its chain on.

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use govdata::contract::webhooks::WebhookId;
 use govdata::ingest::run_once;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use serde_json::{Value, json};
@@ -429,7 +430,7 @@ on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: B
     assert!(queue::claim(&db, s.id, later + 1, later + lease, 8).await.unwrap().is_empty(), "still held by the second");
     // The second process's failure schedules a retry; failing since then.
     queue::record(&db, &s, &[outcome(&second[0], later, Verdict::RetryAt(later + 5_000))], later).await.unwrap();
-    let s = subscriptions::get(&db, None, &s.public_id).await.unwrap().unwrap();
+    let s = subscriptions::get(&db, None, &WebhookId::parse(&s.public_id).unwrap()).await.unwrap().unwrap();
     assert_eq!(s.failing_since_ms, Some(later));
     assert!(s.enabled);
     let retry = queue::claim(&db, s.id, later + 5_000, later + 5_000 + lease, 8).await.unwrap();
@@ -440,7 +441,7 @@ on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: B
     let disabled = queue::record(&db, &s, &[outcome(&retry[0], days, Verdict::RetryAt(days + 1))], days).await.unwrap();
     let reason = disabled.expect("disabled");
     assert!(reason.contains("failed for 5 days"), "{reason}");
-    let s = subscriptions::get(&db, None, &s.public_id).await.unwrap().unwrap();
+    let s = subscriptions::get(&db, None, &WebhookId::parse(&s.public_id).unwrap()).await.unwrap().unwrap();
     assert!(!s.enabled);
     assert_eq!(s.disabled_reason.as_deref(), Some(reason.as_str()));
     let all = queue::attempts(&db, s.id, None, 10).await.unwrap();

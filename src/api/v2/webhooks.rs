@@ -375,13 +375,16 @@ async fn checked_daos(state: &AppState, ids: &[String]) -> Result<Vec<DaoId>, Pr
 async fn owned(state: &AppState, req: &Request, id: &WebhookIdParam) -> Result<Subscription, Problem> {
     let token = partner_token(req)?;
     let db = state.primary()?;
-    let (found, id) = match id.parse() {
-        Ok(id) => (subs::get(db, Some(token.id), id).await.map_err(|e| problem_marking_read_failed(&e))?, id),
-        Err(text) => (None, text),
-    };
-    found.ok_or_else(|| {
+    let not_found = |id: &str| {
         Problem::not_found(format!("No webhook `{id}` belongs to this token; GET /v2/webhooks lists yours."))
-    })
+    };
+    match id.parse() {
+        Ok(id) => subs::get(db, Some(token.id), &id)
+            .await
+            .map_err(|e| problem_marking_read_failed(&e))?
+            .ok_or_else(|| not_found(id.as_str())),
+        Err(text) => Err(not_found(text)),
+    }
 }
 
 #[OpenApi(prefix_path = "/v2", tag = "V2Tag::Webhooks")]

@@ -3,18 +3,14 @@
 //! before actions were kept, read from their creation logs by the block the store recorded.
 use alloy_primitives::{Address, U256};
 use alloy_sol_types::SolEvent;
-use anyhow::Context;
-use serde_json::json;
 
 use super::abi::{ProposalCreated, timelockCall};
 use super::{GovernorConnector, lower};
 use crate::contract::vocabulary::ProposalSource;
-use crate::ingest::Sink;
+use crate::ingest::{Sink, UpstreamError};
 use crate::rules::actions::{self, AbiSource, Known, ProposedAction};
+use crate::store::entities::proposal_action::ExecutionPath;
 use crate::store::staging::{ActionRecord, ProposalActionsRecord, ProposalRef, Record};
-
-/// The only execution path a governor's proposal has (Snapshot's Safe modules would be others).
-pub const EXECUTION_PATH: &str = "governor";
 
 /// What decoding one run's actions needs: the ABIs the registry names (read once per run) and
 /// the account that executes them (the governor's timelock where it has one, else the governor).
@@ -24,20 +20,27 @@ pub(super) struct Decoding {
 }
 
 impl GovernorConnector {
+    /// What decoding needs, read when a run has actions to decode: the registry's ABIs (parsed
+    /// once, when the registry was loaded) and the executor.
     pub(super) async fn decoding(&self, governor: Address) -> anyhow::Result<Decoding> {
         let mut known = Known::default();
         for file in &self.source.abis {
-            let (address, abi) = file.read()?;
-            known.abis.entry(address).or_default().push((AbiSource::Registry, abi));
+            let loaded = file.abi()?;
+            let (address, abi) = &*loaded;
+            known.abis.entry(*address).or_default().push((AbiSource::Registry, abi.clone()));
         }
-        // A governor without `timelock()` executes its proposals itself (GovernorBravo's
-        // timelock is its `admin`, not read here: its actions are decoded from the governor).
+        // A governor without `timelock()` (its call reverts, or answers nothing decodable)
+        // executes its proposals itself; GovernorBravo's timelock is its `admin`, not read here.
+        // A node that could not be asked is no answer: the run fails rather than store actions
+        // decoded for the wrong sender (actions are stored once).
         let executor = match self.call(timelockCall {}).await {
             Ok(timelock) if timelock != Address::ZERO => {
                 known.labels.insert(timelock, "the timelock".to_owned());
                 timelock
             }
-            _ => governor,
+            Ok(_) => governor,
+            Err(e) if reverted(&e) => governor,
+            Err(e) => return Err(e.context("governor.timelock")),
         };
         known.labels.entry(governor).or_insert_with(|| "the governor".to_owned());
         Ok(Decoding { known, executor })
@@ -66,20 +69,32 @@ impl GovernorConnector {
                 signature: p.signature.clone(),
                 calldata: actions::hex(&p.calldata),
                 decoded: serde_json::to_string(&d).expect("a decoded action serialises"),
-                decoder_version: actions::DECODER_VERSION,
             })
             .collect();
         Record::ProposalActions(ProposalActionsRecord {
             dao_id: self.dao_id.clone(),
             proposal: ProposalRef { source: ProposalSource::Onchain, external_id: event.proposalId.to_string() },
-            execution_path: EXECUTION_PATH.to_owned(),
-            actions,
+            execution_path: ExecutionPath::Governor,
+            actions: Some(actions),
+        })
+    }
+
+    /// A proposal whose creation log was not found: noted, so that it is looked for again only
+    /// after `staging::ACTIONS_RETRY_AFTER`.
+    fn missed(&self, id: &str) -> Record {
+        Record::ProposalActions(ProposalActionsRecord {
+            dao_id: self.dao_id.clone(),
+            proposal: ProposalRef { source: ProposalSource::Onchain, external_id: id.to_owned() },
+            execution_path: ExecutionPath::Governor,
+            actions: None,
         })
     }
 
     /// Stages the actions of proposals stored before actions were kept: one `eth_getLogs` per
     /// creation block the store recorded (the governor connector records every one). A proposal
-    /// whose log is not found there is reported and skipped; nothing else is staged for it.
+    /// with no block stored, or whose log is not there, is reported and noted as a miss. A node
+    /// that fails the read ends the backfill for this run only: it is a one-time completion,
+    /// and never holds back the run's proposals, votes and delegations.
     pub(super) async fn backfill_actions(
         &self,
         without: &[(String, Option<u64>)],
@@ -88,40 +103,61 @@ impl GovernorConnector {
         decoding: &Decoding,
         sink: &mut Sink<'_>,
     ) -> anyhow::Result<()> {
-        let mut by_block: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
+        let mut by_block: std::collections::BTreeMap<u64, Vec<(&str, U256)>> = Default::default();
         for (id, block) in without {
-            match block {
-                Some(b) if *b <= safe => by_block.entry(*b).or_default().push(id),
-                Some(_) => {}
-                None => sink.skip(format!(
-                    "{}: proposal {id}: no creation block stored, its actions are not read",
-                    self.dao_id
-                )),
+            let parsed = id.parse::<U256>().ok();
+            match (block, parsed) {
+                (Some(b), Some(parsed)) if *b <= safe => by_block.entry(*b).or_default().push((id, parsed)),
+                (Some(_), Some(_)) => {}
+                _ => {
+                    sink.skip(format!(
+                        "{}: proposal {id}: no creation block stored, its actions are not read",
+                        self.dao_id
+                    ));
+                    sink.push(self.missed(id)).await?;
+                }
             }
         }
         for (block, ids) in by_block {
-            let filter = json!([{
-                "fromBlock": format!("{block:#x}"),
-                "toBlock": format!("{block:#x}"),
-                "address": [governor],
-                "topics": [[ProposalCreated::SIGNATURE_HASH]],
-            }]);
-            let logs: Vec<super::rpc::Log> =
-                self.rpc("eth_getLogs", filter).await.with_context(|| format!("creation logs of block {block}"))?;
-            for id in ids {
-                let found = logs.iter().filter(|l| !l.removed).find_map(|l| {
-                    let e = ProposalCreated::decode_raw_log(l.topics.iter().copied(), &l.data).ok()?;
-                    (e.proposalId.to_string() == id).then_some(e)
-                });
-                match found {
-                    Some(event) => sink.push(self.actions(&event, decoding)).await?,
-                    None => sink.skip(format!(
-                        "{}: proposal {id}: no ProposalCreated log in block {block}, its actions are not read",
+            let logs = match self.logs_of(&[governor], &[ProposalCreated::SIGNATURE_HASH], block, block).await {
+                Ok(logs) => logs,
+                Err(e) => {
+                    sink.skip(format!(
+                        "{}: the creation logs of block {block} could not be read ({e:#}); the actions of \
+                         proposals stored without them are read on a later run",
                         self.dao_id
-                    )),
+                    ));
+                    return Ok(());
+                }
+            };
+            let created: Vec<ProposalCreated> = logs
+                .iter()
+                .filter(|l| !l.removed)
+                .filter_map(|l| ProposalCreated::decode_raw_log(l.topics.iter().copied(), &l.data).ok())
+                .collect();
+            for (id, parsed) in ids {
+                match created.iter().find(|e| e.proposalId == parsed) {
+                    Some(event) => sink.push(self.actions(event, decoding)).await?,
+                    None => {
+                        sink.skip(format!(
+                            "{}: proposal {id}: no ProposalCreated log in block {block}, its actions are not read",
+                            self.dao_id
+                        ));
+                        sink.push(self.missed(id)).await?;
+                    }
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `e` is the node's answer that the call reverted or returned nothing the ABI reads
+/// (a contract without the function), as opposed to a node that could not be asked.
+fn reverted(e: &anyhow::Error) -> bool {
+    match e.downcast_ref::<UpstreamError>() {
+        Some(UpstreamError::Protocol { .. }) => true,
+        Some(_) => false,
+        None => true,
     }
 }

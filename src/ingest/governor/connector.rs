@@ -70,19 +70,28 @@ impl Connector for GovernorConnector {
     async fn fetch(&self, resume: &Resume, sink: &mut Sink<'_>) -> anyhow::Result<Watermark> {
         let span = self.span(resume).await?;
         let modes = self.modes().await;
-        let decoding = self.decoding(span.governor).await?;
         let mut scan = self.read_logs(&span, &modes, sink).await?;
+        // Only a run with actions to decode asks for the executor (and reads the ABIs).
+        let decoding = if scan.created.is_empty() && resume.without_actions.is_empty() {
+            None
+        } else {
+            Some(self.decoding(span.governor).await?)
+        };
         let created_ids: BTreeSet<U256> = scan.created.iter().map(|c| c.event.proposalId).collect();
         self.stage_summed_votes(resume, &span, scan.split, &created_ids, &mut scan.times, sink).await?;
         // The governor's own view of every proposal that was seen or can still change.
         let open = resume.open_proposals.iter().filter_map(|id| id.parse::<U256>().ok());
         let updated = scan.touched.into_iter().chain(open).filter(|id| !created_ids.contains(id)).collect();
         // Each new proposal's actions, decoded once, applied after the proposal they belong to.
-        for c in &scan.created {
-            sink.push(self.actions(&c.event, &decoding)).await?;
+        if let Some(decoding) = &decoding {
+            for c in &scan.created {
+                sink.push(self.actions(&c.event, decoding)).await?;
+            }
         }
         self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
-        self.backfill_actions(&resume.without_actions, span.governor, span.safe, &decoding, sink).await?;
+        if let Some(decoding) = &decoding {
+            self.backfill_actions(&resume.without_actions, span.governor, span.safe, decoding, sink).await?;
+        }
         let as_of = scan.times.get(self, span.safe).await?;
         self.stage_latest(scan.powers, scan.delegations, as_of, sink).await?;
         let (from, safe) = (span.from, span.safe);

@@ -76,10 +76,21 @@ impl GovernorConnector {
             DelegateVotesChanged::SIGNATURE_HASH,
             DelegateChanged::SIGNATURE_HASH,
         ];
+        self.logs_of(&[governor, token], &topics, from, to).await
+    }
+
+    /// `eth_getLogs` of `addresses` with any of `topics` first, over blocks `from..=to`.
+    pub(super) async fn logs_of(
+        &self,
+        addresses: &[Address],
+        topics: &[B256],
+        from: u64,
+        to: u64,
+    ) -> anyhow::Result<Vec<Log>> {
         let filter = json!([{
             "fromBlock": format!("{from:#x}"),
             "toBlock": format!("{to:#x}"),
-            "address": [governor, token],
+            "address": addresses,
             "topics": [topics],
         }]);
         self.rpc("eth_getLogs", filter).await

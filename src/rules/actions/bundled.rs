@@ -2,7 +2,7 @@
 //! their calls, logs and reverts decode when no source knows the contract.
 //!
 //! Written as human-readable ABI items (alloy's `JsonAbi::parse`), checked against the sources
-//! in `shared/reference/actions-alerts.md` (OpenZeppelin Contracts 5.x, Safe 1.5.0). One
+//! in `../shared/reference/actions-alerts.md` (OpenZeppelin Contracts 5.x, Safe 1.5.0). One
 //! signature declared by two interfaces (ERC-20's and ERC-721's `approve`, `transferFrom`) is
 //! one entry, named as the first interface listed names it: ERC-20, since governance moves
 //! treasury tokens far more often than NFTs. Built once, on first use.

@@ -29,7 +29,8 @@ pub use decode::{decode_call, decode_log, decode_revert};
 pub use nested::decode_actions;
 
 /// The version of this decoder's answers, stored with each decoded action: raised when the
-/// answer for the same calldata and ABIs changes, so that stored answers can be redone.
+/// answer for the same calldata and ABIs changes (the bundled table's changes included), so that
+/// stored answers can be redone.
 pub const DECODER_VERSION: i32 = 1;
 
 /// Where the ABI that decoded an item came from, in the order sources are consulted.

@@ -21,10 +21,13 @@
 //!   in `[…]` and tuples in `(…)`.
 //! - Undecoded: `call <selector> on <target> (undecoded: <reason>)`.
 //! - Any call that sends value other than a plain send ends with `, sending <value>`.
+//! - A summary longer than `contract::limits::ACTION_SUMMARY_MAX_CHARS` characters is cut there,
+//!   ending with `…`.
 use alloy_primitives::{Address, U256};
 
 use super::decode::{amount_argument, whole_tokens};
 use super::{Action, Argument, Call, DecodedCall, Inner, Known, Operation, Reason, Token, Undecoded, Value};
+use crate::contract::limits::ACTION_SUMMARY_MAX_CHARS;
 
 /// The summary of one action (inner calls have their own).
 pub fn summarize(known: &Known, action: &Action) -> String {
@@ -35,7 +38,16 @@ pub fn summarize(known: &Known, action: &Action) -> String {
         Call::Undecoded(u) => format!("call {} on {target} (undecoded: {})", selector(u), reason(u)),
         Call::Decoded(call) => decoded(known, action, call, &target, &sender),
     };
-    if action.value.is_zero() { text } else { format!("{text}, sending {}", native(known, &action.value)) }
+    let text = if action.value.is_zero() { text } else { format!("{text}, sending {}", native(known, &action.value)) };
+    cut(text)
+}
+
+/// `text` within [`ACTION_SUMMARY_MAX_CHARS`], cut at a character and ending with `…` when cut.
+fn cut(text: String) -> String {
+    match text.char_indices().nth(ACTION_SUMMARY_MAX_CHARS - 1) {
+        Some((at, _)) if text[at..].chars().nth(1).is_some() => format!("{}…", &text[..at]),
+        _ => text,
+    }
 }
 
 fn decoded(known: &Known, action: &Action, call: &DecodedCall, target: &str, sender: &str) -> String {
@@ -237,6 +249,16 @@ mod tests {
         );
         known.native = Some(token("ETH", 18));
         assert_eq!(summaries(&known)[0], format!("send 1.5 ETH from the timelock to {to}"));
+    }
+
+    #[test]
+    fn a_summary_is_cut_at_its_longest() {
+        let fits = "x".repeat(ACTION_SUMMARY_MAX_CHARS);
+        assert_eq!(cut(fits.clone()), fits);
+        let long = "é".repeat(ACTION_SUMMARY_MAX_CHARS + 1);
+        let cut = cut(long);
+        assert_eq!(cut.chars().count(), ACTION_SUMMARY_MAX_CHARS);
+        assert!(cut.ends_with("é…"));
     }
 
     #[test]

@@ -3,13 +3,16 @@
 //! What a proposal proposes never changes, so a proposal that has actions keeps them and a
 //! record for it changes nothing (a re-run, or a backfill racing a run that saw the proposal
 //! created). Writing actions touches nothing served that a revision or the feed describes: a
-//! backfill of proposals stored before actions were kept publishes nothing.
+//! backfill of proposals stored before actions were kept publishes nothing. A proposal whose
+//! creation log the backfill did not find is noted as a miss, looked for again after a while.
 use std::collections::BTreeSet;
 
-use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, Set};
 
 use super::Applier;
-use crate::store::entities::proposal_action;
+use crate::rules::actions::DECODER_VERSION;
+use crate::store::entities::{proposal_action, proposal_action_miss};
 use crate::store::staging::ProposalActionsRecord;
 use crate::store::upsert::TableCounts;
 
@@ -37,6 +40,7 @@ impl Applier<'_> {
             .collect();
         let mut done = BTreeSet::new();
         let mut models = Vec::new();
+        let mut misses = Vec::new();
         for r in rows {
             let key = (r.dao_id.clone(), r.proposal.source, r.proposal.external_id.clone());
             let Some(proposal) = stored.get(&key) else {
@@ -49,24 +53,48 @@ impl Applier<'_> {
             if with_actions.contains(&proposal.id) || !done.insert(proposal.id) {
                 continue;
             }
-            for (position, a) in r.actions.iter().enumerate() {
+            let Some(actions) = &r.actions else {
+                misses.push(proposal_action_miss::ActiveModel {
+                    proposal_id: Set(proposal.id),
+                    checked_ms: Set(self.now_ms),
+                });
+                continue;
+            };
+            for (position, a) in actions.iter().enumerate() {
                 models.push(proposal_action::ActiveModel {
-                    proposal_id: sea_orm::Set(proposal.id),
-                    position: sea_orm::Set(position as i32),
-                    dao_id: sea_orm::Set(r.dao_id.clone()),
-                    execution_path: sea_orm::Set(r.execution_path.clone()),
-                    target: sea_orm::Set(a.target.clone()),
-                    value_wei: sea_orm::Set(a.value_wei.clone()),
-                    signature: sea_orm::Set(a.signature.clone()),
-                    calldata: sea_orm::Set(a.calldata.clone()),
-                    decoded: sea_orm::Set(a.decoded.clone()),
-                    decoder_version: sea_orm::Set(a.decoder_version),
+                    proposal_id: Set(proposal.id),
+                    position: Set(position as i32),
+                    dao_id: Set(r.dao_id.clone()),
+                    execution_path: Set(r.execution_path),
+                    target: Set(a.target.clone()),
+                    value_wei: Set(a.value_wei.clone()),
+                    signature: Set(a.signature.clone()),
+                    calldata: Set(a.calldata.clone()),
+                    decoded: Set(a.decoded.clone()),
+                    decoder_version: Set(DECODER_VERSION),
                 });
             }
         }
         counts.inserted = models.len() as u64;
+        let found: Vec<i64> = done.iter().copied().collect();
+        proposal_action_miss::Entity::delete_many()
+            .filter(proposal_action_miss::Column::ProposalId.is_in(found))
+            .exec(self.txn)
+            .await?;
         for chunk in models.chunks(crate::store::upsert::BATCH) {
             proposal_action::Entity::insert_many(chunk.to_vec()).exec_without_returning(self.txn).await?;
+        }
+        // A miss is bookkeeping of the backfill (it serves nothing): counted nowhere, replaced
+        // when the proposal is missed again.
+        if !misses.is_empty() {
+            proposal_action_miss::Entity::insert_many(misses)
+                .on_conflict(
+                    OnConflict::column(proposal_action_miss::Column::ProposalId)
+                        .update_column(proposal_action_miss::Column::CheckedMs)
+                        .to_owned(),
+                )
+                .exec_without_returning(self.txn)
+                .await?;
         }
         Ok(counts)
     }

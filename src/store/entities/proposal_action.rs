@@ -10,8 +10,8 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub position: i32,
     pub dao_id: String,
-    /// How the proposal executes its actions: `governor` (its timelock or itself).
-    pub execution_path: String,
+    /// How the proposal executes its actions.
+    pub execution_path: ExecutionPath,
     /// Lowercase 0x address.
     pub target: String,
     /// Exact decimal wei.
@@ -24,6 +24,16 @@ pub struct Model {
     pub decoded: String,
     /// `rules::actions::DECODER_VERSION` when decoded: rows of an older decoder can be redone.
     pub decoder_version: i32,
+}
+
+/// How a proposal's actions are executed, over the text its column holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum, serde::Serialize, serde::Deserialize)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionPath {
+    /// By the governor: through its timelock where it has one, else itself.
+    #[sea_orm(string_value = "governor")]
+    Governor,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

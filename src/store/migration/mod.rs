@@ -32,6 +32,7 @@ mod m0023_vote_arms;
 mod m0024_index_packing;
 mod m0025_title_vocabulary;
 mod m0026_proposal_actions;
+mod m0027_action_misses;
 
 pub struct Migrator;
 
@@ -65,6 +66,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0024_index_packing::Migration),
             Box::new(m0025_title_vocabulary::Migration),
             Box::new(m0026_proposal_actions::Migration),
+            Box::new(m0027_action_misses::Migration),
         ]
     }
 }
