@@ -22,11 +22,16 @@
 //!    appending 1,000 more, and the same page timings for the busiest delegate's power over time
 //!    and delegation changes.
 //!
+//! 6. **Decoding** (`--decode`, issue 47): proposal actions decoded per second, one call and
+//!    batches of 50, as ingestion decodes them (`decode`).
+//!
 //! ```sh
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release -- synth
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench -- --history-events 1000000
+//! cargo run --release --bin bench -- --decode
 //! ```
+mod decode;
 mod export;
 mod history;
 
@@ -77,11 +82,17 @@ struct Args {
     /// alone), writing the files in this directory.
     #[arg(long)]
     export: Option<std::path::PathBuf>,
+    /// Measure only the decoding of proposal actions at ingestion (no store is opened).
+    #[arg(long)]
+    decode: bool,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.decode {
+        return decode::run();
+    }
     let db = store::connect(&args.database_url).await.context("opening the store")?;
     let backend = store::backend_name(&db);
     let busiest = proposal::Entity::find()
