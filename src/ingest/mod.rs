@@ -22,9 +22,11 @@ use crate::store::staging::{self, Record};
 pub mod discourse;
 pub mod governor;
 pub mod http;
+pub mod osnap;
 pub mod registry;
 pub mod schedule;
 pub mod snapshot;
+pub mod staged_actions;
 
 pub use http::{RetryPolicy, Upstream, UpstreamError};
 pub use registry::{CONNECTED, DaoEntry, Registry};

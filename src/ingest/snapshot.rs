@@ -5,7 +5,8 @@
 //! already read at that timestamp. Proposals created since the last run are fetched, plus every
 //! stored proposal that can still change (open, or scores not final); votes are fetched for each
 //! of those. Floats (`vp`, `scores`, `scores_total`, `quorum`) are kept as the text received:
-//! they are read as raw JSON, never as f64.
+//! they are read as raw JSON, never as f64. A proposal's oSnap transactions (what its Safe
+//! would execute) are staged as its actions (`osnap`).
 use std::collections::HashSet;
 
 use anyhow::{Context, bail};
@@ -16,9 +17,12 @@ use serde_json::{json, value::RawValue};
 use tokio::sync::mpsc;
 
 use super::registry::SnapshotSource;
-use super::{Connector, Resume, Sink, Upstream, UpstreamError};
+use super::staged_actions::{self, Decoding};
+use super::{Connector, Resume, Sink, Upstream, UpstreamError, osnap};
 use crate::contract::vocabulary::{ProposalSource, ProposalState};
+use crate::rules::actions::Known;
 use crate::store::apply::Watermark;
+use crate::store::entities::proposal_action::ExecutionPath;
 use crate::store::staging::{ProposalRecord, ProposalRef, Record, VoteRecord};
 use crate::store::{address, publish::now_ms};
 
@@ -34,7 +38,7 @@ const VOTE_CONCURRENCY: usize = 4;
 pub const ORIGIN: &str = "snapshot-hub";
 
 const PROPOSAL_FIELDS: &str = "id ipfs author created type title body discussion choices start end snapshot state \
-                               scores scores_state scores_total quorum votes privacy";
+                               scores scores_state scores_total quorum votes privacy plugins";
 
 pub struct SnapshotConnector {
     pub upstream: Upstream,
@@ -68,6 +72,10 @@ struct Proposal {
     /// `shutter` for shielded voting; empty (or absent) otherwise.
     #[serde(default)]
     privacy: Option<String>,
+    /// The space's plugins' data for the proposal (JSON); oSnap's holds the transactions a Safe
+    /// would execute (`osnap`).
+    #[serde(default)]
+    plugins: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,11 +284,21 @@ impl SnapshotConnector {
     }
 
     /// Stages a proposal and returns its id, or reports it to `sink` when it cannot be read.
-    async fn stage_proposal(&self, p: Proposal, sink: &mut Sink<'_>) -> anyhow::Result<Option<String>> {
+    async fn stage_proposal(&self, mut p: Proposal, sink: &mut Sink<'_>) -> anyhow::Result<Option<String>> {
         let id = p.id.clone();
+        let plugins = p.plugins.take();
         match self.proposal(p) {
             Ok(record) => {
                 sink.push(Record::Proposal(Box::new(record))).await?;
+                // Its Safe transactions, applied after the proposal they belong to (a proposal
+                // that has actions keeps them: a re-read changes nothing).
+                match plugins.as_ref().and_then(osnap::read) {
+                    Some(Ok(safe)) => sink.push(self.safe_actions(&id, &safe)).await?,
+                    Some(Err(e)) => {
+                        sink.skip(format!("snapshot proposal {id}: its oSnap transactions are not read: {e}"))
+                    }
+                    None => {}
+                }
                 Ok(Some(id))
             }
             Err(e) => {
@@ -288,6 +306,16 @@ impl SnapshotConnector {
                 Ok(None)
             }
         }
+    }
+
+    /// A proposal's oSnap transactions, decoded with the bundled interfaces (a Snapshot space
+    /// names no contract ABIs) as the Safe would make them.
+    fn safe_actions(&self, id: &str, safe: &osnap::SafeTransactions) -> Record {
+        let mut known = Known::default();
+        known.labels.insert(safe.safe, "the Safe".to_owned());
+        let decoding = Decoding { known, executor: safe.safe };
+        let proposal = ProposalRef { source: ProposalSource::Snapshot, external_id: id.to_owned() };
+        staged_actions::record(&self.dao_id, proposal, ExecutionPath::SafeModule, &safe.actions, &decoding)
     }
 
     /// Sends every vote of `proposal` to `pages`, a page at a time.

@@ -15,7 +15,9 @@ use crate::fixtures::testgov::{
     BASE, BIG_VOTES, DAO, HUGE_VP, LINKED_TOPIC, PROPOSALS, SPACE, TOPIC_POSTS, UNREADABLE_CREATED, big, forum_data,
     hub_data, options, proposal_id, registry_file, world,
 };
-use crate::fixtures::upstreams::{Fake, Fault, HubProposal, HubVote, discourse, snapshot_hub};
+use crate::fixtures::upstreams::{
+    Fake, Fault, HubProposal, HubVote, OSNAP_SAFE, OSNAP_TO, OSNAP_TOKEN, discourse, snapshot_hub,
+};
 use crate::helpers::{Backend, TestApp, eventually, eventually_within, fresh_database, spawn_app_with};
 use crate::on_both_backends;
 
@@ -273,6 +275,83 @@ on_both_backends!(copeland_ballots_are_tallied_as_first_preferences_and_explaine
         .collect();
     assert_eq!(scores, [(1, "10"), (2, "6"), (3, "5")], "first preferences, not 21 each: {e}");
     assert!(e["scoresNote"].as_str().unwrap().contains("first preferences"), "{e}");
+});
+
+// oSnap: a Snapshot proposal whose Safe would execute transactions (the plugin's data in the
+// hub's `plugins`) gets them as its actions, marked as executed by a Safe module, decoded with
+// the Safe as sender; a transaction the plugin never writes (a delegatecall) is reported and no
+// action is guessed; a re-run changes nothing.
+on_both_backends!(osnap_transactions_are_a_snapshot_proposals_actions, |backend: Backend| async move {
+    use govdata::store::entities::proposal_action::{self, ExecutionPath};
+    let w = world(backend).await;
+    let (payout, unreadable) = (proposal_id(PROPOSALS + 3), proposal_id(PROPOSALS + 4));
+    {
+        let mut hub = w.hub_data.lock().unwrap();
+        for (id, title, offset) in
+            [(&payout, "oSnap treasury payout", 200), (&unreadable, "oSnap unreadable batch", 210)]
+        {
+            hub.proposals.push(HubProposal {
+                id: id.clone(),
+                created: UNREADABLE_CREATED + offset,
+                state: "active",
+                scores: vec![],
+                scores_total: "0",
+                scores_state: "pending",
+                title: title.to_owned(),
+                votes: 0,
+            });
+        }
+    }
+    let actions_of = |id: String| {
+        let db = w.db.clone();
+        async move {
+            let p = proposal::Entity::find()
+                .filter(proposal::Column::DaoId.eq(DAO))
+                .filter(proposal::Column::ExternalId.eq(id.as_str()))
+                .one(&db)
+                .await
+                .unwrap()
+                .expect("the proposal is stored");
+            proposal_action::Entity::find()
+                .filter(proposal_action::Column::ProposalId.eq(p.id))
+                .order_by_asc(proposal_action::Column::Position)
+                .all(&db)
+                .await
+                .unwrap()
+        }
+    };
+    let report = run_once(&w.db, &w.registry, &snapshot_only()).await.expect("the run completes");
+    let skipped = &report.published.skipped;
+    assert!(
+        skipped.iter().any(|s| s.contains(&unreadable) && s.contains("operation 1: the oSnap plugin makes calls only")),
+        "{skipped:?}"
+    );
+    let actions = actions_of(payout.clone()).await;
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert!(actions.iter().all(|a| a.execution_path == ExecutionPath::SafeModule));
+    assert_eq!((actions[0].target.as_str(), actions[0].value_wei.as_str()), (OSNAP_TOKEN.to_lowercase().as_str(), "0"));
+    assert_eq!(
+        (actions[1].target.as_str(), actions[1].value_wei.as_str()),
+        (OSNAP_TO.to_lowercase().as_str(), "1500000000000000000")
+    );
+    assert_eq!(actions[1].calldata, "0x");
+    let decoded: Vec<Value> = actions.iter().map(|a| serde_json::from_str(&a.decoded).unwrap()).collect();
+    let safe = OSNAP_SAFE.parse::<alloy_primitives::Address>().unwrap().to_checksum(None);
+    assert!(decoded.iter().all(|d| d["sender"] == safe.as_str()), "the Safe makes the calls: {decoded:?}");
+    let transfer = &decoded[0]["call"];
+    assert_eq!(
+        (transfer["kind"].as_str(), transfer["function"].as_str()),
+        (Some("decoded"), Some("transfer")),
+        "{transfer}"
+    );
+    assert_eq!(transfer["arguments"][0]["value"], OSNAP_TO);
+    assert_eq!(transfer["arguments"][1]["value"], "1250000000000000000000000", "exact base units: {transfer}");
+    assert_eq!(decoded[1]["call"]["kind"], "native_transfer");
+    assert!(decoded[0]["summary"].as_str().unwrap().starts_with("transfer"), "{}", decoded[0]);
+    assert!(actions_of(unreadable.clone()).await.is_empty(), "nothing guessed for the unreadable batch");
+
+    run_once(&w.db, &w.registry, &snapshot_only()).await.expect("the run completes");
+    assert_eq!(actions_of(payout).await, actions, "a re-read proposal keeps its actions");
 });
 
 fn snapshot_only() -> RunOptions {

@@ -34,6 +34,10 @@ pub enum ExecutionPath {
     /// By the governor: through its timelock where it has one, else itself.
     #[sea_orm(string_value = "governor")]
     Governor,
+    /// By a Safe, through a module: a Snapshot proposal's oSnap transactions, executed from the
+    /// Safe by UMA's Optimistic Governor after the oracle's challenge period.
+    #[sea_orm(string_value = "safe_module")]
+    SafeModule,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
