@@ -45,6 +45,7 @@ pub struct ProposalExecution {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct ProposalExecutionStep {
+    /// The log's block, decimal text.
     pub block_number: String,
     /// The transaction that emitted the log (lowercase 0x hex).
     pub transaction_hash: String,
