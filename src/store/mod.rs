@@ -8,6 +8,7 @@ pub mod daos;
 pub mod entities;
 pub mod events;
 pub mod evidence;
+pub mod executions;
 pub mod exports;
 pub mod facts;
 pub mod failures;

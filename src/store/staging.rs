@@ -235,6 +235,36 @@ pub struct ActionRecord {
     pub decoded: String,
 }
 
+/// Where one step of a proposal's lifecycle happened on chain: the log's block, the block's time
+/// (epoch ms) and the transaction (lowercase 0x hex).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainPlace {
+    pub block: i64,
+    pub at_ms: i64,
+    pub tx: String,
+}
+
+/// A proposal's `ProposalQueued`: where, the ETA it carries (exact decimal text) and the
+/// timelock's grace period in seconds where it has one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedRecord {
+    pub place: ChainPlace,
+    pub eta: String,
+    pub grace_period_s: Option<i64>,
+}
+
+/// What one run read of an on-chain proposal's execution lifecycle (its governor's
+/// `ProposalQueued`, `ProposalExecuted` and `ProposalCanceled` logs). `None` keeps what is
+/// stored: a later run that reads the execution keeps the queue an earlier one read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalExecutionRecord {
+    pub dao_id: String,
+    pub proposal: ProposalRef,
+    pub queued: Option<QueuedRecord>,
+    pub executed: Option<ChainPlace>,
+    pub canceled: Option<ChainPlace>,
+}
+
 /// One staged record. The variant order is the application order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -249,6 +279,7 @@ pub enum Record {
     DelegationChange(DelegationChangeRecord),
     PowerCheckpoint(PowerCheckpointRecord),
     ProposalActions(ProposalActionsRecord),
+    ProposalExecution(ProposalExecutionRecord),
 }
 
 impl Record {
@@ -267,10 +298,12 @@ impl Record {
             // After the proposals they belong to; last, so that the stages of records staged
             // before it existed keep their numbers.
             Record::ProposalActions(_) => 9,
+            // After the proposals they belong to, numbered after every earlier stage likewise.
+            Record::ProposalExecution(_) => 10,
         }
     }
 
-    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=9;
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=10;
 
     pub fn dao_id(&self) -> &str {
         match self {
@@ -284,6 +317,7 @@ impl Record {
             Record::DelegationChange(r) => &r.dao_id,
             Record::PowerCheckpoint(r) => &r.dao_id,
             Record::ProposalActions(r) => &r.dao_id,
+            Record::ProposalExecution(r) => &r.dao_id,
         }
     }
 }

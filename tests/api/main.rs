@@ -14,6 +14,7 @@ mod documents;
 mod errors;
 mod events;
 mod evidence;
+mod execution;
 mod export_downloads;
 mod exports;
 mod feed;

@@ -12,6 +12,7 @@ use crate::api::{
     AppState,
     views::{
         delegation::{DelegationChange, change_item},
+        execution::ProposalExecution,
         voter::VoterNames,
     },
 };
@@ -75,6 +76,10 @@ pub struct ProposalDetail {
     /// snapshot, so power moved just before it counts on the proposal and power moved after it
     /// cannot.
     pub delegation_shift: Option<DelegationShift>,
+    /// For an on-chain proposal its governor queued, executed or canceled: that lifecycle, each
+    /// step with its block, time and transaction, the ETA and the time from which it can execute.
+    /// Absent for Snapshot proposals and for on-chain proposals with none of these steps yet.
+    pub execution: Option<ProposalExecution>,
 }
 
 /// Large delegated power moved shortly before an on-chain proposal's voting power was fixed.
@@ -160,6 +165,7 @@ impl poem_openapi::types::Example for ProposalDetail {
             scores_provisional: Some(false),
             voting_rule: voting_type(Some("basic")).map(|t| t.rule.to_owned()),
             delegation_shift: None,
+            execution: None,
         }
     }
 }
@@ -401,6 +407,7 @@ impl Api {
             scores_provisional: p.scores_state.as_deref().map(|s| s != SCORES_FINAL),
             voting_rule: voting_type(p.voting_type.as_deref()).map(|t| t.rule.to_owned()),
             delegation_shift: delegation_shift(&state, &p).await?,
+            execution: ProposalExecution::load(&state.reads(), &p).await?,
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }

@@ -6,6 +6,7 @@ pub mod citation;
 pub mod dao;
 pub mod delegation;
 pub mod event;
+pub mod execution;
 pub mod feed;
 pub mod item;
 pub mod proposal;

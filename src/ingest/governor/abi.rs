@@ -22,6 +22,7 @@ sol! {
     function COUNTING_MODE() external view returns (string);
     function CLOCK_MODE() external view returns (string);
     function timelock() external view returns (address);
+    function GRACE_PERIOD() external view returns (uint256);
     function usedVotes(uint256 proposalId, address account) external view returns (uint256);
     function totalSupply() external view returns (uint256);
     function getPastTotalSupply(uint256 timepoint) external view returns (uint256);

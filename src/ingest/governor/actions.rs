@@ -154,7 +154,7 @@ impl GovernorConnector {
 
 /// Whether `e` is the node's answer that the call reverted or returned nothing the ABI reads
 /// (a contract without the function), as opposed to a node that could not be asked.
-fn reverted(e: &anyhow::Error) -> bool {
+pub(super) fn reverted(e: &anyhow::Error) -> bool {
     match e.downcast_ref::<UpstreamError>() {
         Some(UpstreamError::Protocol { .. }) => true,
         Some(_) => false,

@@ -13,6 +13,7 @@ use super::abi::{
 };
 use super::block_ranges::BlockRanges;
 use super::delegation_history::{History, Place};
+use super::lifecycle::{Lifecycle, Step};
 use super::proposals::Created;
 use super::rpc::{BlockTimes, Log, u64_of};
 use super::votes::{Cast, Split};
@@ -58,6 +59,8 @@ struct Scan<'a> {
     created: Vec<Created>,
     /// Every proposal a log named: the governor's view of each is read again.
     touched: BTreeSet<U256>,
+    /// Each proposal's queue, execution and cancellation the logs recorded.
+    lifecycles: BTreeMap<U256, Lifecycle>,
     /// A fractional governor's casts per (proposal, voter).
     split: BTreeMap<(U256, Address), Split>,
     /// Each delegate's latest voting power and its block.
@@ -89,6 +92,7 @@ impl Connector for GovernorConnector {
             }
         }
         self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
+        self.stage_lifecycles(std::mem::take(&mut scan.lifecycles), &mut scan.times, sink).await?;
         if let Some(decoding) = &decoding {
             self.backfill_actions(&resume.without_actions, span.governor, span.safe, decoding, sink).await?;
         }
@@ -136,6 +140,7 @@ impl GovernorConnector {
             supplies: HashMap::new(),
             created: Vec::new(),
             touched: BTreeSet::new(),
+            lifecycles: BTreeMap::new(),
             split: BTreeMap::new(),
             powers: BTreeMap::new(),
             delegations: BTreeMap::new(),
@@ -179,7 +184,7 @@ impl GovernorConnector {
     }
 
     /// A governor log: a proposal created, a vote, or a proposal queued, executed or canceled
-    /// (whose new state is read from the governor at the end of the run).
+    /// (kept for its lifecycle; its new state is read from the governor at the end of the run).
     async fn read_governor_log(
         &self,
         log: &Log,
@@ -208,15 +213,19 @@ impl GovernorConnector {
                 }
             }
             t if t == ProposalQueued::SIGNATURE_HASH => {
-                scan.touched.insert(ProposalQueued::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId);
+                let e = ProposalQueued::decode_raw_log(log.topics.iter().copied(), &log.data)?;
+                scan.touched.insert(e.proposalId);
+                scan.lifecycles.entry(e.proposalId).or_default().queued = Some((Step { block, tx }, e.etaSeconds));
             }
             t if t == ProposalExecuted::SIGNATURE_HASH => {
-                scan.touched
-                    .insert(ProposalExecuted::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId);
+                let id = ProposalExecuted::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId;
+                scan.touched.insert(id);
+                scan.lifecycles.entry(id).or_default().executed = Some(Step { block, tx });
             }
             t if t == ProposalCanceled::SIGNATURE_HASH => {
-                scan.touched
-                    .insert(ProposalCanceled::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId);
+                let id = ProposalCanceled::decode_raw_log(log.topics.iter().copied(), &log.data)?.proposalId;
+                scan.touched.insert(id);
+                scan.lifecycles.entry(id).or_default().canceled = Some(Step { block, tx });
             }
             _ => {}
         }

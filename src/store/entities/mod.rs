@@ -17,6 +17,7 @@ pub mod power_checkpoint;
 pub mod proposal;
 pub mod proposal_action;
 pub mod proposal_action_miss;
+pub mod proposal_execution;
 pub mod proposal_fact;
 pub mod setting;
 pub mod signal;
