@@ -15,8 +15,10 @@ use crate::store::staging::{ActionRecord, ProposalActionsRecord, ProposalRef, Re
 /// What decoding one run's actions needs: the ABIs the registry names (read once per run) and
 /// the account that executes them (the governor's timelock where it has one, else the governor).
 pub(super) struct Decoding {
-    known: Known,
+    pub(super) known: Known,
     executor: Address,
+    /// What the run learned of contracts so far (`contracts`).
+    pub(super) learned: super::contracts::Learned,
 }
 
 impl GovernorConnector {
@@ -43,11 +45,17 @@ impl GovernorConnector {
             Err(e) => return Err(e.context("governor.timelock")),
         };
         known.labels.entry(governor).or_insert_with(|| "the governor".to_owned());
-        Ok(Decoding { known, executor })
+        Ok(Decoding { known, executor, learned: Default::default() })
     }
 
-    /// The actions of `event`, decoded, as staged.
-    pub(super) fn actions(&self, event: &ProposalCreated, decoding: &Decoding) -> Record {
+    /// The actions of `event`, decoded (with what the contracts they call tell, learned first),
+    /// as staged.
+    pub(super) async fn actions(
+        &self,
+        event: &ProposalCreated,
+        decoding: &mut Decoding,
+        sink: &mut Sink<'_>,
+    ) -> anyhow::Result<Record> {
         let n = event.targets.len();
         // The arrays have one entry per action (the governor checks it); a signature array left
         // empty or shorter (OpenZeppelin passes empty strings) means no signature.
@@ -59,6 +67,7 @@ impl GovernorConnector {
                 calldata: event.calldatas.get(i).map(|c| c.to_vec()).unwrap_or_default(),
             })
             .collect();
+        self.learn(&proposed, &decoding.executor, &mut decoding.known, &mut decoding.learned, sink).await?;
         let decoded = actions::decode_actions(&decoding.known, &decoding.executor, &proposed);
         let actions = proposed
             .iter()
@@ -71,12 +80,12 @@ impl GovernorConnector {
                 decoded: serde_json::to_string(&d).expect("a decoded action serialises"),
             })
             .collect();
-        Record::ProposalActions(ProposalActionsRecord {
+        Ok(Record::ProposalActions(ProposalActionsRecord {
             dao_id: self.dao_id.clone(),
             proposal: ProposalRef { source: ProposalSource::Onchain, external_id: event.proposalId.to_string() },
             execution_path: ExecutionPath::Governor,
             actions: Some(actions),
-        })
+        }))
     }
 
     /// A proposal whose creation log was not found: noted, so that it is looked for again only
@@ -100,7 +109,7 @@ impl GovernorConnector {
         without: &[(String, Option<u64>)],
         governor: Address,
         safe: u64,
-        decoding: &Decoding,
+        decoding: &mut Decoding,
         sink: &mut Sink<'_>,
     ) -> anyhow::Result<()> {
         let mut by_block: std::collections::BTreeMap<u64, Vec<(&str, U256)>> = Default::default();
@@ -137,7 +146,10 @@ impl GovernorConnector {
                 .collect();
             for (id, parsed) in ids {
                 match created.iter().find(|e| e.proposalId == parsed) {
-                    Some(event) => sink.push(self.actions(event, decoding)).await?,
+                    Some(event) => {
+                        let record = self.actions(event, decoding, sink).await?;
+                        sink.push(record).await?
+                    }
                     None => {
                         sink.skip(format!(
                             "{}: proposal {id}: no ProposalCreated log in block {block}, its actions are not read",
@@ -154,7 +166,7 @@ impl GovernorConnector {
 
 /// Whether `e` is the node's answer that the call reverted or returned nothing the ABI reads
 /// (a contract without the function), as opposed to a node that could not be asked.
-fn reverted(e: &anyhow::Error) -> bool {
+pub(super) fn reverted(e: &anyhow::Error) -> bool {
     match e.downcast_ref::<UpstreamError>() {
         Some(UpstreamError::Protocol { .. }) => true,
         Some(_) => false,
