@@ -473,10 +473,11 @@ pub async fn without_actions(
     );
     // A miss is one primary-key probe too; it holds the proposal back until it is due again.
     let retry_before = now_ms - ACTIONS_RETRY_AFTER.as_millis() as i64;
-    let not_missed_lately = sea_orm::sea_query::Expr::cust_with_values(
-        r#"NOT EXISTS (SELECT 1 FROM proposal_action_misses m WHERE m.proposal_id = "proposals"."id" AND m.checked_ms > $1)"#,
-        [retry_before],
-    );
+    // The bound is written into the text (an integer this function computed): a `$1` value
+    // was not bound on SQLite, where every miss was looked for again on each run.
+    let not_missed_lately = sea_orm::sea_query::Expr::cust(format!(
+        r#"NOT EXISTS (SELECT 1 FROM proposal_action_misses m WHERE m.proposal_id = "proposals"."id" AND m.checked_ms > {retry_before})"#
+    ));
     Proposals::find()
         .select_only()
         .column(P::ExternalId)
