@@ -10,7 +10,8 @@
 //! Sourcify's answers and the tokens' metadata are kept per (chain, address) in the store,
 //! negative ones too, and asked again only when due (`store::contracts`): each is asked once,
 //! not once per run. A Sourcify that fails (down, slow, 5xx) never fails the run: the answer is
-//! kept as a failure, due again soon, and the actions are decoded with what else is known. A
+//! kept as a failure, due again soon, the run asks Sourcify nothing more (a Sourcify down costs
+//! a run one lookup's bounded timeout), and the actions are decoded with what else is known. A
 //! node that cannot be asked fails the run, as for the timelock: actions are stored once, and
 //! must not be decoded with a guess of what the chain holds. Contracts the registry gives an
 //! ABI for are asked nothing. A run examines at most `CONTRACT_LOOKUPS_PER_RUN` contracts and
@@ -51,6 +52,9 @@ pub(super) struct Learned {
     abis: BTreeMap<Address, Option<JsonAbi>>,
     /// Whether the run has said that it stopped examining contracts (or tokens).
     told: (bool, bool),
+    /// Whether a Sourcify lookup failed in this run: then no other is made before the next run,
+    /// so that a Sourcify down or hanging costs a run one lookup's timeout, not one per contract.
+    sourcify_down: bool,
 }
 
 /// The address an EIP-1967 slot holds: its low 20 bytes, when it holds one (a zero word means
@@ -184,13 +188,17 @@ impl GovernorConnector {
                 ("failed", _, _) => AbiAnswer::Failed(row.message.unwrap_or_default()),
                 _ => AbiAnswer::NotVerified,
             },
+            // Sourcify failed earlier in this run: nothing is asked, nothing kept (the contract
+            // is asked on the next run that decodes a call to it).
+            _ if learned.sourcify_down => return Ok(None),
             _ => {
                 let answer = sourcify.lookup(self.source.chain_id, &address).await;
                 kept::keep_abi(&self.db, chain, &lower, &answer, now).await?;
                 if let AbiAnswer::Failed(why) = &answer {
+                    learned.sourcify_down = true;
                     sink.skip(format!(
-                        "{}: Sourcify could not be asked about {lower} ({why}); its calls are decoded without it, \
-                         and it is asked again later",
+                        "{}: Sourcify could not be asked about {lower} ({why}); this run asks it nothing more and \
+                         decodes without it, and the contract is asked again later",
                         self.dao_id
                     ));
                 }
