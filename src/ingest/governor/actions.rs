@@ -15,7 +15,7 @@ use crate::store::staging::{ActionRecord, ProposalActionsRecord, ProposalRef, Re
 /// What decoding one run's actions needs: the ABIs the registry names (read once per run) and
 /// the account that executes them (the governor's timelock where it has one, else the governor).
 pub(super) struct Decoding {
-    pub(super) known: Known,
+    known: Known,
     executor: Address,
     /// What the run learned of contracts so far (`contracts`).
     pub(super) learned: super::contracts::Learned,
