@@ -192,6 +192,45 @@ pub struct IngestArgs {
     /// Timeout of one upstream request (`30s`).
     #[arg(long, env = "GOVDATA_UPSTREAM_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub upstream_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub sourcify: SourcifyArgs,
+}
+
+/// Sourcify, where ingestion finds the verified ABIs of the contracts proposals call (off unless
+/// a URL is given: the default makes no outbound call).
+#[derive(Debug, Clone, Args)]
+pub struct SourcifyArgs {
+    /// Sourcify's server (its v2 API under it), e.g. `https://sourcify.dev/server`. Unset: no
+    /// contract is looked up there.
+    #[arg(long, env = "GOVDATA_SOURCIFY_URL", value_parser = parse_base_url)]
+    pub sourcify_url: Option<String>,
+    /// Longest wait for one Sourcify answer; past it the contract is decoded with what else is
+    /// known, and Sourcify is asked again later.
+    #[arg(long, env = "GOVDATA_SOURCIFY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub sourcify_timeout: std::time::Duration,
+}
+
+impl SourcifyArgs {
+    pub fn settings(&self) -> Option<SourcifySettings> {
+        self.sourcify_url.clone().map(|url| SourcifySettings { url, timeout: self.sourcify_timeout })
+    }
+}
+
+/// Sourcify as ingestion asks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcifySettings {
+    /// The server's base URL, without a trailing `/` (requests go to `{url}/v2/contract/…`).
+    pub url: String,
+    pub timeout: std::time::Duration,
+}
+
+/// An http(s) base URL, without its trailing `/`.
+fn parse_base_url(text: &str) -> Result<String, String> {
+    let url = url::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err("an http(s) URL with a host is needed".to_owned());
+    }
+    Ok(text.trim_end_matches('/').to_owned())
 }
 
 #[derive(Debug, Clone, Args)]
@@ -231,6 +270,8 @@ pub struct ServeArgs {
     pub repack_every: Period,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub sourcify: SourcifyArgs,
     /// Memory for the in-process cache of answers of the serving revision, in MiB (0 disables it).
     #[arg(long, env = "GOVDATA_RESPONSE_CACHE_MB", default_value_t = 64)]
     pub response_cache_mb: usize,
@@ -614,6 +655,8 @@ pub struct Settings {
     pub repack_every: Option<std::time::Duration>,
     /// The DAO registry file (the bundled one when `None`), for live refresh and the schedule.
     pub registry: Option<std::path::PathBuf>,
+    /// Sourcify, for the scheduled runs (live refresh never asks it: it runs for a request).
+    pub sourcify: Option<SourcifySettings>,
     pub limits: LimitArgs,
     pub rates: RateSettings,
     pub webhooks: WebhookArgs,
@@ -751,6 +794,7 @@ impl Settings {
             ingest_every: args.ingest_every,
             repack_every: args.repack_every.0,
             registry: args.registry.registry.clone(),
+            sourcify: args.sourcify.settings(),
             limits: args.limits,
             rates: args.rates.settings(),
             webhooks: args.webhooks.clone(),

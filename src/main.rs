@@ -114,6 +114,7 @@ async fn ingest(url: &str, args: IngestArgs) -> anyhow::Result<()> {
         source: args.source.as_deref().and_then(|s| SourceKind::parse(s).ok()),
         trigger: RunTrigger::Manual,
         policy: ingest::RetryPolicy { timeout: args.upstream_timeout, ..Default::default() },
+        sourcify: args.sourcify.settings(),
     };
     let report = ingest::run_once(&db, &registry, &options).await?;
     println!("{report}");

@@ -202,9 +202,8 @@ fn start_writers(
             let watch = serving.clone();
             let registry = Registry::clone(registry);
             let stop = shutdown.clone();
-            Some(ingest::schedule::spawn(db.clone(), registry, every, RunOptions::default(), stop, move || {
-                watch.poke()
-            }))
+            let options = RunOptions { sourcify: settings.sourcify.clone(), ..RunOptions::default() };
+            Some(ingest::schedule::spawn(db.clone(), registry, every, options, stop, move || watch.poke()))
         }
         _ => None,
     };

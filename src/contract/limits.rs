@@ -146,3 +146,22 @@ pub const ACTION_NESTING_DEPTH: usize = 4;
 /// of string (bounded only by the calldata), and a summary is for reading at a glance; the
 /// arguments stay whole beside it.
 pub const ACTION_SUMMARY_MAX_CHARS: usize = 500;
+
+/// Proposal actions: what ingestion learns about the contracts a proposal calls, kept per
+/// (chain, address) in the store and asked again only when due. A contract's verified ABI on
+/// Sourcify is kept for good (verified code does not change); a contract Sourcify does not
+/// verify is asked again after [`SOURCIFY_UNVERIFIED_RETRY`] (it may be verified since), and a
+/// lookup that failed (Sourcify down, slow, or answering what is not its API) after
+/// [`SOURCIFY_FAILED_RETRY`].
+pub const SOURCIFY_UNVERIFIED_RETRY: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3_600);
+/// See [`SOURCIFY_UNVERIFIED_RETRY`].
+pub const SOURCIFY_FAILED_RETRY: std::time::Duration = std::time::Duration::from_secs(3_600);
+/// An ERC-20's `decimals()` and `symbol()` are kept for good; a contract that does not answer
+/// them (not an ERC-20) is asked again after this long.
+pub const TOKEN_NOT_ERC20_RETRY: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3_600);
+/// Contracts one connector run examines for decoding (proxy slots read, Sourcify asked when
+/// configured and due), at most: a proposal of thousands of calls must not hold a run for
+/// long. Contracts beyond are decoded with what is known already.
+pub const CONTRACT_LOOKUPS_PER_RUN: usize = 64;
+/// Tokens whose `decimals()` and `symbol()` one connector run reads, at most.
+pub const TOKEN_LOOKUPS_PER_RUN: usize = 32;

@@ -26,6 +26,7 @@ pub mod osnap;
 pub mod registry;
 pub mod schedule;
 pub mod snapshot;
+pub mod sourcify;
 pub mod staged_actions;
 
 pub use http::{RetryPolicy, Upstream, UpstreamError};
@@ -115,11 +116,14 @@ pub struct RunOptions {
     /// `manual`, `schedule` or `live`.
     pub trigger: RunTrigger,
     pub policy: RetryPolicy,
+    /// Where the governor connector looks up the verified ABIs of the contracts proposals call;
+    /// `None`: nowhere (no outbound call).
+    pub sourcify: Option<crate::config::SourcifySettings>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { dao: None, source: None, trigger: RunTrigger::Manual, policy: RetryPolicy::default() }
+        Self { dao: None, source: None, trigger: RunTrigger::Manual, policy: RetryPolicy::default(), sourcify: None }
     }
 }
 
@@ -164,7 +168,12 @@ pub async fn run_once(db: &DatabaseConnection, registry: &Registry, options: &Ru
     if reclaimed > 0 {
         tracing::info!(reclaimed, "dropped staged records of runs that did not finish");
     }
-    let jobs: Vec<_> = jobs.into_iter().map(|(dao, kind)| run_job(db, run.id, dao, kind, &options.policy)).collect();
+    // One Sourcify client per run, shared by its jobs (its concurrency bound holds across them).
+    let sourcify = options.sourcify.as_ref().map(sourcify::Sourcify::new);
+    let jobs: Vec<_> = jobs
+        .into_iter()
+        .map(|(dao, kind)| run_job(db, run.id, dao, kind, &options.policy, sourcify.as_ref()))
+        .collect();
     let outcomes: Vec<SourceOutcome> = stream::iter(jobs).buffer_unordered(JOB_CONCURRENCY).collect().await;
     let sync = apply::RegistrySync { daos: registry.daos.iter().map(registry_row).collect() };
     // One publication at a time in this process (a scheduled run and a live refresh may finish
@@ -218,9 +227,10 @@ async fn run_job(
     dao: &DaoEntry,
     kind: SourceKind,
     policy: &RetryPolicy,
+    sourcify: Option<&sourcify::Sourcify>,
 ) -> SourceOutcome {
     let started = std::time::Instant::now();
-    let (result, skipped) = match fetch(db, run_id, dao, kind, policy).await {
+    let (result, skipped) = match fetch(db, run_id, dao, kind, policy, sourcify).await {
         Ok((watermark, skipped)) => (Ok(watermark), skipped),
         Err(e) => (Err(e), Vec::new()),
     };
@@ -244,6 +254,7 @@ async fn fetch(
     dao: &DaoEntry,
     kind: SourceKind,
     policy: &RetryPolicy,
+    sourcify: Option<&sourcify::Sourcify>,
 ) -> anyhow::Result<(Watermark, Vec<String>)> {
     let (position, open) = crate::store::staging::resume(db, &dao.id, kind).await?;
     let created_blocks =
@@ -279,9 +290,15 @@ async fn fetch(
         }
         SourceKind::Onchain => {
             let source = dao.onchain.as_ref().expect("selected jobs have their source");
-            governor::GovernorConnector { upstream, dao_id: dao.id.clone(), source: source.clone() }
-                .fetch(&resume, &mut sink)
-                .await?
+            governor::GovernorConnector {
+                upstream,
+                dao_id: dao.id.clone(),
+                source: source.clone(),
+                db: db.clone(),
+                sourcify: sourcify.cloned(),
+            }
+            .fetch(&resume, &mut sink)
+            .await?
         }
         SourceKind::Tally => anyhow::bail!("no connector ingests {kind}: its delegates come from the bundled export"),
     };

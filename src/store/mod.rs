@@ -4,6 +4,7 @@ pub mod activity;
 pub mod address;
 pub mod apply;
 pub mod brief;
+pub mod contracts;
 pub mod daos;
 pub mod entities;
 pub mod events;

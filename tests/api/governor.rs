@@ -92,13 +92,14 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     let url = fresh_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
     let registry = registry(rpc_url, scenario);
-    let options = RunOptions { policy: quick(), ..RunOptions::default() };
+    let sourcify = sources::FakeSourcify::start(scenario).await;
+    let options = RunOptions { policy: quick(), sourcify: Some(sourcify.settings()), ..RunOptions::default() };
     let report = run_once(&db, &registry, &options).await.unwrap();
     for o in &report.outcomes {
         assert!(o.result.is_ok(), "{o:?}");
     }
-    // A and B, and C (never voted on: only its actions are checked).
-    assert_eq!(report.published.proposals.inserted, 3, "{report}");
+    // A and B, and C and D (never voted on: only their actions are checked).
+    assert_eq!(report.published.proposals.inserted, 4, "{report}");
     assert_eq!(report.published.votes.inserted, 3);
     assert_eq!(report.published.delegates.inserted, 2);
     assert_eq!(report.published.delegations.inserted, 3);
@@ -175,7 +176,15 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     assert_eq!(again.published.rows_written(), 0, "{again}");
 
     assert_actions_stored(&db, scenario).await;
+    sources::assert_token_amounts(&db, scenario).await;
+    sources::assert_proxied(&db, scenario, sources::Expect::Implementation).await;
+    let tokens = sources::token_rows(&db).await;
     backfill(&db, &registry, &options, scenario).await;
+    // Across the runs (the backfill decoded A again, calling the token again): Sourcify was
+    // asked once about each contract, the ones it does not verify included, and the token's
+    // metadata was read once.
+    sourcify.assert_asked_once_each(scenario);
+    assert_eq!(sources::token_rows(&db).await, tokens, "the token's decimals and symbol are read once");
 }
 
 /// The stored actions of the DAO's proposal `id`, in order.
@@ -344,14 +353,315 @@ on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly
     run_once(&db, &registry, &options).await.unwrap();
     rpc(&rpc_url, "anvil_mine", json!(["0x20"])).await;
     let report = run_once(&db, &registry, &options).await.unwrap();
-    // B, and C (pending, now past its voting period without votes: defeated too).
-    assert_eq!(report.published.proposals.updated, 2, "{report}");
+    // B, and C and D (pending, now past their voting period without votes: defeated too).
+    assert_eq!(report.published.proposals.updated, 3, "{report}");
     let app = spawn_app_with(url, |_| {}).await;
     let b = &scenario["proposals"][1];
     let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(b["id"].as_str().unwrap()))).await;
     assert_eq!(detail["data"]["state"], "defeated", "{detail}");
     assert!(detail["data"]["endAt"].is_string(), "the end is known once its block is mined: {detail}");
+    // Sourcify was not configured for these runs: D's calls through the proxies are undecoded.
+    sources::assert_proxied(&db, &scenario, sources::Expect::Undecoded).await;
+
+    use sea_orm::PaginatorTrait;
+    let kept = govdata::store::entities::contract_abi::Entity::find().count(&db).await.unwrap();
+    assert_eq!(kept, 0, "Sourcify unconfigured: nothing asked, nothing kept");
+
+    sources::sourcify_down_or_slow(backend, &scenario, registry).await;
 });
+
+/// Proposal D (calls through proxies), ERC-20 amounts, and Sourcify, fake and real-shaped.
+mod sources {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU16, Ordering};
+    use std::time::Duration;
+
+    use govdata::config::SourcifySettings;
+    use govdata::ingest::{Registry, RunOptions, run_once};
+    use govdata::store::entities::{contract_abi, proposal, proposal_action, token_metadata};
+    use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, Set};
+    use serde_json::{Value, json};
+
+    use super::{DAO, stored_actions};
+    use crate::fixtures::testgov::quick;
+    use crate::fixtures::upstreams::{Fake, Fault, Seen};
+    use crate::helpers::{Backend, fresh_database};
+
+    /// A Sourcify on 127.0.0.1 that verifies only GovVault (the implementation behind D's
+    /// proxies), answers 404 with Sourcify's minimal body for every other contract, and answers
+    /// 500 to everything while `status` is set to it.
+    pub struct FakeSourcify {
+        fake: Fake,
+        status: Arc<AtomicU16>,
+        timeout: Duration,
+    }
+
+    impl FakeSourcify {
+        pub async fn start(scenario: &Value) -> Self {
+            let chain = scenario["chainId"].to_string();
+            let implementation = scenario["proposalD"]["implementation"].as_str().unwrap().to_owned();
+            let abi = scenario["vaultAbi"].clone();
+            let status = Arc::new(AtomicU16::new(200));
+            let answer = status.clone();
+            let fake = Fake::start(Arc::new(move |req: &Seen| {
+                let status = answer.load(Ordering::SeqCst);
+                if status != 200 {
+                    let body = json!({"customCode": "internal_error", "message": "down", "errorId": "e"});
+                    return (status, body.to_string());
+                }
+                let parts: Vec<&str> = req.path.trim_start_matches('/').split('/').collect();
+                let ["v2", "contract", c, address] = parts[..] else { return (404, "{}".to_owned()) };
+                let minimal = json!({"match": null, "creationMatch": null, "runtimeMatch": null, "chainId": c, "address": address});
+                if c != chain || address.to_lowercase() != implementation || req.query != "fields=abi" {
+                    return (404, minimal.to_string());
+                }
+                let body = json!({"match": "exact_match", "creationMatch": "exact_match", "runtimeMatch": "exact_match",
+                    "chainId": c, "address": address, "verifiedAt": "2026-11-01T00:00:00Z", "matchId": "1", "abi": abi});
+                (200, body.to_string())
+            }))
+            .await;
+            Self { fake, status, timeout: Duration::from_secs(2) }
+        }
+
+        pub fn settings(&self) -> SourcifySettings {
+            SourcifySettings { url: format!("{}/", self.fake.url), timeout: self.timeout }
+        }
+
+        /// The contracts asked about, each with its number of requests.
+        fn asked(&self) -> BTreeMap<String, usize> {
+            let mut asked = BTreeMap::new();
+            for r in self.fake.requests() {
+                *asked.entry(r.path.rsplit('/').next().unwrap().to_lowercase()).or_insert(0) += 1;
+            }
+            asked
+        }
+
+        /// Every contract the scenario's proposals call, but the one the registry has an ABI for,
+        /// and the implementation behind D's proxies, each asked exactly once.
+        pub fn assert_asked_once_each(&self, scenario: &Value) {
+            let mut expected: BTreeMap<String, usize> = BTreeMap::new();
+            let proposals = scenario["proposals"].as_array().unwrap().iter();
+            for p in proposals.chain([&scenario["proposalC"], &scenario["proposalD"]]) {
+                for t in p["targets"].as_array().unwrap() {
+                    expected.insert(t.as_str().unwrap().to_owned(), 1);
+                }
+            }
+            expected.remove(scenario["customAbi"]["address"].as_str().unwrap());
+            expected.insert(scenario["proposalD"]["implementation"].as_str().unwrap().to_owned(), 1);
+            assert_eq!(self.asked(), expected);
+            assert!(
+                self.fake
+                    .requests()
+                    .iter()
+                    .all(|r| r.path.starts_with(&format!("/v2/contract/{}/", scenario["chainId"])))
+            );
+        }
+    }
+
+    pub enum Expect {
+        /// Decoded with GovVault's verified ABI, found behind each proxy.
+        Implementation,
+        /// Undecoded: no source knows `setRate`.
+        Undecoded,
+    }
+
+    /// D's two calls, through a TransparentUpgradeableProxy and a BeaconProxy.
+    pub async fn assert_proxied(db: &DatabaseConnection, scenario: &Value, expect: Expect) {
+        let d = &scenario["proposalD"];
+        let actions = stored_actions(db, d["id"].as_str().unwrap()).await;
+        assert_eq!(actions.len(), 2);
+        let implementation = d["implementation"].as_str().unwrap().parse::<alloy_primitives::Address>().unwrap();
+        for (i, a) in actions.iter().enumerate() {
+            assert_eq!(a.target, d["targets"][i].as_str().unwrap());
+            assert_eq!(a.calldata, d["calldatas"][i].as_str().unwrap());
+            let decoded: Value = serde_json::from_str(&a.decoded).unwrap();
+            let call = &decoded["call"];
+            match expect {
+                Expect::Implementation => {
+                    let encoded = &d["encoded"][i];
+                    assert_eq!(call["kind"], "decoded", "{decoded}");
+                    assert_eq!(call["source"], "sourcify_implementation", "{decoded}");
+                    assert_eq!(call["implementation"], implementation.to_checksum(None), "{decoded}");
+                    assert_eq!(call["function"], encoded["function"]);
+                    assert_eq!(call["signature"], encoded["signature"]);
+                    assert_eq!(call["arguments"], encoded["arguments"], "names, types and values exactly");
+                    let rate = &encoded["arguments"][0]["value"];
+                    let to = encoded["arguments"][1]["value"].as_str().unwrap();
+                    let target = a.target.parse::<alloy_primitives::Address>().unwrap().to_checksum(None);
+                    assert_eq!(
+                        decoded["summary"],
+                        format!("call setRate(newRate: {}, newBeneficiary: {to}) on {target}", rate.as_str().unwrap())
+                    );
+                }
+                Expect::Undecoded => {
+                    assert_eq!(call["kind"], "undecoded", "{decoded}");
+                    assert_eq!(call["reason"], "unknown_selector", "{decoded}");
+                    assert_eq!(call["selector"], a.calldata[..10]);
+                    assert!(call.get("implementation").is_none(), "{decoded}");
+                }
+            }
+        }
+    }
+
+    /// `1234567.5` as summaries write it: `1,234,567.5`.
+    fn grouped(plain: &str) -> String {
+        let (int, fraction) = plain.split_once('.').map_or((plain, None), |(i, f)| (i, Some(f)));
+        let digits: Vec<char> = int.chars().collect();
+        let mut out = String::new();
+        for (i, c) in digits.iter().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(*c);
+        }
+        fraction.map_or(out.clone(), |f| format!("{out}.{f}"))
+    }
+
+    /// C's transfer of the governance token from the timelock: the amount in whole tokens next
+    /// to the raw integer, with the token's own symbol and decimals, and a summary in tokens.
+    pub async fn assert_token_amounts(db: &DatabaseConnection, scenario: &Value) {
+        let c = &scenario["proposalC"];
+        let info = &scenario["tokenInfo"];
+        let decimals = info["decimals"].as_u64().unwrap() as usize;
+        let actions = stored_actions(db, c["id"].as_str().unwrap()).await;
+        let decoded: Value = serde_json::from_str(&actions[0].decoded).unwrap();
+        let raw = c["encoded"][0]["arguments"][1]["value"].as_str().unwrap();
+        let to = c["encoded"][0]["arguments"][0]["value"].as_str().unwrap();
+        assert!(raw.len() > decimals);
+        let (int, fraction) = raw.split_at(raw.len() - decimals);
+        let fraction = fraction.trim_end_matches('0');
+        let whole = if fraction.is_empty() { int.to_owned() } else { format!("{int}.{fraction}") };
+        let amount = &decoded["call"]["arguments"][1];
+        assert_eq!(amount["value"], raw, "the raw integer stays: {decoded}");
+        assert_eq!(amount["tokenAmount"], json!({"amount": whole, "symbol": info["symbol"], "decimals": decimals}));
+        let symbol = info["symbol"].as_str().unwrap();
+        assert_eq!(decoded["summary"], format!("transfer {} {symbol} from the timelock to {to}", grouped(&whole)));
+        // A's transfer of 0 reads in tokens too.
+        let a = &scenario["proposals"][0];
+        let decoded: Value =
+            serde_json::from_str(&stored_actions(db, a["id"].as_str().unwrap()).await[0].decoded).unwrap();
+        assert_eq!(decoded["call"]["arguments"][1]["tokenAmount"]["amount"], "0", "{decoded}");
+        // Kept, for good (no retry time): only the token was asked (the only target of transfers
+        // and approvals).
+        let rows = token_rows(db).await;
+        let token = rows.iter().find(|r| r.address == scenario["token"].as_str().unwrap()).expect("the token kept");
+        assert_eq!(
+            (token.symbol.as_deref(), token.decimals, token.retry_ms),
+            (Some(symbol), Some(decimals as i32), None)
+        );
+        assert_eq!(rows.len(), 1, "{rows:?}");
+    }
+
+    pub async fn token_rows(db: &DatabaseConnection) -> Vec<token_metadata::Model> {
+        token_metadata::Entity::find().all(db).await.unwrap()
+    }
+
+    /// Forgets the stored actions of proposal `id`: the next run decodes them again (the backfill).
+    async fn forget(db: &DatabaseConnection, id: &Value) {
+        let p = proposal::Entity::find()
+            .filter(proposal::Column::DaoId.eq(DAO))
+            .filter(proposal::Column::ExternalId.eq(id.as_str().unwrap()))
+            .one(db)
+            .await
+            .unwrap()
+            .unwrap();
+        proposal_action::Entity::delete_many()
+            .filter(proposal_action::Column::ProposalId.eq(p.id))
+            .exec(db)
+            .await
+            .unwrap();
+    }
+
+    /// Makes every kept Sourcify answer due, as if its retry time had passed.
+    async fn make_due(db: &DatabaseConnection) {
+        contract_abi::Entity::update_many()
+            .set(contract_abi::ActiveModel { retry_ms: Set(Some(0)), ..Default::default() })
+            .exec(db)
+            .await
+            .unwrap();
+    }
+
+    async fn kept(db: &DatabaseConnection) -> Vec<contract_abi::Model> {
+        contract_abi::Entity::find().all(db).await.unwrap()
+    }
+
+    /// A Sourcify that hangs, then answers 500: the runs succeed, each asks Sourcify once (its
+    /// first lookup fails, and the run asks nothing more), D is decoded with what else is known
+    /// (undecoded), the failure is kept and not asked again before its retry time; after it,
+    /// Sourcify is asked again and, answering, D's calls decode through the proxies.
+    pub async fn sourcify_down_or_slow(backend: Backend, scenario: &Value, registry: Registry) {
+        let db = govdata::store::connect(&fresh_database(backend).await).await.unwrap();
+        let mut sourcify = FakeSourcify::start(scenario).await;
+        sourcify.timeout = Duration::from_millis(300);
+        let options = RunOptions { policy: quick(), sourcify: Some(sourcify.settings()), ..RunOptions::default() };
+        let run = |what: &'static str| {
+            let (db, registry, options) = (&db, &registry, &options);
+            async move {
+                let report = run_once(db, registry, options).await.unwrap();
+                assert!(report.outcomes.iter().all(|o| o.result.is_ok()), "{what}: {report}");
+                report
+            }
+        };
+        let (a, d) = (&scenario["proposals"][0], &scenario["proposalD"]);
+        let token = scenario["token"].as_str().unwrap();
+
+        // Hanging past the timeout: the first contract asked (the token, A's target) fails after
+        // two attempts, and nothing else is asked this run.
+        for _ in 0..8 {
+            sourcify.fake.fault(Fault::Stall(Duration::from_secs(3)));
+        }
+        let started = std::time::Instant::now();
+        run("Sourcify hangs").await;
+        sourcify.fake.clear_faults();
+        assert!(started.elapsed() < Duration::from_secs(30), "bounded: {:?}", started.elapsed());
+        assert_eq!(sourcify.asked(), BTreeMap::from([(token.to_owned(), 2)]), "one lookup, two attempts");
+        assert_proxied(&db, scenario, Expect::Undecoded).await;
+        let failed = kept(&db).await;
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert_eq!((failed[0].address.as_str(), failed[0].status.as_str()), (token, "failed"));
+        assert!(failed[0].message.as_deref().is_some_and(|m| m.contains("timed out")), "{failed:?}");
+        assert_eq!(failed[0].retry_ms, Some(failed[0].checked_ms + 3_600_000));
+
+        // Not due yet: A decoded again (its actions forgotten) does not ask about the token.
+        sourcify.fake.clear();
+        forget(&db, &a["id"]).await;
+        run("the failure is not due").await;
+        assert!(sourcify.fake.requests().is_empty(), "a kept failure is not asked again before its time");
+        assert_eq!(kept(&db).await, failed);
+
+        // Answering 500: D decoded again asks about its first proxy, which fails; the run is fine.
+        sourcify.status.store(500, Ordering::SeqCst);
+        forget(&db, &d["id"]).await;
+        run("Sourcify answers 500").await;
+        let transparent = d["targets"][0].as_str().unwrap();
+        assert_eq!(sourcify.asked(), BTreeMap::from([(transparent.to_owned(), 2)]));
+        assert_proxied(&db, scenario, Expect::Undecoded).await;
+        let row = kept(&db).await.into_iter().find(|r| r.address == transparent).expect("kept");
+        assert!(row.status == "failed" && row.message.as_deref().is_some_and(|m| m.contains("500")), "{row:?}");
+
+        // Due, and answering: D decodes through its proxies, and the answers are kept.
+        make_due(&db).await;
+        sourcify.status.store(200, Ordering::SeqCst);
+        sourcify.fake.clear();
+        forget(&db, &d["id"]).await;
+        run("Sourcify is back").await;
+        assert_proxied(&db, scenario, Expect::Implementation).await;
+        let implementation = d["implementation"].as_str().unwrap();
+        let mut of_d: Vec<String> =
+            d["targets"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().into()).collect();
+        of_d.push(implementation.to_owned());
+        assert_eq!(sourcify.asked(), of_d.iter().map(|a| (a.clone(), 1)).collect::<BTreeMap<_, _>>());
+        for row in kept(&db).await.into_iter().filter(|r| of_d.contains(&r.address)) {
+            let (status, retry) = if row.address == implementation {
+                ("verified", None)
+            } else {
+                ("not_verified", Some(row.checked_ms + 7 * 24 * 3_600_000))
+            };
+            assert_eq!((row.status.as_str(), row.retry_ms), (status, retry), "{row:?}");
+        }
+    }
+}
 
 /// A JSON-RPC node of 100 empty blocks that refuses `eth_getLogs` over more than 10 blocks, as
 /// public nodes do, and answers one malformed body first.

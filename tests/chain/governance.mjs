@@ -11,6 +11,8 @@
 //   - #2 proposes B; #2 votes Abstain ("Need more detail"); B is left Active.
 //   - #1 proposes C, five calls to decode (a transfer from the timelock, updateQuorumNumerator,
 //     grantRole, an unknown selector, a function only a registry ABI has); C is left Pending.
+//   - #0 deploys GovVault behind a TransparentUpgradeableProxy and behind a BeaconProxy; #1
+//     proposes D, GovVault's setRate through each proxy (`proposalD`, `vaultAbi`).
 // Every value in the output is read back from the chain (receipts, events, view calls).
 // stdout: {"chainId":…,"governor":"0x…","token":"0x…","timelock":"0x…","tokenInfo":{…},"deployBlock":…,"head":…,
 //          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
@@ -114,6 +116,34 @@ function compile() {
     governor: pick("GovGovernor.sol", "GovGovernor"),
     timelock: pick(TIMELOCK_SOURCE, "TimelockController"),
   };
+}
+
+const DESCRIPTION_D = "# Proposal D\nSet the vault's rate, through its two proxies.";
+// EIP-1967 slots: bytes32(uint256(keccak256('eip1967.proxy.implementation' | 'eip1967.proxy.beacon')) - 1).
+const IMPLEMENTATION_SLOT = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
+const BEACON_SLOT = "0xa3f0ad74e5423aebfd80d3ef4346578335a9a72aeaee59ff6cb3582b35133d50";
+
+/** GovVault and OpenZeppelin's proxies in front of it (proposal D), compiled like `compile()`. */
+function compileProxies() {
+  const sources = {
+    transparent: [`${OZ_PREFIX}proxy/transparent/TransparentUpgradeableProxy.sol`, "TransparentUpgradeableProxy"],
+    beacon: [`${OZ_PREFIX}proxy/beacon/UpgradeableBeacon.sol`, "UpgradeableBeacon"],
+    beaconProxy: [`${OZ_PREFIX}proxy/beacon/BeaconProxy.sol`, "BeaconProxy"],
+    vault: ["GovVault.sol", "GovVault"],
+  };
+  const selection = Object.fromEntries(Object.values(sources).map(([file, name]) => [file, { [name]: ["abi", "evm.bytecode.object"] }]));
+  const input = solcInput(["GovVault.sol"], selection);
+  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: openZeppelinImports() }));
+  const errors = (output.errors ?? []).filter((d) => d.severity === "error");
+  for (const e of errors) log(`solc error: ${e.formattedMessage ?? e.message}`);
+  if (errors.length) throw new Error("GovVault and the proxies do not compile");
+  return Object.fromEntries(
+    Object.entries(sources).map(([key, [file, name]]) => {
+      const c = output.contracts?.[file]?.[name];
+      if (!c?.evm?.bytecode?.object) throw new Error(`solc produced no bytecode for ${name}`);
+      return [key, { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` }];
+    }),
+  );
 }
 
 /** The revert reason / custom error of a failed call or gas estimate, as readable as viem makes it. */
@@ -324,6 +354,55 @@ run(async () => {
     createdBlock: Number(cReceipt.blockNumber),
   };
 
+  // D: calls through proxies (issue 47). GovVault behind an OpenZeppelin
+  // TransparentUpgradeableProxy (EIP-1967 implementation slot) and behind a BeaconProxy (EIP-1967
+  // beacon slot, then the beacon's implementation()); D calls GovVault's setRate through each.
+  // Only GovVault's verified ABI (`vaultAbi`, which the test's fake Sourcify serves for the
+  // implementation's address) decodes these calls. Never voted on.
+  const proxyArtifacts = compileProxies();
+  const vault = await deploy("deploy GovVault", proxyArtifacts.vault, []);
+  // OpenZeppelin 5.7's proxies refuse to be left uninitialised: each starts with a first setRate.
+  const init = encodeFunctionData({ abi: proxyArtifacts.vault.abi, functionName: "setRate", args: [1n, deployer.address] });
+  const transparent = await deploy("deploy TransparentUpgradeableProxy(GovVault)", proxyArtifacts.transparent, [
+    vault.address,
+    deployer.address,
+    init,
+  ]);
+  const beacon = await deploy("deploy UpgradeableBeacon(GovVault)", proxyArtifacts.beacon, [vault.address, deployer.address]);
+  const beaconProxy = await deploy("deploy BeaconProxy", proxyArtifacts.beaconProxy, [beacon.address, init]);
+  const slotAddress = async (address, slot) => {
+    const word = await publicClient.getStorageAt({ address, slot });
+    return `0x${word.slice(-40)}`;
+  };
+  if ((await slotAddress(transparent.address, IMPLEMENTATION_SLOT)) !== vault.address) {
+    throw new Error("the transparent proxy's implementation slot does not hold GovVault");
+  }
+  if ((await slotAddress(beaconProxy.address, BEACON_SLOT)) !== beacon.address) {
+    throw new Error("the beacon proxy's beacon slot does not hold the beacon");
+  }
+  const dCalls = [
+    { target: transparent.address, value: 0n, abi: proxyArtifacts.vault.abi, functionName: "setRate", args: [250n, h2.address] },
+    { target: beaconProxy.address, value: 0n, abi: proxyArtifacts.vault.abi, functionName: "setRate", args: [7n, h3.address] },
+  ].map((c) => ({ ...c, data: encodeFunctionData(c) }));
+  const dReceipt = await write("#1 proposes D", h1, governor, "propose", [
+    dCalls.map((c) => c.target),
+    dCalls.map((c) => c.value),
+    dCalls.map((c) => c.data),
+    DESCRIPTION_D,
+  ]);
+  const dCreated = decodeLogs(dReceipt, governor).find((e) => e.eventName === "ProposalCreated");
+  if (!dCreated) throw new Error("#1 proposes D: no ProposalCreated event in the receipt");
+  const proposalD = {
+    id: dCreated.args.proposalId.toString(),
+    targets: dCalls.map((c) => c.target.toLowerCase()),
+    values: dCalls.map((c) => c.value.toString()),
+    calldatas: dCalls.map((c) => c.data),
+    encoded: dCalls.map(encodedOf),
+    implementation: vault.address,
+    beacon: beacon.address,
+    createdBlock: Number(dReceipt.blockNumber),
+  };
+
   // --- Read everything back ----------------------------------------------------------------------
   const head = await publicClient.getBlockNumber({ cacheTime: 0 }); // viem caches the head, and anvil_mine moves it
   const [tokenName, tokenSymbol, tokenDecimals, totalSupply] = await Promise.all([
@@ -345,6 +424,8 @@ run(async () => {
     holders: [],
     proposalC,
     customAbi: { address: CUSTOM_TARGET.toLowerCase(), abi: CUSTOM_ABI },
+    proposalD,
+    vaultAbi: proxyArtifacts.vault.abi,
   };
   for (const p of proposals) {
     const [proposer, voteStart, voteEnd, stateIdx, eta, tally] = await Promise.all([

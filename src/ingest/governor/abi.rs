@@ -26,6 +26,12 @@ sol! {
     function usedVotes(uint256 proposalId, address account) external view returns (uint256);
     function totalSupply() external view returns (uint256);
     function getPastTotalSupply(uint256 timepoint) external view returns (uint256);
+
+    // What decoding asks of the contracts a proposal calls: an ERC-20's metadata, a beacon's
+    // implementation (EIP-1967).
+    function decimals() external view returns (uint8);
+    function symbol() external view returns (string);
+    function implementation() external view returns (address);
 }
 
 /// `IGovernor.ProposalState`, in enum order (GovernorBravo's is the same).

@@ -4,19 +4,22 @@
 use alloy_primitives::{Address, U256};
 use alloy_sol_types::SolEvent;
 
+use super::GovernorConnector;
 use super::abi::{ProposalCreated, timelockCall};
-use super::{GovernorConnector, lower};
 use crate::contract::vocabulary::ProposalSource;
+use crate::ingest::staged_actions;
 use crate::ingest::{Sink, UpstreamError};
-use crate::rules::actions::{self, AbiSource, Known, ProposedAction};
+use crate::rules::actions::{AbiSource, Known, ProposedAction};
 use crate::store::entities::proposal_action::ExecutionPath;
-use crate::store::staging::{ActionRecord, ProposalActionsRecord, ProposalRef, Record};
+use crate::store::staging::{ProposalActionsRecord, ProposalRef, Record};
 
 /// What decoding one run's actions needs: the ABIs the registry names (read once per run) and
 /// the account that executes them (the governor's timelock where it has one, else the governor).
 pub(super) struct Decoding {
-    known: Known,
-    executor: Address,
+    /// The ABIs, tokens and labels known, and the executor.
+    base: staged_actions::Decoding,
+    /// What the run learned of contracts so far (`contracts`).
+    pub(super) learned: super::contracts::Learned,
 }
 
 impl GovernorConnector {
@@ -30,7 +33,8 @@ impl GovernorConnector {
             known.abis.entry(*address).or_default().push((AbiSource::Registry, abi.clone()));
         }
         // A governor without `timelock()` (its call reverts, or answers nothing decodable)
-        // executes its proposals itself; GovernorBravo's timelock is its `admin`, not read here.
+        // executes its proposals itself; OpenZeppelin's timelock extensions and GovernorBravo
+        // all answer `timelock()`.
         // A node that could not be asked is no answer: the run fails rather than store actions
         // decoded for the wrong sender (actions are stored once).
         let executor = match self.call(timelockCall {}).await {
@@ -43,11 +47,17 @@ impl GovernorConnector {
             Err(e) => return Err(e.context("governor.timelock")),
         };
         known.labels.entry(governor).or_insert_with(|| "the governor".to_owned());
-        Ok(Decoding { known, executor })
+        Ok(Decoding { base: staged_actions::Decoding { known, executor }, learned: Default::default() })
     }
 
-    /// The actions of `event`, decoded, as staged.
-    pub(super) fn actions(&self, event: &ProposalCreated, decoding: &Decoding) -> Record {
+    /// The actions of `event`, decoded (with what the contracts they call tell, learned first),
+    /// as staged.
+    pub(super) async fn actions(
+        &self,
+        event: &ProposalCreated,
+        decoding: &mut Decoding,
+        sink: &mut Sink<'_>,
+    ) -> anyhow::Result<Record> {
         let n = event.targets.len();
         // The arrays have one entry per action (the governor checks it); a signature array left
         // empty or shorter (OpenZeppelin passes empty strings) means no signature.
@@ -59,24 +69,9 @@ impl GovernorConnector {
                 calldata: event.calldatas.get(i).map(|c| c.to_vec()).unwrap_or_default(),
             })
             .collect();
-        let decoded = actions::decode_actions(&decoding.known, &decoding.executor, &proposed);
-        let actions = proposed
-            .iter()
-            .zip(decoded)
-            .map(|(p, d)| ActionRecord {
-                target: lower(p.target),
-                value_wei: p.value.to_string(),
-                signature: p.signature.clone(),
-                calldata: actions::hex(&p.calldata),
-                decoded: serde_json::to_string(&d).expect("a decoded action serialises"),
-            })
-            .collect();
-        Record::ProposalActions(ProposalActionsRecord {
-            dao_id: self.dao_id.clone(),
-            proposal: ProposalRef { source: ProposalSource::Onchain, external_id: event.proposalId.to_string() },
-            execution_path: ExecutionPath::Governor,
-            actions: Some(actions),
-        })
+        self.learn(&proposed, &decoding.base.executor, &mut decoding.base.known, &mut decoding.learned, sink).await?;
+        let proposal = ProposalRef { source: ProposalSource::Onchain, external_id: event.proposalId.to_string() };
+        Ok(staged_actions::record(&self.dao_id, proposal, ExecutionPath::Governor, &proposed, &decoding.base))
     }
 
     /// A proposal whose creation log was not found: noted, so that it is looked for again only
@@ -100,7 +95,7 @@ impl GovernorConnector {
         without: &[(String, Option<u64>)],
         governor: Address,
         safe: u64,
-        decoding: &Decoding,
+        decoding: &mut Decoding,
         sink: &mut Sink<'_>,
     ) -> anyhow::Result<()> {
         let mut by_block: std::collections::BTreeMap<u64, Vec<(&str, U256)>> = Default::default();
@@ -137,7 +132,10 @@ impl GovernorConnector {
                 .collect();
             for (id, parsed) in ids {
                 match created.iter().find(|e| e.proposalId == parsed) {
-                    Some(event) => sink.push(self.actions(event, decoding)).await?,
+                    Some(event) => {
+                        let record = self.actions(event, decoding, sink).await?;
+                        sink.push(record).await?
+                    }
                     None => {
                         sink.skip(format!(
                             "{}: proposal {id}: no ProposalCreated log in block {block}, its actions are not read",

@@ -27,6 +27,11 @@ pub struct GovernorConnector {
     pub upstream: Upstream,
     pub dao_id: String,
     pub source: OnchainSource,
+    /// The store, for what decoding learns about contracts (`store::contracts`), kept as it is
+    /// learned rather than staged: it is bookkeeping, not published data.
+    pub db: sea_orm::DatabaseConnection,
+    /// Where contracts' verified ABIs are looked up, when configured.
+    pub sourcify: Option<crate::ingest::sourcify::Sourcify>,
 }
 
 /// The governor's `COUNTING_MODE()` and `CLOCK_MODE()`, when it declares them.
@@ -75,7 +80,7 @@ impl Connector for GovernorConnector {
         let modes = self.modes().await;
         let mut scan = self.read_logs(&span, &modes, sink).await?;
         // Only a run with actions to decode asks for the executor (and reads the ABIs).
-        let decoding = if scan.created.is_empty() && resume.without_actions.is_empty() {
+        let mut decoding = if scan.created.is_empty() && resume.without_actions.is_empty() {
             None
         } else {
             Some(self.decoding(span.governor).await?)
@@ -86,14 +91,15 @@ impl Connector for GovernorConnector {
         let open = resume.open_proposals.iter().filter_map(|id| id.parse::<U256>().ok());
         let updated = scan.touched.into_iter().chain(open).filter(|id| !created_ids.contains(id)).collect();
         // Each new proposal's actions, decoded once, applied after the proposal they belong to.
-        if let Some(decoding) = &decoding {
+        if let Some(decoding) = &mut decoding {
             for c in &scan.created {
-                sink.push(self.actions(&c.event, decoding)).await?;
+                let record = self.actions(&c.event, decoding, sink).await?;
+                sink.push(record).await?;
             }
         }
         self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
         self.stage_lifecycles(std::mem::take(&mut scan.lifecycles), &mut scan.times, sink).await?;
-        if let Some(decoding) = &decoding {
+        if let Some(decoding) = &mut decoding {
             self.backfill_actions(&resume.without_actions, span.governor, span.safe, decoding, sink).await?;
         }
         let as_of = scan.times.get(self, span.safe).await?;

@@ -13,15 +13,17 @@
 //! The files: `abi` (the events and functions), `rpc` (the JSON-RPC client and block times),
 //! `block_ranges` (the ranges `eth_getLogs` is asked for), `votes` (casts decoded and summed),
 //! `delegation_history` (delegation changes and power checkpoints), `proposals` (the governor's
-//! view of each proposal), `actions` (what each proposal would do), `lifecycle` (each
-//! proposal's queue, execution and cancellation) and `connector` (one run, which ties them
-//! together).
+//! view of each proposal), `actions` (each proposal's actions, decoded), `contracts` (what
+//! decoding learns about the contracts they call: Sourcify ABIs, proxies, ERC-20 metadata),
+//! `lifecycle` (each proposal's queue, execution and cancellation) and `connector` (one run,
+//! which ties them together).
 use alloy_primitives::Address;
 
 mod abi;
 mod actions;
 mod block_ranges;
 mod connector;
+mod contracts;
 mod delegation_history;
 mod lifecycle;
 mod proposals;

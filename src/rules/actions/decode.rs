@@ -87,6 +87,10 @@ pub(crate) fn decode_function(known: &Known, target: &Address, signature: Option
         signature: function.signature(),
         selector: hex(selector.as_slice()),
         source,
+        implementation: match source {
+            AbiSource::SourcifyImplementation => known.implementations.get(target).copied(),
+            _ => None,
+        },
         arguments,
         inner: None,
     };

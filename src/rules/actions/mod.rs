@@ -31,7 +31,11 @@ pub use nested::decode_actions;
 /// The version of this decoder's answers, stored with each decoded action: raised when the
 /// answer for the same calldata and ABIs changes (the bundled table's changes included), so that
 /// stored answers can be redone.
-pub const DECODER_VERSION: i32 = 1;
+///
+/// 2: ingestion gives the decoder ERC-20 metadata (`tokenAmount`, summaries in whole tokens),
+/// Sourcify ABIs and the implementation behind an EIP-1967 proxy (`implementation`), so the
+/// same calldata may decode differently from a version 1 row.
+pub const DECODER_VERSION: i32 = 2;
 
 /// Where the ABI that decoded an item came from, in the order sources are consulted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -68,6 +72,9 @@ pub struct Known {
     pub labels: BTreeMap<Address, String>,
     /// The chain's native currency (symbol, 18 decimals on EVM chains), for summaries of value sent.
     pub native: Option<Token>,
+    /// The implementation behind each proxy whose ABI is given as `SourcifyImplementation`
+    /// (EIP-1967 implementation slot, or the beacon's `implementation()`): named in the answer.
+    pub implementations: BTreeMap<Address, Address>,
 }
 
 impl Known {
@@ -147,6 +154,10 @@ pub struct DecodedCall {
     /// 0x and 8 hex digits.
     pub selector: String,
     pub source: AbiSource,
+    /// The implementation contract whose ABI decoded the call, where the target is a proxy
+    /// (`source` is `sourcify_implementation`): EIP-55 checksummed.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "checksummed_opt")]
+    pub implementation: Option<Address>,
     pub arguments: Vec<Argument>,
     /// The calls this call carries, where it is a known wrapper (`nested`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -293,6 +304,42 @@ pub enum Revert {
     Undecoded(Undecoded),
 }
 
+/// The contracts a proposal's decoded actions call, inner calls included, each once in the order
+/// first met: what ingestion asks about before decoding them again (their ABIs on Sourcify, a
+/// proxy's implementation). `tokens` are the targets of calls that move or allow an amount of
+/// the called contract (ERC-20 `transfer`, `approve`, `transferFrom` and the allowance calls, as
+/// any ABI or the bundled table identifies them): the contracts worth asking `decimals()` and
+/// `symbol()`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Called {
+    pub targets: Vec<Address>,
+    pub tokens: Vec<Address>,
+}
+
+impl Called {
+    pub fn of(actions: &[Action]) -> Self {
+        let mut called = Self::default();
+        called.walk(actions);
+        called
+    }
+
+    fn walk(&mut self, actions: &[Action]) {
+        for a in actions {
+            if !self.targets.contains(&a.target) {
+                self.targets.push(a.target);
+            }
+            if let Call::Decoded(call) = &a.call {
+                if decode::amount_argument(&call.signature).is_some() && !self.tokens.contains(&a.target) {
+                    self.tokens.push(a.target);
+                }
+                if let Some(Inner::Decoded { calls }) = &call.inner {
+                    self.walk(calls);
+                }
+            }
+        }
+    }
+}
+
 /// 0x-hex, lower case.
 pub fn hex(bytes: &[u8]) -> String {
     alloy_primitives::hex::encode_prefixed(bytes)
@@ -300,6 +347,13 @@ pub fn hex(bytes: &[u8]) -> String {
 
 fn checksummed<S: Serializer>(address: &Address, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&address.to_checksum(None))
+}
+
+fn checksummed_opt<S: Serializer>(address: &Option<Address>, s: S) -> Result<S::Ok, S::Error> {
+    match address {
+        Some(a) => checksummed(a, s),
+        None => s.serialize_none(),
+    }
 }
 
 fn decimal<S: Serializer>(value: &U256, s: S) -> Result<S::Ok, S::Error> {

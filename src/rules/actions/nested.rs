@@ -444,4 +444,61 @@ mod tests {
             )
         );
     }
+
+    #[test]
+    fn a_call_through_a_proxy_names_its_implementation_and_the_contracts_called_are_listed_once() {
+        let proxy = address!("0x2279B7A0a67DB372996a5FaB50D91eAA73d2eBe6");
+        let implementation = address!("0xa513E6E4b8f2a923D98304ec87F64353C4D5C853");
+        let set = encode("setRate(uint256,address)", &[uint(250), DynSolValue::Address(TO)]);
+        let batch = encode(
+            "executeBatch(address[],uint256[],bytes[],bytes32,bytes32)",
+            &[
+                DynSolValue::Array([proxy, TOKEN, proxy].map(DynSolValue::Address).to_vec()),
+                DynSolValue::Array(vec![uint(0), uint(0), uint(0)]),
+                DynSolValue::Array(vec![
+                    DynSolValue::Bytes(set.clone()),
+                    DynSolValue::Bytes(transfer(TO, 10u128.pow(18))),
+                    DynSolValue::Bytes(set.clone()),
+                ]),
+                DynSolValue::FixedBytes(B256::ZERO, 32),
+                DynSolValue::FixedBytes(B256::ZERO, 32),
+            ],
+        );
+        let proposed = [proposed(TIMELOCK, batch), proposed(proxy, set)];
+
+        // Without the implementation's ABI: undecoded, and the proxy is among the contracts to
+        // learn about; the token is the one to ask for its decimals.
+        let bare = decode_actions(&known(), &TIMELOCK, &proposed);
+        assert!(matches!(bare[1].call, Call::Undecoded(_)));
+        let called = crate::rules::actions::Called::of(&bare);
+        assert_eq!(called.targets, [TIMELOCK, proxy, TOKEN]);
+        assert_eq!(called.tokens, [TOKEN]);
+
+        let mut known = known();
+        let abi =
+            alloy_json_abi::JsonAbi::parse(["function setRate(uint256 newRate, address newBeneficiary)"]).unwrap();
+        known.abis.insert(proxy, vec![(crate::rules::actions::AbiSource::SourcifyImplementation, abi)]);
+        known.implementations.insert(proxy, implementation);
+        let actions = decode_actions(&known, &TIMELOCK, &proposed);
+        let json = serde_json::to_value(&actions[1].call).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "kind": "decoded",
+                "function": "setRate",
+                "signature": "setRate(uint256,address)",
+                "selector": "0x91d93077",
+                "source": "sourcify_implementation",
+                "implementation": "0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
+                "arguments": [
+                    {"name": "newRate", "type": "uint256", "value": "250"},
+                    {"name": "newBeneficiary", "type": "address", "value": TO.to_checksum(None)},
+                ],
+            })
+        );
+        let inner = inner_calls(&actions[0]);
+        assert_eq!(decoded(&inner[0]).implementation, Some(implementation));
+        assert_eq!(decoded(&inner[1]).implementation, None, "a bundled decoding names no implementation");
+        assert_eq!(inner[1].summary, format!("transfer 1 UNI from the timelock to {}", TO.to_checksum(None)));
+    }
 }

@@ -1,4 +1,5 @@
 //! sea-orm entities: one module per table.
+pub mod contract_abi;
 pub mod dao;
 pub mod dao_summary;
 pub mod data_revision;
@@ -23,6 +24,7 @@ pub mod setting;
 pub mod signal;
 pub mod source_watermark;
 pub mod staged_record;
+pub mod token_metadata;
 pub mod vote;
 pub mod voter;
 pub mod voter_dao_stat;

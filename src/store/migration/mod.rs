@@ -34,6 +34,7 @@ mod m0025_title_vocabulary;
 mod m0026_proposal_actions;
 mod m0027_action_misses;
 mod m0028_proposal_executions;
+mod m0029_contract_lookups;
 
 pub struct Migrator;
 
@@ -69,6 +70,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0026_proposal_actions::Migration),
             Box::new(m0027_action_misses::Migration),
             Box::new(m0028_proposal_executions::Migration),
+            Box::new(m0029_contract_lookups::Migration),
         ]
     }
 }
