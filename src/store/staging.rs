@@ -465,29 +465,57 @@ pub async fn without_actions(
     dao_id: &str,
     now_ms: i64,
 ) -> Result<Vec<(String, Option<i64>)>, DbErr> {
+    without_actions_query(dao_id, now_ms).into_tuple::<(String, Option<i64>)>().all(db).await
+}
+
+fn without_actions_query(dao_id: &str, now_ms: i64) -> sea_orm::Select<super::entities::proposal::Entity> {
+    use sea_orm::sea_query::{ExprTrait, Query};
+
     use super::entities::proposal::{Column as P, Entity as Proposals};
+    use super::entities::{proposal_action as action, proposal_action_miss as miss};
     // NOT EXISTS on the actions' primary key (proposal_id, position): one index probe per
     // on-chain proposal of the DAO, never a read of every stored action.
-    let no_actions = sea_orm::sea_query::Expr::cust(
-        r#"NOT EXISTS (SELECT 1 FROM proposal_actions a WHERE a.proposal_id = "proposals"."id")"#,
-    );
+    let actions = Query::select()
+        .expr(Expr::val(1))
+        .from(action::Entity)
+        .and_where(Expr::col((action::Entity, action::Column::ProposalId)).equals((Proposals, P::Id)))
+        .to_owned();
     // A miss is one primary-key probe too; it holds the proposal back until it is due again.
     let retry_before = now_ms - ACTIONS_RETRY_AFTER.as_millis() as i64;
-    let not_missed_lately = sea_orm::sea_query::Expr::cust_with_values(
-        r#"NOT EXISTS (SELECT 1 FROM proposal_action_misses m WHERE m.proposal_id = "proposals"."id" AND m.checked_ms > $1)"#,
-        [retry_before],
-    );
+    let missed_lately = Query::select()
+        .expr(Expr::val(1))
+        .from(miss::Entity)
+        .and_where(Expr::col((miss::Entity, miss::Column::ProposalId)).equals((Proposals, P::Id)))
+        .and_where(Expr::col((miss::Entity, miss::Column::CheckedMs)).gt(retry_before))
+        .to_owned();
     Proposals::find()
         .select_only()
         .column(P::ExternalId)
         .column(P::BlockNumber)
         .filter(P::DaoId.eq(dao_id))
         .filter(P::Source.eq(ProposalSource::Onchain))
-        .filter(no_actions)
-        .filter(not_missed_lately)
+        .filter(Expr::exists(actions).not())
+        .filter(Expr::exists(missed_lately).not())
         .order_by_asc(P::CreatedMs)
         .limit(ACTIONS_BACKFILL_MAX)
-        .into_tuple::<(String, Option<i64>)>()
-        .all(db)
-        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{DbBackend, QueryTrait};
+
+    use super::*;
+
+    /// The retry bound is bound as a value on both backends (a placeholder sea-query leaves as
+    /// text would compare with NULL, and every miss would be looked for again on every run).
+    #[test]
+    fn the_misses_retry_bound_is_a_value_on_both_backends() {
+        let now_ms = 1_800_000_000_000;
+        let bound = (now_ms - ACTIONS_RETRY_AFTER.as_millis() as i64).to_string();
+        for backend in [DbBackend::Sqlite, DbBackend::Postgres] {
+            let sql = without_actions_query("uniswap", now_ms).build(backend).to_string();
+            assert!(sql.contains(&format!(r#""checked_ms" > {bound}"#)), "{backend:?}: {sql}");
+            assert!(!sql.contains('$') && !sql.contains('?'), "{backend:?}: {sql}");
+        }
+    }
 }
