@@ -399,10 +399,15 @@ async fn assert_actions_served(app: &TestApp, db: &sea_orm::DatabaseConnection, 
         mine.sort_by_key(|o| o.position);
         mine
     };
+    // The last copy's stored answer is not one this server reads: it is served with its raw
+    // values and says so, and the others around it are served whole.
     let copies: Vec<proposal_action::ActiveModel> = (0..extra)
         .map(|n| {
             let mut copy = originals[n as usize % originals.len()].clone();
             copy.position = 5 + n;
+            if n == extra - 1 {
+                copy.decoded = r#"{"target":"0x00","call":{"kind":"simulated"}}"#.to_owned();
+            }
             sea_orm::IntoActiveModel::into_active_model(copy)
         })
         .collect();
@@ -425,6 +430,13 @@ async fn assert_actions_served(app: &TestApp, db: &sea_orm::DatabaseConnection, 
         rest["data"]["items"].as_array().unwrap().iter().map(|a| a["position"].as_u64().unwrap()).collect();
     assert_eq!(positions, (PROPOSAL_DETAIL_ACTIONS..total as u64).collect::<Vec<_>>());
     assert_eq!(rest["meta"]["page"]["hasMore"], false, "{rest}");
+    let rest = rest["data"]["items"].as_array().unwrap();
+    let (whole, unreadable) = (&rest[rest.len() - 2], &rest[rest.len() - 1]);
+    assert!(whole["decoded"].is_object() && whole.get("decodedUnreadable").is_none(), "{whole}");
+    assert!(unreadable.get("decoded").is_none(), "{unreadable}");
+    assert!(unreadable["decodedUnreadable"].as_str().unwrap().contains("could not be read"), "{unreadable}");
+    let copied = &originals[(extra as usize - 1) % originals.len()];
+    assert_eq!((&unreadable["target"], &unreadable["calldata"]), (&json!(copied.target), &json!(copied.calldata)));
     proposal_action::Entity::delete_many()
         .filter(proposal_action::Column::ProposalId.eq(originals[0].proposal_id))
         .filter(proposal_action::Column::Position.gte(5))
