@@ -256,6 +256,37 @@ pub enum ActionArgumentValue {
 }
 
 const ARGUMENT_VALUE: &str = "ActionArgumentValue";
+/// Levels of nested lists the published schema of a value spells out (`uint256[][][][]`; a
+/// tuple's members are objects at any level).
+const ARGUMENT_VALUE_LEVELS: usize = 4;
+
+/// The forms of a value with `levels` levels of lists below it: a boolean, a string, and (when a
+/// level is left) a list whose elements are values of one level fewer or tuple members (objects).
+fn value_forms(levels: usize) -> Vec<MetaSchemaRef> {
+    let inline = |schema: MetaSchema| MetaSchemaRef::Inline(Box::new(schema));
+    let mut forms = vec![
+        inline(MetaSchema { description: Some("A `bool`."), ..MetaSchema::new("boolean") }),
+        inline(MetaSchema {
+            description: Some(
+                "An integer as exact decimal text, an address EIP-55 checksummed, bytes 0x-hex, or a string.",
+            ),
+            ..MetaSchema::new("string")
+        }),
+    ];
+    if let Some(below) = levels.checked_sub(1) {
+        let mut element = value_forms(below);
+        element.push(inline(MetaSchema {
+            description: Some("A tuple member: an `ActionArgument`."),
+            ..MetaSchema::new("object")
+        }));
+        forms.push(inline(MetaSchema {
+            description: Some("An array's elements, or a tuple's members."),
+            items: Some(Box::new(inline(MetaSchema { any_of: element, ..MetaSchema::ANY }))),
+            ..MetaSchema::new("array")
+        }));
+    }
+    forms
+}
 
 impl Type for ActionArgumentValue {
     const IS_REQUIRED: bool = true;
@@ -270,36 +301,22 @@ impl Type for ActionArgumentValue {
         MetaSchemaRef::Reference(ARGUMENT_VALUE.to_owned())
     }
 
+    // Published unrolled, not recursive: a union that names itself (or names `ActionArgument`,
+    // which names it) defeats SDK generators (openapi-typescript's alias refers to itself, TS2502;
+    // openapi-python-client drops every model that reaches it), and the typed 3.1 model and
+    // Spectral want every schema typed and every array's `items`. So the schema spells out
+    // ARGUMENT_VALUE_LEVELS levels of lists, a tuple's members as objects; the description says
+    // what they are, and the server reads and writes them strictly (`ParseFromJSON` below).
     fn register(registry: &mut Registry) {
-        registry.create_schema::<Self, _>(ARGUMENT_VALUE.to_owned(), |registry| {
-            ActionArgument::register(registry);
-            let array = |items: MetaSchemaRef, description: &'static str| {
-                MetaSchemaRef::Inline(Box::new(MetaSchema {
-                    description: Some(description),
-                    items: Some(Box::new(items)),
-                    ..MetaSchema::new("array")
-                }))
-            };
-            let scalar = |ty: &'static str, description: &'static str| {
-                MetaSchemaRef::Inline(Box::new(MetaSchema { description: Some(description), ..MetaSchema::new(ty) }))
-            };
-            MetaSchema {
-                description: Some(
-                    "An argument's value: a boolean (`bool`); a string (integers as exact decimal text, addresses \
-                     EIP-55 checksummed, bytes and fixed bytes 0x-hex, strings as they are); a list of values (an \
-                     array); or a list of arguments (a tuple's members, each with its name, type and value).",
-                ),
-                any_of: vec![
-                    scalar("boolean", "A `bool`."),
-                    scalar(
-                        "string",
-                        "An integer as exact decimal text, an address EIP-55 checksummed, bytes 0x-hex, or a string.",
-                    ),
-                    array(Self::schema_ref(), "An array's elements."),
-                    array(ActionArgument::schema_ref(), "A tuple's members."),
-                ],
-                ..MetaSchema::ANY
-            }
+        registry.create_schema::<Self, _>(ARGUMENT_VALUE.to_owned(), |_| MetaSchema {
+            description: Some(
+                "An argument's value: a boolean (`bool`); a string (integers as exact decimal text, addresses \
+                 EIP-55 checksummed, bytes and fixed bytes 0x-hex, strings as they are); or a list: an array's \
+                 elements, each a value of this form, or a tuple's members, each an `ActionArgument` (an object with \
+                 its `name`, `type` and `value`). The schema spells out four levels of nested lists.",
+            ),
+            any_of: value_forms(ARGUMENT_VALUE_LEVELS),
+            ..MetaSchema::ANY
         });
     }
 
