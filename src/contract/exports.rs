@@ -674,7 +674,7 @@ pub const FORUM_TOPICS: ExportTable = ExportTable {
 
 pub const PROPOSAL_ACTIONS: ExportTable = ExportTable {
     name: "proposal_actions",
-    meaning: "What each on-chain proposal of the DAO would do: its actions as proposed (one row per action), each with the answer decoded when it was ingested, as `/v2/proposals/{proposalKey}/actions` serves it.",
+    meaning: "What each proposal of the DAO would do: its actions as proposed (one row per action), each with the answer decoded when it was ingested, as `/v2/proposals/{proposalKey}/actions` serves it.",
     order: "proposal (oldest first, as in `proposals`), then the action's position",
     columns: &[
         DAO_ID,
@@ -684,8 +684,13 @@ pub const PROPOSAL_ACTIONS: ExportTable = ExportTable {
             false,
             "The proposal's public key (`p_…`), as `/v2/proposals/{proposalKey}` takes it.",
         ),
-        col("proposal_source", ColumnType::Text, false, "The proposal's source: `onchain`."),
-        col("proposal_external_id", ColumnType::Text, false, "The on-chain proposal id in decimal."),
+        col("proposal_source", ColumnType::Text, false, "`snapshot` or `onchain`."),
+        col(
+            "proposal_external_id",
+            ColumnType::Text,
+            false,
+            "The upstream id: Snapshot's proposal id, or the on-chain proposal id in decimal.",
+        ),
         col(
             "position",
             ColumnType::Integer,
@@ -696,7 +701,7 @@ pub const PROPOSAL_ACTIONS: ExportTable = ExportTable {
             "execution_path",
             ColumnType::Text,
             false,
-            "How the proposal executes its actions: `governor` (through its timelock where it has one); an open set.",
+            "How the proposal executes its actions: `governor` (through its timelock where it has one), or another executor; an open set.",
         ),
         col("target", ColumnType::Text, false, "The target as proposed: a lowercase 0x address."),
         col(

@@ -77,11 +77,12 @@ pub struct ProposalDetail {
     /// snapshot, so power moved just before it counts on the proposal and power moved after it
     /// cannot.
     pub delegation_shift: Option<DelegationShift>,
-    /// What the proposal would do if it passes, for an on-chain proposal whose actions are held:
-    /// its first actions in position order (at most {{PROPOSAL_DETAIL_ACTIONS}}), each as proposed
-    /// and decoded, with how many it has and, when there are more, the request that reads the
-    /// rest (`GET /v2/proposals/{proposalKey}/actions`). Absent for Snapshot proposals and for
-    /// on-chain proposals whose actions are not held yet.
+    /// What the proposal would do if it passes, for a proposal whose actions are held: its first
+    /// actions in position order (at most {{PROPOSAL_DETAIL_ACTIONS}}), each as proposed and
+    /// decoded, with how many it has and, when there are more, the request that reads the rest
+    /// (`GET /v2/proposals/{proposalKey}/actions`). Absent for a proposal without actions held
+    /// (a Snapshot proposal that carries no transactions, an on-chain proposal whose actions are
+    /// not read yet).
     pub actions: Option<ProposalActionsInline>,
 }
 
@@ -527,13 +528,13 @@ impl Api {
 
     /// List a proposal's actions
     ///
-    /// What an on-chain proposal would do if it passes, action by action in position order (the
+    /// What a proposal would do if it passes, action by action in position order (the
     /// order it executes them): each as proposed (target, value in wei, signature where given,
     /// calldata) and as decoded when it was ingested (function, named and typed arguments, the
     /// ABI's source, the calls a timelock batch, Safe transaction or MultiSend carries, token
     /// amounts in whole tokens, a one-line summary). Calldata no known ABI decodes exactly is
     /// served undecoded with its selector and the reason, never guessed. A proposal without held
-    /// actions (a Snapshot proposal) has an empty list; `GET /v2/proposals/{proposalKey}` carries
+    /// actions has an empty list; `GET /v2/proposals/{proposalKey}` carries
     /// the first {{PROPOSAL_DETAIL_ACTIONS}} inline. Up to {{PROPOSAL_ACTIONS_MAX}} rows a page;
     /// keyset-paginated with `cursor`.
     #[oai(path = "/proposals/:proposalKey/actions", method = "get", operation_id = "v2_proposal_actions_list")]

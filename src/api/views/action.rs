@@ -30,8 +30,8 @@ pub struct ProposalAction {
     pub position: i32,
     /// How the proposal executes its actions: `governor` (by the on-chain governor, through its
     /// timelock where it has one, else itself). An open set, not an enum: read a value you do not
-    /// know as "another executor" (Snapshot proposals carrying transactions, executed by a Safe
-    /// module, are to come).
+    /// know as "another executor" (a Safe module executing a Snapshot proposal's transactions is
+    /// one).
     pub execution_path: String,
     /// The target as proposed: a lowercase 0x address.
     pub target: String,
