@@ -672,6 +672,72 @@ pub const FORUM_TOPICS: ExportTable = ExportTable {
     ],
 };
 
+pub const PROPOSAL_ACTIONS: ExportTable = ExportTable {
+    name: "proposal_actions",
+    meaning: "What each proposal of the DAO would do: its actions as proposed (one row per action), each with the answer decoded when it was ingested, as `/v2/proposals/{proposalKey}/actions` serves it.",
+    order: "proposal (oldest first, as in `proposals`), then the action's position",
+    columns: &[
+        DAO_ID,
+        col(
+            "proposal_key",
+            ColumnType::Text,
+            false,
+            "The proposal's public key (`p_…`), as `/v2/proposals/{proposalKey}` takes it.",
+        ),
+        col("proposal_source", ColumnType::Text, false, "`snapshot` or `onchain`."),
+        col(
+            "proposal_external_id",
+            ColumnType::Text,
+            false,
+            "The upstream id: Snapshot's proposal id, or the on-chain proposal id in decimal.",
+        ),
+        col(
+            "position",
+            ColumnType::Integer,
+            false,
+            "The action's place in the proposal's arrays, from 0: the order in which it executes.",
+        ),
+        col(
+            "execution_path",
+            ColumnType::Text,
+            false,
+            "How the proposal executes its actions: `governor` (through its timelock where it has one), or another executor; an open set.",
+        ),
+        col("target", ColumnType::Text, false, "The target as proposed: a lowercase 0x address."),
+        col(
+            "value_wei",
+            ColumnType::DecimalText,
+            false,
+            "The wei the call sends, as proposed, exact decimal text (a text column, not a decimal: a proposal may propose any 256-bit value).",
+        ),
+        col(
+            "signature",
+            ColumnType::Text,
+            true,
+            "The signature string the proposer gave (Compound Bravo), when it gave one: `calldata` then holds the arguments only.",
+        ),
+        col("calldata", ColumnType::Text, false, "The calldata as proposed: 0x-hex, lower case."),
+        col(
+            "function_signature",
+            ColumnType::Text,
+            true,
+            "The decoded function's canonical signature (`transfer(address,uint256)`); null when the calldata was not decoded (empty, unknown or ambiguous selector, malformed).",
+        ),
+        col(
+            "summary",
+            ColumnType::Text,
+            true,
+            "The action in one deterministic line (`transfer 1,250,000 UNI from the timelock to 0x…`); null only when the stored answer cannot be read.",
+        ),
+        col(
+            "decoded",
+            ColumnType::Text,
+            false,
+            "The whole decoded answer as a JSON object, as stored: the `decoded` member `/v2/proposals/{proposalKey}/actions` serves (its schema `Action` in `/v2/openapi.json`), inner calls included.",
+        ),
+    ],
+};
+
 /// Every exported table.
 pub const TABLES: &[ExportTable] = &[
     VOTES,
@@ -685,6 +751,7 @@ pub const TABLES: &[ExportTable] = &[
     GOVERNANCE_EVENTS,
     SIGNALS,
     FORUM_TOPICS,
+    PROPOSAL_ACTIONS,
 ];
 
 /// The declaration of table `name`.

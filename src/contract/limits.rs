@@ -17,6 +17,14 @@ pub const MOST_LISTS: PageSize = PageSize { default: DEFAULT_PAGE_SIZE, max: 100
 pub const EVENTS: PageSize = PageSize { default: DEFAULT_PAGE_SIZE, max: 200 };
 /// Proposal votes (`/v2/proposals/{proposalKey}/votes`).
 pub const PROPOSAL_VOTES: PageSize = PageSize { default: DEFAULT_PAGE_SIZE, max: 500 };
+/// Proposal actions (`/v2/proposals/{proposalKey}/actions`): fewer rows than most lists at most,
+/// because each action carries its decoded call, and a timelock batch or a Safe transaction holds
+/// its inner calls (each with its calldata) inside it.
+pub const PROPOSAL_ACTIONS: PageSize = PageSize { default: DEFAULT_PAGE_SIZE, max: 50 };
+/// The actions `GET /v2/proposals/{proposalKey}` carries inline (the first ones, in position
+/// order): most proposals have fewer, so the detail usually holds them all; a proposal with more
+/// says how many it has and where to read the rest (`/v2/proposals/{proposalKey}/actions`).
+pub const PROPOSAL_DETAIL_ACTIONS: u64 = 10;
 
 /// The longest time window a list accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +69,13 @@ pub struct ProposalVotes;
 impl PageSizeDecl for ProposalVotes {
     const SIZE: PageSize = PROPOSAL_VOTES;
     const NAME: &'static str = "ProposalVotes";
+}
+
+#[derive(Debug)]
+pub struct ProposalActions;
+impl PageSizeDecl for ProposalActions {
+    const SIZE: PageSize = PROPOSAL_ACTIONS;
+    const NAME: &'static str = "ProposalActions";
 }
 
 /// Proposal lookup, items and evidence (`/v1/proposals/lookup`, `/v1/items/…`, `…/evidence`).

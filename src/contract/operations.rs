@@ -5,7 +5,8 @@
 use super::access::{Access, Tier, Version};
 use super::errors::{ErrorCode, ErrorNote, Problem};
 use super::limits::{
-    EVENTS, EVENTS_AND_SIGNALS_WINDOW, MOST_LISTS, PROPOSAL_VOTES, PROPOSALS_AND_HISTORY_WINDOW, PageSize, Window,
+    EVENTS, EVENTS_AND_SIGNALS_WINDOW, MOST_LISTS, PROPOSAL_ACTIONS, PROPOSAL_VOTES, PROPOSALS_AND_HISTORY_WINDOW,
+    PageSize, Window,
 };
 
 /// A declared operation.
@@ -276,6 +277,8 @@ operations! {
     ProposalsGetV2 = "v2_proposals_get", V2, Paid(Standard), [ValidationError, NotFound];
     /// `GET /v2/proposals/{proposalKey}/votes`
     ProposalVotesListV2 = "v2_proposal_votes_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page PROPOSAL_VOTES;
+    /// `GET /v2/proposals/{proposalKey}/actions`
+    ProposalActionsListV2 = "v2_proposal_actions_list", V2, Paid(Standard), [ValidationError, InvalidCursor, NotFound], page PROPOSAL_ACTIONS;
     /// `GET /v2/daos/{daoId}/voters`
     VotersListV2 = "v2_voters_list", V2, Paid(Plus), [ValidationError, InvalidCursor, NotFound], page MOST_LISTS;
     /// `GET /v2/voters/{voterIdentity}`

@@ -11,6 +11,7 @@ pub mod files;
 pub mod forum_topics;
 pub mod governance_events;
 pub mod power_checkpoints;
+pub mod proposal_actions;
 pub mod proposals;
 pub mod signals;
 pub mod voters;
@@ -74,6 +75,7 @@ enum Reader {
     GovernanceEvents,
     Signals,
     ForumTopics,
+    ProposalActions,
 }
 
 fn reader(table: &str) -> Option<Reader> {
@@ -89,6 +91,7 @@ fn reader(table: &str) -> Option<Reader> {
         "governance_events" => Reader::GovernanceEvents,
         "signals" => Reader::Signals,
         "forum_topics" => Reader::ForumTopics,
+        "proposal_actions" => Reader::ProposalActions,
         _ => return None,
     })
 }
@@ -121,6 +124,7 @@ pub async fn read_table(
         Reader::GovernanceEvents => governance_events::read(db, dao_id, out).await,
         Reader::Signals => signals::read(db, dao_id, out).await,
         Reader::ForumTopics => forum_topics::read(db, dao_id, out).await,
+        Reader::ProposalActions => proposal_actions::read(db, dao_id, out).await,
     }
 }
 

@@ -16,6 +16,7 @@
 //! | the feed                                          | sequence asc                       | [`FeedAfter`]     |
 //! | a voter's delegation changes and power checkpoints | time, block, log index, all desc   | [`LogAfter`]      |
 //! | a DAO's delegates                                 | power desc, address asc (with rank)| [`RankAfter`]     |
+//! | a proposal's actions                              | position asc                       | [`PositionAfter`] |
 use bigdecimal::BigDecimal;
 
 use super::address::AccountBytes;
@@ -37,6 +38,23 @@ impl Keyset for TimeAfter {
     fn read(values: &[String], (): ()) -> Option<Self> {
         match values {
             [ms, id] => Some(Self { ms: ms.parse().ok()?, id: id.parse().ok()? }),
+            _ => None,
+        }
+    }
+}
+
+/// After an action of a proposal's actions, in position order (its primary key's second part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PositionAfter(pub i32);
+
+impl Keyset for PositionAfter {
+    type Order = ();
+    fn values(&self) -> Vec<String> {
+        vec![self.0.to_string()]
+    }
+    fn read(values: &[String], (): ()) -> Option<Self> {
+        match values {
+            [position] => position.parse().ok().filter(|p| *p >= 0).map(Self),
             _ => None,
         }
     }

@@ -6,8 +6,8 @@ use sea_orm::{
 };
 
 use super::address::AccountBytes;
-use super::entities::{proposal, vote};
-use super::keysets::{PowerKey, TimeAfter, VoteAfter};
+use super::entities::{proposal, proposal_action, vote};
+use super::keysets::{PositionAfter, PowerKey, TimeAfter, VoteAfter};
 use super::voters::VOTER_ENS;
 use crate::contract::vocabulary::DaoId;
 
@@ -143,4 +143,33 @@ pub async fn votes(
         true,
     );
     VoteWithEns::find_by_statement(statement).all(db).await
+}
+
+impl proposal_action::Model {
+    /// Where a list of a proposal's actions resumes after this action.
+    pub fn keyset(&self) -> PositionAfter {
+        PositionAfter(self.position)
+    }
+}
+
+/// Up to `limit` actions of a proposal in position order, after `after`: one range of the
+/// primary key `(proposal_id, position)`, each row as stored (its decoded answer included: no
+/// request decodes anything).
+pub async fn actions(
+    db: &impl ConnectionTrait,
+    proposal_id: i64,
+    after: Option<PositionAfter>,
+    limit: u64,
+) -> Result<Vec<proposal_action::Model>, DbErr> {
+    let mut q = proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(proposal_id));
+    if let Some(PositionAfter(position)) = after {
+        q = q.filter(proposal_action::Column::Position.gt(position));
+    }
+    q.order_by_asc(proposal_action::Column::Position).limit(limit).all(db).await
+}
+
+/// How many actions a proposal has: a count over its primary-key range.
+pub async fn action_count(db: &impl ConnectionTrait, proposal_id: i64) -> Result<u64, DbErr> {
+    use sea_orm::PaginatorTrait;
+    proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(proposal_id)).count(db).await
 }

@@ -124,8 +124,8 @@ on_both_backends!(every_scope_against_every_paid_operation, |app: TestApp| async
             }
         }
     }
-    // v1: 7 standard × 3 scopes + 1 plus × 2; v2: 10 standard × 3 + 10 plus × 2.
-    assert_eq!(opened, 7 * 3 + 2 + 10 * 3 + 10 * 2);
+    // v1: 7 standard × 3 scopes + 1 plus × 2; v2: 11 standard × 3 + 10 plus × 2.
+    assert_eq!(opened, 7 * 3 + 2 + 11 * 3 + 10 * 2);
 });
 
 on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp| async move {

@@ -149,6 +149,7 @@ async fn stored_rows(db: &DatabaseConnection, table: &str) -> u64 {
         "governance_events" => count!(governance_event),
         "signals" => count!(signal),
         "forum_topics" => count!(forum_topic),
+        "proposal_actions" => count!(proposal_action),
         other => panic!("no store count for the export table `{other}`: add it here"),
     }
 }
@@ -167,6 +168,7 @@ fn identity(table: &str) -> &'static [&'static str] {
         "governance_events" => &["event_id"],
         "signals" => &["signal_id"],
         "forum_topics" => &["topic_key"],
+        "proposal_actions" => &["proposal_key", "position"],
         other => panic!("no identity for the export table `{other}`: add it here"),
     }
 }

@@ -179,6 +179,7 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     sources::assert_token_amounts(&db, scenario).await;
     sources::assert_proxied(&db, scenario, sources::Expect::Implementation).await;
     let tokens = sources::token_rows(&db).await;
+    assert_actions_served(&app, &db, &url, scenario).await;
     backfill(&db, &registry, &options, scenario).await;
     // Across the runs (the backfill decoded A again, calling the token again): Sourcify was
     // asked once about each contract, the ones it does not verify included, and the token's
@@ -269,8 +270,192 @@ async fn assert_actions_stored(db: &sea_orm::DatabaseConnection, scenario: &Valu
     }
 }
 
+/// Proposal C's actions as v2 serves them: in its detail (the first ones, with the total and
+/// where to read the rest) and paged by `/v2/proposals/{proposalKey}/actions`, each as proposed
+/// and decoded as the script encoded it; the refusals of the list; and the `proposal_actions`
+/// export table.
+async fn assert_actions_served(app: &TestApp, db: &sea_orm::DatabaseConnection, url: &str, scenario: &Value) {
+    use govdata::contract::limits::{PROPOSAL_ACTIONS, PROPOSAL_DETAIL_ACTIONS};
+    let c = &scenario["proposalC"];
+    let c_key = key(c["id"].as_str().unwrap());
+    let checksummed = |a: &str| a.parse::<alloy_primitives::Address>().unwrap().to_checksum(None);
+
+    // The detail carries all five (fewer than it carries at most), and says there are no more.
+    let (status, detail) = app.get_json(&format!("/v2/proposals/{c_key}")).await;
+    assert_eq!(status, 200, "{detail}");
+    let inline = &detail["data"]["actions"];
+    assert_eq!(inline["total"], "5", "{inline}");
+    assert_eq!(inline["hasMore"], false);
+    assert!(inline.get("nextCursor").is_none() && inline.get("next").is_none(), "{inline}");
+    let items = inline["items"].as_array().unwrap();
+    assert_eq!(items.len(), 5);
+    for (i, a) in items.iter().enumerate() {
+        assert_eq!(a["position"], i, "{a}");
+        assert_eq!(a["executionPath"], "governor");
+        assert_eq!(a["target"], c["targets"][i], "as proposed: {a}");
+        assert_eq!(a["valueWei"], c["values"][i]);
+        assert_eq!(a["calldata"], c["calldatas"][i]);
+        assert!(a.get("signature").is_none() && a.get("decodedUnreadable").is_none(), "{a}");
+        let decoded = &a["decoded"];
+        assert_eq!(decoded["target"], checksummed(c["targets"][i].as_str().unwrap()));
+        assert_eq!(decoded["value"], c["values"][i]);
+        assert_eq!(decoded["calldata"], c["calldatas"][i]);
+        assert_eq!(decoded["sender"].as_str().unwrap().to_lowercase(), scenario["timelock"].as_str().unwrap());
+        assert!(!decoded["summary"].as_str().unwrap().is_empty(), "{a}");
+        let call = &decoded["call"];
+        match c["encoded"][i].as_object() {
+            Some(encoded) => {
+                assert_eq!(call["kind"], "decoded", "{a}");
+                assert_eq!(call["function"], encoded["function"]);
+                assert_eq!(call["signature"], encoded["signature"]);
+                assert_eq!(call["selector"], c["calldatas"][i].as_str().unwrap()[..10]);
+                // Only the registry's ABI knows the made-up contract's function.
+                assert_eq!(call["source"], if i == 4 { "registry" } else { "bundled" }, "{a}");
+                let expected = encoded["arguments"].as_array().unwrap();
+                let served = call["arguments"].as_array().unwrap();
+                assert_eq!(served.len(), expected.len(), "{a}");
+                for (got, want) in served.iter().zip(expected) {
+                    assert_eq!(
+                        (&got["name"], &got["type"], &got["value"]),
+                        (&want["name"], &want["type"], &want["value"])
+                    );
+                }
+            }
+            None => {
+                assert_eq!(call["kind"], "undecoded", "{a}");
+                assert_eq!(call["selector"], "0xdeadbeef");
+                assert_eq!(call["reason"], "unknown_selector");
+                assert!(call.get("function").is_none() && call.get("arguments").is_none(), "{a}");
+            }
+        }
+    }
+
+    // The list walks the same five in position order, two a page, with its cursors.
+    let mut walked = Vec::new();
+    let mut pages = 0;
+    let mut path = format!("/v2/proposals/{c_key}/actions?limit=2");
+    let first_cursor = loop {
+        let (status, page) = app.get_json(&path).await;
+        assert_eq!(status, 200, "{page}");
+        pages += 1;
+        walked.extend(page["data"]["items"].as_array().unwrap().iter().cloned());
+        assert_eq!(page["meta"]["page"]["limit"], 2);
+        match page["meta"]["page"]["nextCursor"].as_str() {
+            Some(cursor) => {
+                assert_eq!(page["meta"]["page"]["hasMore"], true);
+                path = format!("/v2/proposals/{c_key}/actions?limit=2&cursor={cursor}");
+            }
+            None => break path,
+        }
+    };
+    assert_eq!(pages, 3);
+    assert_eq!(&walked, items, "the list serves what the detail carries");
+
+    // Refusals: an unknown proposal, a cursor that is not one, a cursor used with another limit,
+    // a limit past the list's largest page.
+    let refused = |path: String, status: u16, code: &'static str| async move {
+        let response = app.get(&path).await;
+        assert_eq!(response.status().as_u16(), status, "{path}");
+        assert_eq!(response.headers()["content-type"], "application/problem+json", "{path}");
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["code"], code, "{path}: {problem}");
+        assert_eq!(problem["status"], status);
+    };
+    refused("/v2/proposals/p_AAAAAAAAAAAAAAAAAAAAAA/actions".into(), 404, "NOT_FOUND").await;
+    refused(format!("/v2/proposals/{c_key}/actions?cursor=not-a-cursor"), 400, "INVALID_CURSOR").await;
+    refused(first_cursor.replace("limit=2", "limit=3"), 400, "INVALID_CURSOR").await;
+    let past = PROPOSAL_ACTIONS.max + 1;
+    refused(format!("/v2/proposals/{c_key}/actions?limit={past}"), 400, "VALIDATION_ERROR").await;
+
+    // The export table: one row per stored action of the DAO, C's as the API serves them.
+    use govdata::contract::exports::{ExportFormat, PROPOSAL_ACTIONS as TABLE};
+    use govdata::store::entities::proposal_action;
+    use sea_orm::PaginatorTrait;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("proposal_actions.ndjson");
+    let written = govdata::exports::export(&file, &TABLE, ExportFormat::Ndjson, |out| {
+        govdata::exports::read_table(db, &TABLE, DAO, out)
+    })
+    .await
+    .unwrap();
+    let stored = proposal_action::Entity::find().filter(proposal_action::Column::DaoId.eq(DAO)).count(db).await;
+    assert_eq!(written.rows, stored.unwrap());
+    let rows: Vec<Value> =
+        std::fs::read_to_string(&file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let c_rows: Vec<&Value> = rows.iter().filter(|r| r["proposal_key"] == c_key.as_str()).collect();
+    assert_eq!(c_rows.len(), 5);
+    for (i, (row, served)) in c_rows.iter().zip(items).enumerate() {
+        assert_eq!(row["position"], i);
+        assert_eq!(
+            (&row["target"], &row["value_wei"], &row["calldata"]),
+            (&c["targets"][i], &c["values"][i], &c["calldatas"][i])
+        );
+        assert_eq!(row["function_signature"], c["encoded"][i]["signature"], "null when undecoded: {row}");
+        assert_eq!(row["summary"], served["decoded"]["summary"]);
+        let decoded: Value = serde_json::from_str(row["decoded"].as_str().unwrap()).unwrap();
+        assert_eq!(decoded, served["decoded"], "the export's answer is the one served");
+    }
+
+    // With more actions than the detail carries (C's five, and copies at the next positions), the
+    // detail carries the first ones, the total, and the request that reads the rest. Read by a
+    // server of its own: the first one keeps its answers about C until the next publication.
+    let extra = PROPOSAL_DETAIL_ACTIONS as i32 + 2 - 5;
+    let originals =
+        proposal_action::Entity::find().filter(proposal_action::Column::DaoId.eq(DAO)).all(db).await.unwrap();
+    let originals: Vec<proposal_action::Model> = {
+        let c_id = originals.iter().find(|o| o.calldata == c["calldatas"][3].as_str().unwrap()).unwrap().proposal_id;
+        let mut mine: Vec<_> = originals.into_iter().filter(|o| o.proposal_id == c_id).collect();
+        mine.sort_by_key(|o| o.position);
+        mine
+    };
+    // The last copy's stored answer is not one this server reads: it is served with its raw
+    // values and says so, and the others around it are served whole.
+    let copies: Vec<proposal_action::ActiveModel> = (0..extra)
+        .map(|n| {
+            let mut copy = originals[n as usize % originals.len()].clone();
+            copy.position = 5 + n;
+            if n == extra - 1 {
+                copy.decoded = r#"{"target":"0x00","call":{"kind":"simulated"}}"#.to_owned();
+            }
+            sea_orm::IntoActiveModel::into_active_model(copy)
+        })
+        .collect();
+    proposal_action::Entity::insert_many(copies).exec_without_returning(db).await.unwrap();
+    let many = spawn_app_with(url.to_owned(), |_| {}).await;
+    let (status, detail) = many.get_json(&format!("/v2/proposals/{c_key}")).await;
+    assert_eq!(status, 200, "{detail}");
+    let inline = &detail["data"]["actions"];
+    let total = 5 + extra as usize;
+    assert_eq!(inline["total"], total.to_string(), "{inline}");
+    assert_eq!(inline["hasMore"], true);
+    let carried = inline["items"].as_array().unwrap();
+    assert_eq!(carried.len(), PROPOSAL_DETAIL_ACTIONS as usize);
+    assert_eq!(&carried[..5], items.as_slice());
+    let cursor = inline["nextCursor"].as_str().unwrap();
+    assert_eq!(inline["next"], format!("/v2/proposals/{c_key}/actions?cursor={cursor}"));
+    let (status, rest) = many.get_json(inline["next"].as_str().unwrap()).await;
+    assert_eq!(status, 200, "{rest}");
+    let positions: Vec<u64> =
+        rest["data"]["items"].as_array().unwrap().iter().map(|a| a["position"].as_u64().unwrap()).collect();
+    assert_eq!(positions, (PROPOSAL_DETAIL_ACTIONS..total as u64).collect::<Vec<_>>());
+    assert_eq!(rest["meta"]["page"]["hasMore"], false, "{rest}");
+    let rest = rest["data"]["items"].as_array().unwrap();
+    let (whole, unreadable) = (&rest[rest.len() - 2], &rest[rest.len() - 1]);
+    assert!(whole["decoded"].is_object() && whole.get("decodedUnreadable").is_none(), "{whole}");
+    assert!(unreadable.get("decoded").is_none(), "{unreadable}");
+    assert!(unreadable["decodedUnreadable"].as_str().unwrap().contains("could not be read"), "{unreadable}");
+    let copied = &originals[(extra as usize - 1) % originals.len()];
+    assert_eq!((&unreadable["target"], &unreadable["calldata"]), (&json!(copied.target), &json!(copied.calldata)));
+    proposal_action::Entity::delete_many()
+        .filter(proposal_action::Column::ProposalId.eq(originals[0].proposal_id))
+        .filter(proposal_action::Column::Position.gte(5))
+        .exec(db)
+        .await
+        .unwrap();
+}
+
 /// A store made before actions were kept (one proposal's actions gone) gets them on the next
-/// run, read from the creation log by its block, and publishes nothing.
+/// run, read from the creation log by its block, in a revision that carries nothing else.
 async fn backfill(db: &sea_orm::DatabaseConnection, registry: &Registry, options: &RunOptions, scenario: &Value) {
     use govdata::store::entities::{feed_entry, proposal, proposal_action};
     use sea_orm::{PaginatorTrait, QuerySelect};
@@ -293,8 +478,11 @@ async fn backfill(db: &sea_orm::DatabaseConnection, registry: &Registry, options
 
     let report = run_once(db, registry, options).await.unwrap();
     assert_eq!(report.published.proposal_actions.inserted, before.len() as u64, "{report}");
-    assert_eq!(report.published.revision_id, None, "a backfill publishes nothing: {report}");
-    assert_eq!(govdata::store::freshness::current_revision(db).await.unwrap().map(|r| r.id), revision);
+    // Actions are served, and answers are cached per revision: the backfill publishes one,
+    // which carries them and nothing else (no feed entry).
+    let published = report.published.revision_id.expect("a backfill that wrote actions publishes a revision");
+    assert!(Some(published) > revision, "{report}");
+    assert_eq!(govdata::store::freshness::current_revision(db).await.unwrap().map(|r| r.id), Some(published));
     assert_eq!(feed_entry::Entity::find().count(db).await.unwrap(), feed);
     let now = feed_entry::Entity::find().select_only().column(feed_entry::Column::Seq).into_tuple::<i64>().all(db);
     assert_eq!(now.await.unwrap().into_iter().max(), last_feed);

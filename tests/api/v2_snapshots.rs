@@ -12,7 +12,7 @@ use govdata::contract::{access::Version, operations};
 use govdata::store::keys;
 
 use crate::fixtures::sample::RFC_ID;
-use crate::fixtures::stores::synthetic_database;
+use crate::fixtures::stores::{actions_database, synthetic_database};
 use crate::fixtures::token_node;
 use crate::helpers::{TestApp, snapshot_settings, spawn_app_on};
 use crate::on_both_backends;
@@ -110,6 +110,12 @@ on_both_backends!(v2_feed_stream, |app: TestApp| async move {
 
 on_both_backends!(v2_proposals_list, |app: TestApp| async move {
     snapshot(&app, "v2_proposals_list_arbitrum", "/v2/proposals?daoId=arbitrum&limit=3").await;
+});
+
+on_both_backends!(v2_proposal_actions_list, |backend: Backend| async move {
+    let (url, key) = actions_database(backend).await;
+    let app = spawn_app_on(url).await;
+    snapshot(&app, "v2_proposal_actions_list_decoded", &format!("/v2/proposals/{key}/actions?limit=2")).await;
 });
 
 on_both_backends!(v2_proposals_get, |app: TestApp| async move {

@@ -169,6 +169,13 @@ impl<'s, Op: Operation, K: Keyset> Listing<'s, Op, K> {
         list
     }
 
+    /// The cursor that continues this list after `position`, as a page ending there would give
+    /// it: for an answer that shows the list's first rows itself (a proposal's detail, its first
+    /// actions) and hands the rest over to the list.
+    pub fn cursor_at(&self, position: &K) -> String {
+        self.state.cursors.encode(&self.shape, self.revision.id, position)
+    }
+
     /// Rows to read: one more than a page, to know whether more follow.
     pub fn rows_to_read(&self) -> u64 {
         u64::from(self.shape.limit) + 1
@@ -341,7 +348,7 @@ mod tests {
     use super::events::EventsShape;
     use super::exports::ExportsShape;
     use super::feed::FeedShape;
-    use super::proposals::{ProposalSort, ProposalVotesShape, ProposalsShape, VoteSort};
+    use super::proposals::{ProposalActionsShape, ProposalSort, ProposalVotesShape, ProposalsShape, VoteSort};
     use super::signals::SignalsShape;
     use super::topics::TopicsShape;
     use super::voters::{VoterVotesShape, VotersShape};
@@ -425,6 +432,7 @@ mod tests {
             ProposalVotesShape { proposal_key: "p_key", voter: None, choice: None, sort: VoteSort::Power }.filters(),
             shape(&[("proposalKey", "p_key"), ("voter", ""), ("choice", ""), ("sort", "power")])
         );
+        assert_eq!(ProposalActionsShape { proposal_key: "p_key" }.filters(), shape(&[("proposalKey", "p_key")]));
         assert_eq!(
             EventsShape { dao: &uniswap, kind: Some(EventKind::VoteCast), window: (1_000, 2_000) }.filters(),
             shape(&[(DAO, "uniswap"), ("kind", "vote_cast"), ("window", "1000..2000")])

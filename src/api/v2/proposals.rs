@@ -1,4 +1,5 @@
-//! `GET /v2/proposals`, `GET /v2/proposals/{proposalKey}`, `GET /v2/proposals/{proposalKey}/votes`.
+//! `GET /v2/proposals`, `GET /v2/proposals/{proposalKey}`, `GET /v2/proposals/{proposalKey}/votes`,
+//! `GET /v2/proposals/{proposalKey}/actions`.
 use poem::web::Data;
 use poem_openapi::{
     Enum, Object, OpenApi,
@@ -11,6 +12,7 @@ pub use crate::api::views::proposal::{ProposalSummary, SCORES_FINAL, VoteCounts}
 use crate::api::{
     AppState,
     views::{
+        action::{ProposalAction, ProposalActionsInline},
         delegation::{DelegationChange, change_item},
         execution::ProposalExecution,
         voter::VoterNames,
@@ -29,8 +31,8 @@ use crate::contract::{
     decimal,
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ParamLocation, Problem},
-    limits::{MostLists, ProposalVotes},
-    operations::{Operation, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
+    limits::{MostLists, PROPOSAL_ACTIONS, PROPOSAL_DETAIL_ACTIONS, ProposalActions, ProposalVotes},
+    operations::{Operation, ProposalActionsListV2, ProposalVotesListV2, ProposalsGetV2, ProposalsListV2},
     params::{DAO_ID_PARAM, DaoFilter, DaoScope, V2Limit, V2Timestamp, resolve_v2_window},
 };
 use crate::rules::{evidence, tally::share};
@@ -39,7 +41,7 @@ use crate::store::{
     self,
     address::AccountBytes,
     entities::proposal,
-    keysets::{TimeAfter, VoteAfter},
+    keysets::{PositionAfter, TimeAfter, VoteAfter},
     proposals::{ProposalFilter, ProposalOrder, VoteOrder, VoteWithEns},
 };
 
@@ -76,6 +78,13 @@ pub struct ProposalDetail {
     /// snapshot, so power moved just before it counts on the proposal and power moved after it
     /// cannot.
     pub delegation_shift: Option<DelegationShift>,
+    /// What the proposal would do if it passes, for a proposal whose actions are held: its first
+    /// actions in position order (at most {{PROPOSAL_DETAIL_ACTIONS}}), each as proposed and
+    /// decoded, with how many it has and, when there are more, the request that reads the rest
+    /// (`GET /v2/proposals/{proposalKey}/actions`). Absent for a proposal without actions held
+    /// (a Snapshot proposal that carries no transactions, an on-chain proposal whose actions are
+    /// not read yet).
+    pub actions: Option<ProposalActionsInline>,
     /// For an on-chain proposal its governor queued, executed or canceled: that lifecycle, each
     /// step with its block, time and transaction, the ETA and the time from which it can execute.
     /// Absent for Snapshot proposals and for on-chain proposals with none of these steps yet.
@@ -165,6 +174,7 @@ impl poem_openapi::types::Example for ProposalDetail {
             scores_provisional: Some(false),
             voting_rule: voting_type(Some("basic")).map(|t| t.rule.to_owned()),
             delegation_shift: None,
+            actions: None,
             execution: None,
         }
     }
@@ -295,6 +305,51 @@ cursor_shape! {
 }
 
 cursor_shape! {
+    /// What a cursor of `GET /v2/proposals/{proposalKey}/actions` is bound to: the proposal's key.
+    ProposalActionsShape<'a> for ProposalActionsListV2 {
+        proposal_key: &'a str => "proposalKey",
+    }
+}
+
+/// The list of `p`'s actions, `limit` rows a page.
+fn actions_listing<'s>(
+    state: &'s AppState,
+    p: &'s proposal::Model,
+    limit: u32,
+) -> Listing<'s, ProposalActionsListV2, PositionAfter> {
+    Listing::new(state, Some(&p.dao_id), limit).filtered(ProposalActionsShape { proposal_key: &p.proposal_key })
+}
+
+/// `p`'s first actions for its detail (absent when none are held): one range of the actions'
+/// primary key, and a count over it only when there are more than the detail carries.
+async fn inline_actions(state: &AppState, p: &proposal::Model) -> Result<Option<ProposalActionsInline>, Problem> {
+    let read_failed = |e: sea_orm::DbErr| problem_marking_read_failed(&e);
+    let db = state.reads();
+    let mut rows =
+        store::proposals::actions(&db, p.id, None, PROPOSAL_DETAIL_ACTIONS + 1).await.map_err(read_failed)?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let has_more = rows.len() as u64 > PROPOSAL_DETAIL_ACTIONS;
+    rows.truncate(PROPOSAL_DETAIL_ACTIONS as usize);
+    let total = match has_more {
+        true => store::proposals::action_count(&db, p.id).await.map_err(read_failed)?,
+        false => rows.len() as u64,
+    };
+    let next_cursor = match (has_more, rows.last()) {
+        (true, Some(last)) => Some(actions_listing(state, p, PROPOSAL_ACTIONS.default).cursor_at(&last.keyset())),
+        _ => None,
+    };
+    Ok(Some(ProposalActionsInline {
+        total: total.to_string(),
+        items: rows.into_iter().map(ProposalAction::from_model).collect(),
+        has_more,
+        next: next_cursor.as_ref().map(|c| format!("/v2/proposals/{}/actions?cursor={c}", p.proposal_key)),
+        next_cursor,
+    }))
+}
+
+cursor_shape! {
     /// What a cursor of `GET /v2/proposals/{proposalKey}/votes` is bound to: the proposal's key,
     /// the voter's canonical address and the filters.
     ProposalVotesShape<'a> for ProposalVotesListV2 {
@@ -385,7 +440,9 @@ impl Api {
     ///
     /// One proposal by its `proposalKey`, with its text, choices and upstream scores when known,
     /// and its vote counts (upstream total and ingested votes kept apart) — without the votes
-    /// themselves: page through `/v2/proposals/{proposalKey}/votes` for those.
+    /// themselves: page through `/v2/proposals/{proposalKey}/votes` for those. An on-chain
+    /// proposal carries its first {{PROPOSAL_DETAIL_ACTIONS}} actions, decoded (`actions`), and where
+    /// to read the rest.
     #[oai(path = "/proposals/:proposalKey", method = "get", operation_id = "v2_proposals_get")]
     async fn proposals_get(
         &self,
@@ -407,6 +464,7 @@ impl Api {
             scores_provisional: p.scores_state.as_deref().map(|s| s != SCORES_FINAL),
             voting_rule: voting_type(p.voting_type.as_deref()).map(|t| t.rule.to_owned()),
             delegation_shift: delegation_shift(&state, &p).await?,
+            actions: inline_actions(&state, &p).await?,
             execution: ProposalExecution::load(&state.reads(), &p).await?,
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
@@ -473,5 +531,37 @@ impl Api {
         )
         .await?;
         Ok(list.page(rows, |r| r.keyset(order), |r| vote_row(r, p.snapshot_block.clone())))
+    }
+
+    /// List a proposal's actions
+    ///
+    /// What a proposal would do if it passes, action by action in position order (the
+    /// order it executes them): each as proposed (target, value in wei, signature where given,
+    /// calldata) and as decoded when it was ingested (function, named and typed arguments, the
+    /// ABI's source, the calls a timelock batch, Safe transaction or MultiSend carries, token
+    /// amounts in whole tokens, a one-line summary). Calldata no known ABI decodes exactly is
+    /// served undecoded with its selector and the reason, never guessed. A proposal without held
+    /// actions has an empty list; `GET /v2/proposals/{proposalKey}` carries
+    /// the first {{PROPOSAL_DETAIL_ACTIONS}} inline. Up to {{PROPOSAL_ACTIONS_MAX}} rows a page;
+    /// keyset-paginated with `cursor`.
+    #[oai(path = "/proposals/:proposalKey/actions", method = "get", operation_id = "v2_proposal_actions_list")]
+    async fn proposal_actions_list(
+        &self,
+        state: Data<&AppState>,
+        /// The proposal's opaque key.
+        #[oai(name = "proposalKey")]
+        proposal_key: Path<KeyParam<ProposalKey>>,
+        /// Rows per page.
+        limit: Query<Option<V2Limit<ProposalActions>>>,
+        /// `meta.page.nextCursor` of the previous page (or `actions.nextCursor` of the proposal),
+        /// unchanged.
+        cursor: Query<Option<String>>,
+    ) -> Result<Json<V2List<ProposalAction>>, ApiError<ProposalActionsListV2>> {
+        let limit = V2Limit::resolve(limit.0);
+        let p = proposal_by_key(&state, &proposal_key.0).await?;
+        let list = actions_listing(&state, &p, limit);
+        let after = list.after(cursor.0.as_deref())?;
+        let rows = store::proposals::actions(&state.reads(), p.id, after, list.rows_to_read()).await?;
+        Ok(list.page(rows, |a| a.keyset(), ProposalAction::from_model))
     }
 }

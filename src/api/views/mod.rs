@@ -1,6 +1,7 @@
 //! Response types that more than one operation serves, and their construction from store
 //! records. A controller's own types (parameters, a response only it returns) stay in its file;
 //! anything two controllers share lives here, so controllers never import each other.
+pub mod action;
 pub mod activity;
 pub mod citation;
 pub mod dao;

@@ -2,9 +2,11 @@
 //!
 //! What a proposal proposes never changes, so a proposal that has actions keeps them and a
 //! record for it changes nothing (a re-run, or a backfill racing a run that saw the proposal
-//! created). Writing actions touches nothing served that a revision or the feed describes: a
-//! backfill of proposals stored before actions were kept publishes nothing. A proposal whose
-//! creation log the backfill did not find is noted as a miss, looked for again after a while.
+//! created). Actions are served, so writing them touches their DAO and the publication makes a
+//! revision (answers are cached per revision); they change nothing the feed describes, so a
+//! backfill of proposals stored before actions were kept publishes a revision and no entry. A
+//! proposal whose creation log the backfill did not find is noted as a miss, looked for again
+//! after a while.
 use std::collections::BTreeSet;
 
 use sea_orm::sea_query::OnConflict;
@@ -13,6 +15,7 @@ use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, Set};
 use super::Applier;
 use crate::rules::actions::DECODER_VERSION;
 use crate::store::entities::{proposal_action, proposal_action_miss};
+use crate::store::publish::Touched;
 use crate::store::staging::ProposalActionsRecord;
 use crate::store::upsert::TableCounts;
 
@@ -21,6 +24,7 @@ impl Applier<'_> {
         &self,
         rows: &[ProposalActionsRecord],
         skipped: &mut Vec<String>,
+        touched: &mut Touched,
     ) -> Result<TableCounts, DbErr> {
         let mut counts = TableCounts::default();
         if rows.is_empty() {
@@ -60,6 +64,11 @@ impl Applier<'_> {
                 });
                 continue;
             };
+            // Served: the DAO's next revision carries them (answers are cached per revision),
+            // while nothing a feed entry describes changed.
+            if !actions.is_empty() {
+                touched.daos.insert(r.dao_id.clone());
+            }
             for (position, a) in actions.iter().enumerate() {
                 models.push(proposal_action::ActiveModel {
                     proposal_id: Set(proposal.id),

@@ -341,7 +341,10 @@ impl Applier<'_> {
         add(&mut report.delegations, self.delegations(&delegations, touched).await?);
         add(&mut report.delegation_changes, self.delegation_changes(changes, touched).await?);
         add(&mut report.power_checkpoints, self.power_checkpoints(checkpoints, touched).await?);
-        add(&mut report.proposal_actions, self.proposal_actions(&actions, &mut report.skipped).await?);
+        add(
+            &mut report.proposal_actions,
+            self.proposal_actions(&actions, &mut report.skipped, &mut report.touched).await?,
+        );
         let executions = self.proposal_executions(&executions, &mut report.skipped, &mut report.touched).await?;
         add(&mut report.proposal_executions, executions);
         Ok(())
