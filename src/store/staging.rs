@@ -235,6 +235,20 @@ pub struct ActionRecord {
     pub decoded: String,
 }
 
+/// A proposal's simulated execution at one block (`rules::actions::simulation`), kept per
+/// (proposal, block): it replaces the proposal's older one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalSimulationRecord {
+    pub dao_id: String,
+    pub proposal: ProposalRef,
+    pub block: i64,
+    /// The proposal's state it was simulated in.
+    pub state: ProposalState,
+    pub outcome: String,
+    /// `Simulation` as JSON.
+    pub result: String,
+}
+
 /// One staged record. The variant order is the application order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -249,6 +263,7 @@ pub enum Record {
     DelegationChange(DelegationChangeRecord),
     PowerCheckpoint(PowerCheckpointRecord),
     ProposalActions(ProposalActionsRecord),
+    ProposalSimulation(ProposalSimulationRecord),
 }
 
 impl Record {
@@ -267,10 +282,12 @@ impl Record {
             // After the proposals they belong to; last, so that the stages of records staged
             // before it existed keep their numbers.
             Record::ProposalActions(_) => 9,
+            // After the proposals (and their new states) they belong to.
+            Record::ProposalSimulation(_) => 10,
         }
     }
 
-    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=9;
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=10;
 
     pub fn dao_id(&self) -> &str {
         match self {
@@ -284,6 +301,7 @@ impl Record {
             Record::DelegationChange(r) => &r.dao_id,
             Record::PowerCheckpoint(r) => &r.dao_id,
             Record::ProposalActions(r) => &r.dao_id,
+            Record::ProposalSimulation(r) => &r.dao_id,
         }
     }
 }
@@ -450,6 +468,69 @@ pub async fn resume(
         .all(db)
         .await?;
     Ok((position, ids))
+}
+
+/// What simulating a stored proposal needs: its stored actions, in order, and the block and
+/// state of its latest kept simulation, if any.
+#[derive(Debug, Clone, Default)]
+pub struct SimulationInput {
+    pub actions: Vec<super::entities::proposal_action::Model>,
+    pub simulated: Option<(i64, String)>,
+}
+
+/// The simulation inputs of `dao_id`'s on-chain proposals `external_ids` (the open ones a
+/// resume lists), by external id; only proposals with stored actions are listed.
+pub async fn simulation_inputs(
+    db: &impl ConnectionTrait,
+    dao_id: &str,
+    external_ids: &[String],
+) -> Result<std::collections::HashMap<String, SimulationInput>, DbErr> {
+    use super::entities::proposal::{Column as P, Entity as Proposals};
+    use super::entities::{proposal_action as action, proposal_simulation as simulation};
+    let mut inputs = std::collections::HashMap::new();
+    if external_ids.is_empty() {
+        return Ok(inputs);
+    }
+    let ids: Vec<(i64, String)> = Proposals::find()
+        .select_only()
+        .column(P::Id)
+        .column(P::ExternalId)
+        .filter(P::DaoId.eq(dao_id))
+        .filter(P::Source.eq(ProposalSource::Onchain))
+        .filter(P::ExternalId.is_in(external_ids.iter().cloned()))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let by_id: std::collections::HashMap<i64, String> = ids.into_iter().collect();
+    let keys: Vec<i64> = by_id.keys().copied().collect();
+    for a in action::Entity::find()
+        .filter(action::Column::ProposalId.is_in(keys.clone()))
+        .order_by_asc(action::Column::ProposalId)
+        .order_by_asc(action::Column::Position)
+        .all(db)
+        .await?
+    {
+        let external = by_id[&a.proposal_id].clone();
+        inputs.entry(external).or_insert_with(SimulationInput::default).actions.push(a);
+    }
+    for s in simulation::Entity::find()
+        .select_only()
+        .column(simulation::Column::ProposalId)
+        .column(simulation::Column::BlockNumber)
+        .column(simulation::Column::ProposalState)
+        .filter(simulation::Column::ProposalId.is_in(keys))
+        .into_tuple::<(i64, i64, String)>()
+        .all(db)
+        .await?
+    {
+        if let Some(input) = inputs.get_mut(&by_id[&s.0]) {
+            // The latest block's is the one kept (older ones are removed), but take the latest anyway.
+            if input.simulated.as_ref().is_none_or(|(block, _)| *block < s.1) {
+                input.simulated = Some((s.1, s.2));
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 /// Actions read per run for proposals stored without them, at most: the rest wait for a later run.

@@ -97,8 +97,10 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     for o in &report.outcomes {
         assert!(o.result.is_ok(), "{o:?}");
     }
-    // A and B, and C (never voted on: only its actions are checked).
-    assert_eq!(report.published.proposals.inserted, 3, "{report}");
+    // A and B, and C and D (never voted on: their actions and simulations are checked).
+    assert_eq!(report.published.proposals.inserted, 4, "{report}");
+    // A (queued), B, C and D (active): each one's execution is simulated once.
+    assert_eq!(report.published.proposal_simulations.inserted, 4, "{report}");
     assert_eq!(report.published.votes.inserted, 3);
     assert_eq!(report.published.delegates.inserted, 2);
     assert_eq!(report.published.delegations.inserted, 3);
@@ -106,6 +108,7 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     let proposals = scenario["proposals"].as_array().unwrap();
     assert_served(&app, &proposals[0], "queued").await;
     assert_served(&app, &proposals[1], "active").await;
+    assert_simulated(&app, scenario).await;
 
     // v1 brief: the delegates' voting power in wei and in tokens, exact.
     let (status, brief) = app.get_json(&format!("/v1/daos/{DAO}/brief")).await;
@@ -176,6 +179,81 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
 
     assert_actions_stored(&db, scenario).await;
     backfill(&db, &registry, &options, scenario).await;
+}
+
+/// The simulations served with C and D: C's transfer moves exactly its amount from the timelock
+/// to #3 (its Transfer log and the two balance changes), its quorum update and role grant emit
+/// their events, its value reaches the unknown target; D reverts with the token's
+/// ERC20InsufficientBalance, decoded.
+async fn assert_simulated(app: &TestApp, scenario: &Value) {
+    let lower = |v: &Value| v.as_str().unwrap_or_default().to_lowercase();
+    let c = &scenario["proposalC"];
+    let (status, detail) = app.get_json(&format!("/v2/proposals/{}", key(c["id"].as_str().unwrap()))).await;
+    assert_eq!(status, 200, "{detail}");
+    let sim = &detail["data"]["simulation"];
+    assert_eq!(sim["outcome"], "success", "{sim}");
+    assert_eq!(sim["proposalState"], "active");
+    assert_eq!(lower(&sim["executor"]), scenario["timelock"].as_str().unwrap(), "{sim}");
+    assert!(sim["gasUsed"].as_i64().unwrap() > 0, "{sim}");
+    let runs = sim["actions"].as_array().unwrap();
+    assert_eq!(runs.len(), 5, "every action ran: {sim}");
+    assert!(runs.iter().all(|r| r["success"] == true), "{sim}");
+    let logs = sim["logs"].as_array().unwrap();
+    let event = |name: &str| {
+        logs.iter().find(|l| l["event"] == name).unwrap_or_else(|| panic!("a {name} log in {sim}")).clone()
+    };
+    let arg = |log: &Value, name: &str| {
+        log["arguments"].as_array().unwrap().iter().find(|a| a["name"] == name).unwrap()["value"].clone()
+    };
+    let t = &c["transfer"];
+    let transfer = event("Transfer");
+    assert_eq!(transfer["position"], 0, "{transfer}");
+    assert_eq!(lower(&transfer["address"]), t["token"].as_str().unwrap());
+    assert_eq!(lower(&arg(&transfer, "from")), t["from"].as_str().unwrap(), "{transfer}");
+    assert_eq!(lower(&arg(&transfer, "to")), t["to"].as_str().unwrap(), "{transfer}");
+    assert_eq!(arg(&transfer, "value"), t["amount"], "exact: {transfer}");
+    let quorum = event("QuorumNumeratorUpdated");
+    assert_eq!(quorum["position"], 1, "{quorum}");
+    assert_eq!(lower(&quorum["address"]), scenario["governor"].as_str().unwrap());
+    assert_eq!(arg(&quorum, "oldQuorumNumerator"), "4", "{quorum}");
+    assert_eq!(arg(&quorum, "newQuorumNumerator"), c["quorumNumerator"], "{quorum}");
+    let granted = event("RoleGranted");
+    assert_eq!(granted["position"], 2, "{granted}");
+    assert_eq!(lower(&granted["address"]), scenario["timelock"].as_str().unwrap());
+    assert_eq!(arg(&granted, "role"), c["proposerRole"], "{granted}");
+    assert_eq!(lower(&arg(&granted, "account")), c["grantee"].as_str().unwrap(), "{granted}");
+    assert_eq!(lower(&arg(&granted, "sender")), scenario["timelock"].as_str().unwrap(), "{granted}");
+    // Exactly the transfer's two changes, exact and signed.
+    let tokens = sim["tokenChanges"].as_array().unwrap();
+    assert_eq!(tokens.len(), 2, "{sim}");
+    let amount = t["amount"].as_str().unwrap();
+    for (holder, change) in [(&t["from"], format!("-{amount}")), (&t["to"], amount.to_owned())] {
+        let row = tokens.iter().find(|r| lower(&r["address"]) == holder.as_str().unwrap()).expect("the holder's change");
+        assert_eq!(lower(&row["token"]), t["token"].as_str().unwrap(), "{row}");
+        assert_eq!(row["change"], change, "{row}");
+    }
+    // The 7 wei sent to the codeless target arrive there (a call to no code succeeds); the
+    // timelock only passes on what the execution brings.
+    let native = sim["nativeChanges"].as_array().unwrap();
+    assert_eq!(native.len(), 1, "{sim}");
+    assert_eq!(lower(&native[0]["address"]), c["unknownTarget"].as_str().unwrap(), "{sim}");
+    assert_eq!((&native[0]["before"], &native[0]["after"]), (&json!("0"), &c["unknownValue"]), "{sim}");
+
+    let d = &scenario["proposalD"];
+    let (status, detail) = app.get_json(&format!("/v2/proposals/{}", key(d["id"].as_str().unwrap()))).await;
+    assert_eq!(status, 200, "{detail}");
+    let sim = &detail["data"]["simulation"];
+    assert_eq!(sim["outcome"], "reverted", "{sim}");
+    assert!(sim["logs"].as_array().unwrap().is_empty(), "a reverted execution emits nothing: {sim}");
+    assert!(sim["tokenChanges"].as_array().unwrap().is_empty(), "{sim}");
+    let revert = &sim["revert"];
+    assert_eq!(revert["position"], 0, "{revert}");
+    assert_eq!(revert["error"], "ERC20InsufficientBalance", "{revert}");
+    assert_eq!(revert["signature"], "ERC20InsufficientBalance(address,uint256,uint256)");
+    let args = revert["arguments"].as_array().unwrap();
+    assert_eq!(lower(&args[0]["value"]), d["sender"].as_str().unwrap(), "{revert}");
+    assert_eq!(args[1]["value"], d["balance"], "{revert}");
+    assert_eq!(args[2]["value"], d["needed"], "{revert}");
 }
 
 /// The stored actions of the DAO's proposal `id`, in order.
@@ -344,13 +422,20 @@ on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly
     run_once(&db, &registry, &options).await.unwrap();
     rpc(&rpc_url, "anvil_mine", json!(["0x20"])).await;
     let report = run_once(&db, &registry, &options).await.unwrap();
-    // B, and C (pending, now past its voting period without votes: defeated too).
-    assert_eq!(report.published.proposals.updated, 2, "{report}");
+    // B, and C and D (active, now past their voting period without votes: defeated too).
+    assert_eq!(report.published.proposals.updated, 3, "{report}");
     let app = spawn_app_with(url, |_| {}).await;
     let b = &scenario["proposals"][1];
     let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(b["id"].as_str().unwrap()))).await;
     assert_eq!(detail["data"]["state"], "defeated", "{detail}");
     assert!(detail["data"]["endAt"].is_string(), "the end is known once its block is mined: {detail}");
+    assert!(detail["data"].get("simulation").is_none(), "a defeated proposal shows no simulation: {detail}");
+    // A is still queued: its simulation is kept (the chain moved fewer blocks than the redo age)
+    // and served.
+    let a = &scenario["proposals"][0];
+    let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(a["id"].as_str().unwrap()))).await;
+    assert_eq!(detail["data"]["simulation"]["outcome"], "success", "{detail}");
+    assert_eq!(detail["data"]["simulation"]["proposalState"], "queued", "{detail}");
 });
 
 /// A JSON-RPC node of 100 empty blocks that refuses `eth_getLogs` over more than 10 blocks, as

@@ -9,11 +9,15 @@
 //   - #1 and #2 delegate to themselves, #3 delegates to #1, #4 does not delegate;
 //   - #1 proposes A; #1 votes For ("Ship it"), #2 Against (""); A passes and is queued;
 //   - #2 proposes B; #2 votes Abstain ("Need more detail"); B is left Active.
-//   - #1 proposes C, five calls to decode (a transfer from the timelock, updateQuorumNumerator,
-//     grantRole, an unknown selector, a function only a registry ABI has); C is left Pending.
+//   - #1 funds the timelock (the treasury) with 20,000 GOV;
+//   - #1 proposes C, five calls to decode and simulate (a transfer from the timelock,
+//     updateQuorumNumerator, grantRole, an unknown selector, a function only a registry ABI has);
+//     C is left Active;
+//   - #2 proposes D, a transfer of more than the treasury holds; D is left Active.
 // Every value in the output is read back from the chain (receipts, events, view calls).
 // stdout: {"chainId":…,"governor":"0x…","token":"0x…","timelock":"0x…","tokenInfo":{…},"deployBlock":…,"head":…,
-//          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
+//          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"proposalD":{…},"treasury":"…",
+//          "customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
 //          block numbers as JSON numbers)
 import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
@@ -55,6 +59,9 @@ const TIMELOCK_MIN_DELAY = 60n; // seconds
 const DESCRIPTION_A = "# Proposal A\nFund the test grants program.";
 const DESCRIPTION_B = "# Proposal B\nRaise the grants budget for next quarter.";
 const DESCRIPTION_C = "# Proposal C\nPay the treasury, raise the quorum, add a proposer, and two calls of our own.";
+const DESCRIPTION_D = "# Proposal D\nPay more than the treasury holds.";
+// Tokens #1 moves to the timelock (the treasury) before C, more than C's transfer.
+const TREASURY_FUNDING = 20000000000000000000000n;
 // Made-up contracts for proposal C: no code is needed for a call to be proposed.
 const UNKNOWN_TARGET = "0x00000000000000000000000000000000deadbeef";
 const CUSTOM_TARGET = "0x0000000000000000000000000000000000000b0b";
@@ -279,10 +286,16 @@ run(async () => {
   const b = await propose("#2 proposes B", h2, DESCRIPTION_B, { functionName: "approve", args: [h2.address, 0n] });
   await vote("#2 votes Abstain on B", h2, b, ABSTAIN, "Need more detail");
 
-  // C: what a proposal would do, decoded (issue 47). A treasury transfer from the timelock, a
-  // quorum update on the governor, a role grant on the timelock, a call no ABI knows, and a call
-  // to a contract whose ABI only the DAO registry has (`customAbi`, written by the test). Never
-  // voted on: only its creation log matters.
+  // The treasury: #1 moves TREASURY_FUNDING of its tokens to the timelock, after A's and B's
+  // snapshots (their tallies are fixed), so that C's transfer has something to pay with.
+  await write("#1 funds the timelock", h1, token, "transfer", [timelock.address, TREASURY_FUNDING]);
+  const treasury = await read(token, "balanceOf", [timelock.address]);
+  if (treasury !== TREASURY_FUNDING) throw new Error(`the timelock holds ${treasury}, expected ${TREASURY_FUNDING}`);
+
+  // C: what a proposal would do, decoded and simulated (issue 47). A treasury transfer from the
+  // timelock, a quorum update on the governor, a role grant on the timelock, a call no ABI knows,
+  // and a call to a contract whose ABI only the DAO registry has (`customAbi`, written by the
+  // test). Never voted on: mined past its voting delay, it is left Active.
   const transferAmount = 12345678901234567890123n;
   const batch = [
     { target: token.address, value: 0n, abi: token.abi, functionName: "transfer", args: [h3.address, transferAmount] },
@@ -322,6 +335,31 @@ run(async () => {
     calldatas: cCalldatas,
     encoded: calls.map(encodedOf),
     createdBlock: Number(cReceipt.blockNumber),
+    // What the simulation should show: the transfer's two balance changes, and the quorum and
+    // the role granted.
+    transfer: { token: token.address, from: timelock.address, to: h3.address.toLowerCase(), amount: transferAmount.toString() },
+    quorumNumerator: "5",
+    proposerRole,
+    grantee: h2.address.toLowerCase(),
+    unknownTarget: UNKNOWN_TARGET,
+    unknownValue: "7",
+  };
+  await mineUntilNextTxIn((await read(governor, "proposalSnapshot", [cCreated.args.proposalId])) + 1n);
+
+  // D: a transfer above the treasury's balance, whose simulation reverts with the token's
+  // ERC20InsufficientBalance(timelock, balance, needed). Left Active, like C.
+  const overdraft = TREASURY_FUNDING + 1n;
+  const dCall = { abi: token.abi, functionName: "transfer", args: [h3.address, overdraft] };
+  const dReceipt = await write("#2 proposes D", h2, governor, "propose", [[token.address], [0n], [encodeFunctionData(dCall)], DESCRIPTION_D]);
+  const dCreated = decodeLogs(dReceipt, governor).find((e) => e.eventName === "ProposalCreated");
+  if (!dCreated) throw new Error("#2 proposes D: no ProposalCreated event in the receipt");
+  await mineUntilNextTxIn((await read(governor, "proposalSnapshot", [dCreated.args.proposalId])) + 1n);
+  const proposalD = {
+    id: dCreated.args.proposalId.toString(),
+    token: token.address,
+    sender: timelock.address,
+    balance: TREASURY_FUNDING.toString(),
+    needed: overdraft.toString(),
   };
 
   // --- Read everything back ----------------------------------------------------------------------
@@ -344,6 +382,8 @@ run(async () => {
     delegates: [],
     holders: [],
     proposalC,
+    proposalD,
+    treasury: TREASURY_FUNDING.toString(),
     customAbi: { address: CUSTOM_TARGET.toLowerCase(), abi: CUSTOM_ABI },
   };
   for (const p of proposals) {
@@ -415,8 +455,13 @@ run(async () => {
   if (outA.state !== "Queued") throw new Error(`proposal A is ${outA.state}, expected Queued`);
   if (outB.state !== "Active") throw new Error(`proposal B is ${outB.state}, expected Active`);
   HOLDER_AMOUNTS.forEach((amount, i) => {
-    if (out.holders[i].balance !== amount.toString()) throw new Error(`holder #${i + 1} balance ${out.holders[i].balance} != ${amount}`);
+    const expected = i === 0 ? amount - TREASURY_FUNDING : amount; // #1 funded the timelock
+    if (out.holders[i].balance !== expected.toString()) throw new Error(`holder #${i + 1} balance ${out.holders[i].balance} != ${expected}`);
   });
+  for (const [label, id] of [["C", proposalC.id], ["D", proposalD.id]]) {
+    const state = PROPOSAL_STATES[await read(governor, "state", [BigInt(id)])];
+    if (state !== "Active") throw new Error(`proposal ${label} is ${state}, expected Active`);
+  }
 
   // Which events the scenario emitted, by contract and topic0 (for whoever writes the decoder).
   const seen = new Map();

@@ -12,6 +12,7 @@ use crate::api::{
     AppState,
     views::{
         delegation::{DelegationChange, change_item},
+        simulation::ProposalSimulation,
         voter::VoterNames,
     },
 };
@@ -75,6 +76,10 @@ pub struct ProposalDetail {
     /// snapshot, so power moved just before it counts on the proposal and power moved after it
     /// cannot.
     pub delegation_shift: Option<DelegationShift>,
+    /// For an active, succeeded or queued on-chain proposal with known actions: what executing
+    /// them would do, simulated at ingestion; absent until a simulation is kept, and once the
+    /// proposal is in another state.
+    pub simulation: Option<ProposalSimulation>,
 }
 
 /// Large delegated power moved shortly before an on-chain proposal's voting power was fixed.
@@ -160,6 +165,7 @@ impl poem_openapi::types::Example for ProposalDetail {
             scores_provisional: Some(false),
             voting_rule: voting_type(Some("basic")).map(|t| t.rule.to_owned()),
             delegation_shift: None,
+            simulation: None,
         }
     }
 }
@@ -185,6 +191,16 @@ async fn delegation_shift(state: &AppState, p: &proposal::Model) -> Result<Optio
         changes: rows.into_iter().map(change_item).collect(),
         more,
     }))
+}
+
+/// The proposal's kept simulation, for an on-chain proposal in a simulated state (one
+/// primary-key read): once it is executed, defeated or canceled, it is no longer served.
+async fn simulation(state: &AppState, p: &proposal::Model) -> Result<Option<ProposalSimulation>, Problem> {
+    if p.source != ProposalSource::Onchain || !ProposalState::SIMULATED.contains(&p.state) {
+        return Ok(None);
+    }
+    let kept = store::proposals::simulation(&state.reads(), p.id).await.map_err(|e| problem_marking_read_failed(&e))?;
+    Ok(kept.as_ref().and_then(ProposalSimulation::from_model))
 }
 
 /// One vote.
@@ -401,6 +417,7 @@ impl Api {
             scores_provisional: p.scores_state.as_deref().map(|s| s != SCORES_FINAL),
             voting_rule: voting_type(p.voting_type.as_deref()).map(|t| t.rule.to_owned()),
             delegation_shift: delegation_shift(&state, &p).await?,
+            simulation: simulation(&state, &p).await?,
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }

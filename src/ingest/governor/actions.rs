@@ -15,8 +15,8 @@ use crate::store::staging::{ActionRecord, ProposalActionsRecord, ProposalRef, Re
 /// What decoding one run's actions needs: the ABIs the registry names (read once per run) and
 /// the account that executes them (the governor's timelock where it has one, else the governor).
 pub(super) struct Decoding {
-    known: Known,
-    executor: Address,
+    pub(super) known: Known,
+    pub(super) executor: Address,
 }
 
 impl GovernorConnector {
@@ -48,17 +48,7 @@ impl GovernorConnector {
 
     /// The actions of `event`, decoded, as staged.
     pub(super) fn actions(&self, event: &ProposalCreated, decoding: &Decoding) -> Record {
-        let n = event.targets.len();
-        // The arrays have one entry per action (the governor checks it); a signature array left
-        // empty or shorter (OpenZeppelin passes empty strings) means no signature.
-        let proposed: Vec<ProposedAction> = (0..n)
-            .map(|i| ProposedAction {
-                target: event.targets[i],
-                value: event.values.get(i).copied().unwrap_or(U256::ZERO),
-                signature: event.signatures.get(i).filter(|s| !s.is_empty()).cloned(),
-                calldata: event.calldatas.get(i).map(|c| c.to_vec()).unwrap_or_default(),
-            })
-            .collect();
+        let proposed = proposed(event);
         let decoded = actions::decode_actions(&decoding.known, &decoding.executor, &proposed);
         let actions = proposed
             .iter()
@@ -150,6 +140,20 @@ impl GovernorConnector {
         }
         Ok(())
     }
+}
+
+/// The actions of `event`, as proposed. The arrays have one entry per action (the governor
+/// checks it); a signature array left empty or shorter (OpenZeppelin passes empty strings)
+/// means no signature.
+pub(super) fn proposed(event: &ProposalCreated) -> Vec<ProposedAction> {
+    (0..event.targets.len())
+        .map(|i| ProposedAction {
+            target: event.targets[i],
+            value: event.values.get(i).copied().unwrap_or(U256::ZERO),
+            signature: event.signatures.get(i).filter(|s| !s.is_empty()).cloned(),
+            calldata: event.calldatas.get(i).map(|c| c.to_vec()).unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Whether `e` is the node's answer that the call reverted or returned nothing the ABI reads

@@ -22,6 +22,7 @@ use crate::ingest::{Connector, Resume, Sink, Upstream};
 use crate::store::apply::Watermark;
 use crate::store::staging::Record;
 
+#[derive(Clone)]
 pub struct GovernorConnector {
     pub upstream: Upstream,
     pub dao_id: String,
@@ -71,8 +72,12 @@ impl Connector for GovernorConnector {
         let span = self.span(resume).await?;
         let modes = self.modes().await;
         let mut scan = self.read_logs(&span, &modes, sink).await?;
-        // Only a run with actions to decode asks for the executor (and reads the ABIs).
-        let decoding = if scan.created.is_empty() && resume.without_actions.is_empty() {
+        // Only a run with actions to decode, or proposals that may be simulated, asks for the
+        // executor (and reads the ABIs).
+        let decoding = if scan.created.is_empty()
+            && resume.without_actions.is_empty()
+            && resume.simulation_inputs.is_empty()
+        {
             None
         } else {
             Some(self.decoding(span.governor).await?)
@@ -83,12 +88,30 @@ impl Connector for GovernorConnector {
         let open = resume.open_proposals.iter().filter_map(|id| id.parse::<U256>().ok());
         let updated = scan.touched.into_iter().chain(open).filter(|id| !created_ids.contains(id)).collect();
         // Each new proposal's actions, decoded once, applied after the proposal they belong to.
+        let mut proposed = std::collections::HashMap::new();
         if let Some(decoding) = &decoding {
             for c in &scan.created {
                 sink.push(self.actions(&c.event, decoding)).await?;
+                proposed.insert(c.event.proposalId.to_string(), Ok(super::actions::proposed(&c.event)));
             }
         }
-        self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
+        let states = self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
+        // What the active, succeeded and queued ones would do, simulated when due.
+        if let Some(decoding) = &decoding {
+            for (id, input) in &resume.simulation_inputs {
+                proposed.entry(id.clone()).or_insert_with(|| super::simulate::stored_actions(input));
+            }
+            let candidates = states
+                .into_iter()
+                .filter_map(|(id, state)| {
+                    let id = id.to_string();
+                    let actions = proposed.remove(&id)?;
+                    let simulated = resume.simulation_inputs.get(&id).and_then(|i| i.simulated.clone());
+                    Some(super::simulate::Candidate { id, state: state?, actions, simulated })
+                })
+                .collect();
+            self.simulate_due(candidates, decoding, span.safe, sink).await?;
+        }
         if let Some(decoding) = &decoding {
             self.backfill_actions(&resume.without_actions, span.governor, span.safe, decoding, sink).await?;
         }

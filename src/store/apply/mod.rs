@@ -32,6 +32,7 @@ mod delegation;
 mod forum;
 mod proposals;
 mod registry;
+mod simulations;
 
 pub use delegation::GOVERNOR_ORIGIN;
 pub use registry::{RegistryDao, RegistrySync};
@@ -75,6 +76,8 @@ pub struct PublishReport {
     pub power_checkpoints: TableCounts,
     /// Proposal actions, stored once per proposal (serving them publishes nothing).
     pub proposal_actions: TableCounts,
+    /// Proposal simulations kept (inserted) or redone (updated).
+    pub proposal_simulations: TableCounts,
     /// Records that could not be applied (a vote for a proposal the store does not hold, an
     /// unreadable number), with the reason.
     pub skipped: Vec<String>,
@@ -86,7 +89,7 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    fn tables(&self) -> [(&'static str, TableCounts); 11] {
+    fn tables(&self) -> [(&'static str, TableCounts); 12] {
         [
             ("registry", self.registry),
             ("proposals", self.proposals),
@@ -99,6 +102,7 @@ impl PublishReport {
             ("delegation changes", self.delegation_changes),
             ("power checkpoints", self.power_checkpoints),
             ("proposal actions", self.proposal_actions),
+            ("proposal simulations", self.proposal_simulations),
         ]
     }
 
@@ -307,6 +311,7 @@ impl Applier<'_> {
         let mut changes = Vec::new();
         let mut checkpoints = Vec::new();
         let mut actions = Vec::new();
+        let mut simulations = Vec::new();
         for record in records {
             match record {
                 Record::Proposal(r) => proposals.push(*r),
@@ -319,6 +324,7 @@ impl Applier<'_> {
                 Record::DelegationChange(r) => changes.push(r),
                 Record::PowerCheckpoint(r) => checkpoints.push(r),
                 Record::ProposalActions(r) => actions.push(r),
+                Record::ProposalSimulation(r) => simulations.push(r),
             }
         }
         let touched = &mut report.touched;
@@ -336,6 +342,8 @@ impl Applier<'_> {
         add(&mut report.delegation_changes, self.delegation_changes(changes, touched).await?);
         add(&mut report.power_checkpoints, self.power_checkpoints(checkpoints, touched).await?);
         add(&mut report.proposal_actions, self.proposal_actions(&actions, &mut report.skipped).await?);
+        let simulated = self.proposal_simulations(&simulations, &mut report.skipped, &mut report.touched).await?;
+        add(&mut report.proposal_simulations, simulated);
         Ok(())
     }
 

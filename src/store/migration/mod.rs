@@ -33,6 +33,7 @@ mod m0024_index_packing;
 mod m0025_title_vocabulary;
 mod m0026_proposal_actions;
 mod m0027_action_misses;
+mod m0031_proposal_simulations;
 
 pub struct Migrator;
 
@@ -67,6 +68,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0025_title_vocabulary::Migration),
             Box::new(m0026_proposal_actions::Migration),
             Box::new(m0027_action_misses::Migration),
+            Box::new(m0031_proposal_simulations::Migration),
         ]
     }
 }
