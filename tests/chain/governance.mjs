@@ -353,7 +353,8 @@ run(async () => {
   const dReceipt = await write("#2 proposes D", h2, governor, "propose", [[token.address], [0n], [encodeFunctionData(dCall)], DESCRIPTION_D]);
   const dCreated = decodeLogs(dReceipt, governor).find((e) => e.eventName === "ProposalCreated");
   if (!dCreated) throw new Error("#2 proposes D: no ProposalCreated event in the receipt");
-  await mineUntilNextTxIn((await read(governor, "proposalSnapshot", [dCreated.args.proposalId])) + 1n);
+  // Mine past the snapshot: a view call at the head sees Active only once the head is beyond it.
+  await mineUntilNextTxIn((await read(governor, "proposalSnapshot", [dCreated.args.proposalId])) + 2n);
   const proposalD = {
     id: dCreated.args.proposalId.toString(),
     token: token.address,
