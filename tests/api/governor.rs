@@ -228,7 +228,8 @@ async fn assert_simulated(app: &TestApp, scenario: &Value) {
     assert_eq!(tokens.len(), 2, "{sim}");
     let amount = t["amount"].as_str().unwrap();
     for (holder, change) in [(&t["from"], format!("-{amount}")), (&t["to"], amount.to_owned())] {
-        let row = tokens.iter().find(|r| lower(&r["address"]) == holder.as_str().unwrap()).expect("the holder's change");
+        let row =
+            tokens.iter().find(|r| lower(&r["address"]) == holder.as_str().unwrap()).expect("the holder's change");
         assert_eq!(lower(&row["token"]), t["token"].as_str().unwrap(), "{row}");
         assert_eq!(row["change"], change, "{row}");
     }

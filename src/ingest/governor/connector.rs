@@ -74,14 +74,12 @@ impl Connector for GovernorConnector {
         let mut scan = self.read_logs(&span, &modes, sink).await?;
         // Only a run with actions to decode, or proposals that may be simulated, asks for the
         // executor (and reads the ABIs).
-        let decoding = if scan.created.is_empty()
-            && resume.without_actions.is_empty()
-            && resume.simulation_inputs.is_empty()
-        {
-            None
-        } else {
-            Some(self.decoding(span.governor).await?)
-        };
+        let decoding =
+            if scan.created.is_empty() && resume.without_actions.is_empty() && resume.simulation_inputs.is_empty() {
+                None
+            } else {
+                Some(self.decoding(span.governor).await?)
+            };
         let created_ids: BTreeSet<U256> = scan.created.iter().map(|c| c.event.proposalId).collect();
         self.stage_summed_votes(resume, &span, scan.split, &created_ids, &mut scan.times, sink).await?;
         // The governor's own view of every proposal that was seen or can still change.

@@ -89,7 +89,8 @@ pub(super) fn stored_actions(input: &SimulationInput) -> Result<Vec<ProposedActi
         .iter()
         .map(|a| {
             let target = a.target.parse::<Address>().map_err(|e| format!("action {}: target: {e}", a.position))?;
-            let value = U256::from_str_radix(&a.value_wei, 10).map_err(|e| format!("action {}: value: {e}", a.position))?;
+            let value =
+                U256::from_str_radix(&a.value_wei, 10).map_err(|e| format!("action {}: value: {e}", a.position))?;
             let calldata = alloy_primitives::hex::decode(&a.calldata)
                 .map_err(|e| format!("action {}: calldata: {e}", a.position))?;
             Ok(ProposedAction { target, value, signature: a.signature.clone(), calldata })
@@ -289,9 +290,11 @@ impl GovernorConnector {
         let (known, executor, chain_id, header) =
             (decoding.known.clone(), decoding.executor, self.source.chain_id, header.clone());
         let governor = self.source.governor.parse::<Address>().map_err(|e| Stop::Failed(format!("governor: {e}")))?;
-        tokio::task::spawn_blocking(move || execute(node, &known, governor, executor, chain_id, safe, &header, &proposed))
-            .await
-            .map_err(|e| Stop::Failed(format!("the simulation stopped: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            execute(node, &known, governor, executor, chain_id, safe, &header, &proposed)
+        })
+        .await
+        .map_err(|e| Stop::Failed(format!("the simulation stopped: {e}")))?
     }
 }
 
@@ -407,7 +410,11 @@ fn execute(
             let mut key = begin.to_be_bytes::<32>().to_vec();
             key.extend_from_slice(&(slot + U256::from(1)).to_be_bytes::<32>());
             let hash = keccak256(&tx.data);
-            cache.insert_account_storage(governor, U256::from_be_bytes(keccak256(&key).0), U256::from_be_bytes(hash.0))?;
+            cache.insert_account_storage(
+                governor,
+                U256::from_be_bytes(keccak256(&key).0),
+                U256::from_be_bytes(hash.0),
+            )?;
             outcome = transact(&mut cache, tx, chain_id, safe, header);
         }
         let done = match outcome {
@@ -496,4 +503,39 @@ fn execute(
         token_changes: simulation::token_changes(&raw),
         state_reads: reads,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(state: ProposalState, simulated: Option<(i64, &str)>) -> Candidate {
+        Candidate { id: "1".into(), state, actions: Ok(Vec::new()), simulated: simulated.map(|(b, s)| (b, s.into())) }
+    }
+
+    #[test]
+    fn a_simulation_is_due_when_missing_when_the_state_changed_or_when_it_is_old() {
+        let safe = 1_000;
+        assert!(candidate(ProposalState::Active, None).due(safe));
+        assert!(!candidate(ProposalState::Pending, None).due(safe), "pending: not simulated");
+        assert!(!candidate(ProposalState::Executed, None).due(safe));
+        assert!(!candidate(ProposalState::Active, Some((1_000, "active"))).due(safe));
+        assert!(candidate(ProposalState::Succeeded, Some((1_000, "active"))).due(safe), "a new state");
+        let fresh = safe - SIMULATION_REDO_BLOCKS + 1;
+        assert!(!candidate(ProposalState::Queued, Some((fresh as i64, "queued"))).due(safe));
+        assert!(candidate(ProposalState::Queued, Some((fresh as i64 - 1, "queued"))).due(safe), "old");
+    }
+
+    #[test]
+    fn a_signature_puts_its_selector_before_the_arguments() {
+        let a = ProposedAction {
+            target: Address::ZERO,
+            value: U256::ZERO,
+            signature: Some("transfer(address,uint256)".into()),
+            calldata: vec![1, 2],
+        };
+        assert_eq!(call_data(&a).to_vec(), [0xa9, 0x05, 0x9c, 0xbb, 1, 2]);
+        let plain = ProposedAction { signature: None, ..a };
+        assert_eq!(call_data(&plain).to_vec(), [1, 2]);
+    }
 }

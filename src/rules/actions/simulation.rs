@@ -217,21 +217,27 @@ mod tests {
     fn token_changes_are_summed_per_token_and_holder_exactly() {
         let token = address!("1111111111111111111111111111111111111111");
         let other = address!("2222222222222222222222222222222222222222");
-        let (a, b) = (address!("00000000000000000000000000000000000000aa"), address!("00000000000000000000000000000000000000bb"));
+        let (a, b) = (
+            address!("00000000000000000000000000000000000000aa"),
+            address!("00000000000000000000000000000000000000bb"),
+        );
         let big = 12_345_678_901_234_567_890_123u128;
         let raw = vec![
             transfer(token, a, b, big),
             transfer(token, b, a, 3),
             transfer(other, Address::ZERO, a, 5),
             // An ERC-721 Transfer (the id in a fourth topic) moves no fungible amount.
-            RawLog { topics: vec![TRANSFER_TOPIC, a.into_word(), b.into_word(), B256::ZERO], data: vec![], ..transfer(token, a, b, 0) },
+            RawLog {
+                topics: vec![TRANSFER_TOPIC, a.into_word(), b.into_word(), B256::ZERO],
+                data: vec![],
+                ..transfer(token, a, b, 0)
+            },
             // A transfer back and forth nets to nothing and is left out.
             transfer(other, a, b, 9),
             transfer(other, b, a, 9),
         ];
         let changes = token_changes(&raw);
-        let got: Vec<(String, String, String)> =
-            changes.into_iter().map(|c| (c.token, c.address, c.change)).collect();
+        let got: Vec<(String, String, String)> = changes.into_iter().map(|c| (c.token, c.address, c.change)).collect();
         let cs = |x: Address| x.to_checksum(None);
         assert_eq!(
             got,
@@ -254,7 +260,10 @@ mod tests {
         let after = BTreeMap::from([(a, U256::from(3)), (b, U256::from(5)), (c, U256::from(7))]);
         let changes = native_changes(&before, &after);
         assert_eq!(changes.len(), 2);
-        assert_eq!((changes[0].before.as_str(), changes[0].after.as_str(), changes[0].change.as_str()), ("10", "3", "-7"));
+        assert_eq!(
+            (changes[0].before.as_str(), changes[0].after.as_str(), changes[0].change.as_str()),
+            ("10", "3", "-7")
+        );
         assert_eq!((changes[1].before.as_str(), changes[1].change.as_str()), ("0", "7"));
     }
 }
