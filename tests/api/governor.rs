@@ -503,3 +503,77 @@ async fn log_ranges_are_halved_when_a_node_refuses_them_and_stop_short_of_the_co
     let first = node.requests().into_iter().find(|r| r.body["method"] == "eth_getLogs");
     assert!(first.is_none(), "nothing new below the confirmation depth: the head has not moved");
 }
+
+/// `body` posted to the JSON-RPC node at `url` (plain HTTP/1.1 on loopback, blocking), its
+/// answer's body.
+fn forward(url: &str, body: &Value) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let payload = body.to_string();
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let (head, mut rest) = answer.split_once("\r\n\r\n").unwrap();
+    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        return rest.to_owned();
+    }
+    let mut out = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n").unwrap();
+        let size = usize::from_str_radix(size.trim(), 16).unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+}
+
+/// A node that refuses `eth_getStorageAt` (a method some nodes do not serve): every simulation
+/// needs a storage slot, so each is kept as failed with the node's reason and served so: no
+/// outcome, logs or changes are shown, never a guess.
+#[tokio::test]
+async fn a_simulation_the_node_cannot_serve_is_kept_as_failed_with_the_reason() {
+    use crate::fixtures::upstreams::{Fake, Seen};
+    use std::sync::Arc;
+    if !require_toolkit().await {
+        return;
+    }
+    let (_anvil, rpc_url) = start_chain().await;
+    let scenario = script("governance.mjs", &["--rpc", &rpc_url]).await;
+    let upstream = rpc_url.clone();
+    let node = Fake::start(Arc::new(move |req: &Seen| {
+        if req.body["method"] == "eth_getStorageAt" {
+            let error =
+                json!({"code": -32601, "message": "the method eth_getStorageAt does not exist/is not available"});
+            return (200, json!({"jsonrpc": "2.0", "id": req.body["id"], "error": error}).to_string());
+        }
+        (200, forward(&upstream, &req.body))
+    }))
+    .await;
+    let url = fresh_database(Backend::Sqlite).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    let options = RunOptions { policy: quick(), ..RunOptions::default() };
+    let report = run_once(&db, &registry(&node.url, &scenario), &options).await.unwrap();
+    assert!(report.outcomes.iter().all(|o| o.result.is_ok()), "{report}");
+    assert_eq!(report.published.proposal_simulations.inserted, 4, "kept, as failed: {report}");
+    let app = spawn_app_with(url, |_| {}).await;
+    for id in [&scenario["proposalC"]["id"], &scenario["proposalD"]["id"]] {
+        let (status, detail) = app.get_json(&format!("/v2/proposals/{}", key(id.as_str().unwrap()))).await;
+        assert_eq!(status, 200, "{detail}");
+        let sim = &detail["data"]["simulation"];
+        assert_eq!(sim["outcome"], "failed", "{sim}");
+        let failure = sim["failure"].as_str().unwrap();
+        assert!(failure.contains("eth_getStorageAt") && failure.contains("does not exist"), "{sim}");
+        assert!(sim.get("gasUsed").is_none() && sim.get("revert").is_none(), "{sim}");
+        assert!(sim["logs"].as_array().unwrap().is_empty() && sim["tokenChanges"].as_array().unwrap().is_empty());
+    }
+}
