@@ -180,3 +180,23 @@ pub const TOKEN_NOT_ERC20_RETRY: std::time::Duration = std::time::Duration::from
 pub const CONTRACT_LOOKUPS_PER_RUN: usize = 64;
 /// Tokens whose `decimals()` and `symbol()` one connector run reads, at most.
 pub const TOKEN_LOOKUPS_PER_RUN: usize = 32;
+
+/// Blocks after which a proposal's kept simulation is done again even though its state has not
+/// changed (a proposal's state changing redoes it at once): about an hour of Ethereum mainnet
+/// blocks, so that what a simulation shows of other contracts' state (balances, roles) is never
+/// much older than that, and an unchanged proposal costs the node one simulation an hour.
+pub const SIMULATION_REDO_BLOCKS: u64 = 300;
+
+/// State reads (an account, a storage slot or a block hash, each one JSON-RPC request, an account
+/// three) one simulation may ask the node for: past it, the simulation stops and says so instead
+/// of showing a result. A token transfer reads about ten; a proposal of large batches a few
+/// hundred; 5,000 bounds what one proposal costs the node.
+pub const SIMULATION_STATE_READS: u64 = 5_000;
+
+/// The longest one simulation may take, in seconds, its reads included: past it, it stops and
+/// says so.
+pub const SIMULATION_TIMEOUT_SECS: u64 = 120;
+
+/// The gas each simulated action may use: a block's worth of Ethereum mainnet gas (above the
+/// EIP-7825 cap of a sent transaction, which binds a transaction, not one call of a batch).
+pub const SIMULATION_GAS_PER_ACTION: u64 = 45_000_000;

@@ -169,6 +169,10 @@ impl ProposalState {
     pub fn is_closed(self) -> bool {
         Self::CLOSED.contains(&self)
     }
+
+    /// The states in which an on-chain proposal's execution is simulated and served: voting,
+    /// passed, or waiting in the timelock.
+    pub const SIMULATED: &'static [Self] = &[Self::Active, Self::Succeeded, Self::Queued];
 }
 
 vocabulary! {

@@ -51,6 +51,9 @@ pub struct Resume {
     /// On-chain proposals stored without their actions (stored before actions were kept), with
     /// the block each was created in where the store has it: their actions are read once.
     pub without_actions: Vec<(String, Option<u64>)>,
+    /// The open on-chain proposals' stored actions and latest kept simulation, by external id
+    /// (only those with stored actions): what simulating them needs.
+    pub simulation_inputs: HashMap<String, crate::store::staging::SimulationInput>,
 }
 
 /// Where a connector puts what it fetched: staging, in batches.
@@ -267,12 +270,12 @@ async fn fetch(
             .collect(),
         _ => Vec::new(),
     };
-    let resume = Resume {
-        position,
-        open_proposals: open.into_iter().map(|(id, _)| id).collect(),
-        created_blocks,
-        without_actions,
+    let open_proposals: Vec<String> = open.into_iter().map(|(id, _)| id).collect();
+    let simulation_inputs = match kind {
+        SourceKind::Onchain => crate::store::staging::simulation_inputs(db, &dao.id, &open_proposals).await?,
+        _ => HashMap::new(),
     };
+    let resume = Resume { position, open_proposals, created_blocks, without_actions, simulation_inputs };
     let upstream = Upstream::new(policy.clone());
     let mut sink = Sink::new(db, run_id, kind);
     let watermark = match kind {

@@ -80,6 +80,16 @@ pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<propo
     proposal::Entity::find().filter(proposal::Column::ProposalKey.eq(key)).one(db).await
 }
 
+/// The latest kept simulation of proposal `proposal_id` (one primary-key range; the latest
+/// block's row, older ones being removed when a newer one is kept).
+pub async fn simulation(
+    db: &impl ConnectionTrait,
+    proposal_id: i64,
+) -> Result<Option<super::entities::proposal_simulation::Model>, DbErr> {
+    use super::entities::proposal_simulation::{Column, Entity};
+    Entity::find().filter(Column::ProposalId.eq(proposal_id)).order_by_desc(Column::BlockNumber).one(db).await
+}
+
 // The vote list's orders live with its positions in `keysets` (a `VoteAfter` is read in one),
 // so `vote_arms`, which this module calls, need not import this module back. Callers find them
 // here, with the list.

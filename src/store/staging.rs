@@ -265,6 +265,20 @@ pub struct ProposalExecutionRecord {
     pub canceled: Option<ChainPlace>,
 }
 
+/// A proposal's simulated execution at one block (`rules::actions::simulation`), kept per
+/// (proposal, block): it replaces the proposal's older one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalSimulationRecord {
+    pub dao_id: String,
+    pub proposal: ProposalRef,
+    pub block: i64,
+    /// The proposal's state it was simulated in.
+    pub state: ProposalState,
+    pub outcome: String,
+    /// `Simulation` as JSON.
+    pub result: String,
+}
+
 /// One staged record. The variant order is the application order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -280,6 +294,7 @@ pub enum Record {
     PowerCheckpoint(PowerCheckpointRecord),
     ProposalActions(ProposalActionsRecord),
     ProposalExecution(ProposalExecutionRecord),
+    ProposalSimulation(ProposalSimulationRecord),
 }
 
 impl Record {
@@ -300,10 +315,14 @@ impl Record {
             Record::ProposalActions(_) => 9,
             // After the proposals they belong to, numbered after every earlier stage likewise.
             Record::ProposalExecution(_) => 10,
+            // After the proposals (and their new states) they belong to.
+            Record::ProposalSimulation(_) => 11,
         }
     }
 
-    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=10;
+    /// Every stage the publication applies, in order: a record staged with a stage outside it
+    /// would never be applied, so staging refuses one (see `stage`).
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=11;
 
     pub fn dao_id(&self) -> &str {
         match self {
@@ -318,6 +337,7 @@ impl Record {
             Record::PowerCheckpoint(r) => &r.dao_id,
             Record::ProposalActions(r) => &r.dao_id,
             Record::ProposalExecution(r) => &r.dao_id,
+            Record::ProposalSimulation(r) => &r.dao_id,
         }
     }
 }
@@ -333,6 +353,9 @@ pub async fn append(
         let rows = chunk
             .iter()
             .map(|r| {
+                if !Record::STAGES.contains(&r.stage()) {
+                    return Err(DbErr::Custom(format!("stage {} is not one the publication applies", r.stage())));
+                }
                 let payload = serde_json::to_string(r).map_err(|e| DbErr::Custom(format!("staging a record: {e}")))?;
                 Ok(staged_record::ActiveModel {
                     run_id: Set(run_id),
@@ -484,6 +507,69 @@ pub async fn resume(
         .all(db)
         .await?;
     Ok((position, ids))
+}
+
+/// What simulating a stored proposal needs: its stored actions, in order, and the block and
+/// state of its latest kept simulation, if any.
+#[derive(Debug, Clone, Default)]
+pub struct SimulationInput {
+    pub actions: Vec<super::entities::proposal_action::Model>,
+    pub simulated: Option<(i64, String)>,
+}
+
+/// The simulation inputs of `dao_id`'s on-chain proposals `external_ids` (the open ones a
+/// resume lists), by external id; only proposals with stored actions are listed.
+pub async fn simulation_inputs(
+    db: &impl ConnectionTrait,
+    dao_id: &str,
+    external_ids: &[String],
+) -> Result<std::collections::HashMap<String, SimulationInput>, DbErr> {
+    use super::entities::proposal::{Column as P, Entity as Proposals};
+    use super::entities::{proposal_action as action, proposal_simulation as simulation};
+    let mut inputs = std::collections::HashMap::new();
+    if external_ids.is_empty() {
+        return Ok(inputs);
+    }
+    let ids: Vec<(i64, String)> = Proposals::find()
+        .select_only()
+        .column(P::Id)
+        .column(P::ExternalId)
+        .filter(P::DaoId.eq(dao_id))
+        .filter(P::Source.eq(ProposalSource::Onchain))
+        .filter(P::ExternalId.is_in(external_ids.iter().cloned()))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let by_id: std::collections::HashMap<i64, String> = ids.into_iter().collect();
+    let keys: Vec<i64> = by_id.keys().copied().collect();
+    for a in action::Entity::find()
+        .filter(action::Column::ProposalId.is_in(keys.clone()))
+        .order_by_asc(action::Column::ProposalId)
+        .order_by_asc(action::Column::Position)
+        .all(db)
+        .await?
+    {
+        let external = by_id[&a.proposal_id].clone();
+        inputs.entry(external).or_insert_with(SimulationInput::default).actions.push(a);
+    }
+    for s in simulation::Entity::find()
+        .select_only()
+        .column(simulation::Column::ProposalId)
+        .column(simulation::Column::BlockNumber)
+        .column(simulation::Column::ProposalState)
+        .filter(simulation::Column::ProposalId.is_in(keys))
+        .into_tuple::<(i64, i64, String)>()
+        .all(db)
+        .await?
+    {
+        if let Some(input) = inputs.get_mut(&by_id[&s.0]) {
+            // The latest block's is the one kept (older ones are removed), but take the latest anyway.
+            if input.simulated.as_ref().is_none_or(|(block, _)| *block < s.1) {
+                input.simulated = Some((s.1, s.2));
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 /// Actions read per run for proposals stored without them, at most: the rest wait for a later run.

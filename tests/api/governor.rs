@@ -98,8 +98,11 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     for o in &report.outcomes {
         assert!(o.result.is_ok(), "{o:?}");
     }
-    // A and B, and C and D (never voted on: only their actions are checked).
-    assert_eq!(report.published.proposals.inserted, 4, "{report}");
+    // A and B; C and D (active: their actions and simulations are checked); E (pending, never
+    // voted on: its calls through proxies are decoded).
+    assert_eq!(report.published.proposals.inserted, 5, "{report}");
+    // A (queued), B, C and D (active): each one's execution is simulated once; E is pending.
+    assert_eq!(report.published.proposal_simulations.inserted, 4, "{report}");
     assert_eq!(report.published.votes.inserted, 3);
     assert_eq!(report.published.delegates.inserted, 2);
     assert_eq!(report.published.delegations.inserted, 3);
@@ -107,6 +110,7 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     let proposals = scenario["proposals"].as_array().unwrap();
     assert_served(&app, &proposals[0], "queued").await;
     assert_served(&app, &proposals[1], "active").await;
+    assert_simulated(&app, scenario).await;
 
     // v1 brief: the delegates' voting power in wei and in tokens, exact.
     let (status, brief) = app.get_json(&format!("/v1/daos/{DAO}/brief")).await;
@@ -186,6 +190,82 @@ async fn governor_on(backend: Backend, rpc_url: &str, scenario: &Value) {
     // metadata was read once.
     sourcify.assert_asked_once_each(scenario);
     assert_eq!(sources::token_rows(&db).await, tokens, "the token's decimals and symbol are read once");
+}
+
+/// The simulations served with C and D: C's transfer moves exactly its amount from the timelock
+/// to #3 (its Transfer log and the two balance changes), its quorum update and role grant emit
+/// their events, its value reaches the unknown target; D reverts with the token's
+/// ERC20InsufficientBalance, decoded.
+async fn assert_simulated(app: &TestApp, scenario: &Value) {
+    let lower = |v: &Value| v.as_str().unwrap_or_default().to_lowercase();
+    let c = &scenario["proposalC"];
+    let (status, detail) = app.get_json(&format!("/v2/proposals/{}", key(c["id"].as_str().unwrap()))).await;
+    assert_eq!(status, 200, "{detail}");
+    let sim = &detail["data"]["simulation"];
+    assert_eq!(sim["outcome"], "success", "{sim}");
+    assert_eq!(sim["proposalState"], "active");
+    assert_eq!(lower(&sim["executor"]), scenario["timelock"].as_str().unwrap(), "{sim}");
+    assert!(sim["gasUsed"].as_i64().unwrap() > 0, "{sim}");
+    let runs = sim["actions"].as_array().unwrap();
+    assert_eq!(runs.len(), 5, "every action ran: {sim}");
+    assert!(runs.iter().all(|r| r["success"] == true), "{sim}");
+    let logs = sim["logs"].as_array().unwrap();
+    let event = |name: &str| {
+        logs.iter().find(|l| l["event"] == name).unwrap_or_else(|| panic!("a {name} log in {sim}")).clone()
+    };
+    let arg = |log: &Value, name: &str| {
+        log["arguments"].as_array().unwrap().iter().find(|a| a["name"] == name).unwrap()["value"].clone()
+    };
+    let t = &c["transfer"];
+    let transfer = event("Transfer");
+    assert_eq!(transfer["position"], 0, "{transfer}");
+    assert_eq!(lower(&transfer["address"]), t["token"].as_str().unwrap());
+    assert_eq!(lower(&arg(&transfer, "from")), t["from"].as_str().unwrap(), "{transfer}");
+    assert_eq!(lower(&arg(&transfer, "to")), t["to"].as_str().unwrap(), "{transfer}");
+    assert_eq!(arg(&transfer, "value"), t["amount"], "exact: {transfer}");
+    let quorum = event("QuorumNumeratorUpdated");
+    assert_eq!(quorum["position"], 1, "{quorum}");
+    assert_eq!(lower(&quorum["address"]), scenario["governor"].as_str().unwrap());
+    assert_eq!(arg(&quorum, "oldQuorumNumerator"), "4", "{quorum}");
+    assert_eq!(arg(&quorum, "newQuorumNumerator"), c["quorumNumerator"], "{quorum}");
+    let granted = event("RoleGranted");
+    assert_eq!(granted["position"], 2, "{granted}");
+    assert_eq!(lower(&granted["address"]), scenario["timelock"].as_str().unwrap());
+    assert_eq!(arg(&granted, "role"), c["proposerRole"], "{granted}");
+    assert_eq!(lower(&arg(&granted, "account")), c["grantee"].as_str().unwrap(), "{granted}");
+    assert_eq!(lower(&arg(&granted, "sender")), scenario["timelock"].as_str().unwrap(), "{granted}");
+    // Exactly the transfer's two changes, exact and signed.
+    let tokens = sim["tokenChanges"].as_array().unwrap();
+    assert_eq!(tokens.len(), 2, "{sim}");
+    let amount = t["amount"].as_str().unwrap();
+    for (holder, change) in [(&t["from"], format!("-{amount}")), (&t["to"], amount.to_owned())] {
+        let row =
+            tokens.iter().find(|r| lower(&r["address"]) == holder.as_str().unwrap()).expect("the holder's change");
+        assert_eq!(lower(&row["token"]), t["token"].as_str().unwrap(), "{row}");
+        assert_eq!(row["change"], change, "{row}");
+    }
+    // The 7 wei sent to the codeless target arrive there (a call to no code succeeds); the
+    // timelock only passes on what the execution brings.
+    let native = sim["nativeChanges"].as_array().unwrap();
+    assert_eq!(native.len(), 1, "{sim}");
+    assert_eq!(lower(&native[0]["address"]), c["unknownTarget"].as_str().unwrap(), "{sim}");
+    assert_eq!((&native[0]["before"], &native[0]["after"]), (&json!("0"), &c["unknownValue"]), "{sim}");
+
+    let d = &scenario["proposalD"];
+    let (status, detail) = app.get_json(&format!("/v2/proposals/{}", key(d["id"].as_str().unwrap()))).await;
+    assert_eq!(status, 200, "{detail}");
+    let sim = &detail["data"]["simulation"];
+    assert_eq!(sim["outcome"], "reverted", "{sim}");
+    assert!(sim["logs"].as_array().unwrap().is_empty(), "a reverted execution emits nothing: {sim}");
+    assert!(sim["tokenChanges"].as_array().unwrap().is_empty(), "{sim}");
+    let revert = &sim["revert"];
+    assert_eq!(revert["position"], 0, "{revert}");
+    assert_eq!(revert["error"], "ERC20InsufficientBalance", "{revert}");
+    assert_eq!(revert["signature"], "ERC20InsufficientBalance(address,uint256,uint256)");
+    let args = revert["arguments"].as_array().unwrap();
+    assert_eq!(lower(&args[0]["value"]), d["sender"].as_str().unwrap(), "{revert}");
+    assert_eq!(args[1]["value"], d["balance"], "{revert}");
+    assert_eq!(args[2]["value"], d["needed"], "{revert}");
 }
 
 /// The stored actions of the DAO's proposal `id`, in order.
@@ -541,14 +621,22 @@ on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly
     run_once(&db, &registry, &options).await.unwrap();
     rpc(&rpc_url, "anvil_mine", json!(["0x20"])).await;
     let report = run_once(&db, &registry, &options).await.unwrap();
-    // B, and C and D (pending, now past their voting period without votes: defeated too).
-    assert_eq!(report.published.proposals.updated, 3, "{report}");
+    // B, C, D and E (now past their voting period without votes: defeated too).
+    assert_eq!(report.published.proposals.updated, 4, "{report}");
     let app = spawn_app_with(url, |_| {}).await;
     let b = &scenario["proposals"][1];
     let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(b["id"].as_str().unwrap()))).await;
     assert_eq!(detail["data"]["state"], "defeated", "{detail}");
     assert!(detail["data"]["endAt"].is_string(), "the end is known once its block is mined: {detail}");
-    // Sourcify was not configured for these runs: D's calls through the proxies are undecoded.
+    assert!(detail["data"].get("simulation").is_none(), "a defeated proposal shows no simulation: {detail}");
+    // A is still queued: its simulation is kept (the chain moved fewer blocks than the redo age)
+    // and served.
+    let a = &scenario["proposals"][0];
+    let (_, detail) = app.get_json(&format!("/v2/proposals/{}", key(a["id"].as_str().unwrap()))).await;
+    assert_eq!(detail["data"]["simulation"]["outcome"], "success", "{detail}");
+    assert_eq!(detail["data"]["simulation"]["proposalState"], "queued", "{detail}");
+
+    // Sourcify was not configured for these runs: E's calls through the proxies are undecoded.
     sources::assert_proxied(&db, &scenario, sources::Expect::Undecoded).await;
 
     use sea_orm::PaginatorTrait;
@@ -558,7 +646,7 @@ on_both_backends!(governor_proposals_votes_and_voting_power_are_ingested_exactly
     sources::sourcify_down_or_slow(backend, &scenario, registry).await;
 });
 
-/// Proposal D (calls through proxies), ERC-20 amounts, and Sourcify, fake and real-shaped.
+/// Proposal E (calls through proxies), ERC-20 amounts, and Sourcify, fake and real-shaped.
 mod sources {
     use std::collections::BTreeMap;
     use std::sync::Arc;
@@ -576,7 +664,7 @@ mod sources {
     use crate::fixtures::upstreams::{Fake, Fault, Seen};
     use crate::helpers::{Backend, fresh_database};
 
-    /// A Sourcify on 127.0.0.1 that verifies only GovVault (the implementation behind D's
+    /// A Sourcify on 127.0.0.1 that verifies only GovVault (the implementation behind E's
     /// proxies), answers 404 with Sourcify's minimal body for every other contract, and answers
     /// 500 to everything while `status` is set to it.
     pub struct FakeSourcify {
@@ -588,7 +676,7 @@ mod sources {
     impl FakeSourcify {
         pub async fn start(scenario: &Value) -> Self {
             let chain = scenario["chainId"].to_string();
-            let implementation = scenario["proposalD"]["implementation"].as_str().unwrap().to_owned();
+            let implementation = scenario["proposalE"]["implementation"].as_str().unwrap().to_owned();
             let abi = scenario["vaultAbi"].clone();
             let status = Arc::new(AtomicU16::new(200));
             let answer = status.clone();
@@ -626,17 +714,17 @@ mod sources {
         }
 
         /// Every contract the scenario's proposals call, but the one the registry has an ABI for,
-        /// and the implementation behind D's proxies, each asked exactly once.
+        /// and the implementation behind E's proxies, each asked exactly once.
         pub fn assert_asked_once_each(&self, scenario: &Value) {
             let mut expected: BTreeMap<String, usize> = BTreeMap::new();
             let proposals = scenario["proposals"].as_array().unwrap().iter();
-            for p in proposals.chain([&scenario["proposalC"], &scenario["proposalD"]]) {
+            for p in proposals.chain([&scenario["proposalC"], &scenario["proposalE"]]) {
                 for t in p["targets"].as_array().unwrap() {
                     expected.insert(t.as_str().unwrap().to_owned(), 1);
                 }
             }
             expected.remove(scenario["customAbi"]["address"].as_str().unwrap());
-            expected.insert(scenario["proposalD"]["implementation"].as_str().unwrap().to_owned(), 1);
+            expected.insert(scenario["proposalE"]["implementation"].as_str().unwrap().to_owned(), 1);
             assert_eq!(self.asked(), expected);
             assert!(
                 self.fake
@@ -654,9 +742,9 @@ mod sources {
         Undecoded,
     }
 
-    /// D's two calls, through a TransparentUpgradeableProxy and a BeaconProxy.
+    /// E's two calls, through a TransparentUpgradeableProxy and a BeaconProxy.
     pub async fn assert_proxied(db: &DatabaseConnection, scenario: &Value, expect: Expect) {
-        let d = &scenario["proposalD"];
+        let d = &scenario["proposalE"];
         let actions = stored_actions(db, d["id"].as_str().unwrap()).await;
         assert_eq!(actions.len(), 2);
         let implementation = d["implementation"].as_str().unwrap().parse::<alloy_primitives::Address>().unwrap();
@@ -775,9 +863,9 @@ mod sources {
     }
 
     /// A Sourcify that hangs, then answers 500: the runs succeed, each asks Sourcify once (its
-    /// first lookup fails, and the run asks nothing more), D is decoded with what else is known
+    /// first lookup fails, and the run asks nothing more), E is decoded with what else is known
     /// (undecoded), the failure is kept and not asked again before its retry time; after it,
-    /// Sourcify is asked again and, answering, D's calls decode through the proxies.
+    /// Sourcify is asked again and, answering, E's calls decode through the proxies.
     pub async fn sourcify_down_or_slow(backend: Backend, scenario: &Value, registry: Registry) {
         let db = govdata::store::connect(&fresh_database(backend).await).await.unwrap();
         let mut sourcify = FakeSourcify::start(scenario).await;
@@ -791,7 +879,7 @@ mod sources {
                 report
             }
         };
-        let (a, d) = (&scenario["proposals"][0], &scenario["proposalD"]);
+        let (a, d) = (&scenario["proposals"][0], &scenario["proposalE"]);
         let token = scenario["token"].as_str().unwrap();
 
         // Hanging past the timeout: the first contract asked (the token, A's target) fails after
@@ -818,7 +906,7 @@ mod sources {
         assert!(sourcify.fake.requests().is_empty(), "a kept failure is not asked again before its time");
         assert_eq!(kept(&db).await, failed);
 
-        // Answering 500: D decoded again asks about its first proxy, which fails; the run is fine.
+        // Answering 500: E decoded again asks about its first proxy, which fails; the run is fine.
         sourcify.status.store(500, Ordering::SeqCst);
         forget(&db, &d["id"]).await;
         run("Sourcify answers 500").await;
@@ -828,7 +916,7 @@ mod sources {
         let row = kept(&db).await.into_iter().find(|r| r.address == transparent).expect("kept");
         assert!(row.status == "failed" && row.message.as_deref().is_some_and(|m| m.contains("500")), "{row:?}");
 
-        // Due, and answering: D decodes through its proxies, and the answers are kept.
+        // Due, and answering: E decodes through its proxies, and the answers are kept.
         make_due(&db).await;
         sourcify.status.store(200, Ordering::SeqCst);
         sourcify.fake.clear();
@@ -914,4 +1002,78 @@ async fn log_ranges_are_halved_when_a_node_refuses_them_and_stop_short_of_the_co
     run_once(&db, &registry, &options).await.unwrap();
     let first = node.requests().into_iter().find(|r| r.body["method"] == "eth_getLogs");
     assert!(first.is_none(), "nothing new below the confirmation depth: the head has not moved");
+}
+
+/// `body` posted to the JSON-RPC node at `url` (plain HTTP/1.1 on loopback, blocking), its
+/// answer's body.
+fn forward(url: &str, body: &Value) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let payload = body.to_string();
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let (head, mut rest) = answer.split_once("\r\n\r\n").unwrap();
+    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        return rest.to_owned();
+    }
+    let mut out = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n").unwrap();
+        let size = usize::from_str_radix(size.trim(), 16).unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+}
+
+/// A node that refuses `eth_getStorageAt` (a method some nodes do not serve): every simulation
+/// needs a storage slot, so each is kept as failed with the node's reason and served so: no
+/// outcome, logs or changes are shown, never a guess.
+#[tokio::test]
+async fn a_simulation_the_node_cannot_serve_is_kept_as_failed_with_the_reason() {
+    use crate::fixtures::upstreams::{Fake, Seen};
+    use std::sync::Arc;
+    if !require_toolkit().await {
+        return;
+    }
+    let (_anvil, rpc_url) = start_chain().await;
+    let scenario = script("governance.mjs", &["--rpc", &rpc_url]).await;
+    let upstream = rpc_url.clone();
+    let node = Fake::start(Arc::new(move |req: &Seen| {
+        if req.body["method"] == "eth_getStorageAt" {
+            let error =
+                json!({"code": -32601, "message": "the method eth_getStorageAt does not exist/is not available"});
+            return (200, json!({"jsonrpc": "2.0", "id": req.body["id"], "error": error}).to_string());
+        }
+        (200, forward(&upstream, &req.body))
+    }))
+    .await;
+    let url = fresh_database(Backend::Sqlite).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    let options = RunOptions { policy: quick(), ..RunOptions::default() };
+    let report = run_once(&db, &registry(&node.url, &scenario), &options).await.unwrap();
+    assert!(report.outcomes.iter().all(|o| o.result.is_ok()), "{report}");
+    assert_eq!(report.published.proposal_simulations.inserted, 4, "kept, as failed: {report}");
+    let app = spawn_app_with(url, |_| {}).await;
+    for id in [&scenario["proposalC"]["id"], &scenario["proposalD"]["id"]] {
+        let (status, detail) = app.get_json(&format!("/v2/proposals/{}", key(id.as_str().unwrap()))).await;
+        assert_eq!(status, 200, "{detail}");
+        let sim = &detail["data"]["simulation"];
+        assert_eq!(sim["outcome"], "failed", "{sim}");
+        let failure = sim["failure"].as_str().unwrap();
+        assert!(failure.contains("eth_getStorageAt") && failure.contains("does not exist"), "{sim}");
+        assert!(sim.get("gasUsed").is_none() && sim.get("revert").is_none(), "{sim}");
+        assert!(sim["logs"].as_array().unwrap().is_empty() && sim["tokenChanges"].as_array().unwrap().is_empty());
+    }
 }

@@ -9,13 +9,18 @@
 //   - #1 and #2 delegate to themselves, #3 delegates to #1, #4 does not delegate;
 //   - #1 proposes A; #1 votes For ("Ship it"), #2 Against (""); A passes and is queued;
 //   - #2 proposes B; #2 votes Abstain ("Need more detail"); B is left Active.
-//   - #1 proposes C, five calls to decode (a transfer from the timelock, updateQuorumNumerator,
-//     grantRole, an unknown selector, a function only a registry ABI has); C is left Pending.
+//   - #1 funds the timelock (the treasury) with 20,000 GOV;
+//   - #1 proposes C, five calls to decode and simulate (a transfer from the timelock,
+//     updateQuorumNumerator, grantRole, an unknown selector, a function only a registry ABI has);
+//     C is left Active;
+//   - #2 proposes D, a transfer of more than the treasury holds; D is left Active.
 //   - #0 deploys GovVault behind a TransparentUpgradeableProxy and behind a BeaconProxy; #1
-//     proposes D, GovVault's setRate through each proxy (`proposalD`, `vaultAbi`).
+//     proposes E, GovVault's setRate through each proxy (`proposalE`, `vaultAbi`); E is left
+//     Pending.
 // Every value in the output is read back from the chain (receipts, events, view calls).
 // stdout: {"chainId":…,"governor":"0x…","token":"0x…","timelock":"0x…","tokenInfo":{…},"deployBlock":…,"head":…,
-//          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
+//          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"proposalD":{…},"treasury":"…","proposalE":{…},"vaultAbi":[…],
+//          "customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
 //          block numbers as JSON numbers)
 import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
@@ -57,6 +62,9 @@ const TIMELOCK_MIN_DELAY = 60n; // seconds
 const DESCRIPTION_A = "# Proposal A\nFund the test grants program.";
 const DESCRIPTION_B = "# Proposal B\nRaise the grants budget for next quarter.";
 const DESCRIPTION_C = "# Proposal C\nPay the treasury, raise the quorum, add a proposer, and two calls of our own.";
+const DESCRIPTION_D = "# Proposal D\nPay more than the treasury holds.";
+// Tokens #1 moves to the timelock (the treasury) before C, more than C's transfer.
+const TREASURY_FUNDING = 20000000000000000000000n;
 // Made-up contracts for proposal C: no code is needed for a call to be proposed.
 const UNKNOWN_TARGET = "0x00000000000000000000000000000000deadbeef";
 const CUSTOM_TARGET = "0x0000000000000000000000000000000000000b0b";
@@ -118,7 +126,7 @@ function compile() {
   };
 }
 
-const DESCRIPTION_D = "# Proposal D\nSet the vault's rate, through its two proxies.";
+const DESCRIPTION_E = "# Proposal E\nSet the vault's rate, through its two proxies.";
 // EIP-1967 slots: bytes32(uint256(keccak256('eip1967.proxy.implementation' | 'eip1967.proxy.beacon')) - 1).
 const IMPLEMENTATION_SLOT = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
 const BEACON_SLOT = "0xa3f0ad74e5423aebfd80d3ef4346578335a9a72aeaee59ff6cb3582b35133d50";
@@ -309,10 +317,16 @@ run(async () => {
   const b = await propose("#2 proposes B", h2, DESCRIPTION_B, { functionName: "approve", args: [h2.address, 0n] });
   await vote("#2 votes Abstain on B", h2, b, ABSTAIN, "Need more detail");
 
-  // C: what a proposal would do, decoded (issue 47). A treasury transfer from the timelock, a
-  // quorum update on the governor, a role grant on the timelock, a call no ABI knows, and a call
-  // to a contract whose ABI only the DAO registry has (`customAbi`, written by the test). Never
-  // voted on: only its creation log matters.
+  // The treasury: #1 moves TREASURY_FUNDING of its tokens to the timelock, after A's and B's
+  // snapshots (their tallies are fixed), so that C's transfer has something to pay with.
+  await write("#1 funds the timelock", h1, token, "transfer", [timelock.address, TREASURY_FUNDING]);
+  const treasury = await read(token, "balanceOf", [timelock.address]);
+  if (treasury !== TREASURY_FUNDING) throw new Error(`the timelock holds ${treasury}, expected ${TREASURY_FUNDING}`);
+
+  // C: what a proposal would do, decoded and simulated (issue 47). A treasury transfer from the
+  // timelock, a quorum update on the governor, a role grant on the timelock, a call no ABI knows,
+  // and a call to a contract whose ABI only the DAO registry has (`customAbi`, written by the
+  // test). Never voted on: mined past its voting delay, it is left Active.
   const transferAmount = 12345678901234567890123n;
   const batch = [
     { target: token.address, value: 0n, abi: token.abi, functionName: "transfer", args: [h3.address, transferAmount] },
@@ -352,11 +366,37 @@ run(async () => {
     calldatas: cCalldatas,
     encoded: calls.map(encodedOf),
     createdBlock: Number(cReceipt.blockNumber),
+    // What the simulation should show: the transfer's two balance changes, and the quorum and
+    // the role granted.
+    transfer: { token: token.address, from: timelock.address, to: h3.address.toLowerCase(), amount: transferAmount.toString() },
+    quorumNumerator: "5",
+    proposerRole,
+    grantee: h2.address.toLowerCase(),
+    unknownTarget: UNKNOWN_TARGET,
+    unknownValue: "7",
+  };
+  await mineUntilNextTxIn((await read(governor, "proposalSnapshot", [cCreated.args.proposalId])) + 1n);
+
+  // D: a transfer above the treasury's balance, whose simulation reverts with the token's
+  // ERC20InsufficientBalance(timelock, balance, needed). Left Active, like C.
+  const overdraft = TREASURY_FUNDING + 1n;
+  const dCall = { abi: token.abi, functionName: "transfer", args: [h3.address, overdraft] };
+  const dReceipt = await write("#2 proposes D", h2, governor, "propose", [[token.address], [0n], [encodeFunctionData(dCall)], DESCRIPTION_D]);
+  const dCreated = decodeLogs(dReceipt, governor).find((e) => e.eventName === "ProposalCreated");
+  if (!dCreated) throw new Error("#2 proposes D: no ProposalCreated event in the receipt");
+  // Mine past the snapshot: a view call at the head sees Active only once the head is beyond it.
+  await mineUntilNextTxIn((await read(governor, "proposalSnapshot", [dCreated.args.proposalId])) + 2n);
+  const proposalD = {
+    id: dCreated.args.proposalId.toString(),
+    token: token.address,
+    sender: timelock.address,
+    balance: TREASURY_FUNDING.toString(),
+    needed: overdraft.toString(),
   };
 
-  // D: calls through proxies (issue 47). GovVault behind an OpenZeppelin
+  // E: calls through proxies (issue 47). GovVault behind an OpenZeppelin
   // TransparentUpgradeableProxy (EIP-1967 implementation slot) and behind a BeaconProxy (EIP-1967
-  // beacon slot, then the beacon's implementation()); D calls GovVault's setRate through each.
+  // beacon slot, then the beacon's implementation()); E calls GovVault's setRate through each.
   // Only GovVault's verified ABI (`vaultAbi`, which the test's fake Sourcify serves for the
   // implementation's address) decodes these calls. Never voted on.
   const proxyArtifacts = compileProxies();
@@ -380,27 +420,27 @@ run(async () => {
   if ((await slotAddress(beaconProxy.address, BEACON_SLOT)) !== beacon.address) {
     throw new Error("the beacon proxy's beacon slot does not hold the beacon");
   }
-  const dCalls = [
+  const eCalls = [
     { target: transparent.address, value: 0n, abi: proxyArtifacts.vault.abi, functionName: "setRate", args: [250n, h2.address] },
     { target: beaconProxy.address, value: 0n, abi: proxyArtifacts.vault.abi, functionName: "setRate", args: [7n, h3.address] },
   ].map((c) => ({ ...c, data: encodeFunctionData(c) }));
-  const dReceipt = await write("#1 proposes D", h1, governor, "propose", [
-    dCalls.map((c) => c.target),
-    dCalls.map((c) => c.value),
-    dCalls.map((c) => c.data),
-    DESCRIPTION_D,
+  const eReceipt = await write("#1 proposes E", h1, governor, "propose", [
+    eCalls.map((c) => c.target),
+    eCalls.map((c) => c.value),
+    eCalls.map((c) => c.data),
+    DESCRIPTION_E,
   ]);
-  const dCreated = decodeLogs(dReceipt, governor).find((e) => e.eventName === "ProposalCreated");
-  if (!dCreated) throw new Error("#1 proposes D: no ProposalCreated event in the receipt");
-  const proposalD = {
-    id: dCreated.args.proposalId.toString(),
-    targets: dCalls.map((c) => c.target.toLowerCase()),
-    values: dCalls.map((c) => c.value.toString()),
-    calldatas: dCalls.map((c) => c.data),
-    encoded: dCalls.map(encodedOf),
+  const eCreated = decodeLogs(eReceipt, governor).find((e) => e.eventName === "ProposalCreated");
+  if (!eCreated) throw new Error("#1 proposes E: no ProposalCreated event in the receipt");
+  const proposalE = {
+    id: eCreated.args.proposalId.toString(),
+    targets: eCalls.map((c) => c.target.toLowerCase()),
+    values: eCalls.map((c) => c.value.toString()),
+    calldatas: eCalls.map((c) => c.data),
+    encoded: eCalls.map(encodedOf),
     implementation: vault.address,
     beacon: beacon.address,
-    createdBlock: Number(dReceipt.blockNumber),
+    createdBlock: Number(eReceipt.blockNumber),
   };
 
   // --- Read everything back ----------------------------------------------------------------------
@@ -423,8 +463,10 @@ run(async () => {
     delegates: [],
     holders: [],
     proposalC,
-    customAbi: { address: CUSTOM_TARGET.toLowerCase(), abi: CUSTOM_ABI },
     proposalD,
+    treasury: TREASURY_FUNDING.toString(),
+    customAbi: { address: CUSTOM_TARGET.toLowerCase(), abi: CUSTOM_ABI },
+    proposalE,
     vaultAbi: proxyArtifacts.vault.abi,
   };
   for (const p of proposals) {
@@ -496,8 +538,13 @@ run(async () => {
   if (outA.state !== "Queued") throw new Error(`proposal A is ${outA.state}, expected Queued`);
   if (outB.state !== "Active") throw new Error(`proposal B is ${outB.state}, expected Active`);
   HOLDER_AMOUNTS.forEach((amount, i) => {
-    if (out.holders[i].balance !== amount.toString()) throw new Error(`holder #${i + 1} balance ${out.holders[i].balance} != ${amount}`);
+    const expected = i === 0 ? amount - TREASURY_FUNDING : amount; // #1 funded the timelock
+    if (out.holders[i].balance !== expected.toString()) throw new Error(`holder #${i + 1} balance ${out.holders[i].balance} != ${expected}`);
   });
+  for (const [label, id] of [["C", proposalC.id], ["D", proposalD.id]]) {
+    const state = PROPOSAL_STATES[await read(governor, "state", [BigInt(id)])];
+    if (state !== "Active") throw new Error(`proposal ${label} is ${state}, expected Active`);
+  }
 
   // Which events the scenario emitted, by contract and topic0 (for whoever writes the decoder).
   const seen = new Map();

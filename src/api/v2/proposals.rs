@@ -15,6 +15,7 @@ use crate::api::{
         action::{ProposalAction, ProposalActionsInline},
         delegation::{DelegationChange, change_item},
         execution::ProposalExecution,
+        simulation::ProposalSimulation,
         voter::VoterNames,
     },
 };
@@ -89,6 +90,10 @@ pub struct ProposalDetail {
     /// step with its block, time and transaction, the ETA and the time from which it can execute.
     /// Absent for Snapshot proposals and for on-chain proposals with none of these steps yet.
     pub execution: Option<ProposalExecution>,
+    /// For an active, succeeded or queued on-chain proposal with known actions: what executing
+    /// them would do, simulated at ingestion; absent until a simulation is kept, and once the
+    /// proposal is in another state.
+    pub simulation: Option<ProposalSimulation>,
 }
 
 /// Large delegated power moved shortly before an on-chain proposal's voting power was fixed.
@@ -176,6 +181,7 @@ impl poem_openapi::types::Example for ProposalDetail {
             delegation_shift: None,
             actions: None,
             execution: None,
+            simulation: None,
         }
     }
 }
@@ -201,6 +207,16 @@ async fn delegation_shift(state: &AppState, p: &proposal::Model) -> Result<Optio
         changes: rows.into_iter().map(change_item).collect(),
         more,
     }))
+}
+
+/// The proposal's kept simulation, for an on-chain proposal in a simulated state (one
+/// primary-key read): once it is executed, defeated or canceled, it is no longer served.
+async fn simulation(state: &AppState, p: &proposal::Model) -> Result<Option<ProposalSimulation>, Problem> {
+    if p.source != ProposalSource::Onchain || !ProposalState::SIMULATED.contains(&p.state) {
+        return Ok(None);
+    }
+    let kept = store::proposals::simulation(&state.reads(), p.id).await.map_err(|e| problem_marking_read_failed(&e))?;
+    Ok(kept.as_ref().and_then(ProposalSimulation::from_model))
 }
 
 /// One vote.
@@ -466,6 +482,7 @@ impl Api {
             delegation_shift: delegation_shift(&state, &p).await?,
             actions: inline_actions(&state, &p).await?,
             execution: ProposalExecution::load(&state.reads(), &p).await?,
+            simulation: simulation(&state, &p).await?,
         };
         Ok(Json(V2Single::new(detail, Freshness::new(revision.data_as_of_ms, CacheStatus::Fresh))))
     }

@@ -12,5 +12,6 @@ pub mod feed;
 pub mod item;
 pub mod proposal;
 pub mod signal;
+pub mod simulation;
 pub mod topic;
 pub mod voter;

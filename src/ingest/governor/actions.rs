@@ -17,7 +17,7 @@ use crate::store::staging::{ProposalActionsRecord, ProposalRef, Record};
 /// the account that executes them (the governor's timelock where it has one, else the governor).
 pub(super) struct Decoding {
     /// The ABIs, tokens and labels known, and the executor.
-    base: staged_actions::Decoding,
+    pub(super) base: staged_actions::Decoding,
     /// What the run learned of contracts so far (`contracts`).
     pub(super) learned: super::contracts::Learned,
 }
@@ -58,17 +58,7 @@ impl GovernorConnector {
         decoding: &mut Decoding,
         sink: &mut Sink<'_>,
     ) -> anyhow::Result<Record> {
-        let n = event.targets.len();
-        // The arrays have one entry per action (the governor checks it); a signature array left
-        // empty or shorter (OpenZeppelin passes empty strings) means no signature.
-        let proposed: Vec<ProposedAction> = (0..n)
-            .map(|i| ProposedAction {
-                target: event.targets[i],
-                value: event.values.get(i).copied().unwrap_or(U256::ZERO),
-                signature: event.signatures.get(i).filter(|s| !s.is_empty()).cloned(),
-                calldata: event.calldatas.get(i).map(|c| c.to_vec()).unwrap_or_default(),
-            })
-            .collect();
+        let proposed = proposed(event);
         self.learn(&proposed, &decoding.base.executor, &mut decoding.base.known, &mut decoding.learned, sink).await?;
         let proposal = ProposalRef { source: ProposalSource::Onchain, external_id: event.proposalId.to_string() };
         Ok(staged_actions::record(&self.dao_id, proposal, ExecutionPath::Governor, &proposed, &decoding.base))
@@ -148,6 +138,20 @@ impl GovernorConnector {
         }
         Ok(())
     }
+}
+
+/// The actions of `event`, as proposed. The arrays have one entry per action (the governor
+/// checks it); a signature array left empty or shorter (OpenZeppelin passes empty strings)
+/// means no signature.
+pub(super) fn proposed(event: &ProposalCreated) -> Vec<ProposedAction> {
+    (0..event.targets.len())
+        .map(|i| ProposedAction {
+            target: event.targets[i],
+            value: event.values.get(i).copied().unwrap_or(U256::ZERO),
+            signature: event.signatures.get(i).filter(|s| !s.is_empty()).cloned(),
+            calldata: event.calldatas.get(i).map(|c| c.to_vec()).unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Whether `e` is the node's answer that the call reverted or returned nothing the ABI reads

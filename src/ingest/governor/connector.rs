@@ -23,6 +23,7 @@ use crate::ingest::{Connector, Resume, Sink, Upstream};
 use crate::store::apply::Watermark;
 use crate::store::staging::Record;
 
+#[derive(Clone)]
 pub struct GovernorConnector {
     pub upstream: Upstream,
     pub dao_id: String,
@@ -79,26 +80,46 @@ impl Connector for GovernorConnector {
         let span = self.span(resume).await?;
         let modes = self.modes().await;
         let mut scan = self.read_logs(&span, &modes, sink).await?;
-        // Only a run with actions to decode asks for the executor (and reads the ABIs).
-        let mut decoding = if scan.created.is_empty() && resume.without_actions.is_empty() {
-            None
-        } else {
-            Some(self.decoding(span.governor).await?)
-        };
+        // Only a run with actions to decode, or proposals that may be simulated, asks for the
+        // executor (and reads the ABIs).
+        let mut decoding =
+            if scan.created.is_empty() && resume.without_actions.is_empty() && resume.simulation_inputs.is_empty() {
+                None
+            } else {
+                Some(self.decoding(span.governor).await?)
+            };
         let created_ids: BTreeSet<U256> = scan.created.iter().map(|c| c.event.proposalId).collect();
         self.stage_summed_votes(resume, &span, scan.split, &created_ids, &mut scan.times, sink).await?;
         // The governor's own view of every proposal that was seen or can still change.
         let open = resume.open_proposals.iter().filter_map(|id| id.parse::<U256>().ok());
         let updated = scan.touched.into_iter().chain(open).filter(|id| !created_ids.contains(id)).collect();
         // Each new proposal's actions, decoded once, applied after the proposal they belong to.
+        let mut proposed = std::collections::HashMap::new();
         if let Some(decoding) = &mut decoding {
             for c in &scan.created {
                 let record = self.actions(&c.event, decoding, sink).await?;
                 sink.push(record).await?;
+                proposed.insert(c.event.proposalId.to_string(), Ok(super::actions::proposed(&c.event)));
             }
         }
-        self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
+        let states = self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
         self.stage_lifecycles(std::mem::take(&mut scan.lifecycles), &mut scan.times, sink).await?;
+        // What the active, succeeded and queued ones would do, simulated when due.
+        if let Some(decoding) = &decoding {
+            for (id, input) in &resume.simulation_inputs {
+                proposed.entry(id.clone()).or_insert_with(|| super::simulate::stored_actions(input));
+            }
+            let candidates = states
+                .into_iter()
+                .filter_map(|(id, state)| {
+                    let id = id.to_string();
+                    let actions = proposed.remove(&id)?;
+                    let simulated = resume.simulation_inputs.get(&id).and_then(|i| i.simulated.clone());
+                    Some(super::simulate::Candidate { id, state: state?, actions, simulated })
+                })
+                .collect();
+            self.simulate_due(candidates, decoding, span.safe, sink).await?;
+        }
         if let Some(decoding) = &mut decoding {
             self.backfill_actions(&resume.without_actions, span.governor, span.safe, decoding, sink).await?;
         }

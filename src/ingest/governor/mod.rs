@@ -11,7 +11,8 @@
 //! still change.
 //!
 //! The files: `abi` (the events and functions), `rpc` (the JSON-RPC client and block times),
-//! `block_ranges` (the ranges `eth_getLogs` is asked for), `votes` (casts decoded and summed),
+//! `block_ranges` (the ranges `eth_getLogs` is asked for), `actions` (each proposal's actions,
+//! decoded), `simulate` (what the active, succeeded and queued ones would do, run with revm), `votes` (casts decoded and summed),
 //! `delegation_history` (delegation changes and power checkpoints), `proposals` (the governor's
 //! view of each proposal), `actions` (each proposal's actions, decoded), `contracts` (what
 //! decoding learns about the contracts they call: Sourcify ABIs, proxies, ERC-20 metadata),
@@ -28,6 +29,7 @@ mod delegation_history;
 mod lifecycle;
 mod proposals;
 mod rpc;
+mod simulate;
 mod votes;
 
 pub use connector::GovernorConnector;

@@ -99,7 +99,8 @@ impl GovernorConnector {
     }
 
     /// Stages the governor's view of each proposal: those created in the run as new proposals,
-    /// those of `updated` (which earlier runs stored) as updates.
+    /// those of `updated` (which earlier runs stored) as updates. Returns each one's state, where
+    /// the governor gave one.
     pub(super) async fn stage_proposals(
         &self,
         created: Vec<Created>,
@@ -108,14 +109,17 @@ impl GovernorConnector {
         modes: &Modes,
         times: &mut BlockTimes,
         sink: &mut Sink<'_>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Vec<(U256, Option<ProposalState>)>> {
+        let mut states = Vec::new();
         for c in created {
             let view = self.view(c.event.proposalId, head, times).await?;
+            states.push((c.event.proposalId, view.state));
             let at = times.get(self, c.block).await?;
             sink.push(Record::Proposal(Box::new(self.proposal(c, view, at, modes)))).await?;
         }
         for id in updated {
             let view = self.view(id, head, times).await?;
+            states.push((id, view.state));
             sink.push(Record::ProposalUpdate(ProposalUpdate {
                 dao_id: self.dao_id.clone(),
                 proposal: ProposalRef { source: ProposalSource::Onchain, external_id: id.to_string() },
@@ -130,7 +134,7 @@ impl GovernorConnector {
             }))
             .await?;
         }
-        Ok(())
+        Ok(states)
     }
 }
 

@@ -13,7 +13,8 @@
 //! - `bundled`: the standard interfaces governance calls most, with their events and errors;
 //! - `decode`: one call, log or revert against the caller's ABIs and the bundled table;
 //! - `nested`: calls that carry calls (timelock, Safe, MultiSend, the Governor's `relay`);
-//! - `summary`: the one-line deterministic summary of each action.
+//! - `summary`: the one-line deterministic summary of each action;
+//! - `simulation`: a proposal's simulated execution as kept and served (the EVM runs in ingestion).
 use std::collections::BTreeMap;
 
 use alloy_json_abi::JsonAbi;
@@ -23,6 +24,7 @@ use serde::{Serialize, Serializer};
 pub mod bundled;
 pub mod decode;
 pub mod nested;
+pub mod simulation;
 pub mod summary;
 
 pub use decode::{decode_call, decode_log, decode_revert};

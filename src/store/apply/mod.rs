@@ -33,6 +33,7 @@ mod execution;
 mod forum;
 mod proposals;
 mod registry;
+mod simulations;
 
 pub use delegation::GOVERNOR_ORIGIN;
 pub use registry::{RegistryDao, RegistrySync};
@@ -78,6 +79,8 @@ pub struct PublishReport {
     pub proposal_actions: TableCounts,
     /// Proposal executions: each on-chain proposal's queue, execution and cancellation.
     pub proposal_executions: TableCounts,
+    /// Proposal simulations kept (inserted) or redone (updated).
+    pub proposal_simulations: TableCounts,
     /// Records that could not be applied (a vote for a proposal the store does not hold, an
     /// unreadable number), with the reason.
     pub skipped: Vec<String>,
@@ -89,7 +92,7 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    fn tables(&self) -> [(&'static str, TableCounts); 12] {
+    fn tables(&self) -> [(&'static str, TableCounts); 13] {
         [
             ("registry", self.registry),
             ("proposals", self.proposals),
@@ -103,6 +106,7 @@ impl PublishReport {
             ("power checkpoints", self.power_checkpoints),
             ("proposal actions", self.proposal_actions),
             ("proposal executions", self.proposal_executions),
+            ("proposal simulations", self.proposal_simulations),
         ]
     }
 
@@ -312,6 +316,7 @@ impl Applier<'_> {
         let mut checkpoints = Vec::new();
         let mut actions = Vec::new();
         let mut executions = Vec::new();
+        let mut simulations = Vec::new();
         for record in records {
             match record {
                 Record::Proposal(r) => proposals.push(*r),
@@ -325,6 +330,7 @@ impl Applier<'_> {
                 Record::PowerCheckpoint(r) => checkpoints.push(r),
                 Record::ProposalActions(r) => actions.push(r),
                 Record::ProposalExecution(r) => executions.push(r),
+                Record::ProposalSimulation(r) => simulations.push(r),
             }
         }
         let touched = &mut report.touched;
@@ -347,6 +353,8 @@ impl Applier<'_> {
         );
         let executions = self.proposal_executions(&executions, &mut report.skipped, &mut report.touched).await?;
         add(&mut report.proposal_executions, executions);
+        let simulated = self.proposal_simulations(&simulations, &mut report.skipped, &mut report.touched).await?;
+        add(&mut report.proposal_simulations, simulated);
         Ok(())
     }
 

@@ -20,6 +20,7 @@ pub mod proposal_action;
 pub mod proposal_action_miss;
 pub mod proposal_execution;
 pub mod proposal_fact;
+pub mod proposal_simulation;
 pub mod setting;
 pub mod signal;
 pub mod source_watermark;

@@ -35,6 +35,7 @@ mod m0026_proposal_actions;
 mod m0027_action_misses;
 mod m0028_proposal_executions;
 mod m0029_contract_lookups;
+mod m0031_proposal_simulations;
 
 pub struct Migrator;
 
@@ -71,6 +72,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0027_action_misses::Migration),
             Box::new(m0028_proposal_executions::Migration),
             Box::new(m0029_contract_lookups::Migration),
+            Box::new(m0031_proposal_simulations::Migration),
         ]
     }
 }
