@@ -48,8 +48,9 @@ pub struct Resume {
     pub open_proposals: Vec<String>,
     /// The block each of those proposals was created in, where it has one (on-chain sources).
     pub created_blocks: HashMap<String, u64>,
-    /// On-chain proposals stored without their actions (stored before actions were kept), with
-    /// the block each was created in where the store has it: their actions are read once.
+    /// On-chain proposals stored without their actions (stored before actions were kept) or with
+    /// an older decoder's answers, with the block each was created in where the store has it:
+    /// their actions are read once (once per decoder version).
     pub without_actions: Vec<(String, Option<u64>)>,
     /// The open on-chain proposals' stored actions and latest kept simulation, by external id
     /// (only those with stored actions): what simulating them needs.

@@ -579,7 +579,8 @@ const ACTIONS_BACKFILL_MAX: u64 = 1000;
 pub const ACTIONS_RETRY_AFTER: Duration = Duration::from_secs(7 * 24 * 3_600);
 
 /// `dao_id`'s on-chain proposals that have no stored actions (stored before actions were
-/// kept), oldest first, each with the block it was created in where the store has it.
+/// kept) or actions an older decoder answered, oldest first, each with the block it was
+/// created in where the store has it.
 pub async fn without_actions(
     db: &impl ConnectionTrait,
     dao_id: &str,
@@ -595,10 +596,16 @@ fn without_actions_query(dao_id: &str, now_ms: i64) -> sea_orm::Select<super::en
     use super::entities::{proposal_action as action, proposal_action_miss as miss};
     // NOT EXISTS on the actions' primary key (proposal_id, position): one index probe per
     // on-chain proposal of the DAO, never a read of every stored action.
+    // Actions of an older decoder count as none: the backfill reads those proposals' creation
+    // logs again, once per decoder version, and the applier replaces their answers.
     let actions = Query::select()
         .expr(Expr::val(1))
         .from(action::Entity)
         .and_where(Expr::col((action::Entity, action::Column::ProposalId)).equals((Proposals, P::Id)))
+        .and_where(Expr::col((action::Entity, action::Column::Position)).eq(0))
+        .and_where(
+            Expr::col((action::Entity, action::Column::DecoderVersion)).gte(crate::rules::actions::DECODER_VERSION),
+        )
         .to_owned();
     // A miss is one primary-key probe too; it holds the proposal back until it is due again.
     let retry_before = now_ms - ACTIONS_RETRY_AFTER.as_millis() as i64;

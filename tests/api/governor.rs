@@ -578,6 +578,27 @@ async fn backfill(db: &sea_orm::DatabaseConnection, registry: &Registry, options
     let again = run_once(db, registry, options).await.unwrap();
     assert_eq!(again.published.rows_written(), 0, "{again}");
 
+    // Answers an older decoder stored are decoded anew from the creation log, once: the rows
+    // are replaced (the same raw values, this decoder's answer), and the next run is quiet.
+    use sea_orm::sea_query::Expr;
+    let older = govdata::rules::actions::DECODER_VERSION - 1;
+    proposal_action::Entity::update_many()
+        .col_expr(proposal_action::Column::DecoderVersion, Expr::value(older))
+        .col_expr(proposal_action::Column::Decoded, Expr::value("{}"))
+        .filter(proposal_action::Column::ProposalId.eq(a.id))
+        .exec(db)
+        .await
+        .unwrap();
+    let redone = run_once(db, registry, options).await.unwrap();
+    assert_eq!(redone.published.proposal_actions.updated, before.len() as u64, "{redone}");
+    assert_eq!(redone.published.proposal_actions.inserted, 0, "{redone}");
+    let mut again_after: Vec<proposal_action::Model> =
+        proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(a.id)).all(db).await.unwrap();
+    again_after.sort_by_key(key);
+    assert_eq!(again_after, before, "the older answers replaced by this decoder's");
+    let quiet = run_once(db, registry, options).await.unwrap();
+    assert_eq!(quiet.published.rows_written(), 0, "{quiet}");
+
     // A proposal whose creation log cannot be found (here: no block stored) is noted as a miss,
     // publishes nothing, and is not looked for again on the next run.
     use govdata::store::entities::proposal_action_miss;

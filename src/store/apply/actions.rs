@@ -1,8 +1,9 @@
 //! Proposal actions: stored once per proposal, as its creation log proposed them.
 //!
-//! What a proposal proposes never changes, so a proposal that has actions keeps them and a
-//! record for it changes nothing (a re-run, or a backfill racing a run that saw the proposal
-//! created). Actions are served, so writing them touches their DAO and the publication makes a
+//! What a proposal proposes never changes, so a proposal that has actions decoded by this
+//! decoder (`DECODER_VERSION`) keeps them and a record for it changes nothing (a re-run, or a
+//! backfill racing a run that saw the proposal created); one whose actions an older decoder
+//! answered gets them anew, replaced in the same transaction. Actions are served, so writing them touches their DAO and the publication makes a
 //! revision (answers are cached per revision); they change nothing the feed describes, so a
 //! backfill of proposals stored before actions were kept publishes a revision and no entry. A
 //! proposal whose creation log the backfill did not find is noted as a miss, looked for again
@@ -32,16 +33,19 @@ impl Applier<'_> {
         }
         let stored = self.stored_proposals(rows.iter().map(|r| r.proposal.external_id.clone()).collect()).await?;
         let ids: Vec<i64> = stored.values().map(|p| p.id).collect();
-        let with_actions: BTreeSet<i64> = proposal_action::Entity::find()
+        // Which of them hold actions, and by which decoder: those decoded by this one keep
+        // them; those of an older decoder get the new answer (same raw values, decoded anew).
+        let held: Vec<(i64, i32)> = proposal_action::Entity::find()
             .select_only()
             .column(proposal_action::Column::ProposalId)
+            .column(proposal_action::Column::DecoderVersion)
             .filter(proposal_action::Column::ProposalId.is_in(ids))
-            .distinct()
-            .into_tuple::<i64>()
+            .filter(proposal_action::Column::Position.eq(0))
+            .into_tuple()
             .all(self.txn)
-            .await?
-            .into_iter()
-            .collect();
+            .await?;
+        let current: BTreeSet<i64> = held.iter().filter(|(_, v)| *v >= DECODER_VERSION).map(|(id, _)| *id).collect();
+        let older: BTreeSet<i64> = held.iter().filter(|(_, v)| *v < DECODER_VERSION).map(|(id, _)| *id).collect();
         let mut done = BTreeSet::new();
         let mut models = Vec::new();
         let mut misses = Vec::new();
@@ -54,7 +58,7 @@ impl Applier<'_> {
                 ));
                 continue;
             };
-            if with_actions.contains(&proposal.id) || !done.insert(proposal.id) {
+            if current.contains(&proposal.id) || !done.insert(proposal.id) {
                 continue;
             }
             let Some(actions) = &r.actions else {
@@ -84,7 +88,13 @@ impl Applier<'_> {
                 });
             }
         }
-        counts.inserted = models.len() as u64;
+        let (redone, new): (Vec<_>, Vec<_>) = models.iter().partition(|m| older.contains(m.proposal_id.as_ref()));
+        (counts.inserted, counts.updated) = (new.len() as u64, redone.len() as u64);
+        let replaced: Vec<i64> = older.intersection(&done).copied().collect();
+        proposal_action::Entity::delete_many()
+            .filter(proposal_action::Column::ProposalId.is_in(replaced))
+            .exec(self.txn)
+            .await?;
         let found: Vec<i64> = done.iter().copied().collect();
         proposal_action_miss::Entity::delete_many()
             .filter(proposal_action_miss::Column::ProposalId.is_in(found))
