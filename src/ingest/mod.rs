@@ -55,6 +55,9 @@ pub struct Resume {
     /// The open on-chain proposals' stored actions and latest kept simulation, by external id
     /// (only those with stored actions): what simulating them needs.
     pub simulation_inputs: HashMap<String, crate::store::staging::SimulationInput>,
+    /// The block from which the governor's lifecycle logs are read again, once, for proposals
+    /// stored before lifecycles were kept (`staging::lifecycle_history_from`).
+    pub lifecycle_history_from: Option<u64>,
 }
 
 /// Where a connector puts what it fetched: staging, in batches.
@@ -276,7 +279,14 @@ async fn fetch(
         SourceKind::Onchain => crate::store::staging::simulation_inputs(db, &dao.id, &open_proposals).await?,
         _ => HashMap::new(),
     };
-    let resume = Resume { position, open_proposals, created_blocks, without_actions, simulation_inputs };
+    let lifecycle_history_from = match kind {
+        SourceKind::Onchain => {
+            crate::store::staging::lifecycle_history_from(db, &dao.id).await?.and_then(|b| u64::try_from(b).ok())
+        }
+        _ => None,
+    };
+    let resume =
+        Resume { position, open_proposals, created_blocks, without_actions, simulation_inputs, lifecycle_history_from };
     let upstream = Upstream::new(policy.clone());
     let mut sink = Sink::new(db, run_id, kind);
     let watermark = match kind {

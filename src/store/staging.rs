@@ -279,6 +279,17 @@ pub struct ProposalSimulationRecord {
     pub result: String,
 }
 
+/// The governor's lifecycle logs of a DAO read from `from` through `through` (blocks read
+/// before lifecycles were kept, once): applied as the DAO's marker, so the history is not read
+/// again even for proposals it found no log of (an OpenZeppelin proposal canceled on the
+/// timelock itself has none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleHistoryRecord {
+    pub dao_id: String,
+    pub from: i64,
+    pub through: i64,
+}
+
 /// One staged record. The variant order is the application order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -295,6 +306,7 @@ pub enum Record {
     ProposalActions(ProposalActionsRecord),
     ProposalExecution(ProposalExecutionRecord),
     ProposalSimulation(ProposalSimulationRecord),
+    LifecycleHistory(LifecycleHistoryRecord),
 }
 
 impl Record {
@@ -317,12 +329,14 @@ impl Record {
             Record::ProposalExecution(_) => 10,
             // After the proposals (and their new states) they belong to.
             Record::ProposalSimulation(_) => 11,
+            // After the lifecycles it read.
+            Record::LifecycleHistory(_) => 12,
         }
     }
 
     /// Every stage the publication applies, in order: a record staged with a stage outside it
     /// would never be applied, so staging refuses one (see `stage`).
-    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=11;
+    pub const STAGES: std::ops::RangeInclusive<i32> = 0..=12;
 
     pub fn dao_id(&self) -> &str {
         match self {
@@ -338,6 +352,7 @@ impl Record {
             Record::ProposalActions(r) => &r.dao_id,
             Record::ProposalExecution(r) => &r.dao_id,
             Record::ProposalSimulation(r) => &r.dao_id,
+            Record::LifecycleHistory(r) => &r.dao_id,
         }
     }
 }
@@ -570,6 +585,43 @@ pub async fn simulation_inputs(
         }
     }
     Ok(inputs)
+}
+
+/// The settings key marking that `dao_id`'s lifecycle history (the governor's queue, execution
+/// and cancellation logs before they were kept) has been read.
+pub fn lifecycle_history_key(dao_id: &str) -> String {
+    format!("lifecycle_history_read:{dao_id}")
+}
+
+/// The block from which `dao_id`'s governor logs must be read again for lifecycles, once: the
+/// creation block of the oldest on-chain proposal that is queued, executed, canceled or expired
+/// and has no lifecycle stored (stored before lifecycles were kept). `None` when there is none,
+/// or the history was read already.
+pub async fn lifecycle_history_from(db: &impl ConnectionTrait, dao_id: &str) -> Result<Option<i64>, DbErr> {
+    use sea_orm::sea_query::{ExprTrait, Query};
+
+    use super::entities::proposal::{Column as P, Entity as Proposals};
+    use super::entities::{proposal_execution as execution, setting};
+    if setting::Entity::find_by_id(lifecycle_history_key(dao_id)).one(db).await?.is_some() {
+        return Ok(None);
+    }
+    let kept = Query::select()
+        .expr(Expr::val(1))
+        .from(execution::Entity)
+        .and_where(Expr::col((execution::Entity, execution::Column::ProposalId)).equals((Proposals, P::Id)))
+        .to_owned();
+    let states = [ProposalState::Queued, ProposalState::Executed, ProposalState::Canceled, ProposalState::Expired];
+    Proposals::find()
+        .select_only()
+        .column_as(P::BlockNumber.min(), "from")
+        .filter(P::DaoId.eq(dao_id))
+        .filter(P::Source.eq(ProposalSource::Onchain))
+        .filter(P::State.is_in(states))
+        .filter(Expr::exists(kept).not())
+        .into_tuple::<Option<i64>>()
+        .one(db)
+        .await
+        .map(Option::flatten)
 }
 
 /// Actions read per run for proposals stored without them, at most: the rest wait for a later run.

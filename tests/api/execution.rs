@@ -209,6 +209,34 @@ on_both_backends!(execution_lifecycle_is_served_from_the_governors_logs, |backen
     // Again at the same height: nothing new.
     let again = ingest(&db, &registry).await;
     assert_eq!(again.rows_written(), 0, "{again}");
+
+    // 5. A store from before lifecycles were kept: A's lifecycle is not stored, its logs lie in
+    //    blocks earlier runs read. The next run reads those blocks again for these three events,
+    //    once: A's queue and execution come back exactly, served again, and the DAO is marked so
+    //    that the history is not read again (even where it found nothing).
+    use govdata::store::entities::{proposal, proposal_execution, setting};
+    use sea_orm::{ColumnTrait, EntityTrait, ModelTrait, QueryFilter};
+    let stored_a = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .filter(proposal::Column::ExternalId.eq(a_id))
+        .one(&db)
+        .await
+        .unwrap()
+        .expect("A is stored");
+    let kept = proposal_execution::Entity::find_by_id(stored_a.id).one(&db).await.unwrap().expect("A's lifecycle");
+    kept.clone().delete(&db).await.unwrap();
+    let marker = || setting::Entity::find_by_id(govdata::store::staging::lifecycle_history_key(DAO)).one(&db);
+    assert!(marker().await.unwrap().is_none());
+    let report = ingest(&db, &registry).await;
+    assert_eq!(report.proposal_executions.inserted, 1, "A's lifecycle read again: {report}");
+    let read_again = proposal_execution::Entity::find_by_id(stored_a.id).one(&db).await.unwrap();
+    assert_eq!(read_again.as_ref(), Some(&kept), "the same steps, exactly");
+    let d = detail(&app, a_id).await;
+    assert_step(&url, &d["execution"]["executed"], &executed).await;
+    assert!(marker().await.unwrap().is_some(), "the DAO's lifecycle history is marked read");
+    kept.delete(&db).await.unwrap();
+    let report = ingest(&db, &registry).await;
+    assert_eq!(report.proposal_executions.inserted, 0, "the history is read once: {report}");
 });
 
 fn hex_literal(text: &str) -> Vec<u8> {

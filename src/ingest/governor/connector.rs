@@ -103,7 +103,18 @@ impl Connector for GovernorConnector {
             }
         }
         let states = self.stage_proposals(scan.created, updated, span.head, &modes, &mut scan.times, sink).await?;
+        // Lifecycles of proposals stored before they were kept: their blocks read again, once.
+        let history = match resume.lifecycle_history_from {
+            Some(from) if from < span.from => {
+                let blocks = (from, span.from - 1);
+                Some(self.read_lifecycle_history(span.governor, blocks, &mut scan.lifecycles, &mut scan.times).await?)
+            }
+            _ => None,
+        };
         self.stage_lifecycles(std::mem::take(&mut scan.lifecycles), &mut scan.times, sink).await?;
+        if let Some(history) = history {
+            sink.push(history).await?;
+        }
         // What the active, succeeded and queued ones would do, simulated when due.
         if let Some(decoding) = &decoding {
             for (id, input) in &resume.simulation_inputs {

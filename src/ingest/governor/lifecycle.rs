@@ -8,18 +8,28 @@
 //! (Compound's Timelock: 14 days); OpenZeppelin's TimelockController has none, and its call
 //! reverts. It is read at the latest block, as the governor's own `state()` reads it when it
 //! decides `Expired`, once per run that read a queue.
+//!
+//! Proposals stored before lifecycles were kept (migration 28) have their logs in blocks an
+//! earlier run read: those blocks are read again once per DAO, for these three events only
+//! (`read_lifecycle_history`), and a marker staged with what they held keeps them from being
+//! read again.
 use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, B256, U256};
 use serde_json::json;
 
-use super::abi::{GRACE_PERIODCall, timelockCall};
+use alloy_sol_types::SolEvent;
+
+use super::abi::{GRACE_PERIODCall, ProposalCanceled, ProposalExecuted, ProposalQueued, timelockCall};
 use super::actions::reverted;
-use super::rpc::BlockTimes;
+use super::block_ranges::BlockRanges;
+use super::rpc::{BlockTimes, u64_of};
 use super::{GovernorConnector, lower};
 use crate::contract::vocabulary::ProposalSource;
 use crate::ingest::Sink;
-use crate::store::staging::{ChainPlace, ProposalExecutionRecord, ProposalRef, QueuedRecord, Record};
+use crate::store::staging::{
+    ChainPlace, LifecycleHistoryRecord, ProposalExecutionRecord, ProposalRef, QueuedRecord, Record,
+};
 
 /// Where one log of the lifecycle is: its block and transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +84,59 @@ impl GovernorConnector {
             .await?;
         }
         Ok(())
+    }
+
+    /// Reads the governor's lifecycle logs in blocks `from..=to` (read by earlier runs, before
+    /// lifecycles were kept) into `lifecycles`, keeping what the run's own scan found, and returns
+    /// the record that marks the DAO's history read.
+    pub(super) async fn read_lifecycle_history(
+        &self,
+        governor: Address,
+        (from, to): (u64, u64),
+        lifecycles: &mut BTreeMap<U256, Lifecycle>,
+        times: &mut BlockTimes,
+    ) -> anyhow::Result<Record> {
+        let topics =
+            [ProposalQueued::SIGNATURE_HASH, ProposalExecuted::SIGNATURE_HASH, ProposalCanceled::SIGNATURE_HASH];
+        let mut ranges = BlockRanges::new(from, to, self.source.block_range);
+        while let Some((start, end)) = ranges.next() {
+            let logs = match self.logs_of(&[governor], &topics, start, end).await {
+                Ok(logs) => logs,
+                Err(e) => {
+                    ranges.refused(e)?;
+                    continue;
+                }
+            };
+            for log in logs.into_iter().filter(|l| !l.removed) {
+                let block = u64_of(log.block_number)?;
+                if let Some(seconds) = log.block_timestamp {
+                    times.note(block, seconds)?;
+                }
+                let step = Step { block, tx: log.transaction_hash.unwrap_or_default() };
+                let (topics, data) = (log.topics.iter().copied(), &log.data);
+                match log.topics.first().copied() {
+                    Some(t) if t == ProposalQueued::SIGNATURE_HASH => {
+                        let e = ProposalQueued::decode_raw_log(topics, data)?;
+                        lifecycles.entry(e.proposalId).or_default().queued.get_or_insert((step, e.etaSeconds));
+                    }
+                    Some(t) if t == ProposalExecuted::SIGNATURE_HASH => {
+                        let id = ProposalExecuted::decode_raw_log(topics, data)?.proposalId;
+                        lifecycles.entry(id).or_default().executed.get_or_insert(step);
+                    }
+                    Some(t) if t == ProposalCanceled::SIGNATURE_HASH => {
+                        let id = ProposalCanceled::decode_raw_log(topics, data)?.proposalId;
+                        lifecycles.entry(id).or_default().canceled.get_or_insert(step);
+                    }
+                    _ => {}
+                }
+            }
+            ranges.read(end);
+        }
+        Ok(Record::LifecycleHistory(LifecycleHistoryRecord {
+            dao_id: self.dao_id.clone(),
+            from: from as i64,
+            through: to as i64,
+        }))
     }
 
     async fn place(&self, step: Step, times: &mut BlockTimes) -> anyhow::Result<ChainPlace> {

@@ -12,7 +12,7 @@ use sea_orm::DbErr;
 use super::Applier;
 use crate::store::entities::proposal_execution;
 use crate::store::publish::Touched;
-use crate::store::staging::{ChainPlace, ProposalExecutionRecord};
+use crate::store::staging::{ChainPlace, LifecycleHistoryRecord, ProposalExecutionRecord};
 use crate::store::upsert::{Changes, TableCounts, stored, upsert};
 
 impl Applier<'_> {
@@ -60,6 +60,26 @@ impl Applier<'_> {
         upsert::<proposal_execution::Entity>(self.txn, changes.rows, &[proposal_execution::Column::ProposalId], None)
             .await?;
         Ok(changes.counts)
+    }
+
+    /// Marks each DAO whose lifecycle history was read, in the publication that applied what
+    /// it found: bookkeeping of ingestion, served nowhere.
+    pub(super) async fn lifecycle_histories(&self, rows: &[LifecycleHistoryRecord]) -> Result<(), DbErr> {
+        use sea_orm::EntityTrait;
+        use sea_orm::sea_query::OnConflict;
+
+        use crate::store::entities::setting;
+        for r in rows {
+            let row = setting::ActiveModel {
+                key: sea_orm::Set(crate::store::staging::lifecycle_history_key(&r.dao_id)),
+                value: sea_orm::Set(format!("{}..={}", r.from, r.through)),
+            };
+            setting::Entity::insert(row)
+                .on_conflict(OnConflict::column(setting::Column::Key).update_column(setting::Column::Value).to_owned())
+                .exec_without_returning(self.txn)
+                .await?;
+        }
+        Ok(())
     }
 }
 

@@ -317,6 +317,7 @@ impl Applier<'_> {
         let mut actions = Vec::new();
         let mut executions = Vec::new();
         let mut simulations = Vec::new();
+        let mut histories = Vec::new();
         for record in records {
             match record {
                 Record::Proposal(r) => proposals.push(*r),
@@ -331,6 +332,7 @@ impl Applier<'_> {
                 Record::ProposalActions(r) => actions.push(r),
                 Record::ProposalExecution(r) => executions.push(r),
                 Record::ProposalSimulation(r) => simulations.push(r),
+                Record::LifecycleHistory(r) => histories.push(r),
             }
         }
         let touched = &mut report.touched;
@@ -355,6 +357,7 @@ impl Applier<'_> {
         add(&mut report.proposal_executions, executions);
         let simulated = self.proposal_simulations(&simulations, &mut report.skipped, &mut report.touched).await?;
         add(&mut report.proposal_simulations, simulated);
+        self.lifecycle_histories(&histories).await?;
         Ok(())
     }
 
