@@ -24,16 +24,20 @@
 //!
 //! 6. **Decoding** (`--decode`, issue 47): proposal actions decoded per second, one call and
 //!    batches of 50, as ingestion decodes them (`decode`).
+//! 7. **Simulation** (`--simulate`, issue 47): one proposal's simulated execution with revm over
+//!    state read from a local anvil, for the governor tests' scenario (`simulate`).
 //!
 //! ```sh
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release -- synth
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release --bin bench -- --history-events 1000000
 //! cargo run --release --bin bench -- --decode
+//! cargo run --release --bin bench -- --simulate
 //! ```
 mod decode;
 mod export;
 mod history;
+mod simulate;
 
 use std::time::{Duration, Instant};
 
@@ -85,6 +89,10 @@ struct Args {
     /// Measure only the decoding of proposal actions at ingestion (no store is opened).
     #[arg(long)]
     decode: bool,
+    /// Measure only the simulation of proposals on a local anvil (no store is opened; needs
+    /// Node.js and `npm ci` in tests/chain).
+    #[arg(long)]
+    simulate: bool,
 }
 
 #[tokio::main]
@@ -92,6 +100,9 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if args.decode {
         return decode::run();
+    }
+    if args.simulate {
+        return simulate::run().await;
     }
     let db = store::connect(&args.database_url).await.context("opening the store")?;
     let backend = store::backend_name(&db);

@@ -34,6 +34,7 @@ mod votes;
 
 pub use connector::GovernorConnector;
 pub use proposals::{CHOICES, ORIGIN};
+pub use simulate::PreparedSimulation;
 
 /// An address as records hold it: lowercase 0x hex.
 fn lower(a: Address) -> String {

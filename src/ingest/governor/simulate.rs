@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+use anyhow::Context as _;
 use revm::context::TxEnv;
 use revm::context_interface::result::{EVMError, ExecResultAndState, ExecutionResult};
 use revm::database::CacheDB;
@@ -57,6 +58,13 @@ use crate::ingest::{Sink, UpstreamError};
 use crate::rules::actions::simulation::{self, ActionRun, Outcome, RawLog, RevertInfo, Simulation};
 use crate::rules::actions::{self, Known, ProposedAction, Revert};
 use crate::store::staging::{ProposalRef, ProposalSimulationRecord, Record, SimulationInput};
+
+/// What `prepare_simulation` read: the decoding context and the safe block's header.
+pub struct PreparedSimulation {
+    decoding: Decoding,
+    header: Header,
+    safe: u64,
+}
 
 /// One proposal the run may simulate: its state as the governor sees it now, its actions, and
 /// its latest kept simulation (block, state).
@@ -270,6 +278,32 @@ impl GovernorConnector {
             .await?;
         }
         Ok(())
+    }
+
+    /// What a run reads once before simulating at `safe`: the executor (with the registry's
+    /// ABIs) and the safe block's header. With `simulate_prepared`, one simulation outside a run,
+    /// as `bench --simulate` measures it.
+    pub async fn prepare_simulation(&self, safe: u64) -> anyhow::Result<PreparedSimulation> {
+        let governor = self.source.governor.parse::<Address>().context("the registry's governor address")?;
+        let decoding = self.decoding(governor).await?;
+        let header: Option<Header> = self.rpc("eth_getBlockByNumber", json!([format!("{safe:#x}"), false])).await?;
+        let header = header.with_context(|| format!("block {safe} is unknown to the node"))?;
+        Ok(PreparedSimulation { decoding, header, safe })
+    }
+
+    /// One proposal's simulation, as a run makes it for each due proposal (`simulate_due`),
+    /// including the state it reads from the node: a node that cannot be read is an error,
+    /// anything else is the simulation (a failed one says why).
+    pub async fn simulate_prepared(
+        &self,
+        prepared: &PreparedSimulation,
+        proposed: Vec<ProposedAction>,
+    ) -> anyhow::Result<Simulation> {
+        match self.simulate(proposed, &prepared.decoding, prepared.safe, &prepared.header).await {
+            Ok(s) => Ok(s),
+            Err(Stop::Unreachable(e)) => Err(anyhow::anyhow!("the node could not be read: {e}")),
+            Err(Stop::Failed(why)) => Ok(failed(why, prepared.safe, prepared.decoding.base.executor, 0)),
+        }
     }
 
     /// One proposal's execution, on a blocking thread.
