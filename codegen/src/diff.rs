@@ -98,6 +98,7 @@ rules! {
     SecurityAdded = "security-added", Breaking;
     SecurityAlternativeRemoved = "security-alternative-removed", Breaking;
     ResponseEnumValueAdded = "response-enum-value-added", Breaking;
+    ExtensibleEnumValueRemoved = "extensible-enum-value-removed", Breaking;
     ResponseFormatAdded = "response-format-added", Warning;
     ResponseHeaderRemoved = "response-optional-header-removed", Warning;
     ErrorStatusRemoved = "response-error-status-removed", Warning;
@@ -116,6 +117,7 @@ rules! {
     ResponsePropertyAdded = "response-property-added", Harmless;
     OptionalRequestPropertyAdded = "optional-request-property-added", Harmless;
     RequestEnumValueAdded = "request-enum-value-added", Harmless;
+    ExtensibleEnumValueAdded = "extensible-enum-value-added", Harmless;
     ResponseEnumValueRemoved = "response-enum-value-removed", Harmless;
     RequestConstraintLoosened = "request-constraint-loosened", Harmless;
     StatusAdded = "response-status-added", Harmless;
@@ -621,6 +623,64 @@ impl<'a> Differ<'a> {
 
     fn enumeration(&mut self, at: &str, o: &Shape, n: &Shape, dir: Dir) {
         let list = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+        // An open list (`x-extensible-enum`) promises its known values, in both directions: a
+        // client may rely on each to keep its meaning. A value added to it is what the list is
+        // for; one removed (or a closed list that drops a value the open one promised) breaks.
+        if let Some(old) = &o.extensible {
+            let now: Option<&BTreeSet<String>> = n.extensible.as_ref().or(n.enumeration.as_ref());
+            let removed: BTreeSet<String> = match now {
+                Some(now) => old.difference(now).cloned().collect(),
+                None => BTreeSet::new(),
+            };
+            if !removed.is_empty() {
+                self.report(
+                    Rule::ExtensibleEnumValueRemoved,
+                    at,
+                    format!("no longer a known value: {}", list(&removed)),
+                );
+            }
+        }
+        if let (Some(old), Some(new)) = (&o.extensible, &n.extensible) {
+            let added: BTreeSet<String> = new.difference(old).cloned().collect();
+            if !added.is_empty() {
+                self.report(
+                    Rule::ExtensibleEnumValueAdded,
+                    at,
+                    format!("known values added to the open list: {}", list(&added)),
+                );
+            }
+            return;
+        }
+        if let (Dir::Response, Some(old), None, Some(new)) = (dir, &o.enumeration, &n.enumeration, &n.extensible) {
+            // The one deliberate release that opens a closed list: every value may now be
+            // answered, which a strict client of the closed list refuses (breaking, accepted on
+            // purpose by `codegen release`).
+            let added: BTreeSet<String> = new.difference(old).cloned().collect();
+            let removed: BTreeSet<String> = old.difference(new).cloned().collect();
+            self.report(
+                Rule::ResponseEnumValueAdded,
+                at,
+                format!(
+                    "the closed list {} became an open list (x-extensible-enum): any value may be answered",
+                    list(old)
+                ),
+            );
+            if !added.is_empty() {
+                self.report(
+                    Rule::ExtensibleEnumValueAdded,
+                    at,
+                    format!("known values added to the open list: {}", list(&added)),
+                );
+            }
+            if !removed.is_empty() {
+                self.report(
+                    Rule::ExtensibleEnumValueRemoved,
+                    at,
+                    format!("no longer a known value: {}", list(&removed)),
+                );
+            }
+            return;
+        }
         match (dir, &o.enumeration, &n.enumeration) {
             (Dir::Request, None, Some(new)) => self.report(
                 Rule::RequestEnumValueRemoved,
@@ -868,6 +928,9 @@ pub(crate) struct Shape {
     pub(crate) default: Option<Value>,
     /// JSON texts of the allowed values.
     pub(crate) enumeration: Option<BTreeSet<String>>,
+    /// JSON texts of the known values of an open list (`x-extensible-enum`): any string is
+    /// valid, and these are the values a release promises to keep.
+    pub(crate) extensible: Option<BTreeSet<String>>,
     pub(crate) pattern: Option<String>,
     pub(crate) min_length: Option<usize>,
     pub(crate) max_length: Option<usize>,
@@ -1030,6 +1093,9 @@ impl Shape {
             },
         };
         shape.nullable |= data.nullable;
+        if let Some(Value::Array(known)) = data.extensions.get("x-extensible-enum") {
+            shape.extensible = texts(known);
+        }
         if data.default.is_some() {
             shape.default.clone_from(&data.default);
         }

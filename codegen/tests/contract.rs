@@ -86,6 +86,14 @@ fn request_only_kind<'a>(old: &mut Value, new: &'a mut Value) -> &'a mut Vec<Val
 
 type Edit = fn(&mut Value, &mut Value);
 
+/// `IngestionStatus` (answered only) as an open list of its values.
+fn open_status(doc: &mut Value) -> &mut Value {
+    let status = schema(doc, "IngestionStatus");
+    let values = status.as_object_mut().unwrap().remove("enum").unwrap();
+    status["x-extensible-enum"] = values;
+    status
+}
+
 /// `(rule, where it must be reported (a substring), edit of (old, new))`, both starting as the
 /// real v1 document.
 const CASES: &[(Rule, &str, Edit)] = &[
@@ -281,6 +289,14 @@ const CASES: &[(Rule, &str, Edit)] = &[
     (Rule::ResponseEnumValueRemoved, "data.items[].status", |_, n| {
         schema(n, "IngestionStatus")["enum"].as_array_mut().unwrap().retain(|v| v != "registry_only")
     }),
+    (Rule::ExtensibleEnumValueAdded, "data.items[].status", |o, n| {
+        open_status(o);
+        open_status(n)["x-extensible-enum"].as_array_mut().unwrap().push(json!("paused"));
+    }),
+    (Rule::ExtensibleEnumValueRemoved, "data.items[].status", |o, n| {
+        open_status(o);
+        open_status(n)["x-extensible-enum"].as_array_mut().unwrap().retain(|v| v != "registry_only");
+    }),
     (Rule::RequestConstraintLoosened, "GET /v1/activity › query parameter `kind`", |o, n| {
         request_only_kind(o, n);
         param(n, "/v1/activity", "kind")["schema"].as_object_mut().unwrap().remove("enum");
@@ -351,6 +367,26 @@ fn a_new_response_enum_value_breaks_and_a_new_request_enum_value_does_not() {
         verdict(&|_, n| schema(n, "ActivityKind")["enum"].as_array_mut().unwrap().push(json!("vote_changed")));
     assert!(breaking, "`ActivityKind` is answered too");
     assert_eq!(rules, BTreeSet::from([Rule::RequestEnumValueAdded, Rule::ResponseEnumValueAdded]));
+}
+
+// Issue 48: a closed answered list opened once, on purpose (breaking: accepted by `codegen
+// release`), then grows harmlessly; a known value it drops breaks again.
+#[test]
+fn an_open_list_grows_harmlessly_once_opened() {
+    let base = real_v1();
+    let report = |old: &Value, new: &Value| {
+        let report = diff(&doc(old), &doc(new));
+        (report.is_breaking(), report.changes.iter().map(|c| c.rule).collect::<BTreeSet<Rule>>())
+    };
+    let mut opened = base.clone();
+    open_status(&mut opened);
+    assert_eq!(report(&base, &opened), (true, BTreeSet::from([Rule::ResponseEnumValueAdded])));
+    let mut grown = opened.clone();
+    schema(&mut grown, "IngestionStatus")["x-extensible-enum"].as_array_mut().unwrap().push(json!("paused"));
+    assert_eq!(report(&opened, &grown), (false, BTreeSet::from([Rule::ExtensibleEnumValueAdded])));
+    let mut shrunk = grown.clone();
+    schema(&mut shrunk, "IngestionStatus")["x-extensible-enum"].as_array_mut().unwrap().retain(|v| v != "paused");
+    assert_eq!(report(&grown, &shrunk), (true, BTreeSet::from([Rule::ExtensibleEnumValueRemoved])));
 }
 
 #[test]

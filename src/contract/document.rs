@@ -232,6 +232,14 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{EVENTS_AND_SIGNALS_WINDOW_DAYS}}", limits::EVENTS_AND_SIGNALS_WINDOW.max_days.to_string()),
         ("{{PROPOSALS_AND_HISTORY_WINDOW_DAYS}}", limits::PROPOSALS_AND_HISTORY_WINDOW.max_days.to_string()),
         ("{{FEED_RETENTION_DAYS}}", super::feed::FEED_RETENTION.max_days.to_string()),
+        (
+            "{{VOTING_ENDS_SOON_HORIZONS}}",
+            super::feed::VOTING_ENDS_SOON_HORIZONS
+                .iter()
+                .map(|h| super::feed::horizon_text(*h))
+                .collect::<Vec<_>>()
+                .join(" or "),
+        ),
         ("{{NOTABLE_VOTE_PERCENT}}", percent(super::events::NOTABLE_VOTE_MIN_SHARE)),
         ("{{NOTABLE_DELEGATION_PERCENT}}", percent(super::events::NOTABLE_DELEGATION_MIN_SHARE)),
         ("{{EVIDENCE_EVENTS}}", lookup::EVIDENCE_EVENTS.to_string()),
@@ -308,6 +316,9 @@ fn fill_placeholders(value: &mut Value, table: &[(&'static str, String)]) {
 
 fn finish(version: Version, doc: &mut Value, prices: Prices) {
     collapse_described_refs(doc);
+    if version == Version::V2 {
+        open_vocabularies(doc);
+    }
     fill_placeholders(doc, &placeholders());
     assert!(!doc.to_string().contains("{{"), "an unknown placeholder in a {version:?} description");
     doc["info"]["description"] = Value::String(info_description(version));
@@ -574,6 +585,127 @@ fn constrain_v2_bodies(doc: &mut Value) {
                 property.extend(extra.clone());
             }
         }
+    }
+}
+
+/// The vocabularies v2 publishes open (issue 48): the feed's kinds and the event and activity
+/// kinds it mirrors grow with the product, and a new value of a closed response enum breaks
+/// strict generated clients. Each becomes a string whose known values are listed
+/// (`x-extensible-enum`, the convention of Zalando's API guidelines that SDK generators read as a
+/// plain string) and described, with the rule a client follows for a value it does not know.
+///
+/// What a client sends stays closed: a filter names only the values this release knows, and the
+/// server refuses any other with a problem naming it. So parameters and request bodies refer to a
+/// closed copy, `<Name>Filter`, and only what the server answers refers to the open list.
+fn open_vocabularies(doc: &mut Value) {
+    use poem_openapi::types::Type;
+    let open: [(String, Vec<(&'static str, String)>); 3] = [
+        (super::feed::FeedKind::name().into_owned(), super::feed::FeedKind::described()),
+        (super::events::EventKind::name().into_owned(), super::events::EventKind::described()),
+        (super::events::ActivityKind::name().into_owned(), super::events::ActivityKind::described()),
+    ];
+    let request_components = request_body_components(doc);
+    for (name, described) in open {
+        let filter = format!("{name}Filter");
+        let Some(closed) = doc["components"]["schemas"].get(&name).cloned() else { continue };
+        let what = closed["description"].as_str().unwrap_or_default().to_owned();
+        let mut filter_schema = closed.clone();
+        filter_schema["description"] = Value::String(format!(
+            "{what}\n\nA value a request may name: the values this release knows (`{name}` lists what each \
+             means). Any other value is refused with a problem naming it."
+        ));
+        let known: Vec<&str> = described.iter().map(|(value, _)| *value).collect();
+        let listed: Vec<String> = described
+            .iter()
+            .map(
+                |(value, meaning)| {
+                    if meaning.is_empty() { format!("- `{value}`") } else { format!("- `{value}`: {meaning}") }
+                },
+            )
+            .collect();
+        doc["components"]["schemas"][&name] = json!({
+            "type": "string",
+            "description": format!(
+                "{what}\n\n{OPEN_LIST_RULE}\n\nKnown values:\n{}",
+                listed.join("\n")
+            ),
+            "x-extensible-enum": known,
+        });
+        doc["components"]["schemas"][&filter] = filter_schema;
+        let (from, to) = (format!("#/components/schemas/{name}"), format!("#/components/schemas/{filter}"));
+        if let Some(paths) = doc["paths"].as_object_mut() {
+            for op in paths.values_mut().flat_map(|item| item.as_object_mut().into_iter().flat_map(|m| m.values_mut()))
+            {
+                if let Some(parameters) = op.get_mut("parameters") {
+                    retarget(parameters, &from, &to);
+                }
+            }
+        }
+        for component in &request_components {
+            if let Some(schema) = doc["components"]["schemas"].get_mut(component) {
+                retarget(schema, &from, &to);
+            }
+        }
+    }
+}
+
+/// The rule an open vocabulary states, in the documents, the CHANGELOG and llms.txt alike.
+pub const OPEN_LIST_RULE: &str = "An open list: a later release may add values without notice (never remove one). A \
+     client must accept a value it does not know, and ignore the entry it belongs to (or show the value as it \
+     is); it must not fail.";
+
+/// The components a request body reaches (through `$ref`s, at any depth): the schemas only
+/// requests carry.
+fn request_body_components(doc: &Value) -> Vec<String> {
+    fn refs(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(members) => {
+                if let Some(name) =
+                    members.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/"))
+                {
+                    out.push(name.to_owned());
+                }
+                members.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    for op in doc["paths"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values())
+        .filter_map(Value::as_object)
+        .flat_map(|m| m.values())
+    {
+        refs(&op["requestBody"], &mut found);
+    }
+    let mut i = 0;
+    while i < found.len() {
+        let mut more = Vec::new();
+        refs(&doc["components"]["schemas"][&found[i]], &mut more);
+        for name in more {
+            if !found.contains(&name) {
+                found.push(name);
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Every `$ref` to `from` under `value` points to `to` instead.
+fn retarget(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::Object(members) => {
+            if members.get("$ref").and_then(Value::as_str) == Some(from) {
+                members.insert("$ref".to_owned(), Value::String(to.to_owned()));
+            }
+            members.values_mut().for_each(|v| retarget(v, from, to));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| retarget(v, from, to)),
+        _ => {}
     }
 }
 

@@ -41,30 +41,32 @@ vocabulary! {
     }
 }
 
-/// What an activity entry is: one of the event kinds, or a curated signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Enum)]
-#[oai(rename_all = "snake_case")]
-pub enum ActivityKind {
-    /// A proposal was created.
-    ProposalCreated,
-    /// Voting on a proposal opened.
-    VotingStarted,
-    /// A notable vote was cast (see the `vote_cast` event kind for the rule).
-    VoteCast,
-    /// Voting on a proposal ended.
-    ProposalClosed,
-    /// An on-chain proposal was queued.
-    ProposalQueued,
-    /// An on-chain proposal was executed.
-    ProposalExecuted,
-    /// A proposal was canceled.
-    ProposalCanceled,
-    /// A forum topic was opened.
-    ForumTopicCreated,
-    /// A delegation changed.
-    DelegationChanged,
-    /// A curated signal fired (close race, quorum at risk, ...); `signalKind` and `severity` say which.
-    Signal,
+vocabulary! {
+    /// What an activity entry is: one of the event kinds, or a curated signal.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    ActivityKind ("activity kind") {
+        /// A proposal was created.
+        ProposalCreated = "proposal_created",
+        /// Voting on a proposal opened.
+        VotingStarted = "voting_started",
+        /// A notable vote was cast (see the `vote_cast` event kind for the rule).
+        VoteCast = "vote_cast",
+        /// Voting on a proposal ended.
+        ProposalClosed = "proposal_closed",
+        /// An on-chain proposal was queued.
+        ProposalQueued = "proposal_queued",
+        /// An on-chain proposal was executed.
+        ProposalExecuted = "proposal_executed",
+        /// A proposal was canceled.
+        ProposalCanceled = "proposal_canceled",
+        /// A forum topic was opened.
+        ForumTopicCreated = "forum_topic_created",
+        /// A delegation changed.
+        DelegationChanged = "delegation_changed",
+        /// A curated signal fired (close race, quorum at risk, ...); `signalKind` and `severity` say which.
+        Signal = "signal",
+    }
 }
 
 impl ActivityKind {
@@ -80,11 +82,6 @@ impl ActivityKind {
             EventKind::ForumTopicCreated => Self::ForumTopicCreated,
             EventKind::DelegationChanged => Self::DelegationChanged,
         }
-    }
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        self.event_kind().map_or("signal", EventKind::as_str)
     }
 
     /// The event kind behind this activity kind; `None` for `signal`.

@@ -47,6 +47,12 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
         paths::document(Version::V2, Format::Json),
         paths::of(PathKind::Docs(None)),
     );
+    let _ = writeln!(
+        out,
+        "- Kinds in v2 are open lists (`x-extensible-enum`): a feed entry's, a governance event's and an activity \
+         entry's `kind`. {}",
+        super::document::OPEN_LIST_RULE
+    );
     let _ = write!(
         out,
         "\n## MCP\n\n\

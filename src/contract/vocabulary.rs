@@ -20,16 +20,23 @@ pub struct UnknownValue {
 }
 
 macro_rules! vocabulary {
-    ($(#[$meta:meta])* $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident ($what:literal) { $($(#[doc = $vdoc:literal])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $name {
-            $($(#[$vmeta])* $variant),+
+            $($(#[doc = $vdoc])* $variant),+
         }
 
         impl $name {
             /// Every value, in declaration order.
             pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// Every value's text with its description (the variant's doc comment, its lines
+            /// joined), in declaration order: what a document lists for an open vocabulary.
+            pub fn described() -> Vec<(&'static str, String)> {
+                let doc = |lines: &[&str]| lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+                vec![$(($text, doc(&[$($vdoc),*]))),+]
+            }
 
             /// The text the value is stored and served as.
             pub const fn as_str(self) -> &'static str {

@@ -360,6 +360,7 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
         .sum::<usize>();
     assert_eq!(listed, lines, "no line without an operation");
     assert!(text.contains("(https://api.govdata.test/v1/meta/pricing)"));
+    assert!(text.contains(govdata::contract::document::OPEN_LIST_RULE), "llms.txt states the open kinds' rule");
 });
 
 // The 3.1 renditions state the same operations as the 3.0 documents, every schema in JSON Schema
@@ -406,4 +407,62 @@ fn strip_schemas(v: &mut Value) {
         Value::Array(a) => a.iter_mut().for_each(strip_schemas),
         _ => {}
     }
+}
+
+// Issue 48, item 0: the kinds a v2 answer carries are open lists (`x-extensible-enum`) that list
+// and describe every value this release knows and state the rule for the others; what a request
+// names stays a closed enum; v1's enums are untouched.
+#[test]
+fn v2_answers_carry_open_kinds_and_requests_closed_ones() {
+    use govdata::contract::{
+        document::OPEN_LIST_RULE,
+        events::{ActivityKind, EventKind},
+        feed::FeedKind,
+    };
+    let v2: Value = serde_json::from_str(&generated("v2.json")).unwrap();
+    let v1: Value = serde_json::from_str(&generated("v1.json")).unwrap();
+    let schemas = &v2["components"]["schemas"];
+    let open: [(&str, Vec<(&str, String)>); 3] = [
+        ("FeedKind", FeedKind::described()),
+        ("EventKind", EventKind::described()),
+        ("ActivityKind", ActivityKind::described()),
+    ];
+    for (name, described) in open {
+        let schema = &schemas[name];
+        assert_eq!(schema["type"], "string", "{name}: {schema}");
+        assert!(schema.get("enum").is_none(), "{name} is open in v2: {schema}");
+        let known: Vec<&str> = described.iter().map(|(v, _)| *v).collect();
+        assert_eq!(schema["x-extensible-enum"], serde_json::json!(known), "{name}");
+        let text = schema["description"].as_str().unwrap();
+        assert!(text.contains(OPEN_LIST_RULE), "{name} states the rule: {text}");
+        for (value, meaning) in &described {
+            assert!(text.contains(&format!("- `{value}`")), "{name} lists `{value}`: {text}");
+            assert!(!meaning.is_empty(), "{name}.{value} is described");
+        }
+        assert!(!text.contains("{{"), "placeholders filled: {text}");
+        let filter = &schemas[format!("{name}Filter")];
+        assert_eq!(filter["enum"], serde_json::json!(known), "{name}Filter is the closed list");
+        // v1 keeps its closed enum.
+        if let Some(v1_schema) = v1["components"]["schemas"].get(name) {
+            assert!(v1_schema.get("x-extensible-enum").is_none() && v1_schema.get("enum").is_some(), "v1 {name}");
+        }
+    }
+    let feed_kinds = FeedKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>();
+    for new in ["voting_ends_soon", "voting_ended", "quorum_reached", "proposal_executable"] {
+        assert!(feed_kinds.contains(&new), "{new} is a feed kind");
+    }
+    // Requests refer to the closed lists, answers to the open ones.
+    let param_schema = |path: &str, name: &str| {
+        let params = v2["paths"][path]["get"]["parameters"].as_array().unwrap();
+        params.iter().find(|p| p["name"] == name).unwrap()["schema"].clone()
+    };
+    assert_eq!(param_schema("/v2/feed", "kinds")["items"]["$ref"], "#/components/schemas/FeedKindFilter");
+    assert_eq!(param_schema("/v2/stream", "kinds")["items"]["$ref"], "#/components/schemas/FeedKindFilter");
+    assert_eq!(param_schema("/v2/events", "kind")["$ref"], "#/components/schemas/EventKindFilter");
+    assert_eq!(param_schema("/v2/activity", "kind")["$ref"], "#/components/schemas/ActivityKindFilter");
+    assert_eq!(schemas["WebhookCreate"]["properties"]["kinds"]["items"]["$ref"], "#/components/schemas/FeedKindFilter");
+    assert_eq!(schemas["FeedEntry"]["properties"]["kind"]["$ref"], "#/components/schemas/FeedKind");
+    assert_eq!(schemas["GovernanceEvent"]["properties"]["kind"]["$ref"], "#/components/schemas/EventKind");
+    assert_eq!(schemas["ActivityEntry"]["properties"]["kind"]["$ref"], "#/components/schemas/ActivityKind");
+    assert_eq!(schemas["Webhook"]["properties"]["kinds"]["items"]["$ref"], "#/components/schemas/FeedKind");
 }
