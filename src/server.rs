@@ -91,6 +91,7 @@ pub async fn bind(
     let serving = edge::serving::ServingWatch::start(nodes.clone()).await?;
     let shutdown = Shutdown::default();
     let Writers { live, schedule } = start_writers(&db, &settings, &serving, &shutdown)?;
+    spawn_timed_entries(db.clone(), serving.clone(), shutdown.clone());
     if let Some(every) = settings.repack_every
         && db.get_database_backend() == sea_orm::DbBackend::Postgres
     {
@@ -279,6 +280,48 @@ impl edge::live::Refresh for Ingestion {
 /// Checks `votes`' indexes every `every` and rebuilds the loose ones (`store::repack`), until the
 /// server drains. A rebuild in progress is abandoned with the task: its connection closes, the
 /// server ends the build within a second, and the next check drops the half-built copy.
+/// The timed entries' scheduler (issue 48): every serving process looks for the moments that
+/// time alone made due (a voting start, a deadline near or passed, an ETA passed) and publishes
+/// them, at most `TIMED_ENTRY_TICK` after each, sooner when it knows the next moment is nearer.
+/// Publications take turns and each moment is keyed (`store::moments`): any number of processes
+/// feed each moment once, and one that was down catches up on its first look.
+///
+/// A new revision (an ingestion may have brought a nearer moment: a proposal starting or ending
+/// soon) wakes it for a look before its wait is over.
+fn spawn_timed_entries(db: DatabaseConnection, serving: Arc<edge::serving::ServingWatch>, shutdown: Shutdown) {
+    use crate::store::timed;
+    let mut revisions = serving.subscribe();
+    tokio::spawn(async move {
+        loop {
+            let now = crate::contract::time::now_ms();
+            let look = async {
+                if let Some(published) = timed::publish_due(&db, now).await? {
+                    tracing::info!(revision = published.revision_id, "timed entries published");
+                    serving.poke();
+                }
+                timed::wait_ms(&db, crate::contract::time::now_ms()).await
+            };
+            let wait = tokio::select! {
+                waited = look => match waited {
+                    Ok(ms) => ms,
+                    Err(e) => {
+                        tracing::warn!("timed entries: {e}; looking again in a tick");
+                        crate::contract::feed::TIMED_ENTRY_TICK.as_millis() as i64
+                    }
+                },
+                () = shutdown.begun() => return,
+            };
+            // A moment due now is published on the next look; never spin faster than 100 ms.
+            let wait = std::time::Duration::from_millis(u64::try_from(wait).unwrap_or(0).max(100));
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                changed = revisions.changed() => if changed.is_err() { return },
+                () = shutdown.begun() => return,
+            }
+        }
+    });
+}
+
 fn spawn_repack(db: DatabaseConnection, every: std::time::Duration, shutdown: Shutdown) {
     use crate::store::repack;
     tokio::spawn(async move {

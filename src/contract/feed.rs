@@ -21,7 +21,9 @@ use super::vocabulary::vocabulary;
 
 vocabulary! {
     /// What a feed entry reports: a governance event (new, or its facts corrected upstream, then
-    /// `correction` is true), or a curated signal raised, changed or cleared.
+    /// `correction` is true), a curated signal raised, changed or cleared, a notable delegation
+    /// change, or a proposal's moment (`moment`: a voting deadline near or passed, its quorum
+    /// reached, its ETA passed), the timed ones written at their moment.
     #[derive(Enum)]
     #[oai(rename_all = "snake_case")]
     FeedKind ("feed kind") {
@@ -50,10 +52,52 @@ vocabulary! {
         SignalChanged = "signal_changed",
         /// A signal's rule stopped holding; the entry shows the signal as it last stood.
         SignalCleared = "signal_cleared",
+        /// Voting on a proposal ends within `moment.horizon` ({{VOTING_ENDS_SOON_HORIZONS}} before
+        /// `moment.votingEndsAt`): written at that moment, while voting is still open.
+        VotingEndsSoon = "voting_ends_soon",
+        /// A proposal's voting end (`moment.votingEndsAt`) passed: written at that moment. The final
+        /// tally follows as `proposal_closed` once the source reports it.
+        VotingEnded = "voting_ended",
+        /// An open proposal's counted votes reached its quorum, counted as its counting mode counts
+        /// (`moment.quorum`, `moment.quorumVotes`): written by the first publication that shows it.
+        QuorumReached = "quorum_reached",
+        /// A queued proposal's ETA passed (`moment.executableAt`): it can be executed now. For
+        /// governors with a timelock.
+        ProposalExecutable = "proposal_executable",
+    }
+}
+
+/// The horizons of `voting_ends_soon`: an entry when this long is left before a proposal's
+/// voting end, one per horizon, longest first.
+pub const VOTING_ENDS_SOON_HORIZONS: [std::time::Duration; 2] =
+    [std::time::Duration::from_secs(24 * 3_600), std::time::Duration::from_secs(3_600)];
+
+/// A timed entry (`voting_started`, `voting_ends_soon`, `voting_ended`, `proposal_executable`)
+/// is written at most this long after its moment: the scheduler inside `serve` looks for due
+/// moments this often, and sooner when it knows the next one is nearer.
+pub const TIMED_ENTRY_TICK: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How far back a moment that was missed (every process down, or a proposal stored after its
+/// moment passed) is still written: a process that comes back catches up on the moments of the
+/// last day, in order; an older moment is history, not an alert, and is not fed.
+pub const TIMED_ENTRY_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(24 * 3_600);
+
+/// `PT24H`, `PT1H`: a horizon as the entries show it (ISO 8601).
+pub fn horizon_text(horizon: std::time::Duration) -> String {
+    let s = horizon.as_secs();
+    match (s / 3_600, s % 3_600 / 60, s % 60) {
+        (h, 0, 0) => format!("PT{h}H"),
+        (0, m, 0) => format!("PT{m}M"),
+        _ => format!("PT{s}S"),
     }
 }
 
 impl FeedKind {
+    /// The kinds of a proposal's moments (`moment`): made by time or a threshold, not by an
+    /// event or a signal.
+    pub const MOMENTS: &'static [Self] =
+        &[Self::VotingEndsSoon, Self::VotingEnded, Self::QuorumReached, Self::ProposalExecutable];
+
     /// The kind of an entry reporting an event of `kind`.
     pub const fn of_event(kind: EventKind) -> Self {
         match kind {
@@ -327,7 +371,7 @@ mod tests {
             assert_eq!(FeedKind::of_event(k).as_str(), k.as_str());
         }
         let signals = [FeedKind::SignalRaised, FeedKind::SignalChanged, FeedKind::SignalCleared];
-        assert_eq!(FeedKind::ALL.len(), EventKind::ALL.len() + signals.len());
+        assert_eq!(FeedKind::ALL.len(), EventKind::ALL.len() + signals.len() + FeedKind::MOMENTS.len());
         assert!(signals.iter().all(|k| k.as_str().starts_with("signal_")));
     }
 }

@@ -47,6 +47,8 @@ pub struct Changes {
     pub signals: Vec<(FeedKind, signal::Model)>,
     /// Notable delegation changes the publication appended, in chain order.
     pub delegations: Vec<delegation_change::Model>,
+    /// The proposals' moments the publication fed (`store::moments`), in order.
+    pub moments: Vec<super::moments::Due>,
 }
 
 /// What an entry reports, as published.
@@ -59,6 +61,9 @@ pub enum FeedBody {
     Signal { record: SignalRecord },
     /// A notable delegation change (`contract::events::NOTABLE_DELEGATION_MIN_SHARE`).
     Delegation { change: DelegationChangeRecord },
+    /// A proposal's moment (`store::moments`): a deadline near or passed, its quorum reached, its
+    /// ETA passed.
+    Moment { moment: super::moments::MomentRecord },
 }
 
 /// An entry as read.
@@ -114,6 +119,17 @@ pub async fn append<C: ConnectionTrait>(
             (event.dao_id.clone(), kind, item, FeedBody::Event { event, correction })
         });
         written += insert(db, revision, entries.collect()).await?;
+    }
+    let entries: Vec<_> = changes
+        .moments
+        .iter()
+        .map(|d| {
+            let body = FeedBody::Moment { moment: d.moment.clone() };
+            (d.moment.dao_id.clone(), d.kind, d.moment.proposal_key.clone(), body)
+        })
+        .collect();
+    for chunk in entries.chunks(CHUNK) {
+        written += insert(db, revision, chunk.to_vec()).await?;
     }
     let records = super::signals::with_subjects(db, changes.signals.iter().map(|(_, s)| s.clone()).collect()).await?;
     let entries: Vec<_> = changes

@@ -207,12 +207,50 @@ pub async fn publish_appended<C>(
 where
     C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
 {
+    publish_at(db, Some(run_id), summary, scope, delegations_above, now_ms()).await
+}
+
+/// The `settings` key a writer without a run writes first on SQLite (its value: when).
+const RUNLESS_TURN: &str = "runless_publication_ms";
+
+/// A writer without an ingestion run (the timed entries' scheduler) takes the publications'
+/// turn: PostgreSQL's advisory lock, and on SQLite a first write, which takes its write lock
+/// (as an ingestion run's first write does) before anything is read.
+pub async fn take_writers_turn(txn: &DatabaseTransaction) -> Result<(), DbErr> {
+    take_turn(txn).await?;
+    if txn.get_database_backend() != sea_orm::DbBackend::Postgres {
+        use super::entities::setting;
+        let row = setting::ActiveModel { key: Set(RUNLESS_TURN.to_owned()), value: Set(now_ms().to_string()) };
+        setting::Entity::insert(row)
+            .on_conflict(
+                sea_orm::sea_query::OnConflict::column(setting::Column::Key)
+                    .update_column(setting::Column::Value)
+                    .to_owned(),
+            )
+            .exec_without_returning(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// [`publish_appended`] at `now` (epoch ms), for run `run_id` or, with `None`, for no run (a
+/// publication of what time alone made due).
+pub async fn publish_at<C>(
+    db: &C,
+    run_id: Option<i64>,
+    summary: &str,
+    scope: &Scope,
+    delegations_above: Option<i64>,
+    now: i64,
+) -> Result<data_revision::Model, DbErr>
+where
+    C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
+{
     let txn = db.begin().await?;
     // Publications take turns (ingestion took its turn already: the lock is re-entrant), so that
     // feed sequences commit in the order they were drawn and a reader that has seen sequence N
     // will never see a smaller one appear later.
     take_turn(&txn).await?;
-    let now = now_ms();
     let touched = match scope {
         Scope::All => None,
         Scope::Touched(t) => Some(t),
@@ -245,7 +283,7 @@ where
     let revision = data_revision::ActiveModel {
         published_ms: Set(now),
         data_as_of_ms: Set(newest_watermark(&txn).await?.unwrap_or(now)),
-        run_id: Set(Some(run_id)),
+        run_id: Set(run_id),
         summary: Set(summary.to_owned()),
         // Counted once the revision's rows are all written (`count_rows` below).
         voters: Set(0),
@@ -266,10 +304,16 @@ where
         Some(voters) => exec(&txn, &count_rows(true, false), vec![revision.id.into(), voters.into()]).await?,
         None => exec(&txn, &count_rows(false, false), vec![revision.id.into()]).await?,
     };
-    exec(&txn, LINK_RUN, vec![revision.id.into(), run_id.into()]).await?;
+    if let Some(run_id) = run_id {
+        exec(&txn, LINK_RUN, vec![revision.id.into(), run_id.into()]).await?;
+    }
     let revision = data_revision::Entity::find_by_id(revision.id).one(&txn).await?.ok_or_else(|| {
         DbErr::RecordNotFound(format!("revision {} vanished inside its own transaction", revision.id))
     })?;
+    // The moments due now, and the quorums the touched proposals reached (keyed with this
+    // revision: fed once, by the first publication after them).
+    let quorum_scope: Option<Vec<i64>> = touched.map(|t| t.proposals.iter().chain(&t.voted).copied().collect());
+    fed.moments = super::moments::derive(&txn, now, quorum_scope.as_deref(), revision.id).await?;
     // The outbox: what this revision changed, committed with it or not at all.
     super::feed::append(&txn, &revision, &fed).await?;
     super::feed::prune(&txn, now).await?;

@@ -187,6 +187,19 @@ on_both_backends!(execution_lifecycle_is_served_from_the_governors_logs, |backen
     assert!(now >= eta, "A can execute now: chain time {now}, ETA {eta}");
     assert_eq!(d["execution"]["executableAt"], timestamp(eta));
     assert!(d["execution"]["executableAt"].as_str().unwrap() <= timestamp(now).as_str());
+    // Its ETA passed: `proposal_executable` is fed once, at the first look after the ETA (the
+    // scheduler's, here on the chain's clock; or a publication's, had the wall clock passed it).
+    let eta_ms = eta as i64 * 1000;
+    govdata::store::timed::publish_due(&db, eta_ms + 1000).await.unwrap();
+    assert_eq!(govdata::store::timed::publish_due(&db, eta_ms + 5000).await.unwrap(), None, "fed once");
+    app.sync().await;
+    let (status, page) = app.get_json("/v2/feed?kinds=proposal_executable").await;
+    assert_eq!(status, 200, "{page}");
+    let fed = page["data"]["items"].as_array().unwrap();
+    assert_eq!(fed.len(), 1, "{page}");
+    let moment = &fed[0]["moment"];
+    assert_eq!(moment["externalId"], a_id, "{moment}");
+    assert_eq!((&moment["eta"], &moment["executableAt"]), (&a["eta"], &json!(timestamp(eta))), "{moment}");
 
     // 4. Anyone executes A (the timelock's executor role is open): executed, with its transaction.
     let execute = executeCall {

@@ -41,6 +41,7 @@ mod replicas;
 mod signals;
 mod store_sockets;
 mod stream;
+mod timed_entries;
 mod v2_daos;
 mod v2_lists;
 mod v2_snapshots;

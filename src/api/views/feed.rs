@@ -1,6 +1,7 @@
-//! Feed entries as `/v2/feed` shows them: the event or signal as the revision that changed it
-//! published it.
+//! Feed entries as `/v2/feed` shows them: the event, signal, delegation change or proposal
+//! moment as the revision that changed it published it.
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use poem_openapi::{Object, types::ToJSON};
@@ -12,14 +13,17 @@ use crate::api::views::{
     signal::Signal,
 };
 use crate::contract::errors::Problem;
-use crate::contract::feed::FeedKind;
+use crate::contract::feed::{FeedKind, horizon_text};
 use crate::contract::time::Timestamp;
+use crate::contract::vocabulary::ProposalSource;
 use crate::push::dispatch::RenderEntries;
 use crate::push::hub::{Frame, RenderFrames};
 use crate::store::feed::{FeedBody, FeedRecord};
+use crate::store::moments::MomentRecord;
 
-/// One change, as published: a governance event (new, or corrected upstream) or a signal raised,
-/// changed or cleared.
+/// One change, as published: a governance event (new, or corrected upstream), a signal raised,
+/// changed or cleared, a notable delegation change, or a proposal's moment (a voting deadline
+/// near or passed, its quorum reached, its ETA passed).
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", skip_serializing_if_is_none, example)]
 pub struct FeedEntry {
@@ -44,6 +48,58 @@ pub struct FeedEntry {
     /// {{NOTABLE_DELEGATION_PERCENT}}% of the token's supply, as
     /// `/v2/daos/{daoId}/notable-delegations` shows it.
     pub delegation: Option<DelegationChange>,
+    /// The proposal and the moment the entry marks, for `voting_ends_soon`, `voting_ended`,
+    /// `quorum_reached` and `proposal_executable`.
+    pub moment: Option<ProposalMoment>,
+}
+
+/// A proposal's moment: a voting deadline near or passed, its quorum reached, its ETA passed.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+pub struct ProposalMoment {
+    /// The proposal (`GET /v2/proposals/{proposalKey}`).
+    pub proposal_key: String,
+    pub source: ProposalSource,
+    /// The proposal's id at its source (a Snapshot id, or the governor's proposal id).
+    pub external_id: String,
+    pub title: String,
+    /// The proposal at its source (Snapshot, Tally, a block explorer), where known.
+    pub url: Option<String>,
+    /// The moment the entry marks (RFC 3339 UTC): the voting end minus the horizon (not before
+    /// the voting start), the voting end, the publication that counted the quorum reached, or the
+    /// ETA.
+    pub at: Timestamp,
+    /// When voting ends (RFC 3339 UTC).
+    pub voting_ends_at: Option<Timestamp>,
+    /// `voting_ends_soon`: how long before the end the entry is due (ISO 8601: {{VOTING_ENDS_SOON_HORIZONS}}).
+    pub horizon: Option<String>,
+    /// `quorum_reached`: the quorum, exact, in the proposal's voting-power unit.
+    pub quorum: Option<String>,
+    /// `quorum_reached`: the votes that count toward the quorum as the counting mode counts, exact.
+    pub quorum_votes: Option<String>,
+    /// `proposal_executable`: the ETA as the governor's `ProposalQueued` carried it (seconds, exact).
+    pub eta: Option<String>,
+    /// `proposal_executable`: from when it can be executed (RFC 3339 UTC).
+    pub executable_at: Option<Timestamp>,
+}
+
+impl ProposalMoment {
+    fn of(kind: FeedKind, m: MomentRecord) -> Self {
+        Self {
+            proposal_key: m.proposal_key,
+            source: m.source,
+            external_id: m.external_id,
+            title: m.title,
+            url: m.url,
+            at: Timestamp::from_ms(m.at_ms),
+            voting_ends_at: m.end_ms.map(Timestamp::from_ms),
+            horizon: m.horizon_s.and_then(|s| u64::try_from(s).ok()).map(|s| horizon_text(Duration::from_secs(s))),
+            quorum: m.quorum,
+            quorum_votes: m.quorum_votes,
+            eta: m.eta,
+            executable_at: (kind == FeedKind::ProposalExecutable).then(|| Timestamp::from_ms(m.at_ms)),
+        }
+    }
 }
 
 impl FeedEntry {
@@ -63,6 +119,7 @@ impl FeedEntry {
                 event: None,
                 signal: None,
                 delegation: None,
+                moment: None,
             };
             match r.body {
                 FeedBody::Event { event, correction } => {
@@ -75,6 +132,9 @@ impl FeedEntry {
                 }
                 FeedBody::Delegation { change } => {
                     heads.push(Self { delegation: Some(change_item(change)), ..head });
+                }
+                FeedBody::Moment { moment } => {
+                    heads.push(Self { moment: Some(ProposalMoment::of(r.kind, moment)), ..head });
                 }
             }
         }
@@ -145,6 +205,7 @@ impl poem_openapi::types::Example for FeedEntry {
             event: Some(event),
             signal: None,
             delegation: None,
+            moment: None,
         }
     }
 }

@@ -18,7 +18,8 @@ pub struct Model {
     pub published_ms: i64,
     pub dao_id: String,
     pub kind: FeedKind,
-    /// The public id of what the entry is about (`ev_…` or `sg_…`).
+    /// The public id of what the entry is about (`ev_…` or `sg_…`; a proposal's moment: the
+    /// proposal's key).
     pub item_id: String,
     /// The event or signal as published (`store::feed::FeedBody`, JSON): later corrections and
     /// clearings are entries of their own and never rewrite this one.

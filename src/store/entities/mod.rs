@@ -9,6 +9,7 @@ pub mod delegation;
 pub mod delegation_change;
 pub mod export_file;
 pub mod feed_entry;
+pub mod feed_moment;
 pub mod forum_post;
 pub mod forum_topic;
 pub mod governance_event;
