@@ -36,6 +36,7 @@ mod m0027_action_misses;
 mod m0028_proposal_executions;
 mod m0029_contract_lookups;
 mod m0031_proposal_simulations;
+mod m0033_subscription_formats;
 
 pub struct Migrator;
 
@@ -73,6 +74,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0028_proposal_executions::Migration),
             Box::new(m0029_contract_lookups::Migration),
             Box::new(m0031_proposal_simulations::Migration),
+            Box::new(m0033_subscription_formats::Migration),
         ]
     }
 }
