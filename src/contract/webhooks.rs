@@ -14,8 +14,15 @@ use poem_openapi::Enum;
 use super::vocabulary::vocabulary;
 
 vocabulary! {
-    /// How a subscription's messages are written. Every format carries the same entries, with
-    /// the same retries, leases and address guard; only the body (and the headers) differ.
+    /// How a subscription's messages are written (`standard_webhooks` when a subscription names
+    /// none): `standard_webhooks`, the entry in a Standard Webhooks message signed with the
+    /// `whsec_` secret; `slack`, a Slack incoming-webhook message (a `text` fallback and Block
+    /// Kit `blocks`); `discord`, a Discord webhook message with one embed and no mention parsed.
+    /// A Slack or Discord message says what happened, the DAO, the proposal with its link here
+    /// and upstream, when voting ends (UTC) and the entry's exact figures, within the service's
+    /// documented length limits (a longer text is cut, with an ellipsis); it is not signed (the
+    /// service's URL is the secret). Every format carries the same entries, with the same
+    /// retries, leases and address guard.
     #[derive(Enum)]
     #[oai(rename_all = "snake_case")]
     WebhookFormat ("webhook format") {

@@ -115,12 +115,7 @@ pub struct WebhookCreate {
     /// Where to post the entries: an `https` URL whose host resolves only to public addresses
     /// (for `slack`, the incoming webhook's URL; for `discord`, the webhook's URL).
     pub url: String,
-    /// How each entry is written (`standard_webhooks` when absent): `standard_webhooks`, the
-    /// entry in a signed Standard Webhooks message; `slack`, a Slack incoming-webhook message
-    /// (`text` and Block Kit `blocks`); `discord`, a Discord webhook message with an embed. A
-    /// Slack or Discord message says what happened, the DAO, the proposal with its link here and
-    /// upstream, when voting ends (UTC) and the entry's exact figures, within the service's
-    /// length limits, and is not signed (its URL is the secret).
+    /// How each entry is written (`standard_webhooks` when absent).
     pub format: Option<WebhookFormat>,
     /// Only entries of these DAOs (every DAO when absent or empty).
     pub dao_ids: Option<Vec<String>>,
