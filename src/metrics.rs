@@ -137,10 +137,11 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         webhook_delivery_latency: histogram(
             &r,
             "webhook_delivery_latency_seconds",
-            "Time from a feed entry's publication (the commit of the publication that wrote it) to the 2xx of the \
-             attempt that delivered it, by the subscription's format (`standard_webhooks`, `slack`, `discord`). \
-             Each message once, at its first successful attempt (the waits of its retries included); not test \
-             messages, nor a message this process counted already (a replay, a duplicate).",
+            "Time from a feed entry's time (its `publishedAt`, stamped as the publication that wrote it starts: \
+             that publication's own work until its commit is counted in) to the 2xx of the attempt that delivered \
+             it, by the subscription's format (`standard_webhooks`, `slack`, `discord`). Each message once, at its \
+             first successful attempt (the waits of its retries included); not test messages, nor a message this \
+             process counted already (a replay, a duplicate).",
             &["format"],
             DELIVERY_BUCKETS,
         ),

@@ -159,9 +159,11 @@ impl<K: std::hash::Hash + Eq + Clone, V> Kept<K, V> {
     }
 }
 
-/// The time an entry's delivery latency is measured from: the commit of the publication that
-/// wrote it (`published_ms`). An entry written at a moment of its own (a timed entry, due at a
-/// proposal's deadline) is measured from that moment, which its publication is.
+/// The time an entry's delivery latency is measured from: its publication's `published_ms`,
+/// stamped as the publication takes its turn to write (its own work until the commit is counted
+/// in: the store keeps no time of the commit itself). Every entry's latency goes through here, so
+/// an entry written at a moment of its own (a timed entry, due at a proposal's deadline) is
+/// measured from that moment by changing this one function.
 fn entry_time(record: &FeedRecord) -> i64 {
     record.published_ms
 }

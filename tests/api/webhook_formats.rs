@@ -188,7 +188,7 @@ on_both_backends!(slack_and_discord_carry_every_entry_within_their_limits, |back
     );
     let text = m["text"].as_str().unwrap();
     assert!(text.contains(HUGE_VP) && text.contains("Voting ended: 2023-11-17 22:13:20 UTC"), "{text}");
-    assert!(figures(Service::Slack, &m).starts_with(&[deadline.clone()]), "{m:#}");
+    assert!(figures(Service::Slack, &m).starts_with(std::slice::from_ref(&deadline)), "{m:#}");
     assert!(figures(Service::Slack, &m).contains(&power), "{m:#}");
     let tail = m["blocks"].as_array().unwrap().last().unwrap()["text"]["text"].as_str().unwrap().to_owned();
     assert!(tail.contains(&format!("<{link}|Open in govdata>")), "{tail}");
