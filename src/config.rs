@@ -144,6 +144,10 @@ pub enum WebhooksCommand {
         kinds: Vec<String>,
         #[arg(long)]
         description: Option<String>,
+        /// How each entry is written: standard_webhooks (signed; the default), slack (an incoming
+        /// webhook's URL) or discord (a Discord webhook's URL).
+        #[arg(long)]
+        format: Option<String>,
     },
     /// Stop deliveries to a subscription (they are kept, and sent when it is enabled again).
     Disable { id: String },

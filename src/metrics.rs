@@ -11,6 +11,13 @@ use prometheus::{
 /// few, a live refresh seconds.
 const LATENCY_BUCKETS: &[f64] =
     &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+/// Webhook delivery latency buckets (seconds), from a publication to a receiver's 2xx: a loopback
+/// receiver answers within milliseconds, a remote one within a second, and a retried delivery
+/// waits the retry schedule (minutes to a day).
+const DELIVERY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1_800.0, 7_200.0,
+    21_600.0, 86_400.0,
+];
 /// Ingestion and publication buckets (seconds).
 const RUN_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0];
 
@@ -31,6 +38,7 @@ pub struct Metrics {
     pub stream_reads: IntCounterVec,
     pub webhook_attempts: IntCounterVec,
     pub webhook_enqueued: IntCounter,
+    pub webhook_delivery_latency: HistogramVec,
     pub refusals: IntCounterVec,
     pub ingest_runs: IntCounterVec,
     pub ingest_source_seconds: HistogramVec,
@@ -125,6 +133,17 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             &r,
             "webhook_deliveries_enqueued_total",
             "Webhook deliveries this process enqueued (one per feed entry and subscription that wants it).",
+        ),
+        webhook_delivery_latency: histogram(
+            &r,
+            "webhook_delivery_latency_seconds",
+            "Time from a feed entry's time (its `publishedAt`, stamped as the publication that wrote it starts: \
+             that publication's own work until its commit is counted in) to the 2xx of the attempt that delivered \
+             it, by the subscription's format (`standard_webhooks`, `slack`, `discord`). Each message once, at its \
+             first successful attempt (the waits of its retries included); not test messages, nor a message this \
+             process counted already (a replay, a duplicate).",
+            &["format"],
+            DELIVERY_BUCKETS,
         ),
         refusals: counter(
             &r,

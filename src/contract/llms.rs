@@ -86,7 +86,7 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
                 ),
                 Access::Paid(tier) => format!("paid, tier `{}`, {} per call", tier.as_str(), prices.of(tier)),
                 Access::Partner(tier) => format!(
-                    "partner token only, a scope opening tier `{}`; Standard Webhooks deliveries",
+                    "partner token only, a scope opening tier `{}`; Standard Webhooks, Slack or Discord deliveries",
                     tier.as_str()
                 ),
             };

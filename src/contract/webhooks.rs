@@ -9,6 +9,118 @@
 //! space-separated). Deliveries are at least once: a receiver dedupes on `webhook-id`.
 use std::time::Duration;
 
+use poem_openapi::Enum;
+
+use super::vocabulary::vocabulary;
+
+vocabulary! {
+    /// How a subscription's messages are written (`standard_webhooks` when a subscription names
+    /// none): `standard_webhooks`, the entry in a Standard Webhooks message signed with the
+    /// `whsec_` secret; `slack`, a Slack incoming-webhook message (a `text` fallback and Block
+    /// Kit `blocks`); `discord`, a Discord webhook message with one embed and no mention parsed.
+    /// A Slack or Discord message says what happened, the DAO, the proposal with its link here
+    /// and upstream, when voting ends (UTC) and the entry's exact figures, within the service's
+    /// documented length limits (a longer text is cut, with an ellipsis); it is not signed (the
+    /// service's URL is the secret). Every format carries the same entries, with the same
+    /// retries, leases and address guard.
+    #[derive(Enum)]
+    #[oai(rename_all = "snake_case")]
+    WebhookFormat ("webhook format") {
+        /// Standard Webhooks v1.0.0: `{type, timestamp, data}`, `data` the entry as `/v2/feed`
+        /// shows it, signed with the subscription's `whsec_` secret.
+        StandardWebhooks = "standard_webhooks",
+        /// A Slack incoming-webhook message: a `text` fallback and Block Kit `blocks` saying
+        /// what happened, the DAO, the proposal with its links, the voting deadline in UTC and
+        /// the exact figures. Unsigned: the incoming webhook's URL is its secret.
+        Slack = "slack",
+        /// A Discord webhook message: one embed with the same facts, sent with
+        /// `allowed_mentions: {"parse": []}` so no text in it pings anyone. Unsigned: the
+        /// webhook's URL is its secret.
+        Discord = "discord",
+    }
+}
+
+impl WebhookFormat {
+    /// What a subscription is written in when it names no format.
+    pub const DEFAULT: Self = Self::StandardWebhooks;
+
+    /// Whether messages carry the Standard Webhooks headers (`webhook-id`, `-timestamp`,
+    /// `-signature`). Slack and Discord take none: their URL is the secret.
+    pub const fn signed(self) -> bool {
+        matches!(self, Self::StandardWebhooks)
+    }
+}
+
+/// Slack's documented limits for an incoming-webhook message (the service truncates or refuses
+/// past them; a message is rendered within them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlackLimits {
+    /// `text`, in characters (longer text is truncated by Slack: changelog 2018-04).
+    pub text_chars: usize,
+    /// Blocks in one message.
+    pub blocks: usize,
+    /// A section block's `text`, in characters.
+    pub section_text_chars: usize,
+    /// Text objects in a section's `fields`.
+    pub section_fields: usize,
+    /// One of those fields, in characters.
+    pub section_field_chars: usize,
+}
+
+/// Slack's limits: text 40,000 characters, 50 blocks, a section's text 3,000, its fields 10 of
+/// 2,000 each (docs.slack.dev Block Kit reference).
+pub const SLACK_LIMITS: SlackLimits = SlackLimits {
+    text_chars: 40_000,
+    blocks: 50,
+    section_text_chars: 3_000,
+    section_fields: 10,
+    section_field_chars: 2_000,
+};
+
+/// Discord's documented limits for a webhook message with an embed (a message past any of
+/// them is refused with 400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscordLimits {
+    /// `content`, in characters.
+    pub content_chars: usize,
+    pub title_chars: usize,
+    pub description_chars: usize,
+    /// Fields in one embed.
+    pub fields: usize,
+    pub field_name_chars: usize,
+    pub field_value_chars: usize,
+    pub footer_chars: usize,
+    pub author_name_chars: usize,
+    /// Title, description, field names and values, footer and author name together, across
+    /// every embed of the message.
+    pub embed_total_chars: usize,
+}
+
+/// Discord's limits (discord-api-docs, resources/message: embed limits).
+pub const DISCORD_LIMITS: DiscordLimits = DiscordLimits {
+    content_chars: 2_000,
+    title_chars: 256,
+    description_chars: 4_096,
+    fields: 25,
+    field_name_chars: 256,
+    field_value_chars: 1_024,
+    footer_chars: 2_048,
+    author_name_chars: 256,
+    embed_total_chars: 6_000,
+};
+
+/// Discord's JSON error code for a deleted webhook (`404 {"message": "Unknown Webhook", "code":
+/// 10015}`): the destination is gone, and the subscription is disabled.
+pub const DISCORD_UNKNOWN_WEBHOOK: i64 = 10_015;
+/// Discord's JSON error code for a webhook token that is not (or no longer) valid: also gone.
+pub const DISCORD_INVALID_WEBHOOK_TOKEN: i64 = 50_027;
+
+/// Slack's plain-text answers that say an incoming webhook is gone for good, whatever the status
+/// that carries them: removed or disabled (`no_service`, observed), its channel archived
+/// (`channel_is_archived`, 410), its token revoked or posting to it prohibited (`invalid_token`,
+/// `action_prohibited`, 403). A 404 or a 410 from Slack is gone too, whatever its body.
+pub const SLACK_GONE_ANSWERS: &[&str] = &["no_service", "channel_is_archived", "invalid_token", "action_prohibited"];
+
 /// The standard's retry schedule: the delay before each attempt after the previous one failed
 /// (the first attempt goes at once). After the last, the delivery is `failed` and kept; a
 /// replay sends it again.

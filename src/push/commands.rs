@@ -10,7 +10,7 @@ use crate::contract::{
     feed::FeedKind,
     time::{now_ms, rfc3339_ms},
     vocabulary::DaoId,
-    webhooks::WebhookId,
+    webhooks::{WebhookFormat, WebhookId},
 };
 use crate::store::{self, webhooks as subs};
 
@@ -31,20 +31,30 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
     };
     match args.command {
         WebhooksCommand::List { token } => {
-            println!("{:<24} {:>5}  {:<9} {:<12} {:<30} url", "id", "token", "status", "through", "filters");
+            println!(
+                "{:<24} {:>5}  {:<9} {:<17} {:<12} {:<30} url",
+                "id", "token", "status", "format", "through", "filters"
+            );
             for s in subs::list(&db, token).await? {
                 let status = if s.enabled { "enabled" } else { "disabled" };
                 let filters = subs::Filters::of(&s).describe();
+                // The stored text: a format of a newer build is shown as it is.
                 println!(
-                    "{:<24} {:>5}  {status:<9} {:<12} {filters:<30} {}",
-                    s.public_id, s.token_id, s.enqueued_through, s.url
+                    "{:<24} {:>5}  {status:<9} {:<17} {:<12} {filters:<30} {}",
+                    s.public_id, s.token_id, s.format, s.enqueued_through, s.url
                 );
                 if let Some(reason) = &s.disabled_reason {
                     println!("{:<24} disabled: {reason}", "");
                 }
             }
         }
-        WebhooksCommand::Create { token, url, dao, kinds, description } => {
+        WebhooksCommand::Create { token, url, dao, kinds, description, format } => {
+            let format = format
+                .map(|f| {
+                    WebhookFormat::parse(&f)
+                        .map_err(|_| anyhow::anyhow!("unknown format `{f}`; formats are {}", WebhookFormat::choices()))
+                })
+                .transpose()?;
             let parsed = guard::check_url_text(reach, &url).map_err(|e| anyhow::anyhow!("the URL {e}"))?;
             guard::check_url(reach, &*guard::resolver(None), &parsed)
                 .await
@@ -71,13 +81,17 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
                 "no live partner token {token}"
             );
             let target =
-                subs::Target { url: parsed.to_string(), filters: subs::Filters::new(daos, kinds), description };
+                subs::Target { url: parsed.to_string(), filters: subs::Filters::new(daos, kinds), description, format };
             let s = match subs::create(&db, token, &target, now_ms()).await {
                 Ok(s) => s,
                 Err(subs::CreateError::TooMany) => anyhow::bail!("token {token} holds the most webhooks it may"),
                 Err(subs::CreateError::Store(e)) => return Err(e.into()),
             };
-            eprintln!("created webhook {} for token {token}; its secret is shown once:", s.public_id);
+            eprintln!(
+                "created webhook {} ({}) for token {token}; its secret is shown once (it signs only \
+                 standard_webhooks messages):",
+                s.public_id, s.format
+            );
             println!("{}", s.secret);
         }
         WebhooksCommand::Disable { id } => {

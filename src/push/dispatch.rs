@@ -28,13 +28,14 @@ use crate::contract::errors::Problem;
 use crate::contract::time::Timestamp;
 use crate::contract::webhooks::{
     CLAIM_LEASE, ENDPOINT_CONCURRENCY, ID_HEADER, MAX_RETRY_AFTER, SIGNATURE_HEADER, THIN_PAYLOAD_BYTES,
-    TIMESTAMP_HEADER, retry_delay,
+    TIMESTAMP_HEADER, WebhookFormat, retry_delay,
 };
 use crate::metrics::METRICS;
 use crate::store::failures::problem_marking_read_failed;
 use crate::store::feed::FeedRecord;
 use crate::store::webhooks::{self as subscriptions, Subscription};
 
+use super::formats::{self, Chat};
 use super::guard;
 use super::queue::{self, Claimed, Outcome, Verdict};
 use super::sign;
@@ -76,6 +77,10 @@ pub struct Options {
 
 /// Rendered entries kept for the subscriptions that send the same entry (bounded).
 const RENDERED_KEPT: usize = 4_096;
+/// Message ids whose delivery latency this process observed, kept to observe each once.
+const OBSERVED_KEPT: usize = 65_536;
+/// The start of a receiver's answer kept to judge it (Slack's and Discord's errors are short).
+const ANSWER_KEPT_BYTES: usize = 2 * 1024;
 /// Deliveries a subscription's task claims at a time: two rounds of its slots, well within the
 /// lease even when every attempt takes the whole timeout.
 const CLAIM_BATCH: u64 = 2 * ENDPOINT_CONCURRENCY as u64;
@@ -92,6 +97,8 @@ pub struct Dispatcher {
     client: reqwest::Client,
     options: Options,
     rendered: Mutex<Rendered>,
+    /// Messages whose latency was observed (`govdata_webhook_delivery_latency_seconds`).
+    observed: Mutex<Kept<String, ()>>,
     /// The subscription tasks' turns at the queue, written together (see [`Dispatcher::write`]).
     turns: mpsc::Sender<Turn>,
 }
@@ -114,24 +121,51 @@ struct Claims {
 /// Turns written in one transaction at most.
 const TURNS_PER_COMMIT: usize = 256;
 
-/// Rendered messages by feed sequence, the oldest dropped past [`RENDERED_KEPT`].
-#[derive(Default)]
-struct Rendered {
-    by_seq: HashMap<i64, Arc<str>>,
-    order: VecDeque<i64>,
+/// A rendered message of a feed entry.
+#[derive(Clone)]
+struct Message {
+    body: Arc<str>,
+    /// The entry's time ([`entry_time`]): where its delivery latency is measured from.
+    since_ms: i64,
 }
 
-impl Rendered {
-    fn keep(&mut self, seq: i64, message: Arc<str>) {
-        if self.by_seq.insert(seq, message).is_none() {
-            self.order.push_back(seq);
+/// Rendered messages by feed sequence and format.
+type Rendered = Kept<(i64, WebhookFormat), Message>;
+
+/// A bounded map, the oldest key dropped past its bound.
+struct Kept<K, V> {
+    by_key: HashMap<K, V>,
+    order: VecDeque<K>,
+    bound: usize,
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V> Kept<K, V> {
+    fn new(bound: usize) -> Self {
+        Self { by_key: HashMap::new(), order: VecDeque::new(), bound }
+    }
+
+    /// Keeps `value` under `key`; false when the key was kept already (the value replaced).
+    fn keep(&mut self, key: K, value: V) -> bool {
+        let new = self.by_key.insert(key.clone(), value).is_none();
+        if new {
+            self.order.push_back(key);
         }
-        while self.order.len() > RENDERED_KEPT {
+        while self.order.len() > self.bound {
             if let Some(old) = self.order.pop_front() {
-                self.by_seq.remove(&old);
+                self.by_key.remove(&old);
             }
         }
+        new
     }
+}
+
+/// The time an entry's delivery latency is measured from: its publication's `published_ms`,
+/// stamped as the publication takes its turn to write (its own work until the commit is counted
+/// in: the store keeps no time of the commit itself). Every entry's latency goes through here, so
+/// an entry written at a moment of its own (a timed entry, due at a proposal's deadline) is
+/// measured from that moment by changing this one function.
+fn entry_time(record: &FeedRecord) -> i64 {
+    record.published_ms
 }
 
 /// A running subscription task.
@@ -151,9 +185,20 @@ impl Dispatcher {
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> tokio::task::JoinHandle<()> {
         let client = guard::client(options.reach, options.resolver.clone());
+        // Every format's latency is shown from the start (an empty histogram, not a missing one).
+        for format in WebhookFormat::ALL {
+            METRICS.webhook_delivery_latency.with_label_values(&[format.as_str()]);
+        }
         let (turns, queue) = mpsc::channel(TURNS_PER_COMMIT);
-        let dispatcher =
-            Arc::new(Self { db, render, client, options, rendered: Mutex::new(Default::default()), turns });
+        let dispatcher = Arc::new(Self {
+            db,
+            render,
+            client,
+            options,
+            rendered: Mutex::new(Kept::new(RENDERED_KEPT)),
+            observed: Mutex::new(Kept::new(OBSERVED_KEPT)),
+            turns,
+        });
         tokio::spawn(async move {
             tokio::select! {
                 () = dispatcher.clone().supervise(wake) => {}
@@ -229,6 +274,7 @@ impl Dispatcher {
     /// it; wait when nothing is due.
     async fn work(self: Arc<Self>, mut subscription: watch::Receiver<Subscription>, kick: Arc<Notify>) {
         let mut outcomes = Vec::new();
+        let mut warned = false;
         loop {
             // The supervisor dropped the sender: the subscription is no longer active. What was
             // attempted is still recorded.
@@ -237,6 +283,15 @@ impl Dispatcher {
             if outcomes.is_empty() {
                 if gone {
                     return;
+                }
+                // A format a newer build stored: its deliveries wait for a process that knows it
+                // (claimed here, they would fail and be retried for nothing).
+                if let Err(unknown) = subscriptions::format_of(&s) {
+                    if !std::mem::replace(&mut warned, true) {
+                        tracing::warn!(subscription = s.public_id, error = %unknown, "webhooks: not sending this format");
+                    }
+                    self.idle(&kick, None).await;
+                    continue;
                 }
                 // Nothing to record: a turn (a write) only when something is due. An idle
                 // webhook costs one read per wake, and never the writer's lock a publication
@@ -349,7 +404,14 @@ impl Dispatcher {
     }
 
     async fn send_all(&self, s: &Subscription, claimed: Vec<Claimed>) -> Vec<Outcome> {
-        let bodies = self.bodies(&claimed).await;
+        // A format this build does not know (stored by a newer one while these were claimed):
+        // each attempt fails with why, and is retried on the schedule.
+        let format = subscriptions::format_of(s).map_err(|e| format!("not sent: {e}"));
+        let bodies = match &format {
+            Ok(format) => self.bodies(&claimed, *format).await,
+            Err(why) => claimed.iter().map(|_| Err(why.clone())).collect(),
+        };
+        let format = format.unwrap_or(WebhookFormat::DEFAULT);
         let url = reqwest::Url::parse(&s.url);
         stream::iter(claimed.into_iter().zip(bodies))
             .map(|(c, body)| {
@@ -357,18 +419,29 @@ impl Dispatcher {
                 async move {
                     let attempted_ms = self.now();
                     let started = Instant::now();
-                    let (status, error, retry_after) = match (body, url) {
-                        (Ok(body), Ok(url)) => self.attempt(s, &url, &c.msg_id, body).await,
-                        (Err(why), _) => (None, Some(why), None),
-                        (_, Err(e)) => (None, Some(format!("the subscribed URL does not parse: {e}")), None),
+                    let mut since_ms = None;
+                    let judged = match (body, url) {
+                        (Ok(message), Ok(url)) => {
+                            since_ms = c.seq.map(|_| message.since_ms);
+                            self.attempt(s, format, &url, &c.msg_id, message.body).await
+                        }
+                        (Err(why), _) => (None, formats::Judged { error: Some(why), retry_after: None, gone: false }),
+                        (_, Err(e)) => {
+                            let why = format!("the subscribed URL does not parse: {e}");
+                            (None, formats::Judged { error: Some(why), retry_after: None, gone: false })
+                        }
                     };
-                    let verdict = verdict(&c, status, error.is_some(), retry_after, attempted_ms);
+                    let (status, formats::Judged { error, retry_after, gone }) = judged;
+                    let verdict = verdict(&c, status, error.is_some(), retry_after, gone, attempted_ms);
                     let outcome = match verdict {
                         Verdict::Delivered => "delivered",
                         Verdict::RetryAt(_) => "retrying",
                         Verdict::Failed | Verdict::Gone => "failed",
                     };
                     METRICS.webhook_attempts.with_label_values(&[outcome]).inc();
+                    if let (Verdict::Delivered, Some(since)) = (verdict, since_ms) {
+                        self.observe_latency(format, &c.msg_id, since);
+                    }
                     Outcome {
                         claimed: c,
                         attempted_ms,
@@ -384,20 +457,31 @@ impl Dispatcher {
             .await
     }
 
-    /// The body of each claimed delivery: its test payload, or its feed entry as a message (an
-    /// entry no longer kept is an error, recorded as the attempt's).
-    async fn bodies(&self, claimed: &[Claimed]) -> Vec<Result<Arc<str>, String>> {
+    /// Observes the latency of message `msg_id`, delivered now, of an entry of time `since_ms`:
+    /// once per message (a duplicate or a replay of a message this process observed already is
+    /// not observed again: the latency is that of the first successful attempt).
+    fn observe_latency(&self, format: WebhookFormat, msg_id: &str, since_ms: i64) {
+        if !self.observed.lock().keep(msg_id.to_owned(), ()) {
+            return;
+        }
+        let seconds = (self.now() - since_ms).max(0) as f64 / 1_000.0;
+        METRICS.webhook_delivery_latency.with_label_values(&[format.as_str()]).observe(seconds);
+    }
+
+    /// The body of each claimed delivery in `format`: its test payload, or its feed entry as a
+    /// message (an entry no longer kept is an error, recorded as the attempt's).
+    async fn bodies(&self, claimed: &[Claimed], format: WebhookFormat) -> Vec<Result<Message, String>> {
         let missing: Vec<i64> = {
             let kept = self.rendered.lock();
-            claimed.iter().filter_map(|c| c.seq).filter(|seq| !kept.by_seq.contains_key(seq)).collect()
+            claimed.iter().filter_map(|c| c.seq).filter(|seq| !kept.by_key.contains_key(&(*seq, format))).collect()
         };
         let mut failed = None;
         if !missing.is_empty() {
-            match self.render_messages(&missing).await {
+            match self.render_messages(&missing, format).await {
                 Ok(messages) => {
                     let mut kept = self.rendered.lock();
                     for (seq, message) in messages {
-                        kept.keep(seq, message);
+                        kept.keep((seq, format), message);
                     }
                 }
                 Err(problem) => failed = Some(format!("the entry could not be read: {}", problem.detail)),
@@ -407,8 +491,14 @@ impl Dispatcher {
         claimed
             .iter()
             .map(|c| match (&c.payload, c.seq) {
-                (Some(payload), _) => Ok(Arc::from(payload.as_str())),
-                (None, Some(seq)) => kept.by_seq.get(&seq).cloned().ok_or_else(|| {
+                (Some(payload), _) => {
+                    let body = match Chat::of(format) {
+                        None => Arc::from(payload.as_str()),
+                        Some(chat) => Arc::from(formats::test_message(chat, payload)),
+                    };
+                    Ok(Message { body, since_ms: 0 })
+                }
+                (None, Some(seq)) => kept.by_key.get(&(seq, format)).cloned().ok_or_else(|| {
                     failed.clone().unwrap_or_else(|| format!("feed entry {seq} is no longer kept (pruned)"))
                 }),
                 (None, None) => Err("the delivery names no entry".to_owned()),
@@ -416,77 +506,112 @@ impl Dispatcher {
             .collect()
     }
 
-    /// The messages of entries `seqs`: `{type, timestamp, data}`, thin past the size limit.
-    async fn render_messages(&self, seqs: &[i64]) -> Result<Vec<(i64, Arc<str>)>, Problem> {
+    /// The messages of entries `seqs` in `format`: for Standard Webhooks `{type, timestamp,
+    /// data}`, thin past the size limit; for a chat service its message of the same entry,
+    /// with the deadline of the proposal it concerns.
+    async fn render_messages(&self, seqs: &[i64], format: WebhookFormat) -> Result<Vec<(i64, Message)>, Problem> {
         let records = queue::entries(&self.db, seqs).await.map_err(|e| problem_marking_read_failed(&e))?;
-        let heads: Vec<(i64, &'static str, String, i64, i64)> =
-            records.iter().map(|r| (r.seq, r.kind.as_str(), r.dao_id.clone(), r.revision_id, r.published_ms)).collect();
+        let heads: Vec<(i64, &'static str, String, i64, i64, i64)> = records
+            .iter()
+            .map(|r| (r.seq, r.kind.as_str(), r.dao_id.clone(), r.revision_id, r.published_ms, entry_time(r)))
+            .collect();
         let rendered = self.render.render(self.db.clone(), records).await?;
+        let keys: Vec<Option<String>> = match Chat::of(format) {
+            Some(_) => rendered.iter().map(|data| formats::proposal_key(data)).collect(),
+            None => vec![None; rendered.len()],
+        };
+        let deadlines = match Chat::of(format) {
+            Some(_) => {
+                let keys: Vec<String> = keys.iter().flatten().cloned().collect();
+                crate::store::proposals::voting_ends(&self.db, &keys)
+                    .await
+                    .map_err(|e| problem_marking_read_failed(&e))?
+                    .into_iter()
+                    .collect::<HashMap<String, i64>>()
+            }
+            None => HashMap::new(),
+        };
+        let public_url = self.options.public_url.as_str();
         Ok(heads
             .into_iter()
             .zip(rendered)
-            .map(|((seq, kind, dao, revision, published_ms), data)| {
-                let head = Head { seq, kind, dao_id: &dao, revision, published_ms };
-                (seq, Arc::from(head.message(&data, &self.options.public_url)))
+            .zip(keys)
+            .map(|(((seq, kind, dao, revision, published_ms, since_ms), data), key)| {
+                let body = match Chat::of(format) {
+                    None => Head { seq, kind, dao_id: &dao, revision, published_ms }.message(&data, public_url),
+                    Some(chat) => {
+                        let deadline_ms = key.and_then(|k| deadlines.get(&k).copied());
+                        let context = formats::Context { public_url, deadline_ms };
+                        // An entry that cannot be read as JSON is a defect of the renderer; it
+                        // still goes, generically, rather than stalling the queue.
+                        formats::entry_message(chat, &data, context).unwrap_or_else(|why| {
+                            tracing::error!(seq, error = why, "webhooks: an entry could not be rendered");
+                            let head = format!(r#"{{"sequence":"{seq}","kind":"{kind}","daoId":"{dao}"}}"#);
+                            formats::entry_message(chat, &head, context).unwrap_or_default()
+                        })
+                    }
+                };
+                (seq, Message { body: Arc::from(body), since_ms })
             })
             .collect())
     }
 
-    /// One attempt: the status code, or why there was none, and a `Retry-After` in seconds.
+    /// One attempt: the status code, if there was one, and what the answer (or its absence)
+    /// comes to in `format`.
     async fn attempt(
         &self,
         s: &Subscription,
+        format: WebhookFormat,
         url: &reqwest::Url,
         msg_id: &str,
         body: Arc<str>,
-    ) -> (Option<u16>, Option<String>, Option<Duration>) {
+    ) -> (Option<u16>, formats::Judged) {
+        let failed = |why: String| (None, formats::Judged { error: Some(why), retry_after: None, gone: false });
         if let Some(refused) = guard::literal_refused(self.options.reach, url) {
-            return (None, Some(refused.to_string()), None);
+            return failed(refused.to_string());
         }
         if self.options.loopback_only && !guard::names_loopback(url) {
-            let why = "not sent: this server sends only to loopback hosts (GOVDATA_WEBHOOK_LOOPBACK_ONLY)";
-            return (None, Some(why.to_owned()), None);
+            return failed(
+                "not sent: this server sends only to loopback hosts (GOVDATA_WEBHOOK_LOOPBACK_ONLY)".to_owned(),
+            );
         }
-        let now = self.now();
-        let timestamp = now.div_euclid(1_000);
-        let secrets = subscriptions::signing_secrets(s, now);
-        let signature = sign::signature(&secrets, msg_id, timestamp, body.as_bytes());
-        let sent = self
-            .client
-            .post(url.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(ID_HEADER, msg_id)
-            .header(TIMESTAMP_HEADER, timestamp.to_string())
-            .header(SIGNATURE_HEADER, signature)
-            .body(body.to_string())
-            .send()
-            .await;
-        match sent {
+        let mut request = self.client.post(url.clone()).header(reqwest::header::CONTENT_TYPE, "application/json");
+        // Slack and Discord take no Standard Webhooks headers: their URL is the secret.
+        if format.signed() {
+            let now = self.now();
+            let timestamp = now.div_euclid(1_000);
+            let secrets = subscriptions::signing_secrets(s, now);
+            let signature = sign::signature(&secrets, msg_id, timestamp, body.as_bytes());
+            request = request
+                .header(ID_HEADER, msg_id)
+                .header(TIMESTAMP_HEADER, timestamp.to_string())
+                .header(SIGNATURE_HEADER, signature);
+        }
+        match request.body(body.to_string()).send().await {
             Ok(mut answer) => {
                 let status = answer.status();
-                let retry_after = answer
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
+                let retry_after =
+                    answer.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+                // Read up to ANSWER_READ_BYTES (then dropped: the connection stays reusable),
+                // keeping the start to judge.
+                let mut kept = Vec::new();
                 let mut read = 0;
                 while read < ANSWER_READ_BYTES {
                     match answer.chunk().await {
-                        Ok(Some(chunk)) => read += chunk.len(),
+                        Ok(Some(chunk)) => {
+                            read += chunk.len();
+                            let room = ANSWER_KEPT_BYTES.saturating_sub(kept.len());
+                            kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                        }
                         _ => break,
                     }
                 }
                 // The client follows no redirect (one could lead past the guard): a 3xx is a
                 // failed attempt, and its error says why nothing more was sent.
-                let error = match status {
-                    s if s.is_success() => None,
-                    s if s.is_redirection() => Some(format!("the endpoint answered {s}; {REDIRECT_NOT_FOLLOWED}")),
-                    s => Some(format!("the endpoint answered {s}")),
-                };
-                (Some(status.as_u16()), error, retry_after)
+                let answer = formats::Answer { status, retry_after: retry_after.as_deref(), body: &kept };
+                (Some(status.as_u16()), formats::judge(format, answer))
             }
-            Err(err) => (None, Some(describe(err)), None),
+            Err(err) => failed(describe(err)),
         }
     }
 }
@@ -527,11 +652,19 @@ impl Head<'_> {
     }
 }
 
-/// What follows an attempt made at `now_ms` that got `status` (or none).
-fn verdict(c: &Claimed, status: Option<u16>, failed: bool, retry_after: Option<Duration>, now_ms: i64) -> Verdict {
+/// What follows an attempt made at `now_ms` that got `status` (or none), and an answer saying
+/// the destination is `gone` (`formats::judge`).
+fn verdict(
+    c: &Claimed,
+    status: Option<u16>,
+    failed: bool,
+    retry_after: Option<Duration>,
+    gone: bool,
+    now_ms: i64,
+) -> Verdict {
     match status {
         Some(s) if (200..300).contains(&s) && !failed => return Verdict::Delivered,
-        Some(410) => return Verdict::Gone,
+        Some(_) if gone => return Verdict::Gone,
         _ => {}
     }
     let made = c.attempts as usize + 1;
@@ -542,9 +675,6 @@ fn verdict(c: &Claimed, status: Option<u16>, failed: bool, retry_after: Option<D
     };
     Verdict::RetryAt(now_ms + delay.as_millis() as i64)
 }
-
-/// What a 3xx attempt's error adds to its status.
-const REDIRECT_NOT_FOLLOWED: &str = "redirects are not followed";
 
 /// Why a request failed, without its URL (which may carry the receiver's own secret): the
 /// guard's refusal when it refused the address, else the kind of failure and its innermost
@@ -580,19 +710,25 @@ mod tests {
 
     #[test]
     fn verdicts_follow_the_schedule_and_the_receiver() {
-        assert_eq!(verdict(&claimed(0), Some(204), false, None, 0), Verdict::Delivered);
-        assert_eq!(verdict(&claimed(0), Some(500), true, None, 0), Verdict::RetryAt(5_000));
-        assert_eq!(verdict(&claimed(1), None, true, None, 0), Verdict::RetryAt(300_000));
-        assert_eq!(verdict(&claimed(9), Some(500), true, None, 0), Verdict::Failed);
-        assert_eq!(verdict(&claimed(3), Some(410), true, None, 0), Verdict::Gone);
+        assert_eq!(verdict(&claimed(0), Some(204), false, None, false, 0), Verdict::Delivered);
+        assert_eq!(verdict(&claimed(0), Some(500), true, None, false, 0), Verdict::RetryAt(5_000));
+        assert_eq!(verdict(&claimed(1), None, true, None, false, 0), Verdict::RetryAt(300_000));
+        assert_eq!(verdict(&claimed(9), Some(500), true, None, false, 0), Verdict::Failed);
+        assert_eq!(verdict(&claimed(3), Some(410), true, None, true, 0), Verdict::Gone);
+        // Gone is the format's judgement (a Discord 404 with code 10015), not a status.
+        assert_eq!(verdict(&claimed(0), Some(404), true, None, true, 0), Verdict::Gone);
+        assert_eq!(verdict(&claimed(0), Some(404), true, None, false, 0), Verdict::RetryAt(5_000));
         let asked = Some(Duration::from_secs(42));
-        assert_eq!(verdict(&claimed(0), Some(429), true, asked, 0), Verdict::RetryAt(42_000));
+        assert_eq!(verdict(&claimed(0), Some(429), true, asked, false, 0), Verdict::RetryAt(42_000));
         assert_eq!(
-            verdict(&claimed(0), Some(503), true, Some(Duration::from_secs(1 << 40)), 0),
+            verdict(&claimed(0), Some(503), true, Some(Duration::from_secs(1 << 40)), false, 0),
             Verdict::RetryAt(MAX_RETRY_AFTER.as_millis() as i64)
         );
+        // A Discord 429's fractional wait is kept to the millisecond.
+        let fraction = Some(Duration::from_millis(1_500));
+        assert_eq!(verdict(&claimed(0), Some(429), true, fraction, false, 7), Verdict::RetryAt(1_507));
         // A Retry-After on another status is not a request to wait.
-        assert_eq!(verdict(&claimed(0), Some(500), true, asked, 0), Verdict::RetryAt(5_000));
+        assert_eq!(verdict(&claimed(0), Some(500), true, asked, false, 0), Verdict::RetryAt(5_000));
     }
 
     #[test]

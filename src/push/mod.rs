@@ -3,6 +3,8 @@
 //! - `queue`: the delivery queue in the store (enqueue, claim, record, prune);
 //! - `dispatch`: the process's webhook sender, the worker that drains the queue;
 //! - `guard` and `sign`: where a webhook may be sent, and how each message is signed;
+//! - `formats`: Slack and Discord messages rendered from the same entries, and what those
+//!   services answer;
 //! - `hub`: the process's one reader of new feed entries, fanned out to its event streams
 //!   (`GET /v2/stream`);
 //! - `commands`: the operator's `govdata webhooks`.
@@ -12,6 +14,7 @@
 //! handlers (`edge::AppState`). Push imports neither: data flows `store` → `push` → `edge`/`api`.
 pub mod commands;
 pub mod dispatch;
+pub mod formats;
 pub mod guard;
 pub mod hub;
 pub mod queue;

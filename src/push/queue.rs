@@ -312,14 +312,15 @@ pub enum Verdict {
     RetryAt(i64),
     /// No more attempts: the schedule is over, or what was delivered is gone (pruned).
     Failed,
-    /// The receiver answered 410 Gone: the subscription is disabled.
+    /// The receiver said the destination is gone for good (410 Gone, or a Slack or Discord
+    /// answer for a deleted hook): the subscription is disabled.
     Gone,
 }
 
 /// Records the outcomes of `subscription`'s attempts in one transaction: each delivery's state
 /// (only while its claim's lease is still held), each attempt, and the subscription's health:
-/// a success clears `failing_since_ms`; failures for [`DISABLE_AFTER_FAILING`], or a 410,
-/// disable it with the reason. Returns the subscription's disabled reason, if it was disabled.
+/// a success clears `failing_since_ms`; failures for [`DISABLE_AFTER_FAILING`], or an answer
+/// saying the destination is gone, disable it with the reason. Returns the subscription's disabled reason, if it was disabled.
 ///
 /// Call it in a transaction (the sender records the attempts of many webhooks in one, with
 /// their next claims: one commit for all).
@@ -376,10 +377,10 @@ pub async fn record(
             (false, None) => Some(outcomes.iter().map(|o| o.attempted_ms).min().unwrap_or(now_ms)),
         };
         if let Some(o) = gone {
-            disabled = Some(format!(
-                "the endpoint answered 410 Gone at {}",
-                crate::contract::time::Timestamp::from_ms(o.attempted_ms)
-            ));
+            // The answer that said so, as the attempt's error has it (a 410; Slack's and
+            // Discord's answers for a deleted hook: `push::formats::answer`).
+            let answer = o.error.as_deref().unwrap_or("the endpoint answered 410 Gone");
+            disabled = Some(format!("{answer} at {}", crate::contract::time::Timestamp::from_ms(o.attempted_ms)));
         } else if let Some(since) = failing_since
             && now_ms - since >= DISABLE_AFTER_FAILING.as_millis() as i64
         {

@@ -80,6 +80,23 @@ pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<propo
     proposal::Entity::find().filter(proposal::Column::ProposalKey.eq(key)).one(db).await
 }
 
+/// When voting ends on each proposal of `keys` that has an end time, by proposal key (one query on
+/// the unique key; at most a message batch of keys). What a chat message states as the deadline.
+pub async fn voting_ends(db: &impl ConnectionTrait, keys: &[String]) -> Result<Vec<(String, i64)>, DbErr> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(String, Option<i64>)> = proposal::Entity::find()
+        .select_only()
+        .column(proposal::Column::ProposalKey)
+        .column(proposal::Column::EndMs)
+        .filter(proposal::Column::ProposalKey.is_in(keys.iter().map(String::as_str)))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows.into_iter().filter_map(|(key, end)| Some((key, end?))).collect())
+}
+
 /// The latest kept simulation of proposal `proposal_id` (one primary-key range; the latest
 /// block's row, older ones being removed when a newer one is kept).
 pub async fn simulation(

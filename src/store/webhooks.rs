@@ -14,9 +14,9 @@ use sea_orm::{
 use super::entities::webhook_delivery::DeliveryState;
 use super::entities::{webhook_attempt, webhook_delivery, webhook_subscription};
 use crate::contract::feed::FeedKind;
-use crate::contract::vocabulary::DaoId;
+use crate::contract::vocabulary::{DaoId, UnknownValue};
 use crate::contract::webhooks::{
-    MAX_SUBSCRIPTIONS_PER_TOKEN, ROTATION_OVERLAP, SECRET_PREFIX, SUBSCRIPTION_ID_BYTES, WebhookId,
+    MAX_SUBSCRIPTIONS_PER_TOKEN, ROTATION_OVERLAP, SECRET_PREFIX, SUBSCRIPTION_ID_BYTES, WebhookFormat, WebhookId,
 };
 
 pub type Subscription = webhook_subscription::Model;
@@ -27,6 +27,8 @@ pub struct Target {
     pub url: String,
     pub filters: Filters,
     pub description: Option<String>,
+    /// How its messages are written (`None`: [`WebhookFormat::DEFAULT`]).
+    pub format: Option<WebhookFormat>,
 }
 
 /// A change to a subscription: each member set is changed.
@@ -38,6 +40,7 @@ pub struct Change {
     /// `Some(None)` removes the description.
     pub description: Option<Option<String>>,
     pub enabled: Option<bool>,
+    pub format: Option<WebhookFormat>,
 }
 
 /// What a subscription wants of the feed: the entries of these DAOs and of these kinds (an
@@ -101,6 +104,13 @@ impl Filters {
         let or_all = |list: Vec<&str>| if list.is_empty() { "all".to_owned() } else { list.join(",") };
         format!("daos={} kinds={}", or_all(daos.collect()), or_all(kinds.collect()))
     }
+}
+
+/// The format `s` is written in. Text this build does not know (a format a newer build stored)
+/// is an error its caller decides about: the sender leaves such a subscription to the builds
+/// that know it, and the API answers it as every unknown stored value.
+pub fn format_of(s: &Subscription) -> Result<WebhookFormat, UnknownValue> {
+    WebhookFormat::parse(&s.format)
 }
 
 fn split(list: &str) -> impl Iterator<Item = &str> {
@@ -181,6 +191,7 @@ pub async fn create(
         replay_through: Set(None),
         created_ms: Set(now_ms),
         updated_ms: Set(now_ms),
+        format: Set(target.format.unwrap_or(WebhookFormat::DEFAULT).as_str().to_owned()),
         ..Default::default()
     }
     .insert(db)
@@ -233,6 +244,9 @@ pub async fn update(
     }
     if let Some(description) = &change.description {
         row.description = Set(description.clone());
+    }
+    if let Some(format) = change.format {
+        row.format = Set(format.as_str().to_owned());
     }
     match change.enabled {
         Some(true) if !was_enabled => {

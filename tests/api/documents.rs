@@ -329,7 +329,8 @@ on_both_backends!(llms_txt_lists_every_operation_from_the_declarations, |backend
         let surface = &decl.version.prefix()[1..];
         let access = match decl.tier() {
             None if decl.partner_tier().is_some() => {
-                "(partner token only, a scope opening tier `standard`; Standard Webhooks deliveries).".to_owned()
+                "(partner token only, a scope opening tier `standard`; Standard Webhooks, Slack or Discord deliveries)."
+                    .to_owned()
             }
             None => "(free).".to_owned(),
             Some(tier) if decl.streams => format!(

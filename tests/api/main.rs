@@ -48,4 +48,5 @@ mod v2_snapshots;
 mod v2_topics;
 mod vote_lists;
 mod voter_rows;
+mod webhook_formats;
 mod webhooks;

@@ -221,3 +221,30 @@ on_both_backends!(voter_stats_gain_the_float_flag, |backend: Backend| async move
     db.close().await.unwrap();
     assert_eq!(answers(url).await, before, "the migrated store answers as before, flags included");
 });
+
+// Migration 33: a store from before it (webhook subscriptions without a format) gets the column,
+// each subscription in `standard_webhooks`, what it was sent in all along.
+on_both_backends!(webhook_subscriptions_gain_a_format, |backend: Backend| async move {
+    use govdata::contract::webhooks::{WebhookFormat, WebhookId};
+    use govdata::store::webhooks as subscriptions;
+    let url = fresh_database(backend).await;
+    let db = store::connect(&url).await.unwrap();
+    let (token, _) = store::tokens::create(&db, "p", &["v2:paid:standard"], None, 0).await.unwrap();
+    let target = subscriptions::Target { url: "http://127.0.0.1:9/x".into(), ..Default::default() };
+    let made = subscriptions::create(&db, token.id, &target, 0).await.unwrap();
+    let downgrade = [
+        "ALTER TABLE webhook_subscriptions DROP COLUMN format",
+        "DELETE FROM seaql_migrations WHERE version = 'm0033_subscription_formats'",
+    ];
+    db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
+    db.close().await.unwrap();
+
+    let db = store::connect(&url).await.unwrap();
+    let id = WebhookId::parse(&made.public_id).unwrap();
+    let upgraded = subscriptions::get(&db, None, &id).await.unwrap().expect("kept");
+    assert_eq!(subscriptions::format_of(&upgraded), Ok(WebhookFormat::StandardWebhooks));
+    let target = subscriptions::Target { format: Some(WebhookFormat::Discord), ..target };
+    let discord = subscriptions::create(&db, token.id, &target, 0).await.unwrap();
+    assert_eq!(subscriptions::format_of(&discord), Ok(WebhookFormat::Discord));
+    db.close().await.unwrap();
+});

@@ -1,5 +1,5 @@
-//! `/v2/webhooks`: a partner's own subscriptions to the feed, delivered as Standard Webhooks
-//! (`push`), managed with its partner token. The request bodies are read member by member
+//! `/v2/webhooks`: a partner's own subscriptions to the feed, delivered as Standard Webhooks or
+//! as Slack or Discord messages (`push`), managed with its partner token. The request bodies are read member by member
 //! (`contract::body`); the subscriptions live in `store::webhooks`, their deliveries and attempts in `push::queue`.
 use poem::{Request, web::Data};
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, param::Path, param::Query, payload::Json};
@@ -21,7 +21,7 @@ use crate::contract::{
     params::{V2Limit, WebhookIdParam},
     time::{Timestamp, now_ms},
     vocabulary::DaoId,
-    webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES},
+    webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES, WebhookFormat},
 };
 use crate::push::guard::{self, Reach};
 use crate::push::queue;
@@ -43,13 +43,17 @@ pub struct Webhook {
     pub id: String,
     /// Where the entries are posted.
     pub url: String,
+    /// How each entry is written: `standard_webhooks` (signed), `slack` or `discord`.
+    pub format: WebhookFormat,
     /// Only entries of these DAOs (empty: every DAO).
     pub dao_ids: Vec<String>,
     /// Only entries of these kinds (empty: every kind).
     pub kinds: Vec<FeedKind>,
     pub description: Option<String>,
-    /// False when its owner disabled it, its endpoint answered 410 Gone, or every attempt
-    /// failed for days; `disabledReason` says which. Enable it again with `PATCH`.
+    /// False when its owner disabled it, its endpoint said it is gone (410 Gone; for Slack a
+    /// 404, a 410 or `no_service`; for Discord a 404 with code 10015, Unknown Webhook), or every
+    /// attempt failed for days; `disabledReason` says which, with the answer. Enable it again
+    /// with `PATCH`.
     pub enabled: bool,
     pub disabled_reason: Option<String>,
     /// Since when every attempt has failed (absent while attempts succeed).
@@ -64,12 +68,19 @@ pub struct Webhook {
 }
 
 impl Webhook {
-    fn of(s: &Subscription) -> Self {
+    /// `s` as its owner sees it; a format this build does not know (a newer build's) is a
+    /// store defect here, answered as one.
+    fn of(s: &Subscription) -> Result<Self, Problem> {
         let now = now_ms();
         let filters = Filters::of(s);
-        Self {
+        let format = subs::format_of(s).map_err(|e| {
+            tracing::error!(error = %e, webhook = s.public_id, "a stored webhook format this build does not know");
+            Problem::internal()
+        })?;
+        Ok(Self {
             id: s.public_id.clone(),
             url: s.url.clone(),
+            format,
             dao_ids: filters.daos.iter().map(|d| d.as_str().to_owned()).collect(),
             kinds: filters.kinds,
             description: s.description.clone(),
@@ -80,7 +91,7 @@ impl Webhook {
             enqueued_through: s.enqueued_through.to_string(),
             created_at: Timestamp::from_ms(s.created_ms),
             updated_at: Timestamp::from_ms(s.updated_ms),
-        }
+        })
     }
 }
 
@@ -91,7 +102,9 @@ pub struct WebhookWithSecret {
     #[oai(flatten)]
     pub webhook: Webhook,
     /// `whsec_…`: verify each delivery's `webhook-signature` with it (any Standard Webhooks
-    /// library does). Shown only now: keep it; rotate it if it is lost.
+    /// library does). Shown only now: keep it; rotate it if it is lost. Every webhook has one;
+    /// only `standard_webhooks` messages are signed (Slack and Discord take no signature: their
+    /// URL is the secret).
     pub secret: String,
 }
 
@@ -99,8 +112,11 @@ pub struct WebhookWithSecret {
 #[derive(Debug, Clone, PartialEq, Eq, Object)]
 #[oai(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookCreate {
-    /// Where to post the entries: an `https` URL whose host resolves only to public addresses.
+    /// Where to post the entries: an `https` URL whose host resolves only to public addresses
+    /// (for `slack`, the incoming webhook's URL; for `discord`, the webhook's URL).
     pub url: String,
+    /// How each entry is written (`standard_webhooks` when absent).
+    pub format: Option<WebhookFormat>,
     /// Only entries of these DAOs (every DAO when absent or empty).
     pub dao_ids: Option<Vec<String>>,
     /// Only entries of these kinds (every kind when absent or empty).
@@ -114,6 +130,8 @@ pub struct WebhookCreate {
 #[oai(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookUpdate {
     pub url: Option<String>,
+    /// The new format; what is still pending is sent in it.
+    pub format: Option<WebhookFormat>,
     /// The new DAO filter (empty: every DAO).
     pub dao_ids: Option<Vec<String>>,
     /// The new kind filter (empty: every kind).
@@ -140,6 +158,7 @@ impl poem_openapi::types::Example for Webhook {
         Self {
             id: "wh_3f9a1c0b7e5d2a846c1f".to_owned(),
             url: "https://hooks.example.org/govdata".to_owned(),
+            format: WebhookFormat::StandardWebhooks,
             dao_ids: vec!["arbitrum".to_owned()],
             kinds: vec![FeedKind::ProposalCreated, FeedKind::ProposalClosed],
             description: Some("Arbitrum proposals to the delegate bot".to_owned()),
@@ -197,35 +216,49 @@ fn dao_id(value: &Value) -> Result<String, Refusal> {
         .ok_or_else(|| Refusal::new("is not a DAO id", "a `daoId` from GET /v1/daos"))
 }
 
+fn format(value: &Value) -> Result<WebhookFormat, Refusal> {
+    let text = body::string(32)(value)?;
+    WebhookFormat::parse(&text).map_err(|_| Refusal::new("is not a webhook format", WebhookFormat::choices()))
+}
+
 fn kind(value: &Value) -> Result<FeedKind, Refusal> {
     let text = body::string(64)(value)?;
     FeedKind::parse(&text).map_err(|_| Refusal::new("is not a feed kind", FeedKind::choices()))
 }
 
 impl FromBody for WebhookCreate {
-    const MEMBERS: &'static [&'static str] = &["url", "daoIds", "kinds", "description"];
+    const MEMBERS: &'static [&'static str] = &["url", "format", "daoIds", "kinds", "description"];
 
     fn from_body(m: &mut Members) -> Option<Self> {
         let url = m.required("url", body::string(MAX_URL_BYTES));
+        let format = m.optional("format", format);
         let dao_ids = m.each_once("daoIds", MAX_DAO_IDS, dao_id);
         let kinds = m.each_once("kinds", FeedKind::ALL.len(), kind);
         let description = m.optional("description", body::string(MAX_DESCRIPTION_CHARS));
-        Some(Self { url: url?, dao_ids: dao_ids?, kinds: kinds?, description: description? })
+        Some(Self { url: url?, format: format?, dao_ids: dao_ids?, kinds: kinds?, description: description? })
     }
 }
 
 impl FromBody for WebhookUpdate {
-    const MEMBERS: &'static [&'static str] = &["url", "daoIds", "kinds", "description", "enabled"];
+    const MEMBERS: &'static [&'static str] = &["url", "format", "daoIds", "kinds", "description", "enabled"];
 
     fn from_body(m: &mut Members) -> Option<Self> {
         let url = m.optional("url", body::string(MAX_URL_BYTES));
+        let format = m.optional("format", format);
         let dao_ids = m.each_once("daoIds", MAX_DAO_IDS, dao_id);
         let kinds = m.each_once("kinds", FeedKind::ALL.len(), kind);
         // `null` removes the note as `""` does: both are `Some("")` here.
         let description =
             m.nullable("description", body::string(MAX_DESCRIPTION_CHARS)).map(|d| d.map(Option::unwrap_or_default));
         let enabled = m.optional("enabled", body::boolean);
-        Some(Self { url: url?, dao_ids: dao_ids?, kinds: kinds?, description: description?, enabled: enabled? })
+        Some(Self {
+            url: url?,
+            format: format?,
+            dao_ids: dao_ids?,
+            kinds: kinds?,
+            description: description?,
+            enabled: enabled?,
+        })
     }
 }
 
@@ -264,8 +297,8 @@ pub enum AttemptOutcome {
     Delivered,
     /// It failed; `nextAttemptAt` says when the next attempt is.
     Retrying,
-    /// It failed and no attempt follows (the retry schedule is over, the endpoint answered 410
-    /// Gone, or the entry is no longer kept). A replay sends it again.
+    /// It failed and no attempt follows (the retry schedule is over, the endpoint said it is
+    /// gone, or the entry is no longer kept). A replay sends it again.
     Failed,
 }
 
@@ -401,6 +434,12 @@ impl Api {
     /// ones: order by `data.sequence`. A 410 disables the subscription, as do
     /// {{WEBHOOK_DISABLE_DAYS}} days of failures. A message over {{WEBHOOK_THIN_BYTES}} bytes is sent thin: `data` names the entry
     /// and the `url` that serves it. Up to {{WEBHOOK_MAX_PER_TOKEN}} subscriptions per token.
+    ///
+    /// With `format: slack` or `discord` each entry is posted instead as a message for people
+    /// (a Slack incoming webhook's `text` and `blocks`, a Discord embed), unsigned, on the same
+    /// schedule; a 429's `Retry-After` (and Discord's `retry_after`) is honoured, and the
+    /// services' answers for a deleted hook (Slack 404, 410 or `no_service`; Discord 404 with
+    /// code 10015) disable the subscription with the answer as the reason.
     #[oai(path = "/webhooks", method = "post", operation_id = "v2_webhooks_create")]
     async fn webhooks_create(
         &self,
@@ -413,7 +452,7 @@ impl Api {
         let url = checked_url(&state, &body.url).await?;
         let daos = checked_daos(&state, &body.dao_ids.unwrap_or_default()).await?;
         let filters = Filters::new(daos, body.kinds.unwrap_or_default());
-        let target = Target { url, filters, description: body.description };
+        let target = Target { url, filters, description: body.description, format: body.format };
         let created = subs::create(state.primary()?, token.id, &target, now_ms()).await.map_err(|e| match e {
             CreateError::TooMany => Problem::new(
                 ErrorCode::ValidationError,
@@ -423,7 +462,7 @@ impl Api {
         })?;
         state.webhook_wake.notify_one();
         let location = format!("/v2/webhooks/{}", created.public_id);
-        let shown = WebhookWithSecret { webhook: Webhook::of(&created), secret: created.secret.clone() };
+        let shown = WebhookWithSecret { webhook: Webhook::of(&created)?, secret: created.secret.clone() };
         Ok(CreatedResponse::Created(Json(V2Single::new(shown, freshness(&state))), location))
     }
 
@@ -444,7 +483,7 @@ impl Api {
         let list = Listing::<WebhooksListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0));
         let after = list.after(cursor.0.as_deref())?.map_or(0, |IdAfter(id)| id);
         let rows = subs::page(state.primary()?, token.id, after, list.rows_to_read()).await?;
-        Ok(list.page(rows, |s| IdAfter(s.id), |s| Webhook::of(&s)))
+        Ok(list.page_filter_map(rows, |s| IdAfter(s.id), |s| Webhook::of(&s).ok()))
     }
 
     /// Get a webhook
@@ -458,14 +497,15 @@ impl Api {
         webhook_id: Path<WebhookIdParam>,
     ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksGetV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
-        Ok(Json(V2Single::new(Webhook::of(&s), freshness(&state))))
+        Ok(Json(V2Single::new(Webhook::of(&s)?, freshness(&state))))
     }
 
     /// Change a webhook
     ///
-    /// Changes the members sent: `url`, `daoIds`, `kinds`, `description`, `enabled`. Enabling a
-    /// disabled webhook sends its pending deliveries at once. A new filter applies to entries
-    /// queued from now on.
+    /// Changes the members sent: `url`, `format`, `daoIds`, `kinds`, `description`, `enabled`.
+    /// Enabling a disabled webhook sends its pending deliveries at once. A new filter applies to
+    /// entries queued from now on; a new format to every message sent from now on, those
+    /// pending included.
     #[oai(path = "/webhooks/:webhookId", method = "patch", operation_id = "v2_webhooks_update")]
     async fn webhooks_update(
         &self,
@@ -492,10 +532,11 @@ impl Api {
             kinds: body.kinds,
             description: body.description.map(|d| Some(d).filter(|d| !d.is_empty())),
             enabled: body.enabled,
+            format: body.format,
         };
         let s = subs::update(state.primary()?, s, &change, now_ms()).await?;
         state.webhook_wake.notify_one();
-        Ok(Json(V2Single::new(Webhook::of(&s), freshness(&state))))
+        Ok(Json(V2Single::new(Webhook::of(&s)?, freshness(&state))))
     }
 
     /// Delete a webhook
@@ -534,14 +575,15 @@ impl Api {
         let s = owned(&state, req, &webhook_id.0).await?;
         let s = subs::rotate(state.primary()?, s, now_ms()).await?;
         state.webhook_wake.notify_one();
-        let shown = WebhookWithSecret { webhook: Webhook::of(&s), secret: s.secret.clone() };
+        let shown = WebhookWithSecret { webhook: Webhook::of(&s)?, secret: s.secret.clone() };
         Ok(Json(V2Single::new(shown, freshness(&state))))
     }
 
     /// Send a test message
     ///
     /// Queues a message of type `webhook.test` to the webhook's URL, signed and retried like
-    /// every delivery, and sent at once while the webhook is enabled. Its attempts appear in
+    /// every delivery (for `slack` and `discord`, a test message of that service's shape), and
+    /// sent at once while the webhook is enabled. Its attempts appear in
     /// `GET /v2/webhooks/{webhookId}/deliveries`.
     #[oai(path = "/webhooks/:webhookId/test", method = "post", operation_id = "v2_webhook_test_send")]
     async fn webhook_test_send(

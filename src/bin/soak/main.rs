@@ -20,6 +20,7 @@
 //!
 //! `soak streams`: see `streams.rs`: 1,000 open event streams, idle and through a publication.
 //! `soak webhooks`: see `webhooks.rs`: ~10,000 feed entries to 100 receivers, a kill, a day down.
+//! `soak latency`: see `latency.rs`: publication to a receiver's 2xx, p50/p99 per webhook format.
 //!
 //! ```sh
 //! cargo build --release --bin govdata --bin soak
@@ -28,6 +29,7 @@
 //! target/release/soak abuse                          # 10,000 idle sockets and the rest, SQLite
 //! target/release/soak streams                        # 1,000 streams through a publication, SQLite
 //! target/release/soak webhooks                       # 100 receivers, ~1M deliveries (`--kill`, `--day`)
+//! target/release/soak latency                        # delivery latency per format, 20 publications
 //! ```
 //! The figures belong in docs/benchmarks.md, never in timed tests.
 use std::collections::BTreeMap;
@@ -44,6 +46,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 
 mod abuse;
+mod latency;
 mod streams;
 mod webhooks;
 
@@ -121,6 +124,20 @@ enum Run {
         #[arg(long)]
         day: bool,
     },
+    /// Delivery latency per webhook format (see `latency.rs`): small publications, each
+    /// delivered to one loopback receiver per format before the next.
+    Latency {
+        #[arg(long, default_value_t = 20)]
+        publications: usize,
+        /// Proposals and votes of each publication's synthetic DAO.
+        #[arg(long, default_value_t = 10)]
+        proposals: u64,
+        #[arg(long, default_value_t = 200)]
+        votes: u64,
+        /// The wait after each publication.
+        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+        every: Duration,
+    },
     /// PostgreSQL refuses connections for a while, under polling; needs a PostgreSQL `DATABASE_URL`.
     Outage {
         #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
@@ -160,6 +177,9 @@ async fn run(args: Args, govdata: &std::path::Path, url: &str) -> anyhow::Result
         Run::Webhooks { receivers, proposals, votes, kill, day } => {
             let plan = webhooks::Plan { receivers, proposals, votes, kill };
             if day { webhooks::day(url, plan).await } else { webhooks::run(govdata, url, plan).await }
+        }
+        Run::Latency { publications, proposals, votes, every } => {
+            latency::run(govdata, url, latency::Plan { publications, proposals, votes, every }).await
         }
         Run::Outage { outage: cut, pollers } => outage(govdata, url, cut, pollers).await,
     }

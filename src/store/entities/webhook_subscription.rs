@@ -1,5 +1,6 @@
 //! A webhook subscription (migration 15): where a partner token wants the feed's entries
-//! delivered, which of them, and how far they were enqueued (`store::webhooks`).
+//! delivered, which of them, in which format (migration 33), and how far they were enqueued
+//! (`store::webhooks`).
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -36,6 +37,10 @@ pub struct Model {
     pub replay_through: Option<i64>,
     pub created_ms: i64,
     pub updated_ms: i64,
+    /// How its messages are written (migration 33): a `contract::webhooks::WebhookFormat`'s text,
+    /// read where it is used (`store::webhooks::format_of`), so a format a newer build wrote
+    /// fails no read of every subscription.
+    pub format: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -36,6 +36,7 @@ mod m0027_action_misses;
 mod m0028_proposal_executions;
 mod m0029_contract_lookups;
 mod m0031_proposal_simulations;
+mod m0033_subscription_formats;
 mod m0034_feed_moments;
 
 pub struct Migrator;
@@ -74,6 +75,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0028_proposal_executions::Migration),
             Box::new(m0029_contract_lookups::Migration),
             Box::new(m0031_proposal_simulations::Migration),
+            Box::new(m0033_subscription_formats::Migration),
             Box::new(m0034_feed_moments::Migration),
         ]
     }
