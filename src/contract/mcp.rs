@@ -158,17 +158,7 @@ impl ResourceDecl {
         let value = percent_encoding::percent_decode_str(segment).decode_utf8().ok()?.into_owned();
         (!value.is_empty()).then_some(value)
     }
-
-    /// The URI of the resource whose parameter is `value`.
-    pub fn uri(&self, value: &str) -> String {
-        format!("{}{}", self.prefix, percent_encoding::utf8_percent_encode(value, URI_SEGMENT))
-    }
 }
-
-/// What a URI's segment escapes: everything but RFC 3986's unreserved characters and `:` (a
-/// CAIP-10 account keeps its colons readable; `:` is allowed in a path segment).
-const URI_SEGMENT: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b':');
 
 /// The resource templates of [`RESOURCES`], made from their operations' tools.
 pub fn resources(tools: &[ToolDecl]) -> Vec<ResourceDecl> {
@@ -355,6 +345,49 @@ fn repointed(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tool of `operation` at `template`, as far as a resource needs it.
+    fn tool(operation: &str, template: &str, param: &str) -> ToolDecl {
+        ToolDecl {
+            name: operation.to_owned(),
+            decl: operations::find(super::super::access::Version::V2, operation).expect("declared"),
+            title: operation.to_owned(),
+            description: format!("{operation}."),
+            template: template.to_owned(),
+            params: vec![ToolParam { name: param.to_owned(), location: ParamLocation::Path, required: true }],
+            input_schema: Map::new(),
+            output_schema: None,
+        }
+    }
+
+    #[test]
+    fn a_resource_uri_names_one_thing() {
+        let tools = [
+            tool("v2_daos_get", "/v2/daos/{daoId}", "daoId"),
+            tool("v2_proposals_get", "/v2/proposals/{proposalKey}", "proposalKey"),
+            tool("v2_voters_get", "/v2/voters/{voterIdentity}", "voterIdentity"),
+        ];
+        let resources = resources(&tools);
+        let [dao, proposal, voter] = [&resources[0], &resources[1], &resources[2]];
+        assert_eq!(proposal.uri_template, "govdata://proposals/{proposalKey}");
+        assert_eq!((proposal.kind, proposal.param.as_str()), (ResourceKind::Proposal, "proposalKey"));
+        assert_eq!(proposal.matches("govdata://proposals/p_x").as_deref(), Some("p_x"));
+        assert_eq!(voter.matches("govdata://voters/eip155%3A1%3A0xAb").as_deref(), Some("eip155:1:0xAb"));
+        assert_eq!(voter.matches("govdata://voters/eip155:1:0xAb").as_deref(), Some("eip155:1:0xAb"));
+        for uri in [
+            "govdata://daos/",
+            "govdata://daos/a/b",
+            "govdata://daos/a?x=1",
+            "govdata://daos/a#f",
+            "govdata://proposals/p_x",
+            "https://daos/a",
+            "govdata://daos/%FF",
+        ] {
+            assert_eq!(dao.matches(uri), None, "{uri}");
+        }
+        assert_eq!(dao.listed()["mimeType"], RESOURCE_MIME_TYPE);
+        assert!(dao.listed()["description"].as_str().unwrap().ends_with("the tool `v2_daos_get` answers."));
+    }
 
     #[test]
     fn a_schema_stands_alone() {

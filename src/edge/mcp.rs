@@ -92,7 +92,6 @@ pub struct McpEndpoint {
     /// How long a session's request may take to answer whole (its answer is read to the end).
     request_timeout: Duration,
     shutdown: Shutdown,
-    updates: Arc<Updates>,
 }
 
 impl McpEndpoint {
@@ -122,7 +121,7 @@ impl McpEndpoint {
             resources: Arc::new(documents.resources.clone()),
             templates: Arc::new(templates),
             app,
-            updates: updates.clone(),
+            updates,
             in_session: false,
         };
         // Each its own: draining cancels the sessions' token only.
@@ -172,13 +171,7 @@ impl McpEndpoint {
             opening: tokio::sync::Mutex::new(()),
             request_timeout: limits.request_timeout,
             shutdown: state.shutdown.clone(),
-            updates,
         }
-    }
-
-    /// The process's resource subscriptions.
-    pub fn updates(&self) -> &Arc<Updates> {
-        &self.updates
     }
 }
 

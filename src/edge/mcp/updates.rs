@@ -334,12 +334,6 @@ impl Updates {
         self.watch(&mut state, &subscriber, &keys);
         Listening { updates: self.clone(), subscriber }
     }
-
-    /// Subscribers and watched resources now, for tests and metrics.
-    pub fn counts(&self) -> (usize, usize) {
-        let state = lock(&self.state);
-        (state.subscribers.len(), state.watchers.len())
-    }
 }
 
 /// A listen stream's registration: removed when dropped (the stream ended, however).
