@@ -475,8 +475,9 @@ async fn python() -> Option<std::path::PathBuf> {
 // 2025-11-25: a session, `resources/subscribe`, the GET stream), its 2.x client (2026-07-28:
 // `subscriptions/listen`), and the Python SDK in both generations. Each lists the templates,
 // reads a proposal (with a partner token: the read is paid), subscribes to it; then a
-// publication changes that proposal, and each must be told within 5 s. The MCP Inspector's CLI
-// lists the templates.
+// publication changes that proposal, and each must be told within 5 s (the sessions of the
+// 2025-11-25 clients outlive their idle time meanwhile: the clients answer the server's pings).
+// The MCP Inspector's CLI lists the templates.
 on_both_backends!(the_official_sdks_subscribe_and_are_told_within_5_s, |backend: Backend| async move {
     if !require_toolkit().await {
         return;
@@ -484,7 +485,13 @@ on_both_backends!(the_official_sdks_subscribe_and_are_told_within_5_s, |backend:
     let Some(python) = python().await else { return };
     // A listen stream lives as long as the server lets a stream live: the test's own servers end
     // theirs after a second.
-    let w = world_with(backend, |a| a.limits.stream_max_duration = None).await;
+    // Sessions idle out after 3 s here: a subscribed session's client answers the server's pings
+    // (every second) and keeps it.
+    let w = world_with(backend, |a| {
+        a.limits.stream_max_duration = None;
+        a.limits.mcp_session_idle = Duration::from_secs(3);
+    })
+    .await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     let key = first_proposal(&w.app).await;
     let uri = format!("govdata://proposals/{key}");
@@ -520,6 +527,8 @@ on_both_backends!(the_official_sdks_subscribe_and_are_told_within_5_s, |backend:
         progress_until(&mut client.lines, &mut client.log, "subscribed", Duration::from_secs(60)).await;
     }
 
+    // Longer than a session's idle time: the 2025-11-25 sessions live on their pings.
+    tokio::time::sleep(Duration::from_secs(5)).await;
     // What a read answered before the publication.
     let (_, http) = w.app.get_json(&format!("/v2/proposals/{key}")).await;
     let published = change_first_proposal(&w).await;
