@@ -436,6 +436,24 @@ pub struct LimitArgs {
     /// catches up from the store instead. More costs memory, fewer costs store reads.
     #[arg(long, env = "GOVDATA_STREAM_BACKLOG_BATCHES", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub stream_backlog_batches: u32,
+    /// MCP sessions (protocol 2025-11-25 and earlier, where `resources/subscribe` lives) this
+    /// process keeps at once. At the cap, `initialize` is answered without a session: tools and
+    /// resource reads work, subscriptions need a session (or `subscriptions/listen`, 2026-07-28).
+    #[arg(long, env = "GOVDATA_MCP_MAX_SESSIONS", default_value_t = 1024)]
+    pub mcp_max_sessions: usize,
+    /// An MCP session no request has reached for this long is closed. A session holding resource
+    /// subscriptions is pinged by the server every third of it and stays while its client answers.
+    #[arg(long, env = "GOVDATA_MCP_SESSION_IDLE", default_value = "10m", value_parser = parse_mcp_session_idle)]
+    pub mcp_session_idle: std::time::Duration,
+}
+
+/// A session's idle time: a duration of at least 3 s (a subscribed session is pinged every third of it).
+fn parse_mcp_session_idle(text: &str) -> Result<std::time::Duration, String> {
+    let idle = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if idle < std::time::Duration::from_secs(3) {
+        return Err(format!("`{text}` is shorter than 3s"));
+    }
+    Ok(idle)
 }
 
 /// Rate limits per policy (`contract::access::RatePolicy`): `REQUESTS/DURATION` or `off`.

@@ -24,7 +24,7 @@ pub fn app(state: AppState) -> Arc<BoxEndpoint<'static>> {
 }
 
 fn routes(state: AppState, itself: std::sync::Weak<BoxEndpoint<'static>>) -> impl Endpoint<Output = Response> {
-    let mcp = edge::mcp::McpEndpoint::new(&state.documents.tools, itself);
+    let mcp = edge::mcp::McpEndpoint::new(&state, itself);
     let body_timeout = state.settings.limits.body_read_timeout;
     let mcp_access = Arc::new(state.settings.mcp_access.clone());
     let documents = state.documents.clone();

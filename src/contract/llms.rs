@@ -53,15 +53,22 @@ pub fn llms_txt(surfaces: [&Published; 2], prices: Prices, base: Option<&str>) -
          entry's `kind`. {}",
         super::document::OPEN_LIST_RULE
     );
+    let resources = super::mcp::resources(&super::mcp::tools(surfaces));
+    let templates: Vec<String> =
+        resources.iter().map(|r| format!("`{}` (`{}`)", r.uri_template, r.tool.name)).collect();
     let _ = write!(
         out,
         "\n## MCP\n\n\
-         - [MCP endpoint]({base}{}): Model Context Protocol over Streamable HTTP (stateless; answers are JSON). \
+         - [MCP endpoint]({base}{}): Model Context Protocol over Streamable HTTP (answers are JSON). \
          One tool per operation below (the stream excepted: its entries are `v2_feed_list`'s), named `<surface>_<resource>_<verb>` (`v1_daos_list`, `v2_proposals_list`); a \
          tool's `structuredContent` is the operation's answer. A paid tool takes the partner token header on the MCP \
          request, or x402 at the HTTP layer: an unpaid call answers HTTP 402 with the challenge; pay it and send the \
-         same request again. A refused call is a tool error whose text is the problem document.\n",
+         same request again. A refused call is a tool error whose text is the problem document.\n\
+         - MCP resources: {}; a read answers what its tool answers and is paid as it is. Subscribe to one \
+         (`resources/subscribe` in the session `initialize` opens, protocol 2025-11-25; `subscriptions/listen`, \
+         2026-07-28) to be sent `notifications/resources/updated` when a publication changes it.\n",
         paths::of(PathKind::Mcp),
+        templates.join(", "),
     );
     for published in surfaces {
         let surface = &published.version.prefix()[1..];

@@ -6,6 +6,11 @@
 //! envelope of its 200 answer, both JSON Schema 2020-12 read from the OpenAPI 3.1 rendition
 //! (`super::openapi31`). `edge::mcp` serves them; `openapi/mcp-tools.json` is what `tools/list`
 //! answers, committed so a reviewer sees the MCP surface change in the same diff as the documents.
+//!
+//! The resources are some of those tools again: a v2 operation that reads one thing named by its
+//! one path parameter (a DAO, a proposal, a voter) is a resource template, its URI the operation's
+//! path after `/v2/` under `govdata://` ([`resources`]); reading one is calling its tool.
+//! `openapi/mcp-resources.json` is what `resources/templates/list` answers, committed likewise.
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
@@ -87,6 +92,112 @@ pub fn tools(surfaces: [&Published; 2]) -> Vec<ToolDecl> {
         }
     }
     all
+}
+
+/// What a resource is: one DAO, one proposal, one voter. Also what a subscription watches and a
+/// feed entry changes (`edge::mcp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ResourceKind {
+    Dao,
+    Proposal,
+    Voter,
+}
+
+/// The resources: each kind, its title and the v2 operation whose answer a read is. Declared here
+/// once; the URI template, the description and the read come from the operation's tool.
+pub const RESOURCES: [(ResourceKind, &str, &str); 3] = [
+    (ResourceKind::Dao, "DAO", "v2_daos_get"),
+    (ResourceKind::Proposal, "Proposal", "v2_proposals_get"),
+    (ResourceKind::Voter, "Voter", "v2_voters_get"),
+];
+
+/// Where every resource URI starts.
+pub const RESOURCE_SCHEME: &str = "govdata://";
+/// What a read answers: the operation's JSON envelope.
+pub const RESOURCE_MIME_TYPE: &str = "application/json";
+/// Resources one subscriber watches at most: a session's `resources/subscribe` calls together,
+/// or one `subscriptions/listen` stream's filter (the rest of a longer filter is not accepted).
+pub const MAX_WATCHED_RESOURCES: usize = 100;
+
+/// One resource template.
+#[derive(Debug, Clone)]
+pub struct ResourceDecl {
+    pub kind: ResourceKind,
+    /// `dao`, `proposal`, `voter`: the template's programmatic name.
+    pub name: &'static str,
+    pub title: &'static str,
+    /// The operation's tool: a read is its call, with the URI's parameter as its one argument.
+    pub tool: ToolDecl,
+    /// `govdata://proposals/{proposalKey}` (RFC 6570, one variable).
+    pub uri_template: String,
+    /// The template up to its variable: `govdata://proposals/`.
+    pub prefix: String,
+    /// The variable: the operation's path parameter.
+    pub param: String,
+}
+
+impl ResourceDecl {
+    /// The template as `resources/templates/list` shows it (MCP's `ResourceTemplate`).
+    pub fn listed(&self) -> Value {
+        json!({
+            "uriTemplate": self.uri_template,
+            "name": self.name,
+            "title": self.title,
+            "description": format!("{}\n\nReading one answers what the tool `{}` answers.", self.tool.description, self.tool.name),
+            "mimeType": RESOURCE_MIME_TYPE,
+        })
+    }
+
+    /// The parameter `uri` names when it is one of this template's URIs: one non-empty segment
+    /// after the prefix, percent-decoded (no query, fragment or further segment).
+    pub fn matches(&self, uri: &str) -> Option<String> {
+        let segment = uri.strip_prefix(&self.prefix)?;
+        if segment.is_empty() || segment.contains(['/', '?', '#']) {
+            return None;
+        }
+        let value = percent_encoding::percent_decode_str(segment).decode_utf8().ok()?.into_owned();
+        (!value.is_empty()).then_some(value)
+    }
+}
+
+/// The resource templates of [`RESOURCES`], made from their operations' tools.
+pub fn resources(tools: &[ToolDecl]) -> Vec<ResourceDecl> {
+    RESOURCES
+        .iter()
+        .map(|&(kind, title, operation)| {
+            let tool = tools
+                .iter()
+                .find(|t| t.name == operation)
+                .unwrap_or_else(|| panic!("{operation}: a resource's operation is a tool"))
+                .clone();
+            let path = tool.template.strip_prefix("/v2/").expect("a resource's operation is of v2");
+            let (fixed, variable) =
+                path.rsplit_once('/').expect("a resource's path names one thing under a collection");
+            let param = variable.strip_prefix('{').and_then(|v| v.strip_suffix('}'));
+            let param = param.filter(|p| !fixed.contains('{') && tool.params.iter().any(|t| t.name == *p));
+            let param = param.unwrap_or_else(|| panic!("{operation}: a resource's path ends in its one parameter"));
+            let name = match kind {
+                ResourceKind::Dao => "dao",
+                ResourceKind::Proposal => "proposal",
+                ResourceKind::Voter => "voter",
+            };
+            ResourceDecl {
+                kind,
+                name,
+                title,
+                uri_template: format!("{RESOURCE_SCHEME}{path}"),
+                prefix: format!("{RESOURCE_SCHEME}{fixed}/"),
+                param: param.to_owned(),
+                tool,
+            }
+        })
+        .collect()
+}
+
+/// `resources/templates/list`'s answer for `resources`, as committed under `openapi/`.
+pub fn resource_listing(resources: &[ResourceDecl]) -> String {
+    let listed: Vec<Value> = resources.iter().map(ResourceDecl::listed).collect();
+    serde_json::to_string_pretty(&json!({ "resourceTemplates": listed })).expect("a JSON value serialises") + "\n"
 }
 
 /// `tools/list`'s answer for `tools`, as committed under `openapi/`.
@@ -234,6 +345,49 @@ fn repointed(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tool of `operation` at `template`, as far as a resource needs it.
+    fn tool(operation: &str, template: &str, param: &str) -> ToolDecl {
+        ToolDecl {
+            name: operation.to_owned(),
+            decl: operations::find(super::super::access::Version::V2, operation).expect("declared"),
+            title: operation.to_owned(),
+            description: format!("{operation}."),
+            template: template.to_owned(),
+            params: vec![ToolParam { name: param.to_owned(), location: ParamLocation::Path, required: true }],
+            input_schema: Map::new(),
+            output_schema: None,
+        }
+    }
+
+    #[test]
+    fn a_resource_uri_names_one_thing() {
+        let tools = [
+            tool("v2_daos_get", "/v2/daos/{daoId}", "daoId"),
+            tool("v2_proposals_get", "/v2/proposals/{proposalKey}", "proposalKey"),
+            tool("v2_voters_get", "/v2/voters/{voterIdentity}", "voterIdentity"),
+        ];
+        let resources = resources(&tools);
+        let [dao, proposal, voter] = [&resources[0], &resources[1], &resources[2]];
+        assert_eq!(proposal.uri_template, "govdata://proposals/{proposalKey}");
+        assert_eq!((proposal.kind, proposal.param.as_str()), (ResourceKind::Proposal, "proposalKey"));
+        assert_eq!(proposal.matches("govdata://proposals/p_x").as_deref(), Some("p_x"));
+        assert_eq!(voter.matches("govdata://voters/eip155%3A1%3A0xAb").as_deref(), Some("eip155:1:0xAb"));
+        assert_eq!(voter.matches("govdata://voters/eip155:1:0xAb").as_deref(), Some("eip155:1:0xAb"));
+        for uri in [
+            "govdata://daos/",
+            "govdata://daos/a/b",
+            "govdata://daos/a?x=1",
+            "govdata://daos/a#f",
+            "govdata://proposals/p_x",
+            "https://daos/a",
+            "govdata://daos/%FF",
+        ] {
+            assert_eq!(dao.matches(uri), None, "{uri}");
+        }
+        assert_eq!(dao.listed()["mimeType"], RESOURCE_MIME_TYPE);
+        assert!(dao.listed()["description"].as_str().unwrap().ends_with("the tool `v2_daos_get` answers."));
+    }
 
     #[test]
     fn a_schema_stands_alone() {

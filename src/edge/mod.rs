@@ -126,6 +126,10 @@ pub struct Documents {
     /// The MCP tools, one per operation, and `tools/list`'s answer as committed.
     pub tools: Vec<crate::contract::mcp::ToolDecl>,
     pub tools_json: String,
+    /// The MCP resource templates (some of the tools again), and `resources/templates/list`'s
+    /// answer as committed.
+    pub resources: Vec<crate::contract::mcp::ResourceDecl>,
+    pub resources_json: String,
     prices: Prices,
 }
 
@@ -139,7 +143,9 @@ impl Documents {
         let discovery = crate::x402::bazaar::Catalog::of([&v1.json, &v2.json]);
         let tools = crate::contract::mcp::tools([&v1, &v2]);
         let tools_json = crate::contract::mcp::listing(&tools);
-        Self { v1, v2, llms_txt, discovery, tools, tools_json, prices }
+        let resources = crate::contract::mcp::resources(&tools);
+        let resources_json = crate::contract::mcp::resource_listing(&resources);
+        Self { v1, v2, llms_txt, discovery, tools, tools_json, resources, resources_json, prices }
     }
 
     /// The documents as this deployment serves them: with `servers` when the operator named the
@@ -156,7 +162,7 @@ impl Documents {
     }
 
     /// The published files under `openapi/`, by name, with their content.
-    pub fn files(&self) -> [(&'static str, &str); 8] {
+    pub fn files(&self) -> [(&'static str, &str); 9] {
         [
             ("v1.json", &self.v1.json_text),
             ("v1.yaml", &self.v1.yaml_text),
@@ -166,6 +172,7 @@ impl Documents {
             ("v2.3.1.json", &self.v2.json31_text),
             ("llms.txt", &self.llms_txt),
             ("mcp-tools.json", &self.tools_json),
+            ("mcp-resources.json", &self.resources_json),
         ]
     }
 

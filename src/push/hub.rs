@@ -65,6 +65,14 @@ impl Frame {
         Self { seq, dao_id, kind, bytes }
     }
 
+    /// The entry, as JSON: the frame's `data` (what `/v2/feed` lists).
+    pub fn data(&self) -> &[u8] {
+        let bytes = &self.bytes[..];
+        let start = bytes.windows(7).position(|w| w == b"\ndata: ").map_or(bytes.len(), |at| at + 7);
+        let rest = &bytes[start..];
+        &rest[..rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())]
+    }
+
     /// Whether a stream filtered by `filter` sends this frame (`None`: a filter no entry matches).
     fn wanted(&self, filter: Option<&FeedFilter>) -> bool {
         filter.is_some_and(|filter| {
@@ -232,6 +240,14 @@ pub struct StreamPlan {
 /// A subscription taken before the stream's start is decided (so nothing published meanwhile
 /// is missed).
 pub struct Subscription(broadcast::Receiver<Batch>);
+
+impl Subscription {
+    /// The next batch of new entries, for a follower other than a stream (`edge::mcp`'s
+    /// resource subscriptions); `Lagged` when it fell behind the batches the hub keeps.
+    pub async fn next_batch(&mut self) -> Result<Arc<[Frame]>, broadcast::error::RecvError> {
+        self.0.recv().await
+    }
+}
 
 impl FeedHub {
     pub fn subscribe(&self) -> Subscription {

@@ -29,6 +29,7 @@ mod limits;
 mod lookup;
 mod lookup_eval;
 mod mcp;
+mod mcp_resources;
 mod migrations;
 mod observability;
 mod payments;
