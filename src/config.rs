@@ -142,6 +142,13 @@ pub enum WebhooksCommand {
         /// Comma-separated feed kinds (every kind when absent).
         #[arg(long, value_delimiter = ',')]
         kinds: Vec<String>,
+        /// Comma-separated proposal keys (`p_…`): only entries about these proposals.
+        #[arg(long, value_delimiter = ',')]
+        proposals: Vec<String>,
+        /// Comma-separated voters (0x addresses, CAIP-10 accounts or known ENS names): only
+        /// entries about these voters or delegates.
+        #[arg(long, value_delimiter = ',')]
+        voters: Vec<String>,
         #[arg(long)]
         description: Option<String>,
         /// How each entry is written: standard_webhooks (signed; the default), slack (an incoming

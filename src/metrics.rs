@@ -39,6 +39,8 @@ pub struct Metrics {
     pub webhook_attempts: IntCounterVec,
     pub webhook_enqueued: IntCounter,
     pub webhook_delivery_latency: HistogramVec,
+    pub webhook_fanout_entries: IntCounter,
+    pub webhook_fanout_touched: IntCounter,
     pub refusals: IntCounterVec,
     pub ingest_runs: IntCounterVec,
     pub ingest_source_seconds: HistogramVec,
@@ -144,6 +146,18 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
              process counted already (a replay, a duplicate).",
             &["format"],
             DELIVERY_BUCKETS,
+        webhook_fanout_entries: plain_counter(
+            &r,
+            "webhook_fanout_entries_total",
+            "Feed entries this process fanned out to the webhook subscriptions that follow the shared fan-out.",
+        ),
+        webhook_fanout_touched: plain_counter(
+            &r,
+            "webhook_fanout_subscriptions_touched_total",
+            "Subscriptions the fan-out read for the entries it fanned out, summed over entries: those routed to \
+             one of an entry's values (a voter, its proposal, its DAO, its kind) or to every entry, each then \
+             checked against all its filters. It follows the subscriptions an entry may concern, not all \
+             subscriptions; over webhook_fanout_entries_total, the subscriptions read per entry.",
         ),
         refusals: counter(
             &r,

@@ -268,6 +268,8 @@ fn placeholders() -> Vec<(&'static str, String)> {
         ("{{WEBHOOK_DISABLE_DAYS}}", (super::webhooks::DISABLE_AFTER_FAILING.as_secs() / 86_400).to_string()),
         ("{{WEBHOOK_THIN_BYTES}}", super::webhooks::THIN_PAYLOAD_BYTES.to_string()),
         ("{{WEBHOOK_MAX_PER_TOKEN}}", super::webhooks::MAX_SUBSCRIPTIONS_PER_TOKEN.to_string()),
+        ("{{WEBHOOK_MAX_PROPOSAL_KEYS}}", super::webhooks::MAX_PROPOSAL_KEYS.to_string()),
+        ("{{WEBHOOK_MAX_VOTERS}}", super::webhooks::MAX_VOTERS.to_string()),
         ("{{WEBHOOK_ROTATION_HOURS}}", (super::webhooks::ROTATION_OVERLAP.as_secs() / 3_600).to_string()),
         ("{{WEBHOOK_CONCURRENCY}}", super::webhooks::ENDPOINT_CONCURRENCY.to_string()),
         ("{{WEBHOOK_TIMEOUT_SECONDS}}", super::webhooks::ATTEMPT_TIMEOUT.as_secs().to_string()),
@@ -557,13 +559,30 @@ fn constrain_v2_parameters(doc: &mut Value) {
 /// member (`contract::body`), published on the bodies' schemas; a body takes no member it does
 /// not declare.
 fn constrain_v2_bodies(doc: &mut Value) {
-    use super::webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_URL_BYTES};
+    use super::webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_PROPOSAL_KEYS, MAX_URL_BYTES, MAX_VOTERS};
     let members = |url_and_filters: bool| {
         if url_and_filters {
+            let strings = |pattern: String| json!({ "type": "string", "pattern": pattern });
             vec![
                 ("url", json!({ "maxLength": MAX_URL_BYTES, "format": "uri" })),
                 ("daoIds", json!({ "maxItems": MAX_DAO_IDS, "uniqueItems": true })),
                 ("kinds", json!({ "maxItems": super::feed::FeedKind::ALL.len(), "uniqueItems": true })),
+                (
+                    "proposalKeys",
+                    json!({
+                        "maxItems": MAX_PROPOSAL_KEYS,
+                        "uniqueItems": true,
+                        "items": strings(super::ids::key_pattern(KeyKind::Proposal)),
+                    }),
+                ),
+                (
+                    "voters",
+                    json!({
+                        "maxItems": MAX_VOTERS,
+                        "uniqueItems": true,
+                        "items": strings(super::ids::VOTER_IDENTITY_PATTERN.to_owned()),
+                    }),
+                ),
                 ("description", json!({ "maxLength": MAX_DESCRIPTION_CHARS })),
             ]
         } else {

@@ -15,11 +15,11 @@ use poem_openapi::{
 
 use super::{
     envelope::{AdjustmentReason, V1Request},
-    errors::Problem,
-    ids::IssuedKey,
+    errors::{ParamLocation, Problem},
+    ids::{self, IssuedKey, ProposalKey, VoterIdentity},
     limits::{PageSizeDecl, Window},
-    vocabulary::DaoId,
-    webhooks::WebhookId,
+    vocabulary::{DaoId, KeyKind},
+    webhooks::{MAX_PROPOSAL_KEYS, MAX_VOTERS, WebhookId},
 };
 
 /// Document metadata wants `&'static str`; texts built from declarations are interned so each
@@ -617,6 +617,143 @@ impl<L: PageSizeDecl> V2Limit<L> {
     }
 }
 
+/// The members of a comma-separated list parameter (an array sent `explode: false`; poem-openapi
+/// hands it over split at its commas): an empty member is none (so every form a client may
+/// serialise an empty list in is accepted), each member is read by `read`, a repeat is dropped,
+/// and more than `max` is refused.
+fn list_members<T: PartialEq, I: IntoIterator<Item = A>, A: AsRef<str>>(
+    iter: I,
+    max: usize,
+    read: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for member in iter {
+        let member = member.as_ref().trim();
+        if member.is_empty() {
+            continue;
+        }
+        let value = read(member)?;
+        if !out.contains(&value) {
+            out.push(value);
+        }
+    }
+    if out.len() > max {
+        return Err(format!("names {} values; at most {max}", out.len()));
+    }
+    Ok(out)
+}
+
+/// The published schema of a list parameter: strings of `pattern`, at most `max`.
+fn list_schema(pattern: String, max: usize) -> MetaSchemaRef {
+    let item = MetaSchema { pattern: Some(pattern), ..MetaSchema::new("string") };
+    MetaSchemaRef::Inline(Box::new(MetaSchema {
+        items: Some(Box::new(MetaSchemaRef::Inline(Box::new(item)))),
+        max_items: Some(max),
+        ..MetaSchema::new("array")
+    }))
+}
+
+macro_rules! list_param_type {
+    ($ty:ident, $name:expr, $schema:expr, $text:expr) => {
+        impl Type for $ty {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed($name)
+            }
+
+            fn schema_ref() -> MetaSchemaRef {
+                $schema
+            }
+
+            fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+                Box::new(self.as_raw_value().into_iter())
+            }
+
+            fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+        }
+
+        /// The document's `default` (`[]`).
+        impl poem_openapi::types::ToJSON for $ty {
+            fn to_json(&self) -> Option<serde_json::Value> {
+                let text: fn(&_) -> String = $text;
+                Some(serde_json::Value::Array(self.0.iter().map(|v| serde_json::Value::String(text(v))).collect()))
+            }
+        }
+    };
+}
+
+/// `proposalKeys` in a query string: proposal keys (`proposalKey`), comma-separated, at most
+/// [`MAX_PROPOSAL_KEYS`], each checked as a key this API issues.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProposalKeys(pub Vec<ProposalKey>);
+
+list_param_type!(
+    ProposalKeys,
+    "proposal_keys",
+    list_schema(ids::key_pattern(KeyKind::Proposal), MAX_PROPOSAL_KEYS),
+    |k: &ProposalKey| k.as_str().to_owned()
+);
+
+impl ParseFromParameter for ProposalKeys {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Self::parse_from_parameters(value.split(','))
+    }
+
+    fn parse_from_parameters<I: IntoIterator<Item = A>, A: AsRef<str>>(iter: I) -> ParseResult<Self> {
+        list_members(iter, MAX_PROPOSAL_KEYS, |member| {
+            ProposalKey::parse(member).map_err(|_| {
+                format!("`{member}` is not a proposal key: `p_` and 22 URL-safe characters, a `proposalKey` as served")
+            })
+        })
+        .map(Self)
+        .map_err(ParseError::custom)
+    }
+}
+
+/// `voters` in a query string: voters or delegates, comma-separated, at most [`MAX_VOTERS`], each
+/// as `voterIdentity` takes one (a 0x address in any letter case, a CAIP-10 account, an ENS name);
+/// the handler resolves ENS names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VoterIdentities(pub Vec<VoterIdentity>);
+
+list_param_type!(
+    VoterIdentities,
+    "voter_identities",
+    list_schema(ids::VOTER_IDENTITY_PATTERN.to_owned(), MAX_VOTERS),
+    |v: &VoterIdentity| match v {
+        VoterIdentity::Address(a) => a.clone(),
+        VoterIdentity::Ens(name) => name.clone(),
+    }
+);
+
+impl ParseFromParameter for VoterIdentities {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Self::parse_from_parameters(value.split(','))
+    }
+
+    fn parse_from_parameters<I: IntoIterator<Item = A>, A: AsRef<str>>(iter: I) -> ParseResult<Self> {
+        list_members(iter, MAX_VOTERS, |member| {
+            ids::parse_voter_identity(member, "voters", ParamLocation::Query).map_err(|problem| {
+                let why = problem.errors.as_deref().and_then(<[_]>::first);
+                let reason = why.map_or("is not a voter identity", |e| e.reason.as_str());
+                let expected = why.and_then(|e| e.expected.as_deref()).unwrap_or("a 0x address");
+                format!("`{member}` {reason}; expected {expected}")
+            })
+        })
+        .map(Self)
+        .map_err(ParseError::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,6 +809,28 @@ mod tests {
         assert_eq!(bad.store_filter(), None, "a text that is no DAO id is never sent to the store");
         assert_eq!(DaoScope::Every.store_filter(), Some(None));
         assert_eq!(DaoFilter::resolve(p("uniswap")).store_filter().flatten().map(DaoId::as_str), Some("uniswap"));
+    }
+
+    #[test]
+    fn target_lists_read_each_member_and_refuse_a_bad_one_by_its_text() {
+        let key = "p_Qm1x2y3z4a5b6c7d8e9f0g";
+        let keys = |members: &[&str]| ProposalKeys::parse_from_parameters(members.iter()).map(|k| k.0);
+        assert_eq!(keys(&[""]).unwrap(), vec![]);
+        assert_eq!(keys(&[key, " ", key]).unwrap().iter().map(|k| k.as_str()).collect::<Vec<_>>(), [key]);
+        let err = keys(&[key, "t_Qm1x2y3z4a5b6c7d8e9f0g"]).unwrap_err().into_message();
+        assert!(err.contains("`t_Qm1x2y3z4a5b6c7d8e9f0g` is not a proposal key"), "{err}");
+        let voters = |members: &[&str]| VoterIdentities::parse_from_parameters(members.iter()).map(|v| v.0);
+        let lower = "0x683a4f9915d6216f73d6df50151725036bd26c02";
+        assert_eq!(
+            voters(&["0x683A4F9915D6216F73D6DF50151725036BD26C02", &format!("eip155:1:{lower}"), "Pgov.ETH"]).unwrap(),
+            vec![VoterIdentity::Address(lower.to_owned()), VoterIdentity::Ens("pgov.eth".to_owned())],
+            "one address in two spellings is one voter"
+        );
+        let err = voters(&[lower, "0x123"]).unwrap_err().into_message();
+        assert!(err.contains("`0x123` is not a voter identity; expected a 0x address"), "{err}");
+        let many: Vec<String> = (0..=MAX_VOTERS).map(|i| format!("0x{i:040x}")).collect();
+        let err = VoterIdentities::parse_from_parameters(many.iter()).unwrap_err().into_message();
+        assert!(err.contains(&format!("at most {MAX_VOTERS}")), "{err}");
     }
 
     #[test]

@@ -171,6 +171,12 @@ pub const MAX_DESCRIPTION_CHARS: usize = 500;
 /// The most DAOs one subscription may name.
 pub const MAX_DAO_IDS: usize = 100;
 
+/// The most proposals one subscription, or one stream (`proposalKeys`), may name.
+pub const MAX_PROPOSAL_KEYS: usize = 100;
+
+/// The most voters one subscription, or one stream (`voters`), may watch.
+pub const MAX_VOTERS: usize = 100;
+
 /// The prefix of a subscription's secret (the standard's), and of its public id.
 pub const SECRET_PREFIX: &str = "whsec_";
 pub const SUBSCRIPTION_ID_PREFIX: &str = "wh_";

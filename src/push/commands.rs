@@ -7,10 +7,12 @@ use super::guard::{self, Reach};
 use super::queue;
 use crate::config::{WebhooksArgs, WebhooksCommand};
 use crate::contract::{
+    errors::ParamLocation,
     feed::FeedKind,
+    ids::{self, IssuedKey, ProposalKey, VoterIdentity},
     time::{now_ms, rfc3339_ms},
     vocabulary::DaoId,
-    webhooks::{WebhookFormat, WebhookId},
+    webhooks::{MAX_PROPOSAL_KEYS, MAX_VOTERS, WebhookFormat, WebhookId},
 };
 use crate::store::{self, webhooks as subs};
 
@@ -35,20 +37,21 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
                 "{:<24} {:>5}  {:<9} {:<17} {:<12} {:<30} url",
                 "id", "token", "status", "format", "through", "filters"
             );
-            for s in subs::list(&db, token).await? {
+            for shown in subs::shown(&db, subs::list(&db, token).await?).await? {
+                let s = &shown.subscription;
                 let status = if s.enabled { "enabled" } else { "disabled" };
-                let filters = subs::Filters::of(&s).describe();
+                let filters = shown.filters.describe();
                 // The stored text: a format of a newer build is shown as it is.
                 println!(
                     "{:<24} {:>5}  {status:<9} {:<17} {:<12} {filters:<30} {}",
-                    s.public_id, s.token_id, s.format, s.enqueued_through, s.url
+                    s.public_id, s.token_id, s.format, shown.enqueued_through, s.url
                 );
                 if let Some(reason) = &s.disabled_reason {
                     println!("{:<24} disabled: {reason}", "");
                 }
             }
         }
-        WebhooksCommand::Create { token, url, dao, kinds, description, format } => {
+        WebhooksCommand::Create { token, url, dao, kinds, proposals, voters, description, format } => {
             let format = format
                 .map(|f| {
                     WebhookFormat::parse(&f)
@@ -76,12 +79,14 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
                         .map_err(|_| anyhow::anyhow!("unknown kind `{k}`; kinds are {}", FeedKind::choices()))
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
+            let proposals = checked_proposals(&db, &proposals).await?;
+            let voters = checked_voters(&db, &voters).await?;
             anyhow::ensure!(
                 store::tokens::list(&db).await?.iter().any(|t| t.id == token && t.revoked_ms.is_none()),
                 "no live partner token {token}"
             );
-            let target =
-                subs::Target { url: parsed.to_string(), filters: subs::Filters::new(daos, kinds), description, format };
+            let filters = subs::Filters::new(daos, kinds).with_proposals(proposals).with_voters(voters);
+            let target = subs::Target { url: parsed.to_string(), filters, description, format };
             let s = match subs::create(&db, token, &target, now_ms()).await {
                 Ok(s) => s,
                 Err(subs::CreateError::TooMany) => anyhow::bail!("token {token} holds the most webhooks it may"),
@@ -148,4 +153,38 @@ pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The proposal keys an operator named, each a stored proposal's (at most as many as the API takes).
+async fn checked_proposals(db: &sea_orm::DatabaseConnection, keys: &[String]) -> anyhow::Result<Vec<ProposalKey>> {
+    anyhow::ensure!(keys.len() <= MAX_PROPOSAL_KEYS, "at most {MAX_PROPOSAL_KEYS} proposals");
+    let keys = keys
+        .iter()
+        .map(|k| ProposalKey::parse(k).map_err(|_| anyhow::anyhow!("`{k}` is not a proposal key (`p_…`)")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let unknown = subs::unknown_proposals(db, &keys).await?;
+    anyhow::ensure!(
+        unknown.is_empty(),
+        "no stored proposal has the key {}",
+        unknown.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    Ok(keys)
+}
+
+/// The voters an operator named, as lowercase addresses (ENS names resolved from the store).
+async fn checked_voters(db: &sea_orm::DatabaseConnection, voters: &[String]) -> anyhow::Result<Vec<String>> {
+    anyhow::ensure!(voters.len() <= MAX_VOTERS, "at most {MAX_VOTERS} voters");
+    let mut out = Vec::with_capacity(voters.len());
+    for text in voters {
+        let identity = ids::parse_voter_identity(text, "voters", ParamLocation::Query)
+            .map_err(|p| anyhow::anyhow!("voter `{text}`: {}", p.detail))?;
+        let address = match identity {
+            VoterIdentity::Address(a) => a,
+            VoterIdentity::Ens(name) => store::voters::address_of_ens(db, &name)
+                .await?
+                .with_context(|| format!("no known voter has the ENS name `{name}`"))?,
+        };
+        out.push(address);
+    }
+    Ok(out)
 }

@@ -38,7 +38,7 @@ use crate::metrics::METRICS;
 use crate::store::{
     self,
     failures::problem_marking_read_failed,
-    feed::{FeedFilter, FeedRecord},
+    feed::{FeedFilter, FeedRecord, Subjects},
 };
 
 /// Entries the hub reads at a time (shared by every stream).
@@ -54,15 +54,17 @@ pub struct Frame {
     pub seq: i64,
     pub dao_id: String,
     pub kind: FeedKind,
+    /// What the entry is about (its proposal, its voters), as its filters match it.
+    pub subjects: Subjects,
     /// `id: <seq>`, `event: <kind>`, `data: <entry JSON>` and the blank line.
     pub bytes: Bytes,
 }
 
 impl Frame {
     /// The frame of entry `seq` whose `data` is `json` (one line: compact JSON has no newline).
-    pub fn new(seq: i64, dao_id: String, kind: FeedKind, json: &str) -> Self {
+    pub fn new(seq: i64, dao_id: String, kind: FeedKind, subjects: Subjects, json: &str) -> Self {
         let bytes = Bytes::from(format!("id: {seq}\nevent: {}\ndata: {json}\n\n", kind.as_str()));
-        Self { seq, dao_id, kind, bytes }
+        Self { seq, dao_id, kind, subjects, bytes }
     }
 
     /// The entry, as JSON: the frame's `data` (what `/v2/feed` lists).
@@ -73,12 +75,10 @@ impl Frame {
         &rest[..rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())]
     }
 
-    /// Whether a stream filtered by `filter` sends this frame (`None`: a filter no entry matches).
+    /// Whether a stream filtered by `filter` sends this frame (`None`: a filter no entry matches):
+    /// what a catch-up read from the store with the same filter returns.
     fn wanted(&self, filter: Option<&FeedFilter>) -> bool {
-        filter.is_some_and(|filter| {
-            filter.dao_id.as_ref().is_none_or(|d| d.as_str() == self.dao_id)
-                && (filter.kinds.is_empty() || filter.kinds.contains(&self.kind))
-        })
+        filter.is_some_and(|filter| filter.matches(&self.dao_id, self.kind, &self.subjects))
     }
 }
 

@@ -1,17 +1,34 @@
 //! The delivery queue: the deliveries owed to webhook subscriptions, and their attempts.
 //!
 //! The feed is the outbox; this is the queue. After each publication [`enqueue`] turns the new
-//! entries into one delivery per matching subscription, moving each subscription's
-//! `enqueued_through` in the same transaction as its deliveries, and only if no other process
-//! moved it first: a feed entry is enqueued once per subscription, whoever gets there. A replay
-//! enqueues a range again the same way. The sender [`claim`]s a subscription's due deliveries
+//! entries into one delivery per subscription that wants them, a feed entry once per
+//! subscription, whoever gets there:
+//!
+//! - **The shared fan-out** moves one position for every subscription that follows it
+//!   (`webhook_fanout`), a page of entries at a time, in the same transaction as the page's
+//!   deliveries and only if no other process moved it first. The subscriptions a page concerns
+//!   are found through the filters' routes from each entry's own values
+//!   (`store::webhooks::matches`): the cost of an entry follows the subscriptions routed to it,
+//!   not the number of subscriptions, and `govdata_webhook_fanout_subscriptions_touched_total`
+//!   counts them.
+//! - **A subscription that does not follow it** (enabled again after a pause, or upgraded
+//!   by migration 32) catches up by itself from its own `enqueued_through`, moved the same way,
+//!   then follows the fan-out from the position it reached, checked under the fan-out's lock so
+//!   that no page passes between. A following subscription that was paused (disabled) falls
+//!   behind at the fan-out's position when the next page is fanned out, so that the entries
+//!   published while it was disabled are enqueued when it is enabled again.
+//! - **A replay** enqueues a range again for one subscription, its range moved the same way.
+//!
+//! The sender [`claim`]s a subscription's due deliveries
 //! with a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite's single writer serialises the
 //! claims), and [`record`]s each attempt's outcome only while it still holds the lease; [`prune`]
 //! removes what is past the feed's retention.
 //!
 //! Push writes these bookkeeping tables itself (as `edge` writes payments through `store`): the
-//! subscriptions they belong to are stored by `store::webhooks`, and this module reads and moves
-//! only their queue cursors (`enqueued_through`, the replay range) and health.
+//! subscriptions they belong to are stored by `store::webhooks` (their filters too, and which
+//! subscriptions want which entries), and this module reads and moves only the queue's cursors
+//! (the fan-out's position, each subscription's `enqueued_through`, whether it follows the
+//! fan-out, the replay range) and the subscriptions' health.
 use sea_orm::{
     ActiveEnum, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr,
     EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect, Statement, TransactionTrait, Value,
@@ -22,15 +39,16 @@ use crate::contract::time::rfc3339_ms;
 use crate::contract::webhooks::{
     self, DISABLE_AFTER_FAILING, MESSAGE_ID_PREFIX, SUBSCRIPTION_ID_PREFIX, TEST_MESSAGE_TYPE,
 };
+use crate::metrics::METRICS;
 use crate::store::entities::webhook_attempt::{self, AttemptOutcome};
 use crate::store::entities::webhook_delivery::{self, DeliveryState};
 use crate::store::entities::webhook_subscription;
 use crate::store::feed::{self, FeedRecord};
-use crate::store::webhooks::{Filters, Subscription, active};
+use crate::store::webhooks::{self as subs, Match, REMINDER_KINDS, Scope, Subscription};
 
 /// Deliveries per insert.
 const CHUNK: usize = 500;
-/// Feed entries a subscription's enqueue reads at a time.
+/// Feed entries the fan-out (or one subscription's catch-up or replay) reads at a time.
 const ENQUEUE_PAGE: u64 = 1_000;
 
 /// Queues a `webhook.test` message for `subscription`, due at once, saying `note`; returns its
@@ -63,7 +81,13 @@ pub async fn replay(
     after: i64,
     now_ms: i64,
 ) -> Result<(i64, i64), DbErr> {
-    let through = subscription.enqueued_through.max(subscription.replay_through.unwrap_or(0));
+    let shared = subs::fanned_through(db).await?;
+    let position = if subscription.follows_fanout {
+        subscription.enqueued_through.max(shared)
+    } else {
+        subscription.enqueued_through
+    };
+    let through = position.max(subscription.replay_through.unwrap_or(0));
     let from = subscription.replay_from.map_or(after, |f| f.min(after));
     let mut row: webhook_subscription::ActiveModel = subscription.into();
     row.replay_from = Set(Some(from));
@@ -90,118 +114,196 @@ pub async fn attempts(
     query.all(db).await
 }
 
-/// Enqueues, for every active subscription, the feed entries after its `enqueued_through` that
-/// it wants, and the next page of any replay in progress. Returns the deliveries enqueued;
-/// call again while it returns a full page's worth (`more`).
+/// Enqueues the feed entries published since the last call: a page of them for every
+/// subscription following the fan-out, a page for each subscription catching up by itself, and
+/// the next page of each replay in progress. Returns what it did; call again while `more`.
 pub async fn enqueue(db: &DatabaseConnection, now_ms: i64) -> Result<Enqueued, DbErr> {
     let mut done = Enqueued::default();
-    let (subscriptions, newest) = {
-        let conn = db.begin().await?;
-        let subs = active(&conn).await?;
-        let newest = feed::newest(&conn).await?;
-        conn.commit().await?;
-        (subs, newest)
-    };
-    for s in subscriptions {
-        if s.enqueued_through < newest {
-            let page = wanted(db, &s, s.enqueued_through, None).await?;
-            // A full page goes on from the last entry it read (wanted or not); a short one read
-            // everything up to the newest entry seen at the start, and maybe past it.
-            let cursor = match page.last_read {
-                Some(last) if page.full => last,
-                Some(last) => last.max(newest),
-                None => newest,
-            };
-            let moved = webhook_subscription::Entity::update_many()
-                .col_expr(webhook_subscription::Column::EnqueuedThrough, cursor.into())
-                .filter(webhook_subscription::Column::EnqueuedThrough.eq(s.enqueued_through));
-            advance(db, &s, moved, &page, now_ms, &mut done).await?;
-        }
-        if let (Some(from), Some(through)) = (s.replay_from, s.replay_through) {
-            let page = wanted(db, &s, from, Some(through)).await?;
-            let next = if page.full { page.last_read } else { None };
-            let moved = webhook_subscription::Entity::update_many()
-                .col_expr(webhook_subscription::Column::ReplayFrom, next.into())
-                .col_expr(webhook_subscription::Column::ReplayThrough, next.map(|_| through).into())
-                .filter(webhook_subscription::Column::ReplayFrom.eq(from));
-            advance(db, &s, moved, &page, now_ms, &mut done).await?;
-        }
-    }
+    fan_out(db, now_ms, &mut done).await?;
+    catch_up(db, now_ms, &mut done).await?;
+    replays(db, now_ms, &mut done).await?;
     Ok(done)
-}
-
-/// Moves `s`'s cursor with `moved` (an update of it that matches only while the cursor is where
-/// this pass read it) and queues the page's wanted entries, in one transaction: nothing when
-/// another process moved the cursor first.
-async fn advance(
-    db: &DatabaseConnection,
-    s: &Subscription,
-    moved: sea_orm::UpdateMany<webhook_subscription::Entity>,
-    page: &Wanted,
-    now_ms: i64,
-    done: &mut Enqueued,
-) -> Result<(), DbErr> {
-    let txn = db.begin().await?;
-    let moved = moved.filter(webhook_subscription::Column::Id.eq(s.id)).exec(&txn).await?.rows_affected;
-    if moved == 1 {
-        done.deliveries += insert_deliveries(&txn, s, &page.seqs, now_ms).await?;
-        done.more |= page.full;
-    }
-    txn.commit().await
-}
-
-/// A page of the feed as one subscription's enqueue reads it.
-struct Wanted {
-    /// The page was full: more may follow.
-    full: bool,
-    /// The last entry read, wanted or not.
-    last_read: Option<i64>,
-    /// The entries the subscription wants.
-    seqs: Vec<i64>,
 }
 
 /// What one [`enqueue`] pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Enqueued {
     pub deliveries: u64,
-    /// A page was full: there may be more to enqueue at once.
+    /// Feed entries the shared fan-out enqueued.
+    pub entries: u64,
+    /// Subscriptions the shared fan-out read for those entries, summed over entries (each reached
+    /// through a route from one of the entry's values, then checked against all its filters).
+    pub touched: u64,
+    /// A page was full, or a subscription has more to catch up: there may be more to enqueue at
+    /// once.
     pub more: bool,
 }
 
-/// The entries after `after` (up to `through`) that `s` wants, from a page of the feed: with
-/// filters, the page is read in sequence order and filtered here, so a subscription to a rare
-/// kind moves past the entries it does not want.
-async fn wanted(
-    db: &impl ConnectionTrait,
-    s: &Subscription,
-    after: i64,
-    through: Option<i64>,
-) -> Result<Wanted, DbErr> {
-    #[derive(FromQueryResult)]
-    struct Head {
-        seq: i64,
-        dao_id: String,
-        // Text, not `FeedKind`: an entry of a kind this build does not know (a newer writer's)
-        // must not fail the page and stall every subscription's queue behind it.
-        kind: String,
-    }
+/// The kinds the reminder rule matches (`store::webhooks::REMINDER_KINDS`), as stored.
+fn reminder_kinds() -> Vec<&'static str> {
+    REMINDER_KINDS.iter().map(|k| k.as_str()).collect()
+}
+
+/// Up to a page of entries after `after` (up to `through`, when given), as their sequences read.
+struct Page {
+    entries: u64,
+    last: Option<i64>,
+    full: bool,
+}
+
+async fn page(db: &impl ConnectionTrait, after: i64, through: Option<i64>) -> Result<Page, DbErr> {
     let mut values: Vec<Value> = vec![after.into(), (ENQUEUE_PAGE as i64).into()];
-    let through = match through {
+    let bound = match through {
         Some(t) => {
             values.push(t.into());
             " AND seq <= $3"
         }
         None => "",
     };
-    let sql = format!("SELECT seq, dao_id, kind FROM feed_entries WHERE seq > $1{through} ORDER BY seq LIMIT $2");
-    let rows =
-        Head::find_by_statement(Statement::from_sql_and_values(db.get_database_backend(), sql, values)).all(db).await?;
-    let filters = Filters::of(s);
-    Ok(Wanted {
-        full: rows.len() as u64 == ENQUEUE_PAGE,
-        last_read: rows.last().map(|r| r.seq),
-        seqs: rows.into_iter().filter(|r| filters.wants(&r.dao_id, &r.kind)).map(|r| r.seq).collect(),
-    })
+    let sql = format!("SELECT seq FROM feed_entries WHERE seq > $1{bound} ORDER BY seq LIMIT $2");
+    let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, values);
+    let seqs: Vec<i64> =
+        db.query_all_raw(stmt).await?.iter().map(|r| r.try_get::<i64>("", "seq")).collect::<Result<_, _>>()?;
+    Ok(Page { entries: seqs.len() as u64, last: seqs.last().copied(), full: seqs.len() as u64 == ENQUEUE_PAGE })
+}
+
+async fn exec(db: &impl ConnectionTrait, sql: &str, values: Vec<Value>) -> Result<u64, DbErr> {
+    Ok(db.execute_raw(Statement::from_sql_and_values(db.get_database_backend(), sql, values)).await?.rows_affected())
+}
+
+/// The shared fan-out: the next page of entries after its position, to every following
+/// subscription that wants them.
+async fn fan_out(db: &DatabaseConnection, now_ms: i64, done: &mut Enqueued) -> Result<(), DbErr> {
+    let from = subs::fanned_through(db).await?;
+    let page = page(db, from, None).await?;
+    let Some(through) = page.last else { return Ok(()) };
+    let txn = db.begin().await?;
+    // The fan-out's turn: moving its position first holds the row (PostgreSQL) or the writer's
+    // lock (SQLite) until the page's deliveries commit with it. A process that finds it moved
+    // leaves the page to the one that moved it.
+    let moved = exec(
+        &txn,
+        "UPDATE webhook_fanout SET through = $1 WHERE id = 1 AND through = $2",
+        vec![through.into(), from.into()],
+    )
+    .await?;
+    if moved != 1 {
+        return txn.rollback().await;
+    }
+    // Following subscriptions paused since the last page fall behind here: they had every entry
+    // up to `from`, and get the later ones by catching up once they are enabled again. One
+    // paused between this statement and the next still gets this page, kept pending until then.
+    exec(
+        &txn,
+        "UPDATE webhook_subscriptions SET follows_fanout = FALSE, \
+         enqueued_through = CASE WHEN enqueued_through > $1 THEN enqueued_through ELSE $1 END \
+         WHERE follows_fanout = TRUE AND enabled = FALSE",
+        vec![from.into()],
+    )
+    .await?;
+    let reached = subs::matches(&txn, from, through, Scope::Following, &reminder_kinds()).await?;
+    let deliveries = insert_deliveries(&txn, reached.iter().filter(|m| m.wanted()), now_ms).await?;
+    txn.commit().await?;
+    let touched = reached.len() as u64;
+    METRICS.webhook_fanout_entries.inc_by(page.entries);
+    METRICS.webhook_fanout_touched.inc_by(touched);
+    done.deliveries += deliveries;
+    done.entries += page.entries;
+    done.touched += touched;
+    done.more |= page.full;
+    Ok(())
+}
+
+/// Active subscriptions that do not follow the fan-out (a few: enabled again after a pause, upgraded by migration 32).
+async fn behind(db: &impl ConnectionTrait) -> Result<Vec<Subscription>, DbErr> {
+    // The literal terms of the partial index `ix_webhook_subscriptions_behind`.
+    let sql = "SELECT s.* FROM webhook_subscriptions s JOIN partner_tokens t ON t.id = s.token_id \
+               WHERE s.follows_fanout = FALSE AND s.enabled = TRUE AND t.revoked_ms IS NULL ORDER BY s.id";
+    let stmt = Statement::from_string(db.get_database_backend(), sql);
+    webhook_subscription::Entity::find().from_raw_sql(stmt).all(db).await
+}
+
+/// Each subscription behind the fan-out: the next page of the entries it wants up to the
+/// fan-out's position, then, once it reached that position, following the fan-out.
+async fn catch_up(db: &DatabaseConnection, now_ms: i64, done: &mut Enqueued) -> Result<(), DbErr> {
+    let behind = behind(db).await?;
+    if behind.is_empty() {
+        return Ok(());
+    }
+    let shared = subs::fanned_through(db).await?;
+    for s in behind {
+        let from = s.enqueued_through;
+        let page = if from < shared {
+            page(db, from, Some(shared)).await?
+        } else {
+            Page { entries: 0, last: None, full: false }
+        };
+        // A short page read every entry up to the fan-out's position as read.
+        let through = match page.last {
+            Some(last) if page.full => last,
+            _ => from.max(shared),
+        };
+        let txn = db.begin().await?;
+        // Its own cursor first (its row, or SQLite's writer lock), only if no other process
+        // moved it.
+        let moved = exec(
+            &txn,
+            "UPDATE webhook_subscriptions SET enqueued_through = $1 \
+             WHERE id = $2 AND enqueued_through = $3 AND follows_fanout = FALSE",
+            vec![through.into(), s.id.into(), from.into()],
+        )
+        .await?;
+        if moved != 1 {
+            txn.rollback().await?;
+            continue;
+        }
+        if page.entries > 0 {
+            let reached = subs::matches(&txn, from, through, Scope::One(s.id), &reminder_kinds()).await?;
+            done.deliveries += insert_deliveries(&txn, reached.iter().filter(|m| m.wanted()), now_ms).await?;
+        }
+        if page.full || subs::hold_fanout(&txn).await? > through {
+            // More to read, or the fan-out moved on since it was read: the next pass reads on.
+            done.more = true;
+        } else {
+            // Caught up, and the fan-out is held where it was read: no page passes between.
+            exec(&txn, "UPDATE webhook_subscriptions SET follows_fanout = TRUE WHERE id = $1", vec![s.id.into()])
+                .await?;
+        }
+        txn.commit().await?;
+    }
+    Ok(())
+}
+
+/// The next page of each replay in progress (of active subscriptions).
+async fn replays(db: &DatabaseConnection, now_ms: i64, done: &mut Enqueued) -> Result<(), DbErr> {
+    // `ix_webhook_subscriptions_replaying` holds these only.
+    let sql = "SELECT s.* FROM webhook_subscriptions s JOIN partner_tokens t ON t.id = s.token_id \
+               WHERE s.replay_from IS NOT NULL AND s.enabled = TRUE AND t.revoked_ms IS NULL ORDER BY s.id";
+    let stmt = Statement::from_string(db.get_database_backend(), sql);
+    for s in webhook_subscription::Entity::find().from_raw_sql(stmt).all(db).await? {
+        let (Some(from), Some(through)) = (s.replay_from, s.replay_through) else { continue };
+        let page = page(db, from, Some(through)).await?;
+        let (last, next) = match page.last {
+            Some(last) if page.full => (last, Some(last)),
+            _ => (through, None),
+        };
+        let txn = db.begin().await?;
+        let moved = webhook_subscription::Entity::update_many()
+            .col_expr(webhook_subscription::Column::ReplayFrom, next.into())
+            .col_expr(webhook_subscription::Column::ReplayThrough, next.map(|_| through).into())
+            .filter(webhook_subscription::Column::Id.eq(s.id))
+            .filter(webhook_subscription::Column::ReplayFrom.eq(from))
+            .exec(&txn)
+            .await?
+            .rows_affected;
+        if moved == 1 && page.entries > 0 {
+            let reached = subs::matches(&txn, from, last, Scope::One(s.id), &reminder_kinds()).await?;
+            done.deliveries += insert_deliveries(&txn, reached.iter().filter(|m| m.wanted()), now_ms).await?;
+            done.more |= page.full;
+        }
+        txn.commit().await?;
+    }
+    Ok(())
 }
 
 /// A new delivery, due at once: of feed entry `seq`, or of a test message's `payload`.
@@ -226,18 +328,22 @@ fn delivery(
     }
 }
 
-async fn insert_deliveries(
+/// Inserts a delivery of each matched entry to its subscription; returns how many.
+async fn insert_deliveries<'a>(
     db: &impl ConnectionTrait,
-    s: &Subscription,
-    seqs: &[i64],
+    matched: impl Iterator<Item = &'a Match>,
     now_ms: i64,
 ) -> Result<u64, DbErr> {
-    for chunk in seqs.chunks(CHUNK) {
-        let rows =
-            chunk.iter().map(|&seq| delivery(s.id, Some(seq), None, webhooks::message_id(&s.public_id, seq), now_ms));
-        webhook_delivery::Entity::insert_many(rows).exec_without_returning(db).await?;
+    let rows: Vec<webhook_delivery::ActiveModel> = matched
+        .map(|m| delivery(m.subscription_id, Some(m.seq), None, webhooks::message_id(&m.public_id, m.seq), now_ms))
+        .collect();
+    let n = rows.len() as u64;
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<_> = rows.by_ref().take(CHUNK).collect();
+        webhook_delivery::Entity::insert_many(chunk).exec_without_returning(db).await?;
     }
-    Ok(seqs.len() as u64)
+    Ok(n)
 }
 
 /// A delivery claimed for its next attempt.

@@ -46,6 +46,15 @@ pub fn lower_sql(backend: DbBackend, column: &str) -> String {
     }
 }
 
+/// SQL for the bytes (an [`AccountBytes`] value) of `text`, an expression holding a canonical
+/// lowercase `0x` address: what compares it with a byte column through that column's indexes.
+pub fn bytes_sql(backend: DbBackend, text: &str) -> String {
+    match backend {
+        DbBackend::Postgres => format!("decode(substr({text}, 3), 'hex')"),
+        _ => format!("unhex(substr({text}, 3))"),
+    }
+}
+
 /// The display form of a normalized address: EIP-55 for 20-byte addresses; 32-byte (Starknet)
 /// addresses have no EIP-55 form and are shown lowercase.
 pub fn display(lower: &str) -> String {

@@ -9,6 +9,10 @@
 //! A run that changes nothing publishes nothing and feeds nothing. Its cost follows the change:
 //! the events are read back by id, a chunk at a time.
 //!
+//! Each entry also records what it is about beyond its DAO and kind ([`Subjects`]): the proposal
+//! (`feed_entries.proposal_key`) and the voters or delegates (`feed_entry_voters`), what the
+//! `proposalKeys` and `voters` filters of webhooks and streams match through their indexes.
+//!
 //! Entries older than [`FEED_RETENTION`] are pruned, oldest first, at most [`FEED_PRUNE_BATCH`] per
 //! publication; how far pruning went is kept (`feed_pruned_through`), so a reader resuming from
 //! a pruned position is told so rather than given a gap.
@@ -20,13 +24,15 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::address;
 use super::entities::{data_revision, delegation_change, feed_entry, setting, signal};
 use super::events::EventRow;
 use super::signals::SignalRecord;
 use super::staging::DelegationChangeRecord;
 use super::{keys, placeholders};
+use crate::contract::events::EventKind;
 use crate::contract::feed::{FEED_PRUNE_BATCH, FEED_RETENTION, FeedKind};
-use crate::contract::vocabulary::DaoId;
+use crate::contract::vocabulary::{DaoId, ItemKind};
 
 /// Ids per `IN (...)` list and rows per insert.
 const CHUNK: usize = 500;
@@ -66,6 +72,56 @@ pub enum FeedBody {
     Moment { moment: super::moments::MomentRecord },
 }
 
+/// What an entry is about beyond its DAO and kind: what the `proposalKeys` and `voters` filters
+/// of webhooks and streams match. Written with the entry ([`append`]) and never recomputed, so
+/// every reader matches what the fan-out matched.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subjects {
+    /// The proposal whose event or signal the entry reports.
+    pub proposal_key: Option<String>,
+    /// The voters and delegates the entry is about, lowercase `0x` addresses, each once: the
+    /// voter of a notable vote; the delegator, the previous and the new delegate of a delegation
+    /// change (the zero address, "no delegate", is nobody).
+    pub voters: Vec<String>,
+}
+
+impl FeedBody {
+    /// What this entry is about.
+    pub fn subjects(&self) -> Subjects {
+        match self {
+            Self::Event { event, .. } => Subjects {
+                proposal_key: (event.subject_kind == ItemKind::Proposal).then(|| event.subject_key.clone()).flatten(),
+                voters: match event.kind {
+                    EventKind::VoteCast => accounts(event.actor.as_deref()),
+                    _ => Vec::new(),
+                },
+            },
+            Self::Signal { record } => Subjects {
+                proposal_key: (record.signal.subject_kind == ItemKind::Proposal)
+                    .then(|| record.subject.as_ref().map(|s| s.key.clone()))
+                    .flatten(),
+                voters: Vec::new(),
+            },
+            Self::Delegation { change } => Subjects {
+                proposal_key: None,
+                voters: accounts([&change.delegator, &change.from_delegate, &change.to_delegate].map(String::as_str)),
+            },
+        }
+    }
+}
+
+/// The addresses of `texts` that name an account, lowercase, each once, in order.
+fn accounts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for lower in texts.into_iter().filter_map(|t| address::normalize(t).ok()) {
+        let nobody = lower[2..].bytes().all(|b| b == b'0');
+        if !nobody && !out.contains(&lower) {
+            out.push(lower);
+        }
+    }
+    out
+}
+
 /// An entry as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedRecord {
@@ -75,6 +131,8 @@ pub struct FeedRecord {
     pub dao_id: String,
     pub kind: FeedKind,
     pub body: FeedBody,
+    /// What the entry is about, as it was written.
+    pub subjects: Subjects,
 }
 
 impl FeedRecord {
@@ -97,6 +155,7 @@ impl FeedRecord {
             dao_id: row.dao_id,
             kind: row.kind,
             body,
+            subjects: Subjects { proposal_key: row.proposal_key, voters: Vec::new() },
         })
     }
 }
@@ -194,23 +253,65 @@ async fn insert<C: ConnectionTrait>(
         return Ok(0);
     }
     let n = entries.len() as u64;
+    let mut subjects = Vec::with_capacity(entries.len());
     let rows = entries
         .into_iter()
         .map(|(dao_id, kind, item_id, body)| {
+            let about = body.subjects();
             let body = serde_json::to_string(&body).map_err(|e| DbErr::Custom(format!("a feed body: {e}")))?;
-            Ok(feed_entry::ActiveModel {
+            let row = feed_entry::ActiveModel {
                 revision_id: Set(revision.id),
                 published_ms: Set(revision.published_ms),
                 dao_id: Set(dao_id),
                 kind: Set(kind),
                 item_id: Set(item_id),
+                proposal_key: Set(about.proposal_key.clone()),
                 body: Set(body),
                 ..Default::default()
-            })
+            };
+            subjects.push(about);
+            Ok(row)
         })
         .collect::<Result<Vec<_>, DbErr>>()?;
+    let before = newest(db).await?;
     feed_entry::Entity::insert_many(rows).exec_without_returning(db).await?;
+    if subjects.iter().any(|s| !s.voters.is_empty()) {
+        // The rows took the sequences after `before`, in the order they were listed: the
+        // publication holds the writers' turn (`store::publish`), so no other entry came between.
+        let seqs: Vec<i64> = feed_entry::Entity::find()
+            .select_only()
+            .column(feed_entry::Column::Seq)
+            .filter(sea_orm::ColumnTrait::gt(&feed_entry::Column::Seq, before))
+            .order_by_asc(feed_entry::Column::Seq)
+            .into_tuple()
+            .all(db)
+            .await?;
+        if seqs.len() != subjects.len() {
+            return Err(DbErr::Custom(format!(
+                "the feed took {} entries but {} sequences followed {before}: another writer appended meanwhile",
+                subjects.len(),
+                seqs.len()
+            )));
+        }
+        let voters: Vec<(i64, &str)> =
+            seqs.iter().zip(&subjects).flat_map(|(&seq, s)| s.voters.iter().map(move |v| (seq, v.as_str()))).collect();
+        write_voters(db, &voters).await?;
+    }
     Ok(n)
+}
+
+/// Records that entry `seq` is about each voter paired with it (rows already there are kept).
+pub async fn write_voters(db: &impl ConnectionTrait, voters: &[(i64, &str)]) -> Result<(), DbErr> {
+    for chunk in voters.chunks(CHUNK) {
+        let rows: Vec<String> = (0..chunk.len()).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
+        let sql = format!(
+            "INSERT INTO feed_entry_voters (seq, voter) VALUES {} ON CONFLICT (seq, voter) DO NOTHING",
+            rows.join(", ")
+        );
+        let values: Vec<Value> = chunk.iter().flat_map(|&(seq, voter)| [seq.into(), voter.into()]).collect();
+        db.execute_raw(Statement::from_sql_and_values(db.get_database_backend(), sql, values)).await?;
+    }
+    Ok(())
 }
 
 /// Prunes up to [`FEED_PRUNE_BATCH`] of the oldest entries published before the retention
@@ -246,6 +347,8 @@ pub async fn prune<C: ConnectionTrait>(db: &C, now_ms: i64) -> Result<u64, DbErr
         .exec(db)
         .await?
         .rows_affected;
+    let voters = "DELETE FROM feed_entry_voters WHERE seq <= $1";
+    db.execute_raw(Statement::from_sql_and_values(db.get_database_backend(), voters, [through.into()])).await?;
     let row = setting::ActiveModel { key: Set(PRUNED_THROUGH.to_owned()), value: Set(through.to_string()) };
     setting::Entity::insert(row)
         .on_conflict(
@@ -291,20 +394,42 @@ async fn max_seq(db: &impl ConnectionTrait, sql: &str, values: Vec<Value>) -> Re
     }
 }
 
-/// Which entries a reader wants.
+/// Which entries a reader wants: an entry matches when it matches every filter given (none: every
+/// entry), and a filter when it names any of the entry's values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FeedFilter {
     /// Only this DAO's entries.
     pub dao_id: Option<DaoId>,
     /// Only entries of these kinds (none: every kind).
     pub kinds: Vec<FeedKind>,
+    /// Only entries about these proposals, by key (none: every entry).
+    pub proposal_keys: Vec<String>,
+    /// Only entries about these voters or delegates, lowercase addresses (none: every entry).
+    pub voters: Vec<String>,
 }
+
+impl FeedFilter {
+    /// Whether an entry of DAO `dao_id` and kind `kind`, about `subjects`, is wanted: what
+    /// [`after`] reads from the store, for entries already read.
+    pub fn matches(&self, dao_id: &str, kind: FeedKind, subjects: &Subjects) -> bool {
+        self.dao_id.as_ref().is_none_or(|d| d.as_str() == dao_id)
+            && (self.kinds.is_empty() || self.kinds.contains(&kind))
+            && (self.proposal_keys.is_empty()
+                || subjects.proposal_key.as_ref().is_some_and(|k| self.proposal_keys.contains(k)))
+            && (self.voters.is_empty() || subjects.voters.iter().any(|v| self.voters.contains(v)))
+    }
+}
+
+/// The columns of an entry, read as `feed_entry::Model`.
+const COLUMNS: &str = "e.seq, e.revision_id, e.published_ms, e.dao_id, e.kind, e.item_id, e.proposal_key, e.body";
 
 /// Up to `limit` entries after sequence `after`, in sequence order.
 ///
-/// With kinds, each kind is read from its own index from the position (`ix_feed_kind_seq`, or
-/// `ix_feed_dao_kind_seq` with a DAO) and the reads merged: a page costs at most `limit` rows
-/// per kind, however rare the kinds asked for.
+/// The most selective filter drives the read: each of its values is read from its own index
+/// from the position (voters from `ix_feed_voters_voter_seq`, then proposals from
+/// `ix_feed_proposal_seq`, then kinds from `ix_feed_kind_seq`, or `ix_feed_dao_kind_seq` with a
+/// DAO), the other filters applied on the way, and the reads merged: a page costs at most
+/// `limit` matching rows per value, however rare the values asked for.
 pub async fn after(
     db: &impl ConnectionTrait,
     filter: &FeedFilter,
@@ -313,37 +438,62 @@ pub async fn after(
 ) -> Result<Vec<FeedRecord>, DbErr> {
     let backend = db.get_database_backend();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let dao = |values: &mut Vec<Value>| match &filter.dao_id {
-        Some(d) => {
-            values.push(d.into());
-            format!(" AND dao_id = ${}", values.len())
-        }
-        None => String::new(),
-    };
     let mut values: Vec<Value> = vec![after.into(), limit.into()];
-    let columns = "seq, revision_id, published_ms, dao_id, kind, item_id, body";
-    let sql = if filter.kinds.is_empty() {
-        let dao = dao(&mut values);
-        format!("SELECT {columns} FROM feed_entries WHERE seq > $1{dao} ORDER BY seq LIMIT $2")
+    let bind = |values: &mut Vec<Value>, v: Value| {
+        values.push(v);
+        format!("${}", values.len())
+    };
+    let kinds: BTreeSet<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+    let keys: BTreeSet<&str> = filter.proposal_keys.iter().map(String::as_str).collect();
+    let voters: BTreeSet<&str> = filter.voters.iter().map(String::as_str).collect();
+    // The filters that do not drive the read, as conditions of every branch.
+    let mut conditions = String::new();
+    if let Some(d) = &filter.dao_id {
+        conditions += &format!(" AND e.dao_id = {}", bind(&mut values, d.into()));
+    }
+    let mut condition = |values: &mut Vec<Value>, column: &str, list: &BTreeSet<&str>| {
+        let list: Vec<String> = list.iter().map(|v| bind(values, (*v).into())).collect();
+        conditions += &format!(" AND {column} IN ({})", list.join(", "));
+    };
+    let (driver, column, merge): (&BTreeSet<&str>, &str, &str) = if !voters.is_empty() {
+        if !kinds.is_empty() {
+            condition(&mut values, "e.kind", &kinds);
+        }
+        if !keys.is_empty() {
+            condition(&mut values, "e.proposal_key", &keys);
+        }
+        // One entry may be about two watched voters: merged without repeats.
+        (&voters, "v.voter", " UNION ")
+    } else if !keys.is_empty() {
+        if !kinds.is_empty() {
+            condition(&mut values, "e.kind", &kinds);
+        }
+        (&keys, "e.proposal_key", " UNION ALL ")
     } else {
-        let dao = dao(&mut values);
-        let kinds: BTreeSet<FeedKind> = filter.kinds.iter().copied().collect();
-        let parts: Vec<String> = kinds
+        (&kinds, "e.kind", " UNION ALL ")
+    };
+    let from =
+        if column == "v.voter" { "feed_entry_voters v JOIN feed_entries e ON e.seq = v.seq" } else { "feed_entries e" };
+    let sql = if driver.is_empty() {
+        format!("SELECT {COLUMNS} FROM feed_entries e WHERE e.seq > $1{conditions} ORDER BY e.seq LIMIT $2")
+    } else {
+        let parts: Vec<String> = driver
             .iter()
-            .map(|k| {
-                values.push(k.as_str().into());
+            .enumerate()
+            .map(|(i, v)| {
+                let at = bind(&mut values, (*v).into());
                 format!(
-                    "SELECT * FROM (SELECT {columns} FROM feed_entries WHERE seq > $1{dao} AND kind = ${} ORDER BY seq LIMIT $2) k{}",
-                    values.len(),
-                    values.len()
+                    "SELECT * FROM (SELECT {COLUMNS} FROM {from} WHERE {column} = {at} AND e.seq > $1{conditions} \
+                     ORDER BY e.seq LIMIT $2) k{i}"
                 )
             })
             .collect();
-        format!("SELECT {columns} FROM ({}) merged ORDER BY seq LIMIT $2", parts.join(" UNION ALL "))
+        format!("SELECT * FROM ({}) merged ORDER BY seq LIMIT $2", parts.join(merge))
     };
     let stmt = Statement::from_sql_and_values(backend, sql, values);
     let rows = feed_entry::Entity::find().from_raw_sql(stmt).all(db).await?;
-    rows.into_iter().map(FeedRecord::read).collect()
+    let records = rows.into_iter().map(FeedRecord::read).collect::<Result<Vec<_>, _>>()?;
+    with_voters(db, records).await
 }
 
 /// The entries of `seqs` still kept, in sequence order (what webhook deliveries name).
@@ -351,8 +501,7 @@ pub async fn by_seq(db: &impl ConnectionTrait, seqs: &[i64]) -> Result<Vec<FeedR
     let mut out = Vec::with_capacity(seqs.len());
     for chunk in seqs.chunks(CHUNK) {
         let sql = format!(
-            "SELECT seq, revision_id, published_ms, dao_id, kind, item_id, body FROM feed_entries WHERE seq IN ({}) \
-             ORDER BY seq",
+            "SELECT {COLUMNS} FROM feed_entries e WHERE e.seq IN ({}) ORDER BY e.seq",
             placeholders(1, chunk.len())
         );
         let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, chunk.iter().map(|&s| s.into()));
@@ -360,5 +509,99 @@ pub async fn by_seq(db: &impl ConnectionTrait, seqs: &[i64]) -> Result<Vec<FeedR
             out.push(FeedRecord::read(row)?);
         }
     }
-    Ok(out)
+    with_voters(db, out).await
+}
+
+/// `records` with the voters each is about (one read per chunk of entries).
+async fn with_voters(db: &impl ConnectionTrait, mut records: Vec<FeedRecord>) -> Result<Vec<FeedRecord>, DbErr> {
+    #[derive(FromQueryResult)]
+    struct About {
+        seq: i64,
+        voter: String,
+    }
+    let seqs: Vec<i64> = records.iter().map(|r| r.seq).collect();
+    let mut about: std::collections::HashMap<i64, Vec<String>> = std::collections::HashMap::new();
+    for chunk in seqs.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT seq, voter FROM feed_entry_voters WHERE seq IN ({}) ORDER BY seq, voter",
+            placeholders(1, chunk.len())
+        );
+        let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, chunk.iter().map(|&s| s.into()));
+        for row in About::find_by_statement(stmt).all(db).await? {
+            about.entry(row.seq).or_default().push(row.voter);
+        }
+    }
+    for r in &mut records {
+        r.subjects.voters = about.remove(&r.seq).unwrap_or_default();
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::vocabulary::SourceKind;
+
+    fn event(kind: EventKind, subject_kind: ItemKind, actor: Option<&str>) -> FeedBody {
+        FeedBody::Event {
+            correction: false,
+            event: EventRow {
+                id: 1,
+                natural_key: "k".to_owned(),
+                kind,
+                dao_id: "uniswap".to_owned(),
+                occurred_ms: 0,
+                subject_kind,
+                subject_external_id: "7".to_owned(),
+                subject_source: SourceKind::Snapshot,
+                actor: actor.map(str::to_owned),
+                url: None,
+                snapshot_id: None,
+                tx_hash: None,
+                block_number: None,
+                details: None,
+                subject_key: Some("p_key".to_owned()),
+                subject_title: None,
+                subject_url: None,
+            },
+        }
+    }
+
+    #[test]
+    fn an_entry_is_about_its_proposal_and_the_voters_it_names() {
+        let voter = "0x683A4F9915D6216F73D6DF50151725036BD26C02";
+        let lower = voter.to_ascii_lowercase();
+        let vote = event(EventKind::VoteCast, ItemKind::Proposal, Some(voter)).subjects();
+        assert_eq!(vote, Subjects { proposal_key: Some("p_key".to_owned()), voters: vec![lower.clone()] });
+        // The author of a proposal is no voter the entry is about; a topic is no proposal.
+        let created = event(EventKind::ProposalCreated, ItemKind::Proposal, Some(voter)).subjects();
+        assert_eq!(created, Subjects { proposal_key: Some("p_key".to_owned()), voters: vec![] });
+        assert_eq!(event(EventKind::ForumTopicCreated, ItemKind::ForumTopic, None).subjects(), Subjects::default());
+        let zero = "0x0000000000000000000000000000000000000000";
+        let change = |from: &str, to: &str| FeedBody::Delegation {
+            change: DelegationChangeRecord {
+                dao_id: "uniswap".to_owned(),
+                delegator: lower.clone(),
+                from_delegate: from.to_owned(),
+                to_delegate: to.to_owned(),
+                power_moved_raw: "1".to_owned(),
+                decimals: 18,
+                block_number: 1,
+                log_index: 0,
+                tx_hash: "0x".to_owned(),
+                at_ms: 0,
+                supply_raw: None,
+            },
+        };
+        let to = "0x1111111111111111111111111111111111111111";
+        // The delegator, the previous and the new delegate, each once; "no delegate" is nobody.
+        assert_eq!(change(zero, to).subjects().voters, [lower.clone(), to.to_owned()]);
+        assert_eq!(change(to, &lower).subjects().voters, [lower.clone(), to.to_owned()]);
+        let filter = FeedFilter { voters: vec![to.to_owned()], ..FeedFilter::default() };
+        assert!(filter.matches("uniswap", FeedKind::DelegationChanged, &change(zero, to).subjects()));
+        assert!(!filter.matches("uniswap", FeedKind::VoteCast, &vote));
+        let both =
+            FeedFilter { voters: vec![lower], proposal_keys: vec!["p_other".to_owned()], ..FeedFilter::default() };
+        assert!(!both.matches("uniswap", FeedKind::VoteCast, &vote), "every filter given must match");
+    }
 }

@@ -86,7 +86,7 @@ impl Api {
         }
         let rows = match dao.store_filter() {
             Some(dao_id) => {
-                let filter = FeedFilter { dao_id: dao_id.cloned(), kinds };
+                let filter = FeedFilter { dao_id: dao_id.cloned(), kinds, ..FeedFilter::default() };
                 store::feed::after(&state.reads(), &filter, position, list.rows_to_read()).await?
             }
             None => Vec::new(),

@@ -25,12 +25,13 @@ use crate::contract::{
     feed::{
         self, FeedKind, FeedKinds, FeedPosition, SEQUENCE_PATTERN, STREAM_ENDED_EVENT, StreamEndReason, StreamEnded,
     },
+    ids::{IssuedKey, VoterIdentity},
     operations::FeedStreamV2,
-    params::DaoFilter,
+    params::{DaoFilter, ProposalKeys, VoterIdentities},
 };
 use crate::edge::payment::PaidByPayment;
 use crate::push::hub::StreamPlan;
-use crate::store::{self, feed::FeedFilter};
+use crate::store::{self, failures::problem_marking_read_failed, feed::FeedFilter};
 
 /// One event of the stream as an SSE parser hands it over, as the document declares it (the
 /// schema of each event of a `text/event-stream`, as schemathesis and OpenAPI 3.2's
@@ -186,6 +187,18 @@ impl Api {
         /// when absent.
         #[oai(explode = false, default)]
         kinds: Query<FeedKinds>,
+        /// Only entries about these proposals (`proposalKey`s, comma-separated, at most
+        /// {{WEBHOOK_MAX_PROPOSAL_KEYS}}): their events and signals. A key no proposal has
+        /// matches nothing, as `daoId` does.
+        #[oai(name = "proposalKeys", explode = false, default)]
+        proposal_keys: Query<ProposalKeys>,
+        /// Only entries about these voters or delegates (comma-separated, at most
+        /// {{WEBHOOK_MAX_VOTERS}}; each a 0x address in any letter case, a CAIP-10 account or a
+        /// known ENS name): their notable votes and the delegation changes they are the
+        /// delegator, the previous or the new delegate of. Combined with the other filters,
+        /// an entry must match each.
+        #[oai(explode = false, default)]
+        voters: Query<VoterIdentities>,
         /// The entries after this `sequence` (`0`: from the oldest entry kept). Without it (and
         /// without `Last-Event-ID`) the stream starts from now.
         after: Query<Option<FeedPosition>>,
@@ -195,6 +208,7 @@ impl Api {
         last_event_id: Header<Option<FeedPosition>>,
     ) -> Result<StreamAnswer, ApiError<FeedStreamV2>> {
         let dao = DaoFilter::resolve(dao_id.0);
+        let voters = resolved_voters(&state, voters.0).await?;
         // Subscribed before the start is read: what is published meanwhile reaches the stream.
         let subscription = state.feed.subscribe();
         let resume = match (last_event_id.0, after.0) {
@@ -218,7 +232,12 @@ impl Api {
         let longest = state.settings.limits.stream_max_duration.map(|d| (now + d, StreamEndReason::MaxDuration));
         let plan = StreamPlan {
             // A DAO filter that names no DAO matches no entry.
-            filter: dao.store_filter().map(|d| FeedFilter { dao_id: d.cloned(), kinds: kinds.0.0 }),
+            filter: dao.store_filter().map(|d| FeedFilter {
+                dao_id: d.cloned(),
+                kinds: kinds.0.0,
+                proposal_keys: proposal_keys.0.0.iter().map(|k| k.as_str().to_owned()).collect(),
+                voters,
+            }),
             after: position,
             ends: [paid, longest].into_iter().flatten().min_by_key(|(at, _)| *at),
             keep_alive: state.settings.limits.stream_keep_alive,
@@ -226,4 +245,38 @@ impl Api {
         let stream = state.feed.stream(subscription, plan, state.queries.clone(), state.shutdown.clone());
         Ok(StreamAnswer::Events(EventStream(stream)))
     }
+}
+
+/// The voters a `voters` parameter names, as lowercase addresses, ENS names resolved from the
+/// store: a name no known voter has is refused as a bad member of the parameter.
+async fn resolved_voters(
+    state: &AppState,
+    voters: VoterIdentities,
+) -> Result<Vec<String>, crate::contract::errors::Problem> {
+    use crate::contract::errors::{FieldError, Problem};
+    let mut out: Vec<String> = Vec::with_capacity(voters.0.len());
+    for voter in voters.0 {
+        let address = match voter {
+            VoterIdentity::Address(a) => a,
+            VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.reads(), &name)
+                .await
+                .map_err(|e| problem_marking_read_failed(&e))?
+                .ok_or_else(|| {
+                    Problem::validation(FieldError {
+                        location: ParamLocation::Query,
+                        name: "voters".to_owned(),
+                        reason: format!("`{name}` is an ENS name no known voter has"),
+                        expected: Some(
+                            "a 0x address, a CAIP-10 account, or the ENS name of a voter GET /v2/voters knows"
+                                .to_owned(),
+                        ),
+                        received: Some(name.clone()),
+                    })
+                })?,
+        };
+        if !out.contains(&address) {
+            out.push(address);
+        }
+    }
+    Ok(out)
 }

@@ -13,6 +13,7 @@ use crate::contract::{
     envelope::{CacheStatus, Freshness, V2List, V2Single},
     errors::{ErrorCode, ParamLocation, Problem},
     feed::{self, FeedKind, FeedPosition},
+    ids::{self as public_ids, IssuedKey, ProposalKey, VoterIdentity},
     limits::MostLists,
     operations::{
         WebhookDeliveriesListV2, WebhookSecretRotateV2, WebhookTestSendV2, WebhooksCreateV2, WebhooksDeleteV2,
@@ -20,8 +21,11 @@ use crate::contract::{
     },
     params::{V2Limit, WebhookIdParam},
     time::{Timestamp, now_ms},
-    vocabulary::DaoId,
-    webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES, WebhookFormat},
+    vocabulary::{DaoId, KeyKind},
+    webhooks::{
+        MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_PROPOSAL_KEYS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES, MAX_VOTERS,
+        WebhookFormat,
+    },
 };
 use crate::push::guard::{self, Reach};
 use crate::push::queue;
@@ -30,7 +34,7 @@ use crate::store::{
     self,
     entities::webhook_attempt::{self, AttemptOutcome as Stored},
     keysets::IdAfter,
-    webhooks::{self as subs, Change, CreateError, Filters, Subscription, Target},
+    webhooks::{self as subs, Change, CreateError, Filters, Shown, Subscription, Target},
 };
 
 pub struct Api;
@@ -49,6 +53,10 @@ pub struct Webhook {
     pub dao_ids: Vec<String>,
     /// Only entries of these kinds (empty: every kind).
     pub kinds: Vec<FeedKind>,
+    /// Only entries about these proposals (empty: every entry).
+    pub proposal_keys: Vec<String>,
+    /// Only entries about these voters or delegates, as lowercase addresses (empty: every entry).
+    pub voters: Vec<String>,
     pub description: Option<String>,
     /// False when its owner disabled it, its endpoint said it is gone (410 Gone; for Slack a
     /// 404, a 410 or `no_service`; for Discord a 404 with code 10015, Unknown Webhook), or every
@@ -68,11 +76,11 @@ pub struct Webhook {
 }
 
 impl Webhook {
-    /// `s` as its owner sees it; a format this build does not know (a newer build's) is a
+    /// `shown` as its owner sees it; a format this build does not know (a newer build's) is a
     /// store defect here, answered as one.
-    fn of(s: &Subscription) -> Result<Self, Problem> {
+    fn of(shown: &Shown) -> Result<Self, Problem> {
         let now = now_ms();
-        let filters = Filters::of(s);
+        let (s, filters) = (&shown.subscription, &shown.filters);
         let format = subs::format_of(s).map_err(|e| {
             tracing::error!(error = %e, webhook = s.public_id, "a stored webhook format this build does not know");
             Problem::internal()
@@ -82,13 +90,15 @@ impl Webhook {
             url: s.url.clone(),
             format,
             dao_ids: filters.daos.iter().map(|d| d.as_str().to_owned()).collect(),
-            kinds: filters.kinds,
+            kinds: filters.kinds.clone(),
+            proposal_keys: filters.proposals.iter().map(|k| k.as_str().to_owned()).collect(),
+            voters: filters.voters.clone(),
             description: s.description.clone(),
             enabled: s.enabled,
             disabled_reason: s.disabled_reason.clone(),
             failing_since: s.failing_since_ms.map(Timestamp::from_ms),
             previous_secret_expires_at: s.previous_until_ms.filter(|&u| u > now).map(Timestamp::from_ms),
-            enqueued_through: s.enqueued_through.to_string(),
+            enqueued_through: shown.enqueued_through.to_string(),
             created_at: Timestamp::from_ms(s.created_ms),
             updated_at: Timestamp::from_ms(s.updated_ms),
         })
@@ -121,6 +131,14 @@ pub struct WebhookCreate {
     pub dao_ids: Option<Vec<String>>,
     /// Only entries of these kinds (every kind when absent or empty).
     pub kinds: Option<Vec<FeedKind>>,
+    /// Only entries about these proposals, by `proposalKey` (`GET /v2/proposals`): their events
+    /// and signals (every entry when absent or empty).
+    pub proposal_keys: Option<Vec<String>>,
+    /// Only entries about these voters or delegates, each a 0x address (any letter case), a
+    /// CAIP-10 account or a known ENS name: their notable votes (`vote_cast`) and the delegation
+    /// changes they are the delegator, the previous or the new delegate of (every entry when
+    /// absent or empty). Shown as lowercase addresses.
+    pub voters: Option<Vec<String>>,
     /// A note for yourself.
     pub description: Option<String>,
 }
@@ -136,6 +154,10 @@ pub struct WebhookUpdate {
     pub dao_ids: Option<Vec<String>>,
     /// The new kind filter (empty: every kind).
     pub kinds: Option<Vec<FeedKind>>,
+    /// The new proposal filter (empty: every entry).
+    pub proposal_keys: Option<Vec<String>>,
+    /// The new voter filter (empty: every entry).
+    pub voters: Option<Vec<String>>,
     /// The new note; `null` or `""` removes it.
     pub description: Option<String>,
     /// `false` stops deliveries (they are kept, and sent when enabled again); `true` enables a
@@ -161,6 +183,8 @@ impl poem_openapi::types::Example for Webhook {
             format: WebhookFormat::StandardWebhooks,
             dao_ids: vec!["arbitrum".to_owned()],
             kinds: vec![FeedKind::ProposalCreated, FeedKind::ProposalClosed],
+            proposal_keys: Vec::new(),
+            voters: Vec::new(),
             description: Some("Arbitrum proposals to the delegate bot".to_owned()),
             enabled: true,
             disabled_reason: None,
@@ -226,27 +250,70 @@ fn kind(value: &Value) -> Result<FeedKind, Refusal> {
     FeedKind::parse(&text).map_err(|_| Refusal::new("is not a feed kind", FeedKind::choices()))
 }
 
+/// A proposal key, in its canonical text (the form every key has; whether a proposal has it is
+/// checked once the body is read).
+fn proposal_key(value: &Value) -> Result<String, Refusal> {
+    let text = body::string(64)(value)?;
+    ProposalKey::parse(&text).map(|k| k.as_str().to_owned()).map_err(|_| {
+        Refusal::new(
+            "is not a proposal key",
+            format!("a `proposalKey` from GET /v2/proposals ({})", public_ids::key_pattern(KeyKind::Proposal)),
+        )
+    })
+}
+
+/// A voter as `voterIdentity` takes one, in its canonical text: the lowercase address, or the
+/// lowercase ENS name (resolved once the body is read). Two spellings of one address repeat it.
+fn voter(value: &Value) -> Result<String, Refusal> {
+    let text = body::string(256)(value)?;
+    let identity = public_ids::parse_voter_identity(&text, "voters", ParamLocation::Body).map_err(|problem| {
+        let why = problem.errors.into_iter().flatten().next();
+        Refusal {
+            reason: why.as_ref().map_or("is not a voter identity".to_owned(), |e| e.reason.clone()),
+            expected: why.and_then(|e| e.expected),
+        }
+    })?;
+    Ok(match identity {
+        VoterIdentity::Address(a) => a,
+        VoterIdentity::Ens(name) => name,
+    })
+}
+
 impl FromBody for WebhookCreate {
-    const MEMBERS: &'static [&'static str] = &["url", "format", "daoIds", "kinds", "description"];
+    const MEMBERS: &'static [&'static str] =
+        &["url", "format", "daoIds", "kinds", "proposalKeys", "voters", "description"];
 
     fn from_body(m: &mut Members) -> Option<Self> {
         let url = m.required("url", body::string(MAX_URL_BYTES));
         let format = m.optional("format", format);
         let dao_ids = m.each_once("daoIds", MAX_DAO_IDS, dao_id);
         let kinds = m.each_once("kinds", FeedKind::ALL.len(), kind);
+        let proposal_keys = m.each_once("proposalKeys", MAX_PROPOSAL_KEYS, proposal_key);
+        let voters = m.each_once("voters", MAX_VOTERS, voter);
         let description = m.optional("description", body::string(MAX_DESCRIPTION_CHARS));
-        Some(Self { url: url?, format: format?, dao_ids: dao_ids?, kinds: kinds?, description: description? })
+        Some(Self {
+            url: url?,
+            format: format?,
+            dao_ids: dao_ids?,
+            kinds: kinds?,
+            proposal_keys: proposal_keys?,
+            voters: voters?,
+            description: description?,
+        })
     }
 }
 
 impl FromBody for WebhookUpdate {
-    const MEMBERS: &'static [&'static str] = &["url", "format", "daoIds", "kinds", "description", "enabled"];
+    const MEMBERS: &'static [&'static str] =
+        &["url", "format", "daoIds", "kinds", "proposalKeys", "voters", "description", "enabled"];
 
     fn from_body(m: &mut Members) -> Option<Self> {
         let url = m.optional("url", body::string(MAX_URL_BYTES));
         let format = m.optional("format", format);
         let dao_ids = m.each_once("daoIds", MAX_DAO_IDS, dao_id);
         let kinds = m.each_once("kinds", FeedKind::ALL.len(), kind);
+        let proposal_keys = m.each_once("proposalKeys", MAX_PROPOSAL_KEYS, proposal_key);
+        let voters = m.each_once("voters", MAX_VOTERS, voter);
         // `null` removes the note as `""` does: both are `Some("")` here.
         let description =
             m.nullable("description", body::string(MAX_DESCRIPTION_CHARS)).map(|d| d.map(Option::unwrap_or_default));
@@ -256,6 +323,8 @@ impl FromBody for WebhookUpdate {
             format: format?,
             dao_ids: dao_ids?,
             kinds: kinds?,
+            proposal_keys: proposal_keys?,
+            voters: voters?,
             description: description?,
             enabled: enabled?,
         })
@@ -404,6 +473,65 @@ async fn checked_daos(state: &AppState, ids: &[String]) -> Result<Vec<DaoId>, Pr
     }
 }
 
+/// The proposal keys, each a stored proposal's (the body's members were read as keys already).
+async fn checked_proposals(state: &AppState, keys: &[String]) -> Result<Vec<ProposalKey>, Problem> {
+    let keys: Vec<ProposalKey> = keys.iter().filter_map(|k| ProposalKey::parse(k).ok()).collect();
+    let unknown =
+        subs::unknown_proposals(state.primary()?, &keys).await.map_err(|e| problem_marking_read_failed(&e))?;
+    match unknown.first() {
+        Some(first) => {
+            let at = keys.iter().position(|k| k == first).unwrap_or(0);
+            Err(refuse_member(
+                &format!("proposalKeys[{at}]"),
+                first.as_str(),
+                Refusal::new("is no proposal's key", "a `proposalKey` from GET /v2/proposals"),
+            ))
+        }
+        None => Ok(keys),
+    }
+}
+
+/// The voters as lowercase addresses, ENS names resolved from the store (the body's members were
+/// read as voter identities already); an address named twice is kept once.
+async fn checked_voters(state: &AppState, voters: &[String]) -> Result<Vec<String>, Problem> {
+    let mut out: Vec<String> = Vec::with_capacity(voters.len());
+    for (at, voter) in voters.iter().enumerate() {
+        let address = if voter.starts_with("0x") {
+            voter.clone()
+        } else {
+            store::voters::address_of_ens(state.primary()?, voter)
+                .await
+                .map_err(|e| problem_marking_read_failed(&e))?
+                .ok_or_else(|| {
+                refuse_member(
+                    &format!("voters[{at}]"),
+                    voter,
+                    Refusal::new(
+                        "is an ENS name no known voter has",
+                        "a 0x address, a CAIP-10 account, or the ENS name of a voter GET /v2/voters knows",
+                    ),
+                )
+            })?
+        };
+        if !out.contains(&address) {
+            out.push(address);
+        }
+    }
+    Ok(out)
+}
+
+/// `subscriptions` as their owner sees them.
+async fn shown(state: &AppState, subscriptions: Vec<Subscription>) -> Result<Vec<Shown>, Problem> {
+    subs::shown(state.primary()?, subscriptions).await.map_err(|e| problem_marking_read_failed(&e))
+}
+
+/// One subscription as its owner sees it.
+async fn shown_one(state: &AppState, subscription: Subscription) -> Result<Webhook, Problem> {
+    let mut shown = shown(state, vec![subscription]).await?;
+    // `shown` maps each subscription it is given: one in, one out.
+    Webhook::of(&shown.pop().ok_or_else(Problem::internal)?)
+}
+
 /// Subscription `id` of the calling token, or the 404 (also for an id of no webhook's form).
 async fn owned(state: &AppState, req: &Request, id: &WebhookIdParam) -> Result<Subscription, Problem> {
     let token = partner_token(req)?;
@@ -425,7 +553,10 @@ impl Api {
     /// Subscribe a URL to the feed
     ///
     /// Every entry of the feed (`GET /v2/feed`) published from now on that the filters want is
-    /// posted to `url` as a Standard Webhooks message: `{type, timestamp, data}`, `data` being
+    /// posted to `url`. Filters combine: an entry is wanted when it matches each filter given
+    /// (`daoIds`, `kinds`, `proposalKeys`, `voters`), and it matches a filter when it has any of
+    /// its values; at most {{WEBHOOK_MAX_PROPOSAL_KEYS}} proposals and {{WEBHOOK_MAX_VOTERS}}
+    /// voters. Each entry goes as a Standard Webhooks message: `{type, timestamp, data}`, `data` being
     /// the entry, with `webhook-id`, `webhook-timestamp` and `webhook-signature` (`v1,`
     /// HMAC-SHA256 under the `whsec_` secret returned here, once). At least once: a
     /// `webhook-id` seen before is a duplicate. Attempts go {{WEBHOOK_RETRY_SCHEDULE}} (each
@@ -451,7 +582,9 @@ impl Api {
         let body = body.0;
         let url = checked_url(&state, &body.url).await?;
         let daos = checked_daos(&state, &body.dao_ids.unwrap_or_default()).await?;
-        let filters = Filters::new(daos, body.kinds.unwrap_or_default());
+        let proposals = checked_proposals(&state, &body.proposal_keys.unwrap_or_default()).await?;
+        let voters = checked_voters(&state, &body.voters.unwrap_or_default()).await?;
+        let filters = Filters::new(daos, body.kinds.unwrap_or_default()).with_proposals(proposals).with_voters(voters);
         let target = Target { url, filters, description: body.description, format: body.format };
         let created = subs::create(state.primary()?, token.id, &target, now_ms()).await.map_err(|e| match e {
             CreateError::TooMany => Problem::new(
@@ -462,7 +595,8 @@ impl Api {
         })?;
         state.webhook_wake.notify_one();
         let location = format!("/v2/webhooks/{}", created.public_id);
-        let shown = WebhookWithSecret { webhook: Webhook::of(&created)?, secret: created.secret.clone() };
+        let secret = created.secret.clone();
+        let shown = WebhookWithSecret { webhook: shown_one(&state, created).await?, secret };
         Ok(CreatedResponse::Created(Json(V2Single::new(shown, freshness(&state))), location))
     }
 
@@ -483,7 +617,8 @@ impl Api {
         let list = Listing::<WebhooksListV2, IdAfter>::append_only(&state, V2Limit::resolve(limit.0));
         let after = list.after(cursor.0.as_deref())?.map_or(0, |IdAfter(id)| id);
         let rows = subs::page(state.primary()?, token.id, after, list.rows_to_read()).await?;
-        Ok(list.page_filter_map(rows, |s| IdAfter(s.id), |s| Webhook::of(&s).ok()))
+        let rows = shown(&state, rows).await?;
+        Ok(list.page_filter_map(rows, |s| IdAfter(s.subscription.id), |s| Webhook::of(&s).ok()))
     }
 
     /// Get a webhook
@@ -497,15 +632,15 @@ impl Api {
         webhook_id: Path<WebhookIdParam>,
     ) -> Result<Json<V2Single<Webhook>>, ApiError<WebhooksGetV2>> {
         let s = owned(&state, req, &webhook_id.0).await?;
-        Ok(Json(V2Single::new(Webhook::of(&s)?, freshness(&state))))
+        Ok(Json(V2Single::new(shown_one(&state, s).await?, freshness(&state))))
     }
 
     /// Change a webhook
     ///
-    /// Changes the members sent: `url`, `format`, `daoIds`, `kinds`, `description`, `enabled`.
-    /// Enabling a disabled webhook sends its pending deliveries at once. A new filter applies to
-    /// entries queued from now on; a new format to every message sent from now on, those
-    /// pending included.
+    /// Changes the members sent: `url`, `format`, `daoIds`, `kinds`, `proposalKeys`, `voters`,
+    /// `description`, `enabled`. Enabling a disabled webhook sends its pending deliveries at once,
+    /// and the entries published while it was disabled. A new filter applies to entries queued
+    /// from now on; a new format to every message sent from now on, those pending included.
     #[oai(path = "/webhooks/:webhookId", method = "patch", operation_id = "v2_webhooks_update")]
     async fn webhooks_update(
         &self,
@@ -526,17 +661,27 @@ impl Api {
             Some(daos) => Some(checked_daos(&state, daos).await?),
             None => None,
         };
+        let proposals = match &body.proposal_keys {
+            Some(keys) => Some(checked_proposals(&state, keys).await?),
+            None => None,
+        };
+        let voters = match &body.voters {
+            Some(voters) => Some(checked_voters(&state, voters).await?),
+            None => None,
+        };
         let change = Change {
             url,
             daos,
             kinds: body.kinds,
+            proposals,
+            voters,
             description: body.description.map(|d| Some(d).filter(|d| !d.is_empty())),
             enabled: body.enabled,
             format: body.format,
         };
         let s = subs::update(state.primary()?, s, &change, now_ms()).await?;
         state.webhook_wake.notify_one();
-        Ok(Json(V2Single::new(Webhook::of(&s)?, freshness(&state))))
+        Ok(Json(V2Single::new(shown_one(&state, s).await?, freshness(&state))))
     }
 
     /// Delete a webhook
@@ -575,7 +720,8 @@ impl Api {
         let s = owned(&state, req, &webhook_id.0).await?;
         let s = subs::rotate(state.primary()?, s, now_ms()).await?;
         state.webhook_wake.notify_one();
-        let shown = WebhookWithSecret { webhook: Webhook::of(&s)?, secret: s.secret.clone() };
+        let secret = s.secret.clone();
+        let shown = WebhookWithSecret { webhook: shown_one(&state, s).await?, secret };
         Ok(Json(V2Single::new(shown, freshness(&state))))
     }
 

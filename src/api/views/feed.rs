@@ -156,12 +156,12 @@ impl RenderFrames for StreamFrames {
         records: Vec<FeedRecord>,
     ) -> BoxFuture<'static, Result<Vec<Frame>, Problem>> {
         Box::pin(async move {
-            let seqs: Vec<i64> = records.iter().map(|r| r.seq).collect();
+            let heads: Vec<(i64, _)> = records.iter().map(|r| (r.seq, r.subjects.clone())).collect();
             let entries = FeedEntry::from_records(&db, records).await?;
-            Ok(seqs
+            Ok(heads
                 .into_iter()
                 .zip(entries)
-                .map(|(seq, e)| Frame::new(seq, e.dao_id.clone(), e.kind, &e.to_json_string()))
+                .map(|((seq, subjects), e)| Frame::new(seq, e.dao_id.clone(), e.kind, subjects, &e.to_json_string()))
                 .collect())
         })
     }

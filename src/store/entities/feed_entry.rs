@@ -21,6 +21,9 @@ pub struct Model {
     /// The public id of what the entry is about (`ev_…` or `sg_…`; a proposal's moment: the
     /// proposal's key).
     pub item_id: String,
+    /// The key of the proposal the entry is about, when it is about one (migration 32): what a
+    /// `proposalKeys` filter matches. The voters it is about are rows of `feed_entry_voters`.
+    pub proposal_key: Option<String>,
     /// The event or signal as published (`store::feed::FeedBody`, JSON): later corrections and
     /// clearings are entries of their own and never rewrite this one.
     pub body: String,

@@ -1,6 +1,7 @@
 //! A webhook subscription (migration 15): where a partner token wants the feed's entries
-//! delivered, which of them, in which format (migration 33), and how far they were enqueued
-//! (`store::webhooks`).
+//! delivered, in which format (migration 33), and how far they were enqueued (`store::webhooks`).
+//! Which entries it wants are its filter rows (`webhook_filters`, migration 32), read and written
+//! by `store::webhooks::Filters`.
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -15,10 +16,6 @@ pub struct Model {
     /// revoked.
     pub token_id: i64,
     pub url: String,
-    /// Comma-separated DAO ids; empty: every DAO.
-    pub dao_ids: String,
-    /// Comma-separated feed kinds; empty: every kind.
-    pub kinds: String,
     pub description: Option<String>,
     /// `whsec_…`, kept to sign with (a signature needs the secret itself, unlike a token check).
     pub secret: String,
@@ -30,8 +27,12 @@ pub struct Model {
     pub disabled_reason: Option<String>,
     /// Since when every attempt failed (cleared by a success or when re-enabled).
     pub failing_since_ms: Option<i64>,
-    /// The feed sequence up to which its deliveries were enqueued.
+    /// The feed sequence up to which its deliveries were enqueued (by itself: while it follows
+    /// the shared fan-out, the fan-out's position may be further, `webhook_fanout`).
     pub enqueued_through: i64,
+    /// Whether the shared fan-out enqueues its entries (`push::queue`): false while it catches
+    /// up by itself (enabled again after a pause, or upgraded by migration 32; a new one follows at once).
+    pub follows_fanout: bool,
     /// A replay in progress: entries in (`replay_from`, `replay_through`] are enqueued again.
     pub replay_from: Option<i64>,
     pub replay_through: Option<i64>,

@@ -36,6 +36,7 @@ mod m0027_action_misses;
 mod m0028_proposal_executions;
 mod m0029_contract_lookups;
 mod m0031_proposal_simulations;
+mod m0032_subscription_filters;
 mod m0033_subscription_formats;
 mod m0034_feed_moments;
 
@@ -75,6 +76,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0028_proposal_executions::Migration),
             Box::new(m0029_contract_lookups::Migration),
             Box::new(m0031_proposal_simulations::Migration),
+            Box::new(m0032_subscription_filters::Migration),
             Box::new(m0033_subscription_formats::Migration),
             Box::new(m0034_feed_moments::Migration),
         ]
