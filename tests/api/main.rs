@@ -49,5 +49,6 @@ mod v2_snapshots;
 mod v2_topics;
 mod vote_lists;
 mod voter_rows;
+mod webhook_filters;
 mod webhook_formats;
 mod webhooks;

@@ -248,3 +248,162 @@ on_both_backends!(webhook_subscriptions_gain_a_format, |backend: Backend| async 
     assert_eq!(subscriptions::format_of(&discord), Ok(WebhookFormat::Discord));
     db.close().await.unwrap();
 });
+
+// Migration 32: a store from before it (each webhook's DAOs and kinds as comma-separated text,
+// entries without their subjects, subscriptions with entries still to enqueue) gets its filters
+// as rows, in the order they were written, the entries' proposals and voters from their bodies,
+// and each subscription then receives exactly the entries its filters want, once, before it
+// follows the shared fan-out.
+on_both_backends!(comma_separated_webhook_filters_become_rows, |backend: Backend| async move {
+    use std::sync::{Arc, Mutex};
+
+    use govdata::contract::{feed::FeedKind, vocabulary::DaoId};
+    use govdata::push::queue;
+    use govdata::store::{feed, webhooks as subs};
+
+    use crate::fixtures::testgov::{DAO, forum_data, hub_data, options, registry};
+    use crate::fixtures::upstreams::{discourse, snapshot_hub};
+
+    let url = fresh_database(backend).await;
+    let db = store::connect(&url).await.unwrap();
+    let hub_state = Arc::new(Mutex::new(hub_data()));
+    let hub = snapshot_hub(hub_state.clone()).await;
+    let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
+    let registry = registry(&hub, &forum);
+    govdata::ingest::run_once(&db, &registry, &options()).await.expect("run");
+    let (token, _) = store::tokens::create(&db, "p", &["v2:paid:standard"], None, 0).await.unwrap();
+    let dao = DaoId::parse(DAO).unwrap();
+    let written = [
+        (
+            subs::Filters::new(vec![dao.clone()], vec![FeedKind::VoteCast, FeedKind::ProposalCreated]),
+            DAO,
+            "vote_cast,proposal_created",
+        ),
+        (subs::Filters::new(vec![], vec![FeedKind::SignalRaised]), "", "signal_raised"),
+        (subs::Filters::default(), "", ""),
+    ];
+    let mut ids = Vec::new();
+    for (filters, _, _) in &written {
+        let target = subs::Target {
+            url: "http://127.0.0.1:9/x".into(),
+            filters: filters.clone(),
+            ..Default::default()
+        };
+        ids.push(subs::create(&db, token.id, &target, 0).await.unwrap().id);
+    }
+
+    // Put the store back as it was before migration 32.
+    let mut downgrade: Vec<String> = vec![
+        "ALTER TABLE webhook_subscriptions ADD COLUMN dao_ids TEXT NOT NULL DEFAULT ''".into(),
+        "ALTER TABLE webhook_subscriptions ADD COLUMN kinds TEXT NOT NULL DEFAULT ''".into(),
+    ];
+    for (id, (_, daos, kinds)) in ids.iter().zip(&written) {
+        downgrade
+            .push(format!("UPDATE webhook_subscriptions SET dao_ids = '{daos}', kinds = '{kinds}' WHERE id = {id}"));
+    }
+    downgrade.extend(
+        [
+            // Nothing enqueued yet: every entry is still to come.
+            "UPDATE webhook_subscriptions SET enqueued_through = 0",
+            "DROP INDEX ix_webhook_subscriptions_behind",
+            "DROP INDEX ix_webhook_subscriptions_paused",
+            "DROP INDEX ix_webhook_subscriptions_replaying",
+            "DROP INDEX ix_feed_proposal_seq",
+            "ALTER TABLE webhook_subscriptions DROP COLUMN follows_fanout",
+            "ALTER TABLE feed_entries DROP COLUMN proposal_key",
+            "DROP TABLE webhook_filters",
+            "DROP TABLE webhook_routes",
+            "DROP TABLE webhook_fanout",
+            "DROP TABLE feed_entry_voters",
+            "DELETE FROM seaql_migrations WHERE version = 'm0032_subscription_filters'",
+        ]
+        .map(str::to_owned),
+    );
+    db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
+    db.close().await.unwrap();
+
+    // The next start migrates it.
+    let db = store::connect(&url).await.unwrap();
+    let shown = subs::shown(&db, subs::list(&db, None).await.unwrap()).await.unwrap();
+    assert_eq!(shown.len(), 3);
+    for (s, (filters, _, _)) in shown.iter().zip(&written) {
+        assert_eq!(&s.filters, filters, "the filters as they were written, in order");
+        assert_eq!(s.enqueued_through, 0);
+        assert!(!s.subscription.follows_fanout);
+    }
+    let old = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            "SELECT dao_ids FROM webhook_subscriptions",
+        ))
+        .await;
+    assert!(old.is_err(), "the text columns are gone");
+    // Each entry has its subjects, as its body says.
+    let newest = feed::newest(&db).await.unwrap();
+    let mut all = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = feed::after(&db, &feed::FeedFilter::default(), after, 500).await.unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        all.extend(page);
+    }
+    assert_eq!(all.last().map(|e| e.seq), Some(newest));
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    for entry in &all {
+        let expected = entry.body.subjects();
+        assert_eq!(entry.subjects.proposal_key, expected.proposal_key, "{}", entry.seq);
+        assert_eq!(sorted(entry.subjects.voters.clone()), sorted(expected.voters.clone()), "{}", entry.seq);
+    }
+    assert!(all.iter().any(|e| !e.subjects.voters.is_empty()), "the notable vote's voter");
+    assert!(all.iter().any(|e| e.subjects.proposal_key.is_some()));
+
+    // Each catches up the entries its filters want, once, then follows the fan-out.
+    let enqueue_all = || async { while queue::enqueue(&db, 0).await.unwrap().more {} };
+    enqueue_all().await;
+    let delivered = |id: i64| {
+        let db = db.clone();
+        async move {
+            let stmt = sea_orm::Statement::from_sql_and_values(
+                db.get_database_backend(),
+                "SELECT seq FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY seq",
+                [id.into()],
+            );
+            db.query_all_raw(stmt)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.try_get::<i64>("", "seq").unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    let wanted = |daos: &[&str], kinds: &[&str]| -> Vec<i64> {
+        all.iter()
+            .filter(|e| daos.is_empty() || daos.contains(&e.dao_id.as_str()))
+            .filter(|e| kinds.is_empty() || kinds.contains(&e.kind.as_str()))
+            .map(|e| e.seq)
+            .collect()
+    };
+    assert_eq!(delivered(ids[0]).await, wanted(&[DAO], &["vote_cast", "proposal_created"]));
+    assert_eq!(delivered(ids[1]).await, wanted(&[], &["signal_raised"]));
+    assert_eq!(delivered(ids[2]).await, wanted(&[], &[]));
+    let shown = subs::shown(&db, subs::list(&db, None).await.unwrap()).await.unwrap();
+    assert!(shown.iter().all(|s| s.subscription.follows_fanout && s.enqueued_through == newest));
+
+    // The next publication goes through the shared fan-out: its entries once to each that
+    // wants them.
+    {
+        let mut hub = hub_state.lock().unwrap();
+        hub.proposals[0].scores_total = "999999";
+    }
+    govdata::ingest::run_once(&db, &registry, &options()).await.expect("run");
+    enqueue_all().await;
+    let newer = feed::after(&db, &feed::FeedFilter::default(), newest, 500).await.unwrap();
+    assert!(!newer.is_empty());
+    let everything = delivered(ids[2]).await;
+    assert_eq!(everything.len(), all.len() + newer.len(), "each entry once");
+    assert!(newer.iter().all(|e| everything.contains(&e.seq)));
+});
