@@ -146,6 +146,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
              process counted already (a replay, a duplicate).",
             &["format"],
             DELIVERY_BUCKETS,
+        ),
         webhook_fanout_entries: plain_counter(
             &r,
             "webhook_fanout_entries_total",

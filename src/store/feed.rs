@@ -106,6 +106,9 @@ impl FeedBody {
                 proposal_key: None,
                 voters: accounts([&change.delegator, &change.from_delegate, &change.to_delegate].map(String::as_str)),
             },
+            // About its proposal; which voters a reminder concerns is decided per subscription, at
+            // fan-out (`store::webhooks::REMINDER_KINDS`).
+            Self::Moment { moment } => Subjects { proposal_key: Some(moment.proposal_key.clone()), voters: Vec::new() },
         }
     }
 }

@@ -623,8 +623,8 @@ pub async fn page(
 /// voters: such an entry (about a proposal, naming no voter) reaches a subscription that filters
 /// voters only while one of its watched voters has not voted on that proposal
 /// ([`watching_voters_who_have_not_voted`]); subscriptions that filter no voter get it as usual.
-/// Main's `voting_ends_soon` belongs here.
-pub const REMINDER_KINDS: &[FeedKind] = &[];
+/// "Tell me 24 h before it closes about the proposals this delegate has not voted on."
+pub const REMINDER_KINDS: &[FeedKind] = &[FeedKind::VotingEndsSoon];
 
 /// Which subscriptions [`matches`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

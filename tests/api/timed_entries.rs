@@ -170,3 +170,89 @@ on_both_backends!(quorum_reached_is_fed_once, |backend: Backend| async move {
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     assert_eq!(entries(&w.app, "quorum_reached").await.len(), 1, "fed once");
 });
+
+// "Tell me 24 h before it closes about the proposals this delegate has not voted on": a webhook
+// watching delegate D gets P's 24 h reminder, D then votes, and the 1 h reminder does not come;
+// a webhook watching A, who never votes, gets both (each reminder was fed), and one watching no
+// voter gets every moment.
+on_both_backends!(
+    a_delegate_who_votes_between_the_horizons_gets_the_first_reminder_not_the_second,
+    |backend: Backend| async move {
+        use crate::access::partner_token;
+        use crate::fixtures::receiver::Receiver;
+        use crate::fixtures::upstreams::HubVote;
+        use serde_json::json;
+
+        let w = world(backend).await;
+        let e_s = 1_700_300_000;
+        let e = e_s * 1000;
+        let p = proposal(1, e_s - VOTING, "active", "P", "1");
+        serve_only(&w, vec![p.clone()]);
+        run_once(&w.db, &w.registry, &options()).await.expect("run");
+        let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+        let (delegate, absent) = (format!("0x{:040x}", 0xd1_u64), format!("0x{:040x}", 0xa1_u64));
+        let (for_d, for_a, for_all) = (Receiver::start().await, Receiver::start().await, Receiver::start().await);
+        for (receiver, body) in [
+            (&for_d, json!({ "url": for_d.url, "voters": [delegate] })),
+            (&for_a, json!({ "url": for_a.url, "voters": [absent] })),
+            (&for_all, json!({ "url": for_all.url, "kinds": ["voting_ends_soon", "vote_cast"] })),
+        ] {
+            let response = w
+                .app
+                .anonymous
+                .post(w.app.url("/v2/webhooks"))
+                .header("x-service-api-token", &token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 201, "{}", receiver.url);
+        }
+        let kinds = |r: &Receiver| -> Vec<(String, Option<String>)> {
+            r.received()
+                .iter()
+                .map(|d| {
+                    let data = &d.json()["data"];
+                    (data["kind"].as_str().unwrap().to_owned(), data["moment"]["horizon"].as_str().map(str::to_owned))
+                })
+                .collect()
+        };
+        let reminder = |horizon: &str| ("voting_ends_soon".to_owned(), Some(horizon.to_owned()));
+
+        assert!(publish_due(&w.db, e - 24 * HOUR + 1000).await.unwrap().is_some(), "24 h before P's end");
+        for_all.wait_for(1, Duration::from_secs(30)).await;
+        for_d.wait_for(1, Duration::from_secs(30)).await;
+        for_a.wait_for(1, Duration::from_secs(30)).await;
+        assert_eq!(kinds(&for_d), [reminder("PT24H")], "D has not voted yet");
+
+        // D votes on P, with all of its tally: a notable vote, fed as `vote_cast`.
+        {
+            let mut hub = w.hub_data.lock().unwrap();
+            hub.proposals[0].votes = 1;
+            hub.votes = vec![HubVote {
+                id: format!("0x{:064x}", 0xd1_u64),
+                proposal: p.id.clone(),
+                voter: delegate.clone(),
+                created: e_s - 2 * 3600,
+                choice: "1".to_owned(),
+                vp: "1".to_owned(),
+            }];
+        }
+        run_once(&w.db, &w.registry, &options()).await.expect("run");
+        for_d.wait_for(2, Duration::from_secs(30)).await;
+        assert_eq!(kinds(&for_d)[1].0, "vote_cast", "D's own vote");
+
+        assert!(publish_due(&w.db, e - HOUR + 1000).await.unwrap().is_some(), "1 h before P's end");
+        for_a.wait_for(2, Duration::from_secs(30)).await;
+        for_all.wait_for(3, Duration::from_secs(30)).await;
+        assert_eq!(kinds(&for_a), [reminder("PT24H"), reminder("PT1H")], "A never voted: both reminders");
+        assert_eq!(
+            kinds(&for_all),
+            [reminder("PT24H"), ("vote_cast".to_owned(), None), reminder("PT1H")],
+            "every moment to a webhook watching no voter"
+        );
+        // The 1 h reminder went out to the others before this look: D's webhook had it to send too.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(kinds(&for_d), [reminder("PT24H"), ("vote_cast".to_owned(), None)], "D voted: no second reminder");
+    }
+);

@@ -334,7 +334,7 @@ on_both_backends!(ten_thousand_subscriptions_of_which_ten_match_touch_ten, |back
                 ("http://127.0.0.1:9/never".to_owned(), absent_voter(n))
             };
             let filters = subs::Filters::default().with_voters(vec![watching]);
-            let target = subs::Target { url, filters, description: None };
+            let target = subs::Target { url, filters, ..Default::default() };
             subs::create(&txn, token.id, &target, 0).await.unwrap();
         }
     }
@@ -384,11 +384,10 @@ on_both_backends!(ten_thousand_subscriptions_of_which_ten_match_touch_ten, |back
     drop(server);
 });
 
-// The reminder rule (main's `voting_ends_soon` goes through it): an entry about a proposal
-// reaches a subscription that watches voters only while one of them has not voted on it; one
-// that watches no voter gets it as usual, and the other filters still apply. Run on both
-// backends' SQL with an entry of a kind this build does not know, written as a later build
-// would: the queue does not stall on it either.
+// The reminder rule (`voting_ends_soon` goes through it): an entry about a proposal reaches a
+// subscription that watches voters only while one of them has not voted on it; one that watches
+// no voter gets it as usual, and the other filters still apply. The entry is written with a body
+// this build cannot read (as a later build's might be): the queue does not stall on it.
 on_both_backends!(the_reminder_rule_reaches_watchers_of_voters_who_have_not_voted, |backend: Backend| async move {
     use govdata::push::queue;
     let url = fresh_database(backend).await;
@@ -401,7 +400,7 @@ on_both_backends!(the_reminder_rule_reaches_watchers_of_voters_who_have_not_vote
     let make = |filters: subs::Filters| {
         let db = db.clone();
         async move {
-            let target = subs::Target { url: "http://127.0.0.1:9/x".into(), filters, description: None };
+            let target = subs::Target { url: "http://127.0.0.1:9/x".into(), filters, ..Default::default() };
             subs::create(&db, token.id, &target, 0).await.unwrap().id
         }
     };
@@ -431,7 +430,7 @@ on_both_backends!(the_reminder_rule_reaches_watchers_of_voters_who_have_not_vote
         [only_voted, one_absent, absent_here, other_kind]
     );
 
-    // An entry of a later build's kind about the big proposal, as its writer appends it.
+    // A reminder about the big proposal, with a body this build cannot read.
     let before = store::feed::newest(&db).await.unwrap();
     db.execute_raw(Statement::from_sql_and_values(
         db.get_database_backend(),
@@ -453,8 +452,7 @@ on_both_backends!(the_reminder_rule_reaches_watchers_of_voters_who_have_not_vote
     };
     // With the rule: the watchers of an absent voter in scope, and those filtering no voter.
     assert_eq!(wanted(&["voting_ends_soon"]).await, [one_absent, absent_here, unfiltered, on_big]);
-    // Without it (this build: the kind is unknown), an entry about no voter reaches no voter
-    // filter.
+    // Without it (as for every other kind), an entry about no voter reaches no voter filter.
     assert_eq!(wanted(&[]).await, [unfiltered, on_big]);
     let _ = elsewhere;
     // The queue fans it out (and the publication before it) without stalling.
@@ -477,5 +475,5 @@ on_both_backends!(the_reminder_rule_reaches_watchers_of_voters_who_have_not_vote
         .iter()
         .map(|r| r.try_get::<i64>("", "subscription_id").unwrap())
         .collect();
-    assert_eq!(delivered, [unfiltered, on_big]);
+    assert_eq!(delivered, [one_absent, absent_here, unfiltered, on_big], "the queue applies the rule");
 });

@@ -188,7 +188,7 @@ impl Api {
         #[oai(explode = false, default)]
         kinds: Query<FeedKinds>,
         /// Only entries about these proposals (`proposalKey`s, comma-separated, at most
-        /// {{WEBHOOK_MAX_PROPOSAL_KEYS}}): their events and signals. A key no proposal has
+        /// {{WEBHOOK_MAX_PROPOSAL_KEYS}}): their events, signals and moments. A key no proposal has
         /// matches nothing, as `daoId` does.
         #[oai(name = "proposalKeys", explode = false, default)]
         proposal_keys: Query<ProposalKeys>,

@@ -131,13 +131,14 @@ pub struct WebhookCreate {
     pub dao_ids: Option<Vec<String>>,
     /// Only entries of these kinds (every kind when absent or empty).
     pub kinds: Option<Vec<FeedKind>>,
-    /// Only entries about these proposals, by `proposalKey` (`GET /v2/proposals`): their events
-    /// and signals (every entry when absent or empty).
+    /// Only entries about these proposals, by `proposalKey` (`GET /v2/proposals`): their events,
+    /// signals and moments (every entry when absent or empty).
     pub proposal_keys: Option<Vec<String>>,
     /// Only entries about these voters or delegates, each a 0x address (any letter case), a
     /// CAIP-10 account or a known ENS name: their notable votes (`vote_cast`) and the delegation
-    /// changes they are the delegator, the previous or the new delegate of (every entry when
-    /// absent or empty). Shown as lowercase addresses.
+    /// changes they are the delegator, the previous or the new delegate of; and the
+    /// `voting_ends_soon` reminders of the proposals one of them has not voted on (every entry
+    /// when absent or empty). Shown as lowercase addresses.
     pub voters: Option<Vec<String>>,
     /// A note for yourself.
     pub description: Option<String>,
@@ -556,7 +557,9 @@ impl Api {
     /// posted to `url`. Filters combine: an entry is wanted when it matches each filter given
     /// (`daoIds`, `kinds`, `proposalKeys`, `voters`), and it matches a filter when it has any of
     /// its values; at most {{WEBHOOK_MAX_PROPOSAL_KEYS}} proposals and {{WEBHOOK_MAX_VOTERS}}
-    /// voters. Each entry goes as a Standard Webhooks message: `{type, timestamp, data}`, `data` being
+    /// voters. A `voting_ends_soon` entry reaches a subscription that filters `voters` only while
+    /// one of them has not voted on its proposal (a reminder for the delegates who have not voted
+    /// yet). Each entry goes as a Standard Webhooks message: `{type, timestamp, data}`, `data` being
     /// the entry, with `webhook-id`, `webhook-timestamp` and `webhook-signature` (`v1,`
     /// HMAC-SHA256 under the `whsec_` secret returned here, once). At least once: a
     /// `webhook-id` seen before is a duplicate. Attempts go {{WEBHOOK_RETRY_SCHEDULE}} (each
