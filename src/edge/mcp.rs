@@ -546,7 +546,8 @@ impl ServerHandler for Tools {
                 None,
             ));
         };
-        self.updates.subscribe(&session, &context.peer, key, &request.uri)
+        let since = self.updates.newest_committed().await;
+        self.updates.subscribe(&session, &context.peer, key, &request.uri, since)
     }
 
     async fn unsubscribe(
@@ -581,7 +582,8 @@ impl ServerHandler for Tools {
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
         let watched =
             uris.into_iter().filter_map(|uri| Some((updates::watched(&self.resources, &uri).ok()?, uri))).collect();
-        let listening = self.updates.listen(watched);
+        let since = self.updates.newest_committed().await;
+        let listening = self.updates.listen(watched, since);
         let subscriber = listening.subscriber.clone();
         let ends = self.updates.max_listen.map(|d| tokio::time::Instant::now() + d);
         let until_end = async move {

@@ -167,6 +167,15 @@ impl FeedHub {
         self.db.clone()
     }
 
+    /// The newest entry committed now, as a follower's starting point (the hub's own position,
+    /// which is never ahead of it, when the primary cannot be read).
+    pub async fn newest_committed(&self) -> i64 {
+        match store::feed::newest(&self.db).await {
+            Ok(newest) => newest,
+            Err(_) => self.position.load(Ordering::Acquire),
+        }
+    }
+
     /// Reads and broadcasts every entry after the hub's position. With no stream listening it
     /// only moves the position to the newest entry.
     async fn read_new(&self) -> Result<(), Problem> {

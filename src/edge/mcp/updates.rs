@@ -115,6 +115,10 @@ pub struct Subscriber {
     id: u64,
     /// What it watches, and the URIs it named each by (notifications carry the URI as named).
     watched: Mutex<HashMap<Key, BTreeSet<String>>>,
+    /// For each key, the newest entry committed when it started watching it: entries up to it
+    /// were committed before, and the reader may still broadcast them (it follows publications
+    /// on its own); they tell it nothing new.
+    since: Mutex<HashMap<Key, i64>>,
     /// URIs changed and not yet sent.
     pending: Mutex<BTreeSet<String>>,
     wake: Notify,
@@ -127,6 +131,7 @@ impl Subscriber {
         Arc::new(Self {
             id,
             watched: Mutex::default(),
+            since: Mutex::default(),
             pending: Mutex::default(),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
@@ -147,7 +152,11 @@ impl Subscriber {
         self.closed.load(Ordering::Acquire)
     }
 
-    fn mark(&self, key: &Key) {
+    /// Marks `key` changed by entry `seq` (not when the entry was committed before it watched).
+    fn mark(&self, key: &Key, seq: i64) {
+        if lock(&self.since).get(key).is_some_and(|&since| seq <= since) {
+            return;
+        }
         let uris = lock(&self.watched).get(key).cloned().unwrap_or_default();
         if !uris.is_empty() {
             lock(&self.pending).extend(uris);
@@ -202,10 +211,11 @@ impl Updates {
 
     /// Registers `subscriber` as a watcher of `keys`, starting the follower if none runs. The
     /// follower subscribes to the hub before this returns: nothing published after is missed.
-    fn watch(self: &Arc<Self>, state: &mut State, subscriber: &Arc<Subscriber>, keys: &[Key]) {
+    fn watch(self: &Arc<Self>, state: &mut State, subscriber: &Arc<Subscriber>, keys: &[Key], since: i64) {
         state.subscribers.entry(subscriber.id).or_insert_with(|| subscriber.clone());
         for key in keys {
             state.watchers.entry(key.clone()).or_default().insert(subscriber.id);
+            lock(&subscriber.since).entry(key.clone()).or_insert(since);
         }
         if state.follower.as_ref().is_none_or(tokio::task::AbortHandle::is_finished) {
             let subscription = self.hub.subscribe();
@@ -236,16 +246,21 @@ impl Updates {
         }
     }
 
-    /// Marks the watchers of `keys` changed.
-    fn changed(&self, keys: &BTreeSet<Key>) {
+    /// Marks the watchers of `keys` changed by entry `seq`.
+    fn changed(&self, seq: i64, keys: &BTreeSet<Key>) {
         let state = lock(&self.state);
         for key in keys {
             for id in state.watchers.get(key).into_iter().flatten() {
                 if let Some(subscriber) = state.subscribers.get(id) {
-                    subscriber.mark(key);
+                    subscriber.mark(key, seq);
                 }
             }
         }
+    }
+
+    /// The newest entry committed now: a new watcher is told of the entries after it.
+    pub async fn newest_committed(&self) -> i64 {
+        self.hub.newest_committed().await
     }
 
     /// Marks everything watched changed.
@@ -255,14 +270,16 @@ impl Updates {
         }
     }
 
-    /// A 2025-11-25 session subscribes to `uri` (watching `key`); the first subscription of a
-    /// session starts the task that sends its notifications to `peer`.
+    /// A 2025-11-25 session subscribes to `uri` (watching `key`, for the entries after `since`,
+    /// [`Self::newest_committed`]); the first subscription of a session starts the task that
+    /// sends its notifications to `peer`.
     pub fn subscribe(
         self: &Arc<Self>,
         session: &str,
         peer: &Peer<RoleServer>,
         key: Key,
         uri: &str,
+        since: i64,
     ) -> Result<(), McpError> {
         let mut state = lock(&self.state);
         let existing = state.sessions.get(session).and_then(|id| state.subscribers.get(id)).cloned();
@@ -288,7 +305,7 @@ impl Updates {
             }
             watched.entry(key.clone()).or_default().insert(uri.to_owned());
         }
-        self.watch(&mut state, &subscriber, &[key]);
+        self.watch(&mut state, &subscriber, &[key], since);
         Ok(())
     }
 
@@ -308,6 +325,7 @@ impl Updates {
             });
             if gone {
                 watched.remove(key);
+                lock(&subscriber.since).remove(key);
             }
             (gone, watched.is_empty())
         };
@@ -324,8 +342,9 @@ impl Updates {
         }
     }
 
-    /// A 2026-07-28 listen stream watches `watched` (key and URI pairs) until the guard drops.
-    pub fn listen(self: &Arc<Self>, watched: Vec<(Key, String)>) -> Listening {
+    /// A 2026-07-28 listen stream watches `watched` (key and URI pairs), for the entries after
+    /// `since` ([`Self::newest_committed`]), until the guard drops.
+    pub fn listen(self: &Arc<Self>, watched: Vec<(Key, String)>, since: i64) -> Listening {
         let mut state = lock(&self.state);
         state.next_id += 1;
         let subscriber = Subscriber::new(state.next_id);
@@ -336,7 +355,7 @@ impl Updates {
             }
             map.keys().cloned().collect()
         };
-        self.watch(&mut state, &subscriber, &keys);
+        self.watch(&mut state, &subscriber, &keys, since);
         Listening { updates: self.clone(), subscriber }
     }
 }
@@ -360,8 +379,9 @@ async fn follow(updates: Weak<Updates>, mut subscription: Subscription) {
         let Some(updates) = updates.upgrade() else { return };
         match batch {
             Ok(frames) => {
-                let keys: BTreeSet<Key> = frames.iter().flat_map(frame_keys).collect();
-                updates.changed(&keys);
+                for frame in frames.iter() {
+                    updates.changed(frame.seq, &frame_keys(frame));
+                }
             }
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(
