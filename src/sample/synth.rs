@@ -604,8 +604,9 @@ fn proposal_start(i: usize) -> i64 {
     BASE_MS + i as i64 * DAY_MS
 }
 
-/// A deterministic lowercase 0x address for voter `k` of `dao_id`.
-fn hex_address(dao_id: &str, k: u64) -> String {
+/// A deterministic lowercase 0x address for voter `k` of `dao_id` (public: a soak subscribes to
+/// voters of a DAO before it is generated).
+pub fn hex_address(dao_id: &str, k: u64) -> String {
     let digest = Keccak256::digest(format!("{dao_id}\u{1f}voter\u{1f}{k}"));
     format!("0x{}", hex::encode(&digest[12..]))
 }

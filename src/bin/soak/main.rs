@@ -123,6 +123,11 @@ enum Run {
         kill: bool,
         #[arg(long)]
         day: bool,
+        /// Instead of `--receivers` unfiltered webhooks, this many targeted ones (most watching
+        /// one voter, some a kind, a few nothing) for one publication of `--proposals` and
+        /// `--votes`: deliveries per second and subscriptions the fan-out read per entry.
+        #[arg(long)]
+        targeted: Option<usize>,
     },
     /// Delivery latency per webhook format (see `latency.rs`): small publications, each
     /// delivered to one loopback receiver per format before the next.
@@ -174,9 +179,13 @@ async fn run(args: Args, govdata: &std::path::Path, url: &str) -> anyhow::Result
             abuse::run(govdata, url, attack).await
         }
         Run::Streams { streams, votes } => streams::run(govdata, url, streams::Streams { streams, votes }).await,
-        Run::Webhooks { receivers, proposals, votes, kill, day } => {
+        Run::Webhooks { receivers, proposals, votes, kill, day, targeted } => {
             let plan = webhooks::Plan { receivers, proposals, votes, kill };
-            if day { webhooks::day(url, plan).await } else { webhooks::run(govdata, url, plan).await }
+            match (day, targeted) {
+                (true, _) => webhooks::day(url, plan).await,
+                (false, Some(subscriptions)) => webhooks::targeted(govdata, url, plan, subscriptions).await,
+                (false, None) => webhooks::run(govdata, url, plan).await,
+            }
         }
         Run::Latency { publications, proposals, votes, every } => {
             latency::run(govdata, url, latency::Plan { publications, proposals, votes, every }).await

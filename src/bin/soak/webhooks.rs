@@ -336,3 +336,146 @@ async fn due(db: &sea_orm::DatabaseConnection, now_ms: i64) -> anyhow::Result<i6
     let row = db.query_one_raw(stmt).await?.context("a count")?;
     Ok(row.try_get::<i64>("", "n")?)
 }
+
+/// The scraped value of counter `name` (without labels) on `server`'s `/metrics`.
+async fn counter(server: &Server, internal: &str, name: &str) -> anyhow::Result<f64> {
+    let text = reqwest::Client::new()
+        .get(format!("{}/metrics", server.base))
+        .header("x-internal-token", internal)
+        .send()
+        .await?
+        .text()
+        .await?;
+    let prefix = format!("{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .with_context(|| format!("{name} on /metrics"))
+}
+
+/// `--targeted N`: N webhook subscriptions that target (issue 48), for one publication of the
+/// plan's size: N − 100 each watching one voter of the DAO about to be published (voter k for
+/// k < N − 100: the first `votes / 2` of them vote in it, the others never do), 90 watching its
+/// `proposal_created` entries, 10 watching everything; spread over 10 receivers. Every delivery
+/// the filters want must arrive (the expected count is computed here from the entries' kinds and
+/// voters, independently of the server); it prints deliveries per second from the publisher's
+/// exit, and the subscriptions the fan-out read per entry (the server's counters), against N.
+pub async fn targeted(govdata: &std::path::Path, url: &str, plan: Plan, subscriptions: usize) -> anyhow::Result<()> {
+    use govdata::contract::{feed::FeedKind, vocabulary::DaoId, webhooks::MAX_SUBSCRIPTIONS_PER_TOKEN};
+    use govdata::store::{tokens, webhooks as subs};
+    use sea_orm::{ConnectionTrait, Statement};
+
+    const BY_KIND: usize = 90;
+    const EVERYTHING: usize = 10;
+    const RECEIVERS: usize = 10;
+    anyhow::ensure!(subscriptions > BY_KIND + EVERYTHING, "--targeted takes more than {}", BY_KIND + EVERYTHING);
+    let internal = format!("soak-internal-{}", std::process::id());
+    let env = [
+        ("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"),
+        ("GOVDATA_WEBHOOK_LOOPBACK_ONLY", "1"),
+        ("GOVDATA_RATE_PARTNER", "off"),
+        ("GOVDATA_RATE_CLIENT", "off"),
+        ("GOVDATA_INTERNAL_TOKEN", internal.as_str()),
+    ];
+    let server = Server::start(govdata, url, &env).await?;
+    let db = govdata::store::connect(url).await?;
+    let tally = Arc::new(Tally::default());
+    let mut hooks = Vec::new();
+    for _ in 0..RECEIVERS {
+        hooks.push(receiver(tally.clone(), Arc::new(|| false)).await?);
+    }
+    let dao = format!("whtarget{}", std::process::id());
+    let dao_id = DaoId::parse(&dao).context("a DAO id")?;
+    let by_voter = subscriptions - BY_KIND - EVERYTHING;
+    let watched: HashSet<String> = (0..by_voter as u64).map(|k| govdata::sample::synth::hex_address(&dao, k)).collect();
+    let made = Instant::now();
+    let mut token = None;
+    for i in 0..subscriptions {
+        if i % MAX_SUBSCRIPTIONS_PER_TOKEN as usize == 0 {
+            token = Some(tokens::create(&db, &format!("targeted {i}"), &["v2:paid:standard"], None, 0).await?.0.id);
+        }
+        let filters = if i < by_voter {
+            subs::Filters::default().with_voters(vec![govdata::sample::synth::hex_address(&dao, i as u64)])
+        } else if i < by_voter + BY_KIND {
+            subs::Filters::new(vec![dao_id.clone()], vec![FeedKind::ProposalCreated])
+        } else {
+            subs::Filters::default()
+        };
+        let target = subs::Target { url: hooks[i % RECEIVERS].clone(), filters, ..Default::default() };
+        subs::create(&db, token.context("a token")?, &target, govdata::contract::time::now_ms())
+            .await
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    println!(
+        "{subscriptions} subscriptions ({by_voter} by one voter, {BY_KIND} by DAO and kind, {EVERYTHING} unfiltered) \
+         made in {:.1} s, over {RECEIVERS} receivers",
+        made.elapsed().as_secs_f64()
+    );
+    let fanout = |name: &'static str| counter(&server, &internal, name);
+    let (entries_before, touched_before, enqueued_before) = (
+        fanout("govdata_webhook_fanout_entries_total").await?,
+        fanout("govdata_webhook_fanout_subscriptions_touched_total").await?,
+        fanout("govdata_webhook_deliveries_enqueued_total").await?,
+    );
+
+    let (took, entries, phases) = synth(govdata, url, &dao, &plan).await?;
+    let exited = Instant::now();
+    println!("publication: {entries} feed entries in {took:.2} s (govdata synth: {phases})");
+    // What the filters want, from the entries themselves.
+    let stmt = Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "SELECT e.seq, e.kind, v.voter FROM feed_entries e LEFT JOIN feed_entry_voters v ON v.seq = e.seq \
+         WHERE e.dao_id = $1 ORDER BY e.seq",
+        [dao.as_str().into()],
+    );
+    let mut kinds: std::collections::BTreeMap<i64, String> = std::collections::BTreeMap::new();
+    let mut voter_matches = 0usize;
+    for row in db.query_all_raw(stmt).await? {
+        let seq: i64 = row.try_get("", "seq")?;
+        kinds.insert(seq, row.try_get("", "kind")?);
+        if let Some(voter) = row.try_get::<Option<String>>("", "voter")?
+            && watched.contains(&voter)
+        {
+            voter_matches += 1;
+        }
+    }
+    let created = kinds.values().filter(|k| k.as_str() == FeedKind::ProposalCreated.as_str()).count();
+    let expected = voter_matches + BY_KIND * created + EVERYTHING * kinds.len();
+    let deadline = Instant::now() + Duration::from_secs(1_800);
+    let mut last_report = Instant::now();
+    while tally.unique() < expected {
+        if Instant::now() > deadline {
+            bail!("{} of {expected} deliveries after 30 minutes", tally.unique());
+        }
+        if last_report.elapsed() >= Duration::from_secs(5) {
+            last_report = Instant::now();
+            println!("  {:>9} of {expected} after {:.1} s", tally.unique(), exited.elapsed().as_secs_f64());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = exited.elapsed().as_secs_f64();
+    // Whatever else would come has come by now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let total = tally.total.load(Ordering::Relaxed) as usize;
+    let fanned = fanout("govdata_webhook_fanout_entries_total").await? - entries_before;
+    let touched = fanout("govdata_webhook_fanout_subscriptions_touched_total").await? - touched_before;
+    let enqueued = fanout("govdata_webhook_deliveries_enqueued_total").await? - enqueued_before;
+    println!(
+        "all {expected} wanted deliveries ({voter_matches} to voter watchers, {} by kind, {} unfiltered) arrived \
+         {elapsed:.1} s after the publisher exited: {:.0} deliveries/s; {} more than wanted",
+        BY_KIND * created,
+        EVERYTHING * kinds.len(),
+        expected as f64 / elapsed,
+        total as i64 - expected as i64
+    );
+    println!(
+        "fan-out: {fanned} entries, {touched} subscriptions read ({:.1} per entry, of {subscriptions}), {enqueued} \
+         deliveries enqueued ({:.1} per entry)",
+        touched / fanned.max(1.0),
+        enqueued / fanned.max(1.0)
+    );
+    if total != expected || enqueued as usize != expected {
+        bail!("{total} deliveries arrived and {enqueued} were enqueued; the filters want {expected}");
+    }
+    Ok(())
+}
