@@ -284,11 +284,8 @@ on_both_backends!(comma_separated_webhook_filters_become_rows, |backend: Backend
     ];
     let mut ids = Vec::new();
     for (filters, _, _) in &written {
-        let target = subs::Target {
-            url: "http://127.0.0.1:9/x".into(),
-            filters: filters.clone(),
-            ..Default::default()
-        };
+        let target =
+            subs::Target { url: "http://127.0.0.1:9/x".into(), filters: filters.clone(), ..Default::default() };
         ids.push(subs::create(&db, token.id, &target, 0).await.unwrap().id);
     }
 
