@@ -86,7 +86,7 @@ async fn get_with(app: &TestApp, path: &str, header: (&str, &str)) -> (u16, Valu
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-on_both_backends!(every_scope_against_every_paid_operation, |app: TestApp| async move {
+on_both_backends!(replica: every_scope_against_every_paid_operation, |app: TestApp| async move {
     let mut scoped = Vec::new();
     for scope in Scope::ALL {
         scoped.push((scope, partner_token(&app, &[scope.as_str()]).await.1));
@@ -128,7 +128,7 @@ on_both_backends!(every_scope_against_every_paid_operation, |app: TestApp| async
     assert_eq!(opened, 7 * 3 + 2 + 11 * 3 + 10 * 2);
 });
 
-on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp| async move {
+on_both_backends!(replica: unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp| async move {
     let (id, token) = partner_token(&app, &["v1:paid:*", "v2:paid:*"]).await;
     let db = govdata::store::connect(&app.database_url).await.unwrap();
     let before = tokens::list(&db).await.unwrap().into_iter().find(|t| t.id == id).unwrap();
@@ -166,7 +166,7 @@ on_both_backends!(unknown_and_revoked_tokens_are_refused_at_once, |app: TestApp|
     assert_eq!(status, 200);
 });
 
-on_both_backends!(the_internal_token_opens_everything_and_a_wrong_one_is_ignored, |backend: Backend| async move {
+on_both_backends!(replica: the_internal_token_opens_everything_and_a_wrong_one_is_ignored, |backend: Backend| async move {
     let app = spawn_app(backend).await;
     for path in ["/v1/daos/uniswap/brief", "/v2/daos/uniswap/voters", &format!("/v1/items/proposal/{TAB_ID}")] {
         let (status, body) = get_with(&app, path, ("x-internal-token", crate::helpers::INTERNAL_TOKEN)).await;
@@ -186,7 +186,7 @@ fn decode(header: &str) -> Value {
     serde_json::from_slice(&bytes).expect("JSON")
 }
 
-on_both_backends!(a_402_carries_both_x402_challenges, |backend: Backend| async move {
+on_both_backends!(replica: a_402_carries_both_x402_challenges, |backend: Backend| async move {
     let app = spawn_app_with(sample_database(backend), |a| {
         a.public_url = Some("https://api.govdata.test/".to_owned());
         a.payments.pay_to = Some(PAY_TO.to_owned());
@@ -249,7 +249,7 @@ on_both_backends!(a_402_carries_both_x402_challenges, |backend: Backend| async m
     assert_eq!(body["status"], 402);
 });
 
-on_both_backends!(browsers_can_read_the_payment_headers, |backend: Backend| async move {
+on_both_backends!(replica: browsers_can_read_the_payment_headers, |backend: Backend| async move {
     let app = spawn_app(backend).await;
     let response =
         app.anonymous.get(app.url("/v1/activity")).header("origin", "https://agent.example").send().await.unwrap();
@@ -280,7 +280,7 @@ on_both_backends!(browsers_can_read_the_payment_headers, |backend: Backend| asyn
     assert!(allowed.contains("payment-signature") && allowed.contains("x-service-api-token"), "{allowed}");
 });
 
-on_both_backends!(every_402_carries_its_bazaar_discovery_extension, |backend: Backend| async move {
+on_both_backends!(replica: every_402_carries_its_bazaar_discovery_extension, |backend: Backend| async move {
     let app = spawn_app_with(sample_database(backend), |a| {
         a.public_url = Some("https://api.govdata.test/".to_owned());
         a.payments.pay_to = Some(PAY_TO.to_owned());

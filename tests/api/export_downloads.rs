@@ -63,7 +63,7 @@ async fn download(app: &TestApp, file: &str, headers: &[(&str, &str)]) -> reqwes
     r.send().await.unwrap()
 }
 
-on_both_backends!(exports_are_served_as_data_tools_read_files, |backend: Backend| async move {
+on_both_backends!(replica: exports_are_served_as_data_tools_read_files, |backend: Backend| async move {
     let dir = tempfile::tempdir().unwrap();
     let app = exporting_app(backend, dir.path(), 1024).await;
 
@@ -162,7 +162,7 @@ on_both_backends!(exports_are_served_as_data_tools_read_files, |backend: Backend
 });
 
 on_both_backends!(
-    an_unchanged_table_keeps_its_etag_and_a_changed_one_replaces_its_file,
+    replica: an_unchanged_table_keeps_its_etag_and_a_changed_one_replaces_its_file,
     |backend: Backend| async move {
         let dir = tempfile::tempdir().unwrap();
         let app = exporting_app(backend, dir.path(), 1024).await;
@@ -203,7 +203,7 @@ on_both_backends!(
     }
 );
 
-on_both_backends!(one_builder_per_file_and_the_disk_budget, |backend: Backend| async move {
+on_both_backends!(replica: one_builder_per_file_and_the_disk_budget, |backend: Backend| async move {
     let dir = tempfile::tempdir().unwrap();
     // A budget of 0 MiB keeps only the file just built.
     let app = exporting_app(backend, dir.path(), 0).await;
@@ -273,7 +273,7 @@ async fn readers() -> Option<std::path::PathBuf> {
     crate::helpers::pinned_python(&READY, "exports", "pyarrow, polars, duckdb, fsspec, aiohttp").await
 }
 
-on_both_backends!(real_readers_find_exactly_what_the_api_serves, |backend: Backend| async move {
+on_both_backends!(replica: real_readers_find_exactly_what_the_api_serves, |backend: Backend| async move {
     let Some(python) = readers().await else { return };
     let dir = tempfile::tempdir().unwrap();
     let app = exporting_app(backend, dir.path(), 1024).await;

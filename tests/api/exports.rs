@@ -26,7 +26,7 @@ use crate::on_both_backends;
 
 const DAO: &str = "uniswap";
 
-on_both_backends!(votes_export_in_every_format_equals_the_store, |app: TestApp| async move {
+on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: TestApp| async move {
     let db = govdata::store::connect(&app.database_url).await.unwrap();
     let stored = govdata::store::entities::vote::Entity::find()
         .filter(govdata::store::entities::vote::Column::DaoId.eq(DAO))
@@ -218,7 +218,7 @@ fn parquet_column(path: &std::path::Path, table: &ExportTable, column: &str) -> 
     (rows, values)
 }
 
-on_both_backends!(every_table_exports_the_daos_rows_in_every_format, |app: TestApp| async move {
+on_both_backends!(replica: every_table_exports_the_daos_rows_in_every_format, |app: TestApp| async move {
     let db = govdata::store::connect(&app.database_url).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut non_empty = BTreeSet::new();
@@ -329,7 +329,7 @@ async fn ndjson(db: &DatabaseConnection, dir: &std::path::Path, table: &'static 
 
 // The tables the sample leaves empty, with rows: exact values, public ids, "no delegate" as null,
 // chain order, the linked proposal's key, and only the DAO's rows.
-on_both_backends!(governor_and_forum_tables_export_their_rows, |backend: Backend| async move {
+on_both_backends!(replica: governor_and_forum_tables_export_their_rows, |backend: Backend| async move {
     use govdata::contract::exports::{DELEGATION_CHANGES, DELEGATIONS, FORUM_TOPICS, POWER_CHECKPOINTS};
     use govdata::contract::vocabulary::{PowerCause, ProposalSource, ProposalState};
     use govdata::store::address::AccountBytes;

@@ -119,7 +119,7 @@ impl Steps {
 // exactly the difference between the revisions before and after it. Two sequences per backend:
 // a fixed one that is known to reach every path (new events, corrected ones, signals), and one
 // drawn from the clock, whose seed a failure prints.
-on_both_backends!(feed_is_the_difference_between_revisions, |backend: Backend| async move {
+on_both_backends!(replica: feed_is_the_difference_between_revisions, |backend: Backend| async move {
     feed_follows_changes(backend, FIXED_SEED, true).await;
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     feed_follows_changes(backend, seed, false).await;
@@ -291,7 +291,7 @@ async fn feed_follows_changes(backend: crate::helpers::Backend, seed: u64, every
     }
 }
 
-on_both_backends!(feed_filters_pages_and_refuses, |backend: Backend| async move {
+on_both_backends!(replica: feed_filters_pages_and_refuses, |backend: Backend| async move {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     let all = entries_after(&w.app, "0").await;

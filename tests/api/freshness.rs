@@ -1,6 +1,6 @@
 use crate::{helpers::snapshot_settings, on_both_backends};
 
-on_both_backends!(system_freshness_reports_the_dataset, |app: TestApp| async move {
+on_both_backends!(replica: system_freshness_reports_the_dataset, |app: TestApp| async move {
     let (status, body) = app.get_json("/v1/system/freshness").await;
     assert_eq!(status, 200);
     crate::daos::assert_no_floats(&body, "$");

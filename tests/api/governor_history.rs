@@ -333,7 +333,7 @@ async fn assert_notable(app: &TestApp, scenario: &Value, changes: Vec<Value>) {
     }
 }
 
-on_both_backends!(delegation_history_and_power_equal_the_token_at_every_block, |backend: Backend| async move {
+on_both_backends!(replica: delegation_history_and_power_equal_the_token_at_every_block, |backend: Backend| async move {
     if !require_toolkit().await {
         return;
     }

@@ -1,7 +1,7 @@
 use crate::helpers::{Backend, fresh_database, pg_base_url, require, spawn_app_on};
 use crate::on_both_backends;
 
-on_both_backends!(health_and_readiness, |app: TestApp| async move {
+on_both_backends!(replica: health_and_readiness, |app: TestApp| async move {
     let (status, body) = app.get_json("/healthz").await;
     assert_eq!(status, 200);
     assert_eq!(body["status"], "ok");
@@ -11,7 +11,7 @@ on_both_backends!(health_and_readiness, |app: TestApp| async move {
     assert!(["sqlite", "postgres"].contains(&body["store"].as_str().unwrap()));
 });
 
-on_both_backends!(request_ids, |app: TestApp| async move {
+on_both_backends!(replica: request_ids, |app: TestApp| async move {
     let generated = app.get("/healthz").await;
     let id = generated.headers()["x-request-id"].to_str().unwrap().to_owned();
     assert_eq!(id.len(), 32, "a generated id is a UUID without dashes: {id}");

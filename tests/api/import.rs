@@ -5,7 +5,7 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use crate::helpers::fresh_database;
 use crate::on_both_backends;
 
-on_both_backends!(import_is_idempotent_and_exact, |backend: Backend| async move {
+on_both_backends!(replica: import_is_idempotent_and_exact, |backend: Backend| async move {
     let url = fresh_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
     let first = govdata::sample::import_if_empty(&db).await.unwrap().expect("an empty store is loaded");

@@ -25,7 +25,7 @@ fn key(source: &str, external_id: &str) -> String {
     govdata::store::keys::proposal_key(DAO, source, external_id)
 }
 
-on_both_backends!(snapshot_and_discourse_are_ingested_and_served, |backend: Backend| async move {
+on_both_backends!(replica: snapshot_and_discourse_are_ingested_and_served, |backend: Backend| async move {
     let w = world(backend).await;
     let report = run_once(&w.db, &w.registry, &options()).await.expect("the run completes");
     for o in &report.outcomes {
@@ -153,7 +153,7 @@ on_both_backends!(snapshot_and_discourse_are_ingested_and_served, |backend: Back
 // choice encrypted; the store keeps it as received, the tally counts it as unreadable (never a
 // guess), and the answers say the scores are provisional and the voting shielded. Once the hub
 // reveals the choices and finalises the scores, the next run replaces every encrypted choice.
-on_both_backends!(shielded_choices_are_never_guessed_and_are_replaced_once_revealed, |backend: Backend| async move {
+on_both_backends!(replica: shielded_choices_are_never_guessed_and_are_replaced_once_revealed, |backend: Backend| async move {
     let w = world(backend).await;
     let shielded = proposal_id(PROPOSALS + 1);
     let voters: Vec<String> = (0..3).map(|i| format!("0x{:040x}", 0x5e1d00 + i)).collect();
@@ -232,7 +232,7 @@ on_both_backends!(shielded_choices_are_never_guessed_and_are_replaced_once_revea
 // Copeland ballots rank every choice: the store's tally gives each vote's power to its first
 // preference only (never to every ranked choice, as an approval would), says so, and names the
 // rule Snapshot decides by (no race is judged on it: `rules::signals::facts`' unit tests).
-on_both_backends!(copeland_ballots_are_tallied_as_first_preferences_and_explained, |backend: Backend| async move {
+on_both_backends!(replica: copeland_ballots_are_tallied_as_first_preferences_and_explained, |backend: Backend| async move {
     let w = world(backend).await;
     let id = proposal_id(PROPOSALS + 2);
     {
@@ -281,7 +281,7 @@ on_both_backends!(copeland_ballots_are_tallied_as_first_preferences_and_explaine
 // hub's `plugins`) gets them as its actions, marked as executed by a Safe module, decoded with
 // the Safe as sender; a transaction the plugin never writes (a delegatecall) is reported and no
 // action is guessed; a re-run changes nothing.
-on_both_backends!(osnap_transactions_are_a_snapshot_proposals_actions, |backend: Backend| async move {
+on_both_backends!(replica: osnap_transactions_are_a_snapshot_proposals_actions, |backend: Backend| async move {
     use govdata::store::entities::proposal_action::{self, ExecutionPath};
     let w = world(backend).await;
     let (payout, unreadable) = (proposal_id(PROPOSALS + 3), proposal_id(PROPOSALS + 4));
@@ -501,7 +501,7 @@ async fn held_at_publication(mut command: tokio::process::Command, hold_ms: u64)
     child
 }
 
-on_both_backends!(a_killed_publication_leaves_the_served_revision_intact, |backend: Backend| async move {
+on_both_backends!(replica: a_killed_publication_leaves_the_served_revision_intact, |backend: Backend| async move {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.unwrap();
     let before = served(&w.app).await;
@@ -581,7 +581,7 @@ on_both_backends!(a_killed_publication_leaves_the_served_revision_intact, |backe
 
 // A running run's process beats; the beats stop when the run is no longer running, and a run
 // that another process reclaimed cannot publish.
-on_both_backends!(a_run_beats_while_it_runs, |backend: Backend| async move {
+on_both_backends!(replica: a_run_beats_while_it_runs, |backend: Backend| async move {
     use sea_orm::{ActiveModelTrait, ActiveValue::Set};
     let db = govdata::store::connect(&fresh_database(backend).await).await.unwrap();
     let run = ingestion_run::ActiveModel {
@@ -705,7 +705,7 @@ async fn a_stale_dao_is_refreshed_live_then_served_as_cached_live() {
 // another case refreshes the DAO the handler answers for (the refresh path once sliced the URL
 // text, so `TestGov` was "not registered" and served stale), and the lowercase requests after it
 // are served from that refresh.
-on_both_backends!(a_dao_named_in_another_case_is_refreshed_live_as_its_slug, |backend: Backend| async move {
+on_both_backends!(replica: a_dao_named_in_another_case_is_refreshed_live_as_its_slug, |backend: Backend| async move {
     let hub = snapshot_hub(Arc::new(Mutex::new(hub_data()))).await;
     let forum = discourse(Arc::new(Mutex::new(forum_data()))).await;
     let dir = tempfile::tempdir().unwrap();
@@ -870,7 +870,7 @@ async fn a_slow_live_refresh_serves_the_stored_data_and_finishes_in_the_backgrou
 // Two `govdata ingest` processes on one store: the second reaches its publication while the
 // first holds its own open, waits its turn, and both complete. (Without the turn, PostgreSQL
 // let the second rebuild the aggregates over rows it could not see: a unique violation.)
-on_both_backends!(two_processes_publish_in_turn, |backend: Backend| async move {
+on_both_backends!(replica: two_processes_publish_in_turn, |backend: Backend| async move {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.unwrap();
     {

@@ -97,7 +97,7 @@ async fn raw_exchange(app: &TestApp, request: &[u8]) -> (String, String) {
     (head.to_owned(), body.to_owned())
 }
 
-on_both_backends!(bad_requests_are_refused_with_problem_documents, |app: TestApp| async move {
+on_both_backends!(replica: bad_requests_are_refused_with_problem_documents, |app: TestApp| async move {
     refusals(&app).await;
 });
 
@@ -206,7 +206,7 @@ fn raw_problem(answer: &str) -> (String, Value) {
 
 // A body that trickles in is refused at the body clock, as `/mcp`'s is, not at the request
 // deadline: `POST /v2/webhooks` declaring 2,000 bytes and sending 20.
-on_both_backends!(a_webhook_body_that_trickles_is_refused_at_the_body_clock, |backend: Backend| async move {
+on_both_backends!(replica: a_webhook_body_that_trickles_is_refused_at_the_body_clock, |backend: Backend| async move {
     let body_timeout = Duration::from_millis(500);
     let app = spawn_app_with(sample_database(backend), |a| a.limits.body_read_timeout = body_timeout).await;
     let (_, token) = crate::access::partner_token(&app, &["v2:paid:standard"]).await;
@@ -227,7 +227,7 @@ on_both_backends!(a_webhook_body_that_trickles_is_refused_at_the_body_clock, |ba
 
 // A body that trickles in holds no query slot: with one slot, other requests are served while
 // it is pending.
-on_both_backends!(a_trickling_body_holds_no_query_slot, |backend: Backend| async move {
+on_both_backends!(replica: a_trickling_body_holds_no_query_slot, |backend: Backend| async move {
     let body_timeout = Duration::from_secs(4);
     let app = spawn_app_with(sample_database(backend), |a| {
         a.limits.max_concurrent_queries = 1;
@@ -259,7 +259,7 @@ on_both_backends!(a_trickling_body_holds_no_query_slot, |backend: Backend| async
 
 // A body declared over the cap is refused from its `Content-Length`, before a byte is read,
 // and counted.
-on_both_backends!(a_body_declared_over_the_cap_is_refused_from_its_length, |backend: Backend| async move {
+on_both_backends!(replica: a_body_declared_over_the_cap_is_refused_from_its_length, |backend: Backend| async move {
     let app = spawn_app_with(sample_database(backend), |_| {}).await;
     let (_, token) = crate::access::partner_token(&app, &["v2:paid:standard"]).await;
     let counted = refusals_counted(&app, "body_too_large").await;

@@ -114,7 +114,7 @@ async fn sample_uris(app: &TestApp) -> [(String, String); 3] {
     ]
 }
 
-on_both_backends!(the_templates_are_the_reads_of_one_thing, |app: TestApp| async move {
+on_both_backends!(replica: the_templates_are_the_reads_of_one_thing, |app: TestApp| async move {
     let init =
         json!({ "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": { "name": "tests", "version": "0" } });
     let (_, headers, body) = rpc(&app, LEGACY, "initialize", init, &[]).await;
@@ -148,7 +148,7 @@ on_both_backends!(the_templates_are_the_reads_of_one_thing, |app: TestApp| async
     }
 });
 
-on_both_backends!(a_read_answers_what_its_operation_answers, |app: TestApp| async move {
+on_both_backends!(replica: a_read_answers_what_its_operation_answers, |app: TestApp| async move {
     let (_, token) = partner_token(&app, &["v2:paid:*"]).await;
     let credential = [("x-service-api-token", token.as_str())];
     for (uri, path) in sample_uris(&app).await {
@@ -197,7 +197,7 @@ on_both_backends!(a_read_answers_what_its_operation_answers, |app: TestApp| asyn
     }
 });
 
-on_both_backends!(a_paid_resource_is_paid_as_its_tool, |backend: Backend| async move {
+on_both_backends!(replica: a_paid_resource_is_paid_as_its_tool, |backend: Backend| async move {
     let app = spawn_app_with(sample_database(backend), |a| a.payments.pay_to = Some(PAY_TO.to_owned())).await;
     let read = json!({ "uri": "govdata://daos/uniswap" });
     for protocol in [LEGACY, MODERN] {
@@ -227,7 +227,7 @@ on_both_backends!(a_paid_resource_is_paid_as_its_tool, |backend: Backend| async 
 // at most `MAX_WATCHED_RESOURCES`; the server keeps at most `GOVDATA_MCP_MAX_SESSIONS` sessions
 // (past it, `initialize` is answered without one) and closes one no request reaches for
 // `GOVDATA_MCP_SESSION_IDLE`.
-on_both_backends!(subscriptions_are_checked_and_bounded, |backend: Backend| async move {
+on_both_backends!(replica: subscriptions_are_checked_and_bounded, |backend: Backend| async move {
     let app = spawn_app_with(sample_database(backend), |a| {
         a.limits.mcp_max_sessions = 1;
         a.limits.mcp_session_idle = Duration::from_secs(3);
@@ -318,7 +318,7 @@ async fn change_first_proposal(w: &crate::fixtures::testgov::World) -> Instant {
 // accepted (a URI that is no resource is not), streams `notifications/resources/updated` for the
 // changed proposal (and its DAO), nothing for another proposal, and closes gracefully (the final
 // result) when the stream's longest duration passes.
-on_both_backends!(listen_streams_the_updates_of_a_publication, |backend: Backend| async move {
+on_both_backends!(replica: listen_streams_the_updates_of_a_publication, |backend: Backend| async move {
     let w = world_with(backend, |a| a.limits.stream_max_duration = Some(Duration::from_secs(20))).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     let key = first_proposal(&w.app).await;
@@ -391,7 +391,7 @@ on_both_backends!(listen_streams_the_updates_of_a_publication, |backend: Backend
 // Protocol 2025-11-25 over raw HTTP: a session subscribes, and its GET stream carries
 // `notifications/resources/updated` for the changed proposal once, not for what it unsubscribed
 // from.
-on_both_backends!(a_session_is_told_on_its_get_stream, |backend: Backend| async move {
+on_both_backends!(replica: a_session_is_told_on_its_get_stream, |backend: Backend| async move {
     let w = world_with(backend, |_| {}).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     let key = first_proposal(&w.app).await;
@@ -478,7 +478,7 @@ async fn python() -> Option<std::path::PathBuf> {
 // publication changes that proposal, and each must be told within 5 s (the sessions of the
 // 2025-11-25 clients outlive their idle time meanwhile: the clients answer the server's pings).
 // The MCP Inspector's CLI lists the templates.
-on_both_backends!(the_official_sdks_subscribe_and_are_told_within_5_s, |backend: Backend| async move {
+on_both_backends!(replica: the_official_sdks_subscribe_and_are_told_within_5_s, |backend: Backend| async move {
     if !require_toolkit().await {
         return;
     }

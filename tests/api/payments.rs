@@ -182,7 +182,7 @@ async fn assert_refused(response: reqwest::Response, reason: &str, case: &str) -
 
 // Every malformed, mismatched or forged payment is refused by the local checks with its own
 // reason code, before the facilitator hears of it and before anything is reserved.
-on_both_backends!(bad_payments_are_refused_with_a_reason_and_serve_nothing, |backend: Backend| async move {
+on_both_backends!(replica: bad_payments_are_refused_with_a_reason_and_serve_nothing, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
     let app = paying_app(backend, &facilitator.url).await;
     let standard = offer(&app, STANDARD).await;
@@ -272,7 +272,7 @@ on_both_backends!(bad_payments_are_refused_with_a_reason_and_serve_nothing, |bac
     assert_eq!(facilitator.actions(), Vec::<String>::new(), "no bad payment reached the facilitator");
 });
 
-on_both_backends!(a_payment_is_verified_settled_recorded_and_never_replayed, |backend: Backend| async move {
+on_both_backends!(replica: a_payment_is_verified_settled_recorded_and_never_replayed, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
     let app = paying_app(backend, &facilitator.url).await;
     let (_, free_view) = app.get_json(PLUS).await;
@@ -329,7 +329,7 @@ on_both_backends!(a_payment_is_verified_settled_recorded_and_never_replayed, |ba
 });
 
 // A payer over its rate is refused before its payment is reserved, verified or settled.
-on_both_backends!(a_payer_over_its_rate_is_refused_before_anything_is_charged, |backend: Backend| async move {
+on_both_backends!(replica: a_payer_over_its_rate_is_refused_before_anything_is_charged, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
     let url = facilitator.url.clone();
     let app = spawn_app_with(sample_database(backend), move |a| {
@@ -357,7 +357,7 @@ on_both_backends!(a_payer_over_its_rate_is_refused_before_anything_is_charged, |
 // What the handler answers decides whether anything is charged; what the facilitator answers
 // decides whether anything is served.
 on_both_backends!(
-    only_a_successful_answer_is_charged_and_only_a_settled_one_is_served,
+    replica: only_a_successful_answer_is_charged_and_only_a_settled_one_is_served,
     |backend: Backend| async move {
         let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
         let app = paying_app(backend, &facilitator.url).await;
@@ -411,7 +411,7 @@ async fn assert_upstream_error(response: reqwest::Response, case: &str) {
     assert!(body["detail"].as_str().unwrap().contains("facilitator"), "{case}: {body}");
 }
 
-on_both_backends!(a_garbled_or_unreachable_facilitator_is_an_upstream_error, |backend: Backend| async move {
+on_both_backends!(replica: a_garbled_or_unreachable_facilitator_is_an_upstream_error, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Garble, Duration::ZERO).await;
     let app = paying_app(backend, &facilitator.url).await;
     let offer = offer(&app, STANDARD).await;
@@ -430,7 +430,7 @@ on_both_backends!(a_garbled_or_unreachable_facilitator_is_an_upstream_error, |ba
 });
 
 // Many requests racing with one authorization: exactly one is served.
-on_both_backends!(one_authorization_pays_once_under_concurrency, |backend: Backend| async move {
+on_both_backends!(replica: one_authorization_pays_once_under_concurrency, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::from_millis(150)).await;
     let app = Arc::new(paying_app(backend, &facilitator.url).await);
     let offer = offer(&app, STANDARD).await;
@@ -454,7 +454,7 @@ on_both_backends!(one_authorization_pays_once_under_concurrency, |backend: Backe
 // One payment holds a stream for the paid time: it is settled once the stream opened (the
 // stream is not buffered for it), and the stream then ends saying to pay again. A stream refused
 // before it opens is not charged.
-on_both_backends!(a_payment_buys_a_stream_for_its_paid_time, |backend: Backend| async move {
+on_both_backends!(replica: a_payment_buys_a_stream_for_its_paid_time, |backend: Backend| async move {
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
     let url = facilitator.url.clone();
     let app = spawn_app_with(sample_database(backend), move |a| {
@@ -511,7 +511,7 @@ on_both_backends!(a_payment_buys_a_stream_for_its_paid_time, |backend: Backend| 
 
 // A paid export download answers a grant that opens the same file's ranges without paying again
 // (a Parquet reader makes several requests), and nothing else.
-on_both_backends!(a_paid_download_grants_its_file_s_ranges, |backend: Backend| async move {
+on_both_backends!(replica: a_paid_download_grants_its_file_s_ranges, |backend: Backend| async move {
     const FILE: &str = "/v2/exports/uniswap/votes.csv";
     let facilitator = Facilitator::start(Verdict::Approve, Duration::ZERO).await;
     let app = paying_app(backend, &facilitator.url).await;

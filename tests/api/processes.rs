@@ -98,7 +98,7 @@ pub async fn run(mut command: Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-on_both_backends!(two_servers_and_an_ingester, |backend: Backend| async move {
+on_both_backends!(replica: two_servers_and_an_ingester, |backend: Backend| async move {
     let w = world(backend).await;
     let url = w.app.database_url.clone();
     let dir = tempfile::tempdir().unwrap();
@@ -171,7 +171,7 @@ on_both_backends!(two_servers_and_an_ingester, |backend: Backend| async move {
 
 // A token's rate limit holds across two servers on one store: they exchange counts every
 // `rate::SYNC_INTERVAL`, so requests spaced wider than two intervals are counted exactly.
-on_both_backends!(a_rate_limit_holds_across_processes, |backend: Backend| async move {
+on_both_backends!(replica: a_rate_limit_holds_across_processes, |backend: Backend| async move {
     let url = crate::helpers::sample_database(backend);
     let servers = [Server::start(&url).await, Server::start(&url).await];
     let token =
@@ -188,7 +188,7 @@ on_both_backends!(a_rate_limit_holds_across_processes, |backend: Backend| async 
 // SIGTERM under load: `/readyz` turns 503 at once and answers say `connection: close`; the
 // clients, like a load balancer, stop sending once they see it; every request sent is answered
 // 200 (none fails); the listener closes after the drain delay, and the process exits 0.
-on_both_backends!(sigterm_drains_in_flight_requests_and_exits_0, |backend: Backend| async move {
+on_both_backends!(replica: sigterm_drains_in_flight_requests_and_exits_0, |backend: Backend| async move {
     let url = crate::helpers::sample_database(backend);
     let mut child = Command::new(env!("CARGO_BIN_EXE_govdata"))
         .args(["serve", "--addr", "127.0.0.1:0", "--no-sample", "--drain-delay", "1s"])
@@ -278,7 +278,7 @@ on_both_backends!(sigterm_drains_in_flight_requests_and_exits_0, |backend: Backe
 // `/v2/feed` lists, and each server read them once per publication for all its streams (its
 // `govdata_stream_store_reads_total`), not once per stream. SIGTERM then ends a server's
 // streams with `shutting_down`.
-on_both_backends!(streams_fan_out_one_read_per_publication, |backend: Backend| async move {
+on_both_backends!(replica: streams_fan_out_one_read_per_publication, |backend: Backend| async move {
     use crate::stream::Sse;
     let w = world(backend).await;
     let url = w.app.database_url.clone();
@@ -352,7 +352,7 @@ async fn download_within(server: &Server, path: &str, within: Duration) -> Vec<u
 // A builder killed mid-build (SIGKILL) does not block its file: its claim's heartbeat stops,
 // and the surviving process takes the claim over once it is `TAKEOVER_AFTER` old and serves
 // the download within that and a build.
-on_both_backends!(a_killed_builders_file_is_taken_over_by_the_survivor, |backend: Backend| async move {
+on_both_backends!(replica: a_killed_builders_file_is_taken_over_by_the_survivor, |backend: Backend| async move {
     use govdata::exports::claim::{HEARTBEAT, TAKEOVER_AFTER};
     use govdata::store::exports::{ExportState, FileKey, get};
     let url = crate::helpers::fresh_database(backend).await;

@@ -92,7 +92,7 @@ async fn serving_revision(db: &DatabaseConnection) -> i64 {
     govdata::store::publish::current_revision(db).await.unwrap().map_or(0, |r| r.id)
 }
 
-on_both_backends!(incremental_publication, |backend: Backend| async move {
+on_both_backends!(replica: incremental_publication, |backend: Backend| async move {
     let w = world(backend).await;
     let first = run_once(&w.db, &w.registry, &options()).await.expect("first run");
     let r1 = first.published.revision_id.expect("the first run publishes");
@@ -179,7 +179,7 @@ on_both_backends!(incremental_publication, |backend: Backend| async move {
 // `proposal_facts.scores` keeps the text publication has always written (existing stores hold
 // it): a compact JSON object whose keys are choice numbers in text order, each `[exact plain
 // score, votes]`; read typed, it writes back the same text.
-on_both_backends!(stored_tallies_keep_their_text, |app: TestApp| async move {
+on_both_backends!(replica: stored_tallies_keep_their_text, |app: TestApp| async move {
     let db = govdata::store::connect(&app.database_url).await.expect("connect");
     let sql = "SELECT proposal_id, scores FROM proposal_facts ORDER BY proposal_id";
     let rows = db.query_all_raw(Statement::from_string(db.get_database_backend(), sql)).await.unwrap();

@@ -1,7 +1,7 @@
 //! Reads on PostgreSQL streaming replicas (`store::nodes`): served by a replica that has replayed
 //! the serving revision, by the primary while none has; a lagging or failed replica left and
 //! taken back; a primary outage that leaves reads served and refuses writes with 503 until it
-//! recovers by itself. The whole serving suite also runs with its reads on a replica
+//! recovers by itself. The tests of routing, consistency and failover also run with their reads on a replica
 //! (`::postgres_replica`); these tests cut nodes, so they use a pair of their own
 //! (`fixtures::pair`).
 use std::time::Duration;

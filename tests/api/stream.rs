@@ -139,7 +139,7 @@ fn quick_streams(args: &mut govdata::config::ServeArgs) {
     args.limits.stream_max_duration = None;
 }
 
-on_both_backends!(streams_the_feed_live_and_resumes_exactly, |backend: Backend| async move {
+on_both_backends!(replica: streams_the_feed_live_and_resumes_exactly, |backend: Backend| async move {
     let w = world_with(backend, quick_streams).await;
     // Opened before anything is published: the stream starts from now.
     let mut live = Sse::open(&w.app, "/v2/stream", &[]).await;
@@ -213,7 +213,7 @@ on_both_backends!(streams_the_feed_live_and_resumes_exactly, |backend: Backend| 
     assert!(new.iter().all(|e| e["daoId"] == DAO));
 });
 
-on_both_backends!(stream_resumes_on_another_server_after_a_restart, |backend: Backend| async move {
+on_both_backends!(replica: stream_resumes_on_another_server_after_a_restart, |backend: Backend| async move {
     let w = world_with(backend, quick_streams).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     let all = entries_after(&w.app, "0").await;
@@ -235,7 +235,7 @@ on_both_backends!(stream_resumes_on_another_server_after_a_restart, |backend: Ba
 // stream catches up from the store where it left off, and the client still gets every entry
 // once, in order. The client holds a 4 KiB receive buffer and reads nothing until two
 // publications (the first one several batches) are done.
-on_both_backends!(a_slow_reader_falls_behind_and_catches_up, |backend: Backend| async move {
+on_both_backends!(replica: a_slow_reader_falls_behind_and_catches_up, |backend: Backend| async move {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let w = world_with(backend, |args| {
         quick_streams(args);
@@ -275,7 +275,7 @@ on_both_backends!(a_slow_reader_falls_behind_and_catches_up, |backend: Backend| 
     assert_eq!(ids, expected, "every entry once, in order, though the client fell behind");
 });
 
-on_both_backends!(stream_refuses_what_it_cannot_resume, |backend: Backend| async move {
+on_both_backends!(replica: stream_refuses_what_it_cannot_resume, |backend: Backend| async move {
     let w = world_with(backend, quick_streams).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     for (path, header, name, location) in [
@@ -309,7 +309,7 @@ on_both_backends!(stream_refuses_what_it_cannot_resume, |backend: Backend| async
     assert!(start.next(Duration::from_secs(5)).await.unwrap().comment);
 });
 
-on_both_backends!(the_server_ends_a_stream_at_its_longest_duration, |backend: Backend| async move {
+on_both_backends!(replica: the_server_ends_a_stream_at_its_longest_duration, |backend: Backend| async move {
     let w = world_with(backend, |args| {
         args.limits.stream_keep_alive = Duration::from_secs(60);
         args.limits.stream_max_duration = Some(Duration::from_millis(1500));
@@ -380,7 +380,7 @@ async fn result_of(client: tokio::process::Child, log: tokio::task::JoinHandle<S
 // The client reads the whole feed while its server is killed (SIGKILL) and another takes the
 // port, and while a publication lands: it reconnects by itself with `Last-Event-ID`, and what it
 // got is the feed, each entry once, in order.
-on_both_backends!(the_eventsource_client_resumes_through_a_restart_without_a_gap, |backend: Backend| async move {
+on_both_backends!(replica: the_eventsource_client_resumes_through_a_restart_without_a_gap, |backend: Backend| async move {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
     use crate::fixtures::chain::{require_toolkit, spawn_script};

@@ -75,7 +75,7 @@ fn moment(kind: &str, title: &str, horizon: Option<&str>, at_ms: i64) -> (String
 // A proposal ending in 25 h gets one `voting_ends_soon` per horizon at its moment and one
 // `voting_ended` at its end: none twice after a restart, none twice with two processes
 // publishing at once, and what came due while every process was down is caught up in order.
-on_both_backends!(deadlines_are_fed_once_at_their_moments, |backend: Backend| async move {
+on_both_backends!(replica: deadlines_are_fed_once_at_their_moments, |backend: Backend| async move {
     let mut w = world(backend).await;
     // P ends at E, Q half an hour later; both open. Their times are in the fixture's past (2023),
     // so the running server's own scheduler, on the wall clock, never finds them due.
@@ -135,7 +135,7 @@ on_both_backends!(deadlines_are_fed_once_at_their_moments, |backend: Backend| as
 });
 
 // The scheduler inside `serve` publishes a voting start at the start, not at the next run.
-on_both_backends!(voting_starts_at_its_start, |backend: Backend| async move {
+on_both_backends!(replica: voting_starts_at_its_start, |backend: Backend| async move {
     let w = world(backend).await;
     let now_s = govdata::contract::time::now_ms() / 1000;
     // Voting starts 60 s after creation: 4 s from now.
@@ -152,7 +152,7 @@ on_both_backends!(voting_starts_at_its_start, |backend: Backend| async move {
 });
 
 // `quorum_reached` is fed by the first publication whose counted votes reach the quorum, once.
-on_both_backends!(quorum_reached_is_fed_once, |backend: Backend| async move {
+on_both_backends!(replica: quorum_reached_is_fed_once, |backend: Backend| async move {
     let w = world(backend).await;
     let created = govdata::contract::time::now_ms() / 1000 - 3600;
     serve_only(&w, vec![proposal(1, created, "active", "Quorum of a hundred", "99.999999999999999999")]);
@@ -176,7 +176,7 @@ on_both_backends!(quorum_reached_is_fed_once, |backend: Backend| async move {
 // a webhook watching A, who never votes, gets both (each reminder was fed), and one watching no
 // voter gets every moment.
 on_both_backends!(
-    a_delegate_who_votes_between_the_horizons_gets_the_first_reminder_not_the_second,
+    replica: a_delegate_who_votes_between_the_horizons_gets_the_first_reminder_not_the_second,
     |backend: Backend| async move {
         use crate::access::partner_token;
         use crate::fixtures::receiver::Receiver;

@@ -38,7 +38,7 @@ fn dec(v: &Value) -> BigDecimal {
     BigDecimal::from_str(v.as_str().unwrap()).unwrap()
 }
 
-on_both_backends!(proposals_walk_to_the_store_count, |app: TestApp| async move {
+on_both_backends!(replica: proposals_walk_to_the_store_count, |app: TestApp| async move {
     let db = store(&app).await;
     let all = walk(&app, "/v2/proposals?limit=7").await;
     assert_eq!(all.len() as u64, proposal::Entity::find().count(&db).await.unwrap());
@@ -56,7 +56,7 @@ on_both_backends!(proposals_walk_to_the_store_count, |app: TestApp| async move {
     crate::daos::assert_no_floats(&serde_json::json!(all), "$");
 });
 
-on_both_backends!(proposal_windows_and_limits_at_their_bounds, |app: TestApp| async move {
+on_both_backends!(replica: proposal_windows_and_limits_at_their_bounds, |app: TestApp| async move {
     assert_eq!(app.get("/v2/proposals?limit=100").await.status(), 200);
     assert_eq!(app.get("/v2/proposals?limit=101").await.status(), 400);
     let ok = "/v2/proposals?from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z";
@@ -79,7 +79,7 @@ on_both_backends!(proposal_windows_and_limits_at_their_bounds, |app: TestApp| as
     assert!(!in_2025.is_empty() && in_2025.iter().all(|p| p["createdAt"].as_str().unwrap().starts_with("2025")));
 });
 
-on_both_backends!(proposal_votes_walk_in_power_order, |app: TestApp| async move {
+on_both_backends!(replica: proposal_votes_walk_in_power_order, |app: TestApp| async move {
     let db = store(&app).await;
     let busiest =
         proposal::Entity::find().order_by_desc(proposal::Column::IngestedVoteCount).one(&db).await.unwrap().unwrap();
@@ -129,7 +129,7 @@ on_both_backends!(proposal_votes_walk_in_power_order, |app: TestApp| async move 
     assert_eq!(body["errors"][0]["name"], "proposalKey");
 });
 
-on_both_backends!(voter_ranking_walks_every_voter_in_rank_order, |app: TestApp| async move {
+on_both_backends!(replica: voter_ranking_walks_every_voter_in_rank_order, |app: TestApp| async move {
     let db = store(&app).await;
     let ranked = walk(&app, "/v2/daos/uniswap/voters?limit=100").await;
     let stored =
@@ -145,7 +145,7 @@ on_both_backends!(voter_ranking_walks_every_voter_in_rank_order, |app: TestApp| 
     assert_eq!(app.get("/v2/daos/uniswap/voters?limit=101").await.status(), 400);
 });
 
-on_both_backends!(voter_profiles_and_histories, |app: TestApp| async move {
+on_both_backends!(replica: voter_profiles_and_histories, |app: TestApp| async move {
     let db = store(&app).await;
     let lower = "0x683a4f9915d6216f73d6df50151725036bd26c02";
     let forms = [
@@ -197,7 +197,7 @@ on_both_backends!(voter_profiles_and_histories, |app: TestApp| async move {
 // A voter's history merges the voter's DAOs (`store::voters::history`): walked in pages smaller
 // than any DAO's run, it is the store's votes of the voter newest first (time, then id), each
 // DAO's walk is that DAO's part of it, and a window keeps exactly the votes inside it.
-on_both_backends!(voter_history_merges_daos_in_order, |app: TestApp| async move {
+on_both_backends!(replica: voter_history_merges_daos_in_order, |app: TestApp| async move {
     let db = store(&app).await;
     let voter = "0x3fb19771947072629c8eee7995a2ef23b72d4c8a";
     let bytes = govdata::store::address::AccountBytes::parse(voter).unwrap();
@@ -246,7 +246,7 @@ on_both_backends!(voter_history_merges_daos_in_order, |app: TestApp| async move 
     assert!(!windowed.is_empty() && windowed.len() < all.len());
 });
 
-on_both_backends!(signals_walk_matches_v1, |app: TestApp| async move {
+on_both_backends!(replica: signals_walk_matches_v1, |app: TestApp| async move {
     let (status, v1) = app.get_json("/v1/governance-signals?limit=100").await;
     assert_eq!(status, 200);
     let total = v1["data"]["total"].as_u64().unwrap();
@@ -266,7 +266,7 @@ on_both_backends!(signals_walk_matches_v1, |app: TestApp| async move {
     assert_eq!(app.get("/v2/signals?limit=101").await.status(), 400);
 });
 
-on_both_backends!(events_walk_matches_v1, |app: TestApp| async move {
+on_both_backends!(replica: events_walk_matches_v1, |app: TestApp| async move {
     let (_, v1) = app.get_json("/v1/daos").await;
     let as_of = v1["freshness"]["dataAsOf"].as_str().unwrap();
     let end = time::OffsetDateTime::parse(as_of, &time::format_description::well_known::Rfc3339).unwrap();
@@ -289,7 +289,7 @@ on_both_backends!(events_walk_matches_v1, |app: TestApp| async move {
     assert_eq!(app.get(&format!("/v2/events?from={}&to={}", iso(start_ms - 1), iso(end_ms))).await.status(), 400);
 });
 
-on_both_backends!(activity_walk_matches_v1, |app: TestApp| async move {
+on_both_backends!(replica: activity_walk_matches_v1, |app: TestApp| async move {
     let (_, v1) = app.get_json("/v1/activity?daoId=uniswap&limit=100").await;
     let total = v1["data"]["total"].as_u64().unwrap();
     let mut v1_items: Vec<Value> = v1["data"]["items"].as_array().unwrap().clone();
@@ -310,7 +310,7 @@ on_both_backends!(activity_walk_matches_v1, |app: TestApp| async move {
     assert_eq!(app.get("/v2/activity?limit=101").await.status(), 400);
 });
 
-on_both_backends!(the_same_proposal_reads_the_same_through_v1_and_v2, |app: TestApp| async move {
+on_both_backends!(replica: the_same_proposal_reads_the_same_through_v1_and_v2, |app: TestApp| async move {
     let proposals = walk(&app, "/v2/proposals?daoId=uniswap&limit=100").await;
     assert_eq!(proposals.len(), 25);
     for p in proposals.iter().take(5) {
@@ -343,7 +343,7 @@ on_both_backends!(the_same_proposal_reads_the_same_through_v1_and_v2, |app: Test
     }
 });
 
-on_both_backends!(voter_identities_as_callers_hold_them, |app: TestApp| async move {
+on_both_backends!(replica: voter_identities_as_callers_hold_them, |app: TestApp| async move {
     let lower = "0x683a4f9915d6216f73d6df50151725036bd26c02";
     // A CAIP-10 account is checked against the namespace it claims.
     let (status, body) = app.get_json(&format!("/v2/voters/starknet:SN_MAIN:{lower}")).await;

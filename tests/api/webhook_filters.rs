@@ -94,7 +94,7 @@ fn sequences(entries: &[Value]) -> Vec<String> {
 // A subscription watching one voter receives that voter's vote and nothing else from a
 // publication of 1,000 votes; one watching a proposal receives exactly the entries about it; one
 // with both filters, only what matches both; an unfiltered one, everything.
-on_both_backends!(a_voter_filter_gets_that_voters_vote_and_nothing_else, |backend: Backend| async move {
+on_both_backends!(replica: a_voter_filter_gets_that_voters_vote_and_nothing_else, |backend: Backend| async move {
     let w = world(backend).await;
     {
         // First the proposals without votes: their keys exist to subscribe to.
@@ -162,7 +162,7 @@ on_both_backends!(a_voter_filter_gets_that_voters_vote_and_nothing_else, |backen
 });
 
 // Each bad member of a filter is refused by name, with what was received.
-on_both_backends!(target_filters_are_validated_member_by_member, |backend: Backend| async move {
+on_both_backends!(replica: target_filters_are_validated_member_by_member, |backend: Backend| async move {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
@@ -231,7 +231,7 @@ on_both_backends!(target_filters_are_validated_member_by_member, |backend: Backe
 
 // The stream takes the same filters as query parameters: live and caught up from the store, each
 // bad member refused naming the parameter.
-on_both_backends!(the_stream_filters_by_proposals_and_voters, |backend: Backend| async move {
+on_both_backends!(replica: the_stream_filters_by_proposals_and_voters, |backend: Backend| async move {
     let w = world_with(backend, |args| {
         args.limits.stream_keep_alive = Duration::from_millis(300);
         args.limits.stream_max_duration = None;
@@ -314,7 +314,7 @@ on_both_backends!(the_stream_filters_by_proposals_and_voters, |backend: Backend|
 // publication touches those 10, and no other (the server's counter, scraped from its /metrics,
 // counts every subscription the fan-out read). The server is a process of its own, so that its
 // counters are its alone; the subscriptions are made through the store (100 tokens of 100).
-on_both_backends!(ten_thousand_subscriptions_of_which_ten_match_touch_ten, |backend: Backend| async move {
+on_both_backends!(replica: ten_thousand_subscriptions_of_which_ten_match_touch_ten, |backend: Backend| async move {
     let url = fresh_database(backend).await;
     let db = store::connect(&url).await.expect("connect");
     let hub = snapshot_hub(Arc::new(Mutex::new(hub_with_votes(notable_votes())))).await;
@@ -388,7 +388,7 @@ on_both_backends!(ten_thousand_subscriptions_of_which_ten_match_touch_ten, |back
 // subscription that watches voters only while one of them has not voted on it; one that watches
 // no voter gets it as usual, and the other filters still apply. The entry is written with a body
 // this build cannot read (as a later build's might be): the queue does not stall on it.
-on_both_backends!(the_reminder_rule_reaches_watchers_of_voters_who_have_not_voted, |backend: Backend| async move {
+on_both_backends!(replica: the_reminder_rule_reaches_watchers_of_voters_who_have_not_voted, |backend: Backend| async move {
     use govdata::push::queue;
     let url = fresh_database(backend).await;
     let db = store::connect(&url).await.expect("connect");

@@ -63,7 +63,7 @@ async fn attempts(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
     }
 }
 
-on_both_backends!(every_entry_reaches_the_receiver_signed_as_the_standard_says, |backend: Backend| async move {
+on_both_backends!(replica: every_entry_reaches_the_receiver_signed_as_the_standard_says, |backend: Backend| async move {
     let w = world(backend).await;
     let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
     let receiver = Receiver::start().await;
@@ -168,7 +168,7 @@ on_both_backends!(every_entry_reaches_the_receiver_signed_as_the_standard_says, 
     assert_eq!(status, 404);
 });
 
-on_both_backends!(failures_are_retried_on_the_schedule_and_a_410_disables, |backend: Backend| async move {
+on_both_backends!(replica: failures_are_retried_on_the_schedule_and_a_410_disables, |backend: Backend| async move {
     let w = world(backend).await;
     let (_, token) = partner_token(&w.app, &["v2:paid:plus"]).await;
     let receiver = Receiver::start().await;
@@ -233,7 +233,7 @@ on_both_backends!(failures_are_retried_on_the_schedule_and_a_410_disables, |back
     receiver.wait_for(before + 1, Duration::from_secs(10)).await;
 });
 
-on_both_backends!(two_processes_never_send_the_same_attempt, |backend: Backend| async move {
+on_both_backends!(replica: two_processes_never_send_the_same_attempt, |backend: Backend| async move {
     let w = world(backend).await;
     let other = spawn_app_with(w.app.database_url.clone(), |_| {}).await;
     let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
@@ -255,7 +255,7 @@ on_both_backends!(two_processes_never_send_the_same_attempt, |backend: Backend| 
     drop(other);
 });
 
-on_both_backends!(request_bodies_are_validated_member_by_member, |backend: Backend| async move {
+on_both_backends!(replica: request_bodies_are_validated_member_by_member, |backend: Backend| async move {
     let w = world(backend).await;
     // The DAO a filter names must be covered: publish it first.
     run_once(&w.db, &w.registry, &options()).await.expect("run");
@@ -335,7 +335,7 @@ on_both_backends!(request_bodies_are_validated_member_by_member, |backend: Backe
     assert!(changed["data"].get("description").is_none(), "{changed}");
 });
 
-on_both_backends!(loopback_urls_are_refused_unless_private_reach_is_allowed, |backend: Backend| async move {
+on_both_backends!(replica: loopback_urls_are_refused_unless_private_reach_is_allowed, |backend: Backend| async move {
     let w = world_with(backend, |args| args.webhooks.webhook_allow_private = false).await;
     let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
     // Loopback names and addresses only: the guard is checked, and nothing is sent anywhere.
@@ -356,7 +356,7 @@ on_both_backends!(loopback_urls_are_refused_unless_private_reach_is_allowed, |ba
     }
 });
 
-on_both_backends!(a_partner_sees_only_its_own_webhooks, |backend: Backend| async move {
+on_both_backends!(replica: a_partner_sees_only_its_own_webhooks, |backend: Backend| async move {
     let w = world(backend).await;
     let (a_id, a) = partner_token(&w.app, &["v2:paid:standard"]).await;
     let (_, b) = partner_token(&w.app, &["v2:paid:*"]).await;
@@ -396,7 +396,7 @@ on_both_backends!(a_partner_sees_only_its_own_webhooks, |backend: Backend| async
 // another claims them and they are sent; the killed process's late record changes nothing. And
 // an endpoint failing for days is disabled with the reason. The queue is driven with given
 // times on a store no server sends from, so no test waits a lease or five days.
-on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: Backend| async move {
+on_both_backends!(replica: leases_hand_a_killed_processs_attempts_to_another, |backend: Backend| async move {
     use govdata::contract::webhooks::{CLAIM_LEASE, DISABLE_AFTER_FAILING};
     use govdata::push::queue::{self, Outcome, Verdict};
     use govdata::store::webhooks as subscriptions;
@@ -454,7 +454,7 @@ on_both_backends!(leases_hand_a_killed_processs_attempts_to_another, |backend: B
 
 // `govdata webhooks`: the operator's view over every token, doing what the API does; a running
 // server sends what it queued.
-on_both_backends!(operators_manage_webhooks_with_the_cli, |backend: Backend| async move {
+on_both_backends!(replica: operators_manage_webhooks_with_the_cli, |backend: Backend| async move {
     use crate::processes::{govdata, run};
     let w = world(backend).await;
     let url = w.app.database_url.clone();
@@ -499,7 +499,7 @@ on_both_backends!(operators_manage_webhooks_with_the_cli, |backend: Backend| asy
 // One response snapshot per webhook operation (the v2 rule: `v2_snapshots`), on both backends
 // under one name. What is random or timed is redacted: ids, secrets, message ids, times, the
 // receiver's port.
-on_both_backends!(webhook_answers_are_snapshotted, |backend: Backend| async move {
+on_both_backends!(replica: webhook_answers_are_snapshotted, |backend: Backend| async move {
     let w = world(backend).await;
     run_once(&w.db, &w.registry, &options()).await.expect("run");
     // Every answer states the revision's `dataAsOf`: the server has seen the run.
@@ -635,7 +635,7 @@ const PUBLIC_ANSWER: &str = "93.184.215.14";
 // DNS rebinding: a name that was public when subscribed answers loopback when the sender
 // connects. The guard, asked at send time, refuses it: nothing connects, and the attempt is
 // recorded with why.
-on_both_backends!(a_name_rebound_to_loopback_is_refused_at_send_time, |backend: Backend| async move {
+on_both_backends!(replica: a_name_rebound_to_loopback_is_refused_at_send_time, |backend: Backend| async move {
     let door = Doorbell::start().await;
     let names = Arc::new(Names::default());
     names.answer(REBOUND_HOST, PUBLIC_ANSWER);
@@ -701,7 +701,7 @@ impl Redirector {
 // must be reached, so this server has the test servers' private reach (plain `http` to
 // 127.0.0.1); following redirects is the client's rule whatever the reach, and with that reach
 // nothing but the rule would stop the redirect being followed to `/landing`.
-on_both_backends!(a_redirect_is_not_followed_and_is_recorded_as_a_failure, |backend: Backend| async move {
+on_both_backends!(replica: a_redirect_is_not_followed_and_is_recorded_as_a_failure, |backend: Backend| async move {
     let app = spawn_app_with(fresh_database(backend).await, |_| {}).await;
     let (_, token) = partner_token(&app, &["v2:paid:standard"]).await;
     let redirector = Redirector::start().await;
@@ -721,7 +721,7 @@ on_both_backends!(a_redirect_is_not_followed_and_is_recorded_as_a_failure, |back
 // An address written in the URL never reaches a resolver: the sender judges it before it
 // connects. Stored directly (as a subscription made before a rule existed, or with private
 // reach allowed then), each is refused at send time, and nothing connects.
-on_both_backends!(a_stored_forbidden_address_is_refused_before_any_connection, |backend: Backend| async move {
+on_both_backends!(replica: a_stored_forbidden_address_is_refused_before_any_connection, |backend: Backend| async move {
     let door = Doorbell::start().await;
     let app = guarded_app(backend, None).await;
     let (token_id, token) = partner_token(&app, &["v2:paid:standard"]).await;
@@ -761,7 +761,7 @@ on_both_backends!(a_stored_forbidden_address_is_refused_before_any_connection, |
 // Addresses that carry or reach private IPv4 through a tunnel or translator are refused when a
 // webhook is subscribed, naming the member. Subscribing connects to nothing, and none was
 // made, so nothing can be sent.
-on_both_backends!(addresses_that_tunnel_to_ipv4_are_refused_when_subscribing, |backend: Backend| async move {
+on_both_backends!(replica: addresses_that_tunnel_to_ipv4_are_refused_when_subscribing, |backend: Backend| async move {
     let app = guarded_app(backend, None).await;
     let (_, token) = partner_token(&app, &["v2:paid:standard"]).await;
     for (url, reason) in [
