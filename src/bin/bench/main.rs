@@ -26,6 +26,8 @@
 //!    batches of 50, as ingestion decodes them (`decode`).
 //! 7. **Simulation** (`--simulate`, issue 47): one proposal's simulated execution with revm over
 //!    state read from a local anvil, for the governor tests' scenario (`simulate`).
+//! 8. **Instruction counts** (`--costs-prepare DIR`, then `--costs DIR` under Callgrind; issue
+//!    49): what `scripts/costs` runs and guards in CI (`costs`).
 //!
 //! ```sh
 //! DATABASE_URL=sqlite:///tmp/bench.db cargo run --release -- synth
@@ -34,6 +36,7 @@
 //! cargo run --release --bin bench -- --decode
 //! cargo run --release --bin bench -- --simulate
 //! ```
+mod costs;
 mod decode;
 mod export;
 mod history;
@@ -93,6 +96,13 @@ struct Args {
     /// Node.js and `npm ci` in tests/chain).
     #[arg(long)]
     simulate: bool,
+    /// Make the stores the instruction counts read, in this directory (run natively).
+    #[arg(long)]
+    costs_prepare: Option<std::path::PathBuf>,
+    /// Count the guarded operations over the stores of `--costs-prepare`, each between
+    /// Callgrind's start and stop (run under `valgrind --tool=callgrind --instr-atstart=no`).
+    #[arg(long)]
+    costs: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -103,6 +113,12 @@ async fn main() -> anyhow::Result<()> {
     }
     if args.simulate {
         return simulate::run().await;
+    }
+    if let Some(dir) = &args.costs_prepare {
+        return costs::prepare(dir).await;
+    }
+    if let Some(dir) = &args.costs {
+        return costs::run(dir).await;
     }
     let db = store::connect(&args.database_url).await.context("opening the store")?;
     let backend = store::backend_name(&db);
@@ -416,6 +432,22 @@ impl Client {
             "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\nx-internal-token: {}\r\n\r\n",
             self.host, self.token
         );
+        self.send(path, &request).await
+    }
+
+    /// A JSON-RPC request to `/mcp` (protocol 2025-11-25, no session).
+    async fn post_mcp(&mut self, body: &str) -> anyhow::Result<Vec<u8>> {
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, \
+             text/event-stream\r\nmcp-protocol-version: 2025-11-25\r\nx-internal-token: {}\r\ncontent-length: {}\r\n\r\n{body}",
+            self.host,
+            self.token,
+            body.len()
+        );
+        self.send("/mcp", &request).await
+    }
+
+    async fn send(&mut self, path: &str, request: &str) -> anyhow::Result<Vec<u8>> {
         self.stream.get_mut().write_all(request.as_bytes()).await?;
         let mut line = String::new();
         self.stream.read_line(&mut line).await?;
@@ -456,7 +488,7 @@ impl Client {
             self.stream.read_exact(&mut body).await?;
         }
         if status != 200 {
-            bail!("GET {path}: HTTP {status}: {}", String::from_utf8_lossy(&body));
+            bail!("{path}: HTTP {status}: {}", String::from_utf8_lossy(&body));
         }
         Ok(body)
     }

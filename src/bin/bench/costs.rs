@@ -1,0 +1,362 @@
+//! `bench --costs-prepare DIR` and `bench --costs DIR`: instruction counts of the operations
+//! whose cost the project guards (issue 49), for Valgrind's Callgrind, which counts executed
+//! instructions, not seconds: the same binary on the same data counts the same whatever else the
+//! machine does. `scripts/costs` runs both and compares the counts with `scripts/costs-baseline.tsv`.
+//!
+//! `--costs-prepare` (run natively: it generates the data) makes `DIR/store.db`, a SQLite store
+//! holding the real sample and a synthetic DAO of 100,000 votes, and `DIR/fanout.db`, the sample
+//! with 1,000 webhook subscriptions and one feed entry not yet fanned out. `--costs` (run under
+//! `valgrind --tool=callgrind --instr-atstart=no`) opens copies of them and counts, each between
+//! Callgrind's start and stop of instrumentation, then dumps the count under the case's name:
+//!
+//! - requests over one keep-alive loopback connection to the real server, in this process: the
+//!   busiest synthetic proposal's vote page (uncached: a new cursor each time; and cached: the
+//!   same page again), the v1 evidence of the sample's largest proposal, a lookup by its title,
+//!   an MCP `tools/call`. The server's own timers (the serving watch's look every 250 ms) run
+//!   beside them, so each is counted [`REPEAT`] times and `scripts/costs` keeps the least;
+//! - store operations with no server running: the fan-out of one entry to 1,000 subscriptions
+//!   (enqueue, then render its message and sign it for each), a publication of 1,000 more votes
+//!   on the 100,000, and the export of the synthetic DAO's votes to Parquet and to CSV.
+//!
+//! Network time is not counted (Callgrind counts no time, and the kernel's work is not the
+//! process's); this process's few lines of HTTP client are, alike in every run.
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use govdata::config::{ServeArgs, Settings};
+use govdata::store::{self, entities::proposal};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Statement};
+
+use super::Client;
+
+/// The synthetic DAO of the counted store.
+const DAO: &str = "synthetic";
+const VOTES: u64 = 100_000;
+const SUBSCRIPTIONS: usize = 1_000;
+/// Counts of each request case; `scripts/costs` keeps the least.
+pub const REPEAT: usize = 5;
+
+/// Callgrind's client requests (`valgrind/callgrind.h`): the magic no-op sequence Valgrind
+/// recognises on x86-64, a no-op outside Valgrind. Written here because the Rust bindings that
+/// expose dumps (`crabgrind`) generate them with bindgen, which needs libclang, and this
+/// machine's CI has none; the four requests below are all the harness uses.
+mod callgrind {
+    /// `VG_USERREQ_TOOL_BASE('C','T')`.
+    const BASE: u64 = ((b'C' as u64) << 24) | ((b'T' as u64) << 16);
+    const DUMP_STATS_AT: u64 = BASE + 3;
+    const ZERO_STATS: u64 = BASE + 1;
+    const START_INSTRUMENTATION: u64 = BASE + 4;
+    const STOP_INSTRUMENTATION: u64 = BASE + 5;
+
+    #[cfg(target_arch = "x86_64")]
+    fn request(code: u64, arg: u64) {
+        let args: [u64; 6] = [code, arg, 0, 0, 0, 0];
+        // SAFETY: the special instruction preamble of valgrind.h's VALGRIND_DO_CLIENT_REQUEST
+        // for amd64: it rotates rdi by 128 bits in all (leaving it unchanged) and exchanges rbx
+        // with itself, so natively it changes nothing but rdx, set to the default (0) result.
+        unsafe {
+            std::arch::asm!(
+                "rol rdi, 3",
+                "rol rdi, 13",
+                "rol rdi, 61",
+                "rol rdi, 51",
+                "xchg rbx, rbx",
+                inout("rdx") 0u64 => _,
+                in("rax") args.as_ptr(),
+                options(nostack),
+            );
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn request(_code: u64, _arg: u64) {}
+
+    pub fn start() {
+        request(ZERO_STATS, 0);
+        request(START_INSTRUMENTATION, 0);
+    }
+
+    /// Stops counting and dumps the count since [`start`] under `name`.
+    pub fn stop(name: &str) {
+        request(STOP_INSTRUMENTATION, 0);
+        let name = std::ffi::CString::new(name).expect("a case name has no NUL");
+        request(DUMP_STATS_AT, name.as_ptr() as u64);
+    }
+}
+
+/// Counts `work` under `name` (`name#n` for a repeated case).
+async fn counted<T>(name: &str, work: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    callgrind::start();
+    let out = work.await;
+    callgrind::stop(name);
+    out
+}
+
+/// Counts request `path` (a GET, or the MCP call when `mcp` is given) under `name`. Under
+/// Valgrind the whole process runs many times slower, and on a loaded machine the server's watch
+/// may look at the store late enough for it to answer 503 (`edge::serving::STORE_SILENT`): such
+/// an answer is counted under `discarded`, and the request made again.
+async fn request(client: &mut Client, name: &str, path: &str, mcp: Option<&str>) -> anyhow::Result<()> {
+    for _ in 0..10 {
+        callgrind::start();
+        let answer = match mcp {
+            Some(body) => client.post_mcp(body).await,
+            None => client.get(path).await,
+        };
+        match answer {
+            Ok(_) => {
+                callgrind::stop(name);
+                return Ok(());
+            }
+            Err(e) if e.to_string().contains("HTTP 503") => {
+                callgrind::stop("discarded");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Err(e) => {
+                callgrind::stop("discarded");
+                return Err(e);
+            }
+        }
+    }
+    bail!("{path}: answered 503 ten times")
+}
+
+fn sqlite(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+pub async fn prepare(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for name in ["store.db", "fanout.db"] {
+        for suffix in ["", "-wal", "-shm"] {
+            std::fs::remove_file(dir.join(format!("{name}{suffix}"))).ok();
+        }
+    }
+    let db = store::connect(&sqlite(&dir.join("store.db"))).await?;
+    govdata::sample::import_if_empty(&db).await?;
+    let spec = govdata::sample::synth::SynthSpec {
+        votes: VOTES,
+        voters: VOTES / 10,
+        proposals: 40,
+        dao_id: DAO.to_owned(),
+        ..Default::default()
+    };
+    govdata::sample::synth::synth(&db, &spec).await?;
+    db.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)").await?;
+    db.close().await?;
+
+    let db = store::connect(&sqlite(&dir.join("fanout.db"))).await?;
+    govdata::sample::import_if_empty(&db).await?;
+    let mut token = 0;
+    for i in 0..SUBSCRIPTIONS {
+        if i % govdata::contract::webhooks::MAX_SUBSCRIPTIONS_PER_TOKEN as usize == 0 {
+            token = store::tokens::create(&db, &format!("costs {i}"), &["v2:paid:standard"], None, 0).await?.0.id;
+        }
+        // Never sent: the counted fan-out only enqueues and renders.
+        let target = store::webhooks::Target { url: format!("http://127.0.0.1:9/{i}"), ..Default::default() };
+        store::webhooks::create(&db, token, &target, 0).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    // The newest entry is the one to fan out: the shared fan-out stands just before it.
+    db.execute_unprepared("UPDATE webhook_fanout SET through = (SELECT MAX(seq) - 1 FROM feed_entries)").await?;
+    db.execute_unprepared("UPDATE webhook_subscriptions SET enqueued_through = 0, follows_fanout = TRUE").await?;
+    db.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)").await?;
+    db.close().await?;
+    println!("costs: prepared {} (store.db: the sample and {VOTES} synthetic votes; fanout.db)", dir.display());
+    Ok(())
+}
+
+pub async fn run(dir: &Path) -> anyhow::Result<()> {
+    // Work on copies: the publication adds votes, the fan-out deliveries.
+    let work = dir.join("run");
+    std::fs::create_dir_all(&work)?;
+    for name in ["store.db", "fanout.db"] {
+        std::fs::copy(dir.join(name), work.join(name)).with_context(|| format!("{name}: run --costs-prepare first"))?;
+    }
+    requests(&work.join("store.db")).await?;
+    fanout(&work.join("fanout.db")).await?;
+    let db = store::connect(&sqlite(&work.join("store.db"))).await?;
+    publication(&db).await?;
+    exports(&db, &work).await?;
+    println!("costs: counted");
+    Ok(())
+}
+
+/// The request cases, against a server in this process over the store at `path`.
+async fn requests(path: &Path) -> anyhow::Result<()> {
+    let db = store::connect(&sqlite(path)).await?;
+    let busiest = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .order_by_desc(proposal::Column::IngestedVoteCount)
+        .one(&db)
+        .await?
+        .context("no synthetic proposal")?;
+    let largest = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.ne(DAO))
+        .order_by_desc(proposal::Column::IngestedVoteCount)
+        .order_by_asc(proposal::Column::Id)
+        .one(&db)
+        .await?
+        .context("no sample proposal")?;
+    let token = "costs-internal-token";
+    let mut serve = ServeArgs::default();
+    serve.payments.internal_token = Some(token.to_owned());
+    serve.rates.rate_client = "1000000/1s".parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let addr = "127.0.0.1:0".parse()?;
+    let govdata::server::Listening { server, addr: bound, .. } =
+        govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
+    tokio::spawn(server);
+    let mut client = Client::connect(bound, token).await?;
+
+    let votes = format!("/v2/proposals/{}/votes?limit=100", busiest.proposal_key);
+    let mut cursors = client.walk(&votes).await;
+    for _ in 0..5 {
+        match &cursors {
+            Err(e) if e.to_string().contains("HTTP 503") => {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                cursors = client.walk(&votes).await;
+            }
+            _ => break,
+        }
+    }
+    let cursors = cursors?;
+    if cursors.len() < REPEAT + 2 {
+        bail!("the busiest proposal has {} pages of votes; the store is too small", cursors.len());
+    }
+    // The first page was answered during the walk: it is in the response cache.
+    for n in 0..REPEAT {
+        request(&mut client, &format!("votes_page_cached#{n}"), &votes, None).await?;
+    }
+    // The walk put every page in the cache, and each case below is answered once from the store
+    // and then from the cache: they are counted under a server without the cache, so that every
+    // repetition does the same work (a cursor is the store's, so the walk's serve it too).
+    drop(client);
+    let db = store::connect(&sqlite(path)).await?;
+    serve.response_cache_mb = 0;
+    let govdata::server::Listening { server, addr: bound, .. } =
+        govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
+    tokio::spawn(server);
+    let mut client = Client::connect(bound, token).await?;
+    let evidence = format!("/v1/daos/{}/proposals/{}/{}/evidence", largest.dao_id, largest.source, largest.external_id);
+    let title: String = serde_urlencoded::to_string([("title", largest.title.as_str())])?;
+    let lookup = format!("/v1/proposals/lookup?{title}");
+    let call = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "v1_daos_list", "arguments": {} },
+    })
+    .to_string();
+    // Warm: the first request of each opens what later ones reuse (statements, pools).
+    request(&mut client, "discarded", &votes, None).await?;
+    request(&mut client, "discarded", &evidence, None).await?;
+    request(&mut client, "discarded", &lookup, None).await?;
+    request(&mut client, "discarded", "/mcp", Some(&call)).await?;
+    for (n, cursor) in cursors.iter().skip(1).take(REPEAT).enumerate() {
+        let url = super::page_url(&votes, cursor.as_deref());
+        request(&mut client, &format!("votes_page_uncached#{n}"), &url, None).await?;
+    }
+    for n in 0..REPEAT {
+        request(&mut client, &format!("evidence_largest#{n}"), &evidence, None).await?;
+        request(&mut client, &format!("lookup_by_title#{n}"), &lookup, None).await?;
+        request(&mut client, &format!("mcp_tools_call#{n}"), "/mcp", Some(&call)).await?;
+    }
+    Ok(())
+}
+
+/// One feed entry fanned out to 1,000 subscriptions: enqueued, then its message rendered and
+/// signed for each, as the sender would before posting (nothing is sent).
+async fn fanout(path: &Path) -> anyhow::Result<()> {
+    use govdata::push::{queue, sign};
+    let db = store::connect(&sqlite(path)).await?;
+    let now = 1_800_000_000_000;
+    let (deliveries, signed) = counted("fanout_1000", async {
+        let mut deliveries = 0;
+        loop {
+            let done = queue::enqueue(&db, now).await?;
+            deliveries += done.deliveries;
+            if !done.more {
+                break;
+            }
+        }
+        let newest = store::feed::newest(&db).await?;
+        let records = queue::entries(&db, &[newest]).await?;
+        let render = govdata::api::views::feed::webhook_entries();
+        let rendered = render.render(db.clone(), records).await.map_err(|p| anyhow::anyhow!("{}", p.detail))?;
+        let body = rendered.first().context("the entry renders")?;
+        let stmt = Statement::from_string(
+            db.get_database_backend(),
+            "SELECT s.secret, d.msg_id FROM webhook_deliveries d JOIN webhook_subscriptions s \
+             ON s.id = d.subscription_id ORDER BY d.id",
+        );
+        let mut signed = 0;
+        for row in db.query_all_raw(stmt).await? {
+            let (secret, msg_id): (String, String) = (row.try_get("", "secret")?, row.try_get("", "msg_id")?);
+            std::hint::black_box(sign::signature(&[&secret], &msg_id, now / 1000, body.as_bytes()));
+            signed += 1;
+        }
+        Ok((deliveries, signed))
+    })
+    .await?;
+    if deliveries != SUBSCRIPTIONS as u64 || signed != SUBSCRIPTIONS {
+        bail!("the fan-out enqueued {deliveries} and signed {signed}; {SUBSCRIPTIONS} subscriptions want the entry");
+    }
+    Ok(())
+}
+
+/// 1,000 more votes on the busiest synthetic proposal, published through the ingestion path.
+async fn publication(db: &sea_orm::DatabaseConnection) -> anyhow::Result<()> {
+    use govdata::store::apply::{SourceOutcome, Watermark, publish_run};
+    use govdata::store::staging::{self, ProposalRef, Record, VoteRecord};
+    let busiest = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(DAO))
+        .order_by_desc(proposal::Column::IngestedVoteCount)
+        .one(db)
+        .await?
+        .context("no synthetic proposal")?;
+    let run = super::manual_run(db, DAO).await?;
+    let records: Vec<Record> = (0..1000u64)
+        .map(|i| {
+            Record::Vote(VoteRecord {
+                dao_id: DAO.to_owned(),
+                proposal: ProposalRef { source: busiest.source, external_id: busiest.external_id.clone() },
+                voter: format!("0x{:040x}", 0xc0575_0000_u64 + i),
+                choice: (1 + i % 3).to_string(),
+                voting_power: super::quantile_power(i),
+                vp_from_float: busiest.source.power_from_float(),
+                reason: None,
+                created_ms: busiest.start_ms.unwrap_or(busiest.created_ms) + 1,
+                ipfs: None,
+                tx_hash: None,
+                block_number: None,
+            })
+        })
+        .collect();
+    staging::append(db, run.id, busiest.source.source(), &records).await?;
+    let outcome = SourceOutcome {
+        dao_id: DAO.to_owned(),
+        source: busiest.source.source(),
+        result: Ok(Watermark { data_as_of_ms: busiest.created_ms, position: None }),
+        skipped: Vec::new(),
+    };
+    let report =
+        counted("publication_1000_votes", async { Ok(publish_run(db, run.id, &[outcome], None).await?) }).await?;
+    if report.votes.inserted != 1000 {
+        bail!("the publication inserted {} votes, not 1,000", report.votes.inserted);
+    }
+    Ok(())
+}
+
+/// The synthetic DAO's votes exported whole, to Parquet and to CSV.
+async fn exports(db: &sea_orm::DatabaseConnection, dir: &Path) -> anyhow::Result<()> {
+    use govdata::contract::exports::{ExportFormat, VOTES as TABLE};
+    use govdata::exports::{export, votes};
+    for format in [ExportFormat::Parquet, ExportFormat::Csv] {
+        let path = dir.join(format!("votes.{}", format.as_str()));
+        let name = format!("export_votes_{}", format.as_str());
+        let written =
+            counted(&name, async { Ok(export(&path, &TABLE, format, |out| votes::read(db, DAO, out)).await?) }).await?;
+        if written.rows < VOTES {
+            bail!("{name} wrote {} rows", written.rows);
+        }
+        std::fs::remove_file(&path).ok();
+    }
+    Ok(())
+}
