@@ -10,9 +10,13 @@
 //!   receive buffer and read a byte a second, reconnecting when cut;
 //! - one address hammering a free operation past its rate limit on `--hammer` connections.
 //!
-//! The legitimate clients (`--clients` keep-alive connections from 127.0.0.3, a partner token)
-//! walk the same paid paths as `soak load`. Goal: no legitimate error, and their p99 under attack
-//! within `--max-p99-ratio` (2) of the quiet run's.
+//! The legitimate clients (`--clients` keep-alive clients from 127.0.0.3, a partner token) walk
+//! the same paid paths as `soak load`. Goal: no legitimate error, and their p99 under attack
+//! within `--max-p99-ratio` (2) of the quiet run's. Each phase prints the connections the
+//! legitimate clients opened (a client holds one or two: see `Server::builder`), the answers
+//! after which a client went on on another connection, and its failures apart by side: the
+//! server's (an answer other than 2xx, a connection refused, reset or cut) and this program's
+//! own (no local port left, its own timeout); a missed goal names the side.
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -196,7 +200,7 @@ impl std::fmt::Display for Phase {
         )?;
         if !self.reconnects_after.is_empty() {
             let after: Vec<String> = self.reconnects_after.iter().map(|(k, n)| format!("{n} × {k}")).collect();
-            write!(f, "; the answers after which a client went on on another connection: {}", after.join(", "))?;
+            write!(f, "; changes of connection (to a pooled or a new one) after: {}", after.join(", "))?;
         }
         for (what, n) in &self.failures {
             write!(f, "\n  {n} × {what}")?;

@@ -6,8 +6,9 @@
 //! `--duration`: DAO, proposal, vote, voter, topic, signal and activity lists, details,
 //! evidence, brief, lookup and freshness; one request in four asks for a vote page at a size
 //! not asked for lately, so the store answers it and the response cache keeps evicting. Every `--every` it prints requests, non-2xx,
-//! p50 and p99 latency, and the server's RSS; at the end the totals, and it exits 1 when any
-//! request failed or RSS grew by more than `--max-rss-growth-mb` after the first interval.
+//! p50 and p99 latency, and the server's RSS; at the end the totals and the connections the
+//! clients opened, and it exits 1 when any request failed or RSS grew by more than
+//! `--max-rss-growth-mb` after the first interval.
 //!
 //! `soak outage` (PostgreSQL): the server reaches PostgreSQL through a TCP relay that this
 //! program owns. After a warm-up the relay cuts every open connection and refuses new ones for
