@@ -273,3 +273,116 @@ on_both_backends!(request_bodies_are_capped_and_timed, |backend: Backend| async 
         .unwrap();
     assert_eq!(r.status(), 200);
 });
+
+/// Reads one answer from a keep-alive connection, whatever its framing (a length, chunks, none
+/// for a 304): its status, its head lowercased, and its body. `pending` keeps what was read
+/// past it.
+async fn one_answer(stream: &mut TcpStream, pending: &mut Vec<u8>) -> (u16, String, Vec<u8>) {
+    async fn more(stream: &mut TcpStream, pending: &mut Vec<u8>) {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("an answer within 10 s")
+            .expect("read");
+        assert!(n > 0, "the server closed the connection mid-answer: {:?}", String::from_utf8_lossy(pending));
+        pending.extend_from_slice(&chunk[..n]);
+    }
+    let end = loop {
+        if let Some(i) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        more(stream, pending).await;
+    };
+    let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+    pending.drain(..end);
+    let status: u16 = head[9..12].parse().expect("a status");
+    let field =
+        |name: &str| head.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_owned()));
+    let mut body = Vec::new();
+    if status == 304 || status == 204 {
+    } else if let Some(length) = field("content-length") {
+        let length: usize = length.parse().expect("a length");
+        while pending.len() < length {
+            more(stream, pending).await;
+        }
+        body = pending.drain(..length).collect();
+    } else {
+        assert_eq!(field("transfer-encoding").as_deref(), Some("chunked"), "a framed answer: {head}");
+        loop {
+            let line_end = loop {
+                if let Some(i) = pending.windows(2).position(|w| w == b"\r\n") {
+                    break i;
+                }
+                more(stream, pending).await;
+            };
+            let size_line = String::from_utf8_lossy(&pending[..line_end]).into_owned();
+            let size = usize::from_str_radix(size_line.split(';').next().unwrap().trim(), 16).expect("a chunk size");
+            while pending.len() < line_end + 2 + size + 2 {
+                more(stream, pending).await;
+            }
+            body.extend_from_slice(&pending[line_end + 2..line_end + 2 + size]);
+            pending.drain(..line_end + 2 + size + 2);
+            if size == 0 {
+                break;
+            }
+        }
+    }
+    (status, head, body)
+}
+
+// Keep-alive holds for every kind of answer the server gives, as for curl and browsers: on one
+// connection, five requests each for a 200, a 304, a 400 and a 404 problem, a 402 challenge and
+// a 429, none answered with `connection: close`, and the connection still open after them all.
+// (A client whose pool reconnected after some answer would exhaust its ports under load: issue 50.)
+on_both_backends!(keep_alive_holds_for_every_kind_of_answer, |backend: Backend| async move {
+    let url = crate::helpers::fresh_database(backend).await;
+    let db = govdata::store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    db.close().await.ok();
+    let dir = tempfile::tempdir().unwrap();
+    let exports = dir.path().to_owned();
+    let app = spawn_app_with(url, move |a| {
+        a.exports.export_dir = exports;
+        // Anonymous requests from this address: five challenges, then refusals.
+        a.rates.rate_client = "5/1h".parse().unwrap();
+    })
+    .await;
+    app.sync().await;
+    let export = "/v2/exports/uniswap/votes.parquet";
+    let built = app.client.get(app.url(export)).send().await.unwrap();
+    assert_eq!(built.status(), 200);
+    let etag = built.headers()["etag"].to_str().unwrap().to_owned();
+
+    let first_party = format!("x-internal-token: {INTERNAL_TOKEN}\r\n");
+    let kinds: [(u16, &str, String); 6] = [
+        (200, "/v1/daos?limit=1", first_party.clone()),
+        (304, export, format!("{first_party}if-none-match: {etag}\r\n")),
+        (400, "/v1/daos?limit=abc", first_party.clone()),
+        (404, "/no/such/path", first_party.clone()),
+        (402, "/v1/system/freshness", String::new()),
+        (429, "/v1/system/freshness", String::new()),
+    ];
+    let mut stream = connect_from(LEGIT, app.addr).await;
+    let mut pending = Vec::new();
+    for (status, path, headers) in &kinds {
+        for i in 0..5 {
+            let request = format!("GET {path} HTTP/1.1\r\nhost: govdata\r\n{headers}\r\n");
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let (got, head, body) = one_answer(&mut stream, &mut pending).await;
+            assert_eq!(got, *status, "request {i} for {path}: {head}");
+            assert!(!head.contains("connection: close"), "{path} asks the client to close: {head}");
+            if *status >= 400 && *status != 402 {
+                let problem: Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(problem["status"], *status, "a problem document");
+            }
+        }
+    }
+    assert!(pending.is_empty(), "nothing sent past the answers");
+    assert!(still_open(&mut stream, Duration::from_millis(300)).await, "the connection is still open");
+    // And it still serves.
+    stream
+        .write_all(format!("GET /v1/daos?limit=1 HTTP/1.1\r\nhost: govdata\r\n{first_party}\r\n").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(one_answer(&mut stream, &mut pending).await.0, 200);
+});

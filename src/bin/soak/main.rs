@@ -6,8 +6,9 @@
 //! `--duration`: DAO, proposal, vote, voter, topic, signal and activity lists, details,
 //! evidence, brief, lookup and freshness; one request in four asks for a vote page at a size
 //! not asked for lately, so the store answers it and the response cache keeps evicting. Every `--every` it prints requests, non-2xx,
-//! p50 and p99 latency, and the server's RSS; at the end the totals, and it exits 1 when any
-//! request failed or RSS grew by more than `--max-rss-growth-mb` after the first interval.
+//! p50 and p99 latency, and the server's RSS; at the end the totals and the connections the
+//! clients opened, and it exits 1 when any request failed or RSS grew by more than
+//! `--max-rss-growth-mb` after the first interval.
 //!
 //! `soak outage` (PostgreSQL): the server reaches PostgreSQL through a TCP relay that this
 //! program owns. After a warm-up the relay cuts every open connection and refuses new ones for
@@ -256,15 +257,40 @@ impl Server {
 
     /// A partner's client whose connections come from the loopback address `from`.
     fn client_from(&self, from: std::net::IpAddr) -> reqwest::Client {
+        self.builder(from).build().expect("a client")
+    }
+
+    /// A partner's client from `from` that counts in `connects` every connection it opens: it
+    /// is to be used with `named_base`, a name that only its resolver knows, and each new
+    /// connection resolves the name once (an address in the URL would skip the resolver).
+    fn counted_client_from(&self, from: std::net::IpAddr, connects: Arc<AtomicU64>) -> reqwest::Client {
+        let to = self.base.trim_start_matches("http://").parse().expect("the server's address");
+        self.builder(from).dns_resolver(Arc::new(Connects { to, count: connects })).build().expect("a client")
+    }
+
+    /// The server's base URL by the name `counted_client_from` resolves (to the same loopback
+    /// address: `.invalid` never resolves elsewhere).
+    fn named_base(&self) -> String {
+        let port = self.base.rsplit(':').next().expect("a port");
+        format!("http://soak.invalid:{port}")
+    }
+
+    fn builder(&self, from: std::net::IpAddr) -> reqwest::ClientBuilder {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert("x-service-api-token", self.token.parse().expect("a token is a header value"));
+        // No cap on idle connections (issue 50): hyper-util hands a connection back to the pool
+        // from a task of its own once the answer's end is read, so a client's next request often
+        // finds none idle and opens another; with `pool_max_idle_per_host(1)` the pool then
+        // closed one of the two, from this side, on almost every such race: 14,608 connections
+        // opened in a 10 s phase of `soak abuse` (1,460/s, 19,511 switches of connection, every
+        // one after a plain 200), each left in TIME_WAIT here until the ports of 127.0.0.3 ran
+        // out. Uncapped, a client keeps the second connection and takes it in the next race.
+        // Idle ones are let go before the server's keep-alive idle timeout (10 s) closes them.
         reqwest::Client::builder()
             .local_address(from)
             .default_headers(headers)
-            .pool_max_idle_per_host(1)
+            .pool_idle_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(60))
-            .build()
-            .expect("a client")
     }
 
     /// Resident set size of the server process, in MiB.
@@ -349,26 +375,94 @@ async fn paths(server: &Server) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     Ok((paths, churn))
 }
 
-/// GETs `url` and reads its whole answer: the status (`"200"`), or what went wrong.
-async fn fetch(client: &reqwest::Client, url: &str) -> String {
+/// Resolves the server's name (`Server::named_base`) to its address, counting: a client resolves
+/// once per connection it opens.
+struct Connects {
+    to: std::net::SocketAddr,
+    count: Arc<AtomicU64>,
+}
+
+impl reqwest::dns::Resolve for Connects {
+    fn resolve(&self, _: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let to = self.to;
+        Box::pin(async move { Ok(Box::new(std::iter::once(to)) as reqwest::dns::Addrs) })
+    }
+}
+
+/// What one request came to, and on whose side it failed.
+enum Outcome {
+    /// The server answered with this status, and the whole body was read.
+    Answer(u16),
+    /// This program failed before the server could answer: its own ports (a local bind or
+    /// connect that found no free port), its own timeout.
+    Client(String),
+    /// The server, or the connection to it, failed: refused, reset, closed before the answer's end.
+    Server(String),
+}
+
+impl Outcome {
+    fn is_success(&self) -> bool {
+        matches!(self, Self::Answer(s) if (200..300).contains(s))
+    }
+
+    /// `"200"`, `"client: …"` or `"server: …"`.
+    fn label(&self) -> String {
+        match self {
+            Self::Answer(status) => status.to_string(),
+            Self::Client(e) => format!("client: {e}"),
+            Self::Server(e) => format!("server: {e}"),
+        }
+    }
+
+    fn of(e: &reqwest::Error, what: &str) -> Self {
+        // The cause a client can act on is at the end of the chain (reset, closed, refused).
+        let mut text = format!("{what}: {e}");
+        let mut own = e.is_timeout();
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            text.push_str(&format!(": {c}"));
+            if let Some(io) = c.downcast_ref::<std::io::Error>() {
+                // EADDRINUSE from the local bind, EADDRNOTAVAIL from connect: no port left here.
+                own |= matches!(io.kind(), std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable);
+                own |= io.kind() == std::io::ErrorKind::TimedOut;
+            }
+            cause = c.source();
+        }
+        if own { Self::Client(text) } else { Self::Server(text) }
+    }
+}
+
+/// One request's outcome and the connection that carried it.
+struct Fetched {
+    outcome: Outcome,
+    /// The client's port of the connection the answer came on.
+    local_port: Option<u16>,
+    /// The answer asked the client to close the connection (`connection: close`).
+    close: bool,
+}
+
+/// GETs `url` and reads its whole answer.
+async fn fetch(client: &reqwest::Client, url: &str) -> Fetched {
     match client.get(url).send().await {
         Ok(r) => {
             let status = r.status();
-            match r.bytes().await {
-                Ok(_) => status.as_u16().to_string(),
-                Err(e) => format!("body error: {e}"),
-            }
+            let local_port = r
+                .extensions()
+                .get::<hyper_util::client::legacy::connect::HttpInfo>()
+                .map(|info| info.local_addr().port());
+            let close = r
+                .headers()
+                .get(reqwest::header::CONNECTION)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+            let outcome = match r.bytes().await {
+                Ok(_) => Outcome::Answer(status.as_u16()),
+                Err(e) => Outcome::of(&e, "body error"),
+            };
+            Fetched { outcome, local_port, close }
         }
-        Err(e) => {
-            // The cause a client can act on is at the end of the chain (reset, closed, refused).
-            let mut cause = std::error::Error::source(&e);
-            let mut text = format!("request error: {e}");
-            while let Some(c) = cause {
-                text.push_str(&format!(": {c}"));
-                cause = c.source();
-            }
-            text
-        }
+        Err(e) => Fetched { outcome: Outcome::of(&e, "request error"), local_port: None, close: false },
     }
 }
 
@@ -406,11 +500,13 @@ async fn load(
     let (paths, churn) = (Arc::new(paths), Arc::new(churn));
     let interval = Arc::new(Mutex::new(Interval::default()));
     let stop = Arc::new(AtomicBool::new(false));
+    let connects = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     for worker in 0..connections {
-        let (client, paths, interval, stop) = (server.client(), paths.clone(), interval.clone(), stop.clone());
+        let client = server.counted_client_from(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), connects.clone());
+        let (paths, interval, stop) = (paths.clone(), interval.clone(), stop.clone());
         let churn = churn.clone();
-        let base = server.base.clone();
+        let base = server.named_base();
         workers.push(tokio::spawn(async move {
             // Each connection starts at its own place in the mix.
             let mut i = worker * paths.len() / connections.max(1);
@@ -425,14 +521,14 @@ async fn load(
                 let path = &path;
                 i += 1;
                 let started = Instant::now();
-                let outcome = fetch(&client, &format!("{base}{path}")).await;
+                let outcome = fetch(&client, &format!("{base}{path}")).await.outcome;
                 let micros = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
                 let mut seen = interval.lock().expect("not poisoned");
                 seen.requests += 1;
                 seen.micros.push(micros);
-                if !outcome.starts_with('2') {
+                if !outcome.is_success() {
                     seen.failed += 1;
-                    *seen.statuses.entry(format!("{outcome} {path}")).or_default() += 1;
+                    *seen.statuses.entry(format!("{} {path}", outcome.label())).or_default() += 1;
                 }
             }
         }));
@@ -481,6 +577,10 @@ async fn load(
         total as f64 / secs,
         percentile(&all, 50.0),
         percentile(&all, 99.0),
+    );
+    println!(
+        "connections opened: {} by the {connections} clients (a client opens another when its pool has no idle one)",
+        connects.load(Ordering::Relaxed)
     );
     for (what, n) in &statuses {
         println!("  {n} × {what}");
