@@ -312,6 +312,10 @@ async fn publication(db: &sea_orm::DatabaseConnection) -> anyhow::Result<()> {
         .await?
         .context("no synthetic proposal")?;
     let run = super::manual_run(db, DAO).await?;
+    // Under Valgrind staging and publishing take minutes: the run beats, as an ingestion's does,
+    // so that it is not taken for abandoned (`ingestion_run::STALE_AFTER`).
+    let _beating =
+        govdata::ingest::Heartbeat::start(db.clone(), run.id, govdata::store::entities::ingestion_run::HEARTBEAT);
     let records: Vec<Record> = (0..1000u64)
         .map(|i| {
             Record::Vote(VoteRecord {
