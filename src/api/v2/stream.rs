@@ -193,10 +193,10 @@ impl Api {
         #[oai(name = "proposalKeys", explode = false, default)]
         proposal_keys: Query<ProposalKeys>,
         /// Only entries about these voters or delegates (comma-separated, at most
-        /// {{WEBHOOK_MAX_VOTERS}}; each a 0x address in any letter case, a CAIP-10 account or a
-        /// known ENS name): their notable votes and the delegation changes they are the
-        /// delegator, the previous or the new delegate of. Combined with the other filters,
-        /// an entry must match each.
+        /// {{WEBHOOK_MAX_VOTERS}}; each a 0x address in any letter case, a CAIP-10 account or an
+        /// ENS name): their notable votes and the delegation changes they are the delegator, the
+        /// previous or the new delegate of. An ENS name no known voter has matches nothing, as a
+        /// key no proposal has. Combined with the other filters, an entry must match each.
         #[oai(explode = false, default)]
         voters: Query<VoterIdentities>,
         /// The entries after this `sequence` (`0`: from the oldest entry kept). Without it (and
@@ -231,8 +231,9 @@ impl Api {
         });
         let longest = state.settings.limits.stream_max_duration.map(|d| (now + d, StreamEndReason::MaxDuration));
         let plan = StreamPlan {
-            // A DAO filter that names no DAO matches no entry.
-            filter: dao.store_filter().map(|d| FeedFilter {
+            // A DAO filter that names no DAO, or a voter filter that names no known voter,
+            // matches no entry.
+            filter: dao.store_filter().zip(voters).map(|(d, voters)| FeedFilter {
                 dao_id: d.cloned(),
                 kinds: kinds.0.0,
                 proposal_keys: proposal_keys.0.0.iter().map(|k| k.as_str().to_owned()).collect(),
@@ -248,35 +249,26 @@ impl Api {
 }
 
 /// The voters a `voters` parameter names, as lowercase addresses, ENS names resolved from the
-/// store: a name no known voter has is refused as a bad member of the parameter.
+/// store. A name no known voter has matches nothing, as a key no proposal has: `None` when the
+/// parameter named voters and none of them is known (the filter matches no entry).
 async fn resolved_voters(
     state: &AppState,
     voters: VoterIdentities,
-) -> Result<Vec<String>, crate::contract::errors::Problem> {
-    use crate::contract::errors::{FieldError, Problem};
+) -> Result<Option<Vec<String>>, crate::contract::errors::Problem> {
+    let named = !voters.0.is_empty();
     let mut out: Vec<String> = Vec::with_capacity(voters.0.len());
     for voter in voters.0 {
         let address = match voter {
-            VoterIdentity::Address(a) => a,
+            VoterIdentity::Address(a) => Some(a),
             VoterIdentity::Ens(name) => store::voters::address_of_ens(&state.reads(), &name)
                 .await
-                .map_err(|e| problem_marking_read_failed(&e))?
-                .ok_or_else(|| {
-                    Problem::validation(FieldError {
-                        location: ParamLocation::Query,
-                        name: "voters".to_owned(),
-                        reason: format!("`{name}` is an ENS name no known voter has"),
-                        expected: Some(
-                            "a 0x address, a CAIP-10 account, or the ENS name of a voter GET /v2/voters knows"
-                                .to_owned(),
-                        ),
-                        received: Some(name.clone()),
-                    })
-                })?,
+                .map_err(|e| problem_marking_read_failed(&e))?,
         };
-        if !out.contains(&address) {
+        if let Some(address) = address
+            && !out.contains(&address)
+        {
             out.push(address);
         }
     }
-    Ok(out)
+    Ok((!named || !out.is_empty()).then_some(out))
 }
