@@ -559,7 +559,9 @@ fn constrain_v2_parameters(doc: &mut Value) {
 /// member (`contract::body`), published on the bodies' schemas; a body takes no member it does
 /// not declare.
 fn constrain_v2_bodies(doc: &mut Value) {
-    use super::webhooks::{MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_PROPOSAL_KEYS, MAX_URL_BYTES, MAX_VOTERS};
+    use super::webhooks::{
+        MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_PROPOSAL_KEYS, MAX_URL_BYTES, MAX_VOTER_CHARS, MAX_VOTERS,
+    };
     let members = |url_and_filters: bool| {
         if url_and_filters {
             let strings = |pattern: String| json!({ "type": "string", "pattern": pattern });
@@ -580,7 +582,11 @@ fn constrain_v2_bodies(doc: &mut Value) {
                     json!({
                         "maxItems": MAX_VOTERS,
                         "uniqueItems": true,
-                        "items": strings(super::ids::VOTER_IDENTITY_PATTERN.to_owned()),
+                        "items": {
+                            "type": "string",
+                            "pattern": super::ids::VOTER_IDENTITY_PATTERN,
+                            "maxLength": MAX_VOTER_CHARS,
+                        },
                     }),
                 ),
                 ("description", json!({ "maxLength": MAX_DESCRIPTION_CHARS })),

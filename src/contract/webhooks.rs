@@ -177,6 +177,9 @@ pub const MAX_PROPOSAL_KEYS: usize = 100;
 /// The most voters one subscription, or one stream (`voters`), may watch.
 pub const MAX_VOTERS: usize = 100;
 
+/// The longest text a subscription's `voters` member may be (an ENS name is the long one).
+pub const MAX_VOTER_CHARS: usize = 256;
+
 /// The prefix of a subscription's secret (the standard's), and of its public id.
 pub const SECRET_PREFIX: &str = "whsec_";
 pub const SUBSCRIPTION_ID_PREFIX: &str = "wh_";

@@ -51,7 +51,9 @@ _checks._enforces_auth = _enforces_auth
 #   - v2 webhook bodies: a `url` must be an http(s) URL with a host and no credentials or fragment
 #     (`format: uri` admits any scheme); a `daoIds` member must name a DAO the server covers (its
 #     own state, checked here against GET /v1/daos; a DAO id's form is stated only in prose, as
-#     v1's); and a token holds at most so many webhooks
+#     v1's); a `proposalKeys` member must be a proposal's key and a `voters` member given as an
+#     ENS name must be a known voter's (the server's state, checked here by asking the server for
+#     that proposal or voter: a 404); and a token holds at most so many webhooks
 #     (the server's state: the detail says so).
 # A 400 is excused only when its problem body names exactly such a rule AND the request really
 # breaks it (checked here from the request); any other 400 to valid data still fails.
@@ -126,6 +128,16 @@ def _breaks_a_rule_schemas_cannot_state(case, body, response):
         if reason == "is not a DAO id":
             return not _SLUG.match(str(listed[at]))
         return reason == "is no covered DAO" and listed[at] not in _covered_daos(response)
+    known = _KNOWN_MEMBER.fullmatch(str(name))
+    if first.get("in") == "body" and known:
+        member, at = known.group(1), int(known.group(2))
+        listed = sent.get(member) or []
+        if at >= len(listed) or not isinstance(listed[at], str):
+            return False
+        if member == "proposalKeys" and reason == "is no proposal's key":
+            return _absent(response, "/v2/proposals/" + listed[at].strip())
+        if member == "voters" and reason == "is an ENS name no known voter has":
+            return _absent(response, "/v2/voters/" + listed[at].strip().lower())
     return False
 
 
@@ -133,6 +145,23 @@ def _breaks_a_rule_schemas_cannot_state(case, body, response):
 _HTTP_URL = _re.compile(r"^https?://[^/?#@\s]+(?:[/?][^#\s]*)?$", _re.IGNORECASE)
 _DAO_MEMBER = _re.compile(r"daoIds\[(\d+)\]")
 _COVERED = None
+_KNOWN_MEMBER = _re.compile(r"(proposalKeys|voters)\[(\d+)\]")
+
+
+def _absent(response, path):
+    # Whether the server answers 404 for `path`, asked with the refused request's credentials.
+    import urllib.error as _error
+    import urllib.parse as _parse
+    import urllib.request as _request
+
+    sent = _parse.urlsplit(response.request.url)
+    headers = {k: v for k, v in response.request.headers.items() if k.lower().startswith("x-")}
+    probe = _request.Request(f"{sent.scheme}://{sent.netloc}{_parse.quote(path)}", headers=headers)
+    try:
+        with _request.urlopen(probe, timeout=10):
+            return False
+    except _error.HTTPError as e:
+        return e.code == 404
 
 
 def _covered_daos(response):

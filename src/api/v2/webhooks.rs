@@ -23,8 +23,8 @@ use crate::contract::{
     time::{Timestamp, now_ms},
     vocabulary::{DaoId, KeyKind},
     webhooks::{
-        MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_PROPOSAL_KEYS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES, MAX_VOTERS,
-        WebhookFormat,
+        MAX_DAO_IDS, MAX_DESCRIPTION_CHARS, MAX_PROPOSAL_KEYS, MAX_SUBSCRIPTIONS_PER_TOKEN, MAX_URL_BYTES,
+        MAX_VOTER_CHARS, MAX_VOTERS, WebhookFormat,
     },
 };
 use crate::push::guard::{self, Reach};
@@ -266,7 +266,7 @@ fn proposal_key(value: &Value) -> Result<String, Refusal> {
 /// A voter as `voterIdentity` takes one, in its canonical text: the lowercase address, or the
 /// lowercase ENS name (resolved once the body is read). Two spellings of one address repeat it.
 fn voter(value: &Value) -> Result<String, Refusal> {
-    let text = body::string(256)(value)?;
+    let text = body::string(MAX_VOTER_CHARS)(value)?;
     let identity = public_ids::parse_voter_identity(&text, "voters", ParamLocation::Body).map_err(|problem| {
         let why = problem.errors.into_iter().flatten().next();
         Refusal {
