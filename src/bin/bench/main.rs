@@ -117,8 +117,14 @@ async fn main() -> anyhow::Result<()> {
     if let Some(dir) = &args.costs_prepare {
         return costs::prepare(dir).await;
     }
-    if let Some(dir) = &args.costs {
-        return costs::run(dir).await;
+    if let Some(dir) = args.costs.clone() {
+        // On a runtime of one thread of its own: worker threads stealing each other's tasks
+        // would make the count depend on how the threads were scheduled.
+        return std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(costs::run(&dir))
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("the counting thread panicked"))?;
     }
     let db = store::connect(&args.database_url).await.context("opening the store")?;
     let backend = store::backend_name(&db);
