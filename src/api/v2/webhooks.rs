@@ -461,17 +461,8 @@ async fn checked_url(state: &AppState, url: &str) -> Result<String, Problem> {
 async fn checked_daos(state: &AppState, ids: &[String]) -> Result<Vec<DaoId>, Problem> {
     let ids: Vec<DaoId> = ids.iter().filter_map(|id| DaoId::parse(id)).collect();
     let unknown = subs::unknown_daos(state.primary()?, &ids).await.map_err(|e| problem_marking_read_failed(&e))?;
-    match unknown.first() {
-        Some(first) => {
-            let at = ids.iter().position(|i| i == first).unwrap_or(0);
-            Err(refuse_member(
-                &format!("daoIds[{at}]"),
-                first.as_str(),
-                Refusal::new("is no covered DAO", "a `daoId` from GET /v1/daos"),
-            ))
-        }
-        None => Ok(ids),
-    }
+    let refusal = Refusal::new("is no covered DAO", "a `daoId` from GET /v1/daos");
+    refuse_first_unknown("daoIds", ids, &unknown, DaoId::as_str, refusal)
 }
 
 /// The proposal keys, each a stored proposal's (the body's members were read as keys already).
@@ -479,16 +470,25 @@ async fn checked_proposals(state: &AppState, keys: &[String]) -> Result<Vec<Prop
     let keys: Vec<ProposalKey> = keys.iter().filter_map(|k| ProposalKey::parse(k).ok()).collect();
     let unknown =
         subs::unknown_proposals(state.primary()?, &keys).await.map_err(|e| problem_marking_read_failed(&e))?;
+    let refusal = Refusal::new("is no proposal's key", "a `proposalKey` from GET /v2/proposals");
+    refuse_first_unknown("proposalKeys", keys, &unknown, |k: &ProposalKey| k.as_str(), refusal)
+}
+
+/// `listed`, or the refusal of its first member the store does not hold (`unknown`), named as
+/// the body's `member[i]`.
+fn refuse_first_unknown<T: PartialEq>(
+    member: &str,
+    listed: Vec<T>,
+    unknown: &[T],
+    text: impl Fn(&T) -> &str,
+    refusal: Refusal,
+) -> Result<Vec<T>, Problem> {
     match unknown.first() {
         Some(first) => {
-            let at = keys.iter().position(|k| k == first).unwrap_or(0);
-            Err(refuse_member(
-                &format!("proposalKeys[{at}]"),
-                first.as_str(),
-                Refusal::new("is no proposal's key", "a `proposalKey` from GET /v2/proposals"),
-            ))
+            let at = listed.iter().position(|i| i == first).unwrap_or(0);
+            Err(refuse_member(&format!("{member}[{at}]"), text(first), refusal))
         }
-        None => Ok(keys),
+        None => Ok(listed),
     }
 }
 

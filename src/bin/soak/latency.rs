@@ -147,13 +147,7 @@ fn cells(mut latency: Vec<i64>) -> String {
 
 /// The server's own histogram of `format`: (count, sum in seconds).
 async fn measured_by_server(server: &Server, internal: &str, format: &str) -> anyhow::Result<(f64, f64)> {
-    let text = reqwest::Client::new()
-        .get(format!("{}/metrics", server.base))
-        .header("x-internal-token", internal)
-        .send()
-        .await?
-        .text()
-        .await?;
+    let text = server.metrics(internal).await?;
     let series = |what: &str| {
         let name = format!("govdata_webhook_delivery_latency_seconds_{what}{{format=\"{format}\"}} ");
         text.lines().find_map(|l| l.strip_prefix(&name)).and_then(|v| v.trim().parse::<f64>().ok()).unwrap_or(0.0)
@@ -163,14 +157,7 @@ async fn measured_by_server(server: &Server, internal: &str, format: &str) -> an
 
 pub async fn run(govdata: &std::path::Path, url: &str, plan: Plan) -> anyhow::Result<()> {
     let internal = format!("soak-internal-{}", std::process::id());
-    let env = [
-        ("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"),
-        ("GOVDATA_WEBHOOK_LOOPBACK_ONLY", "1"),
-        ("GOVDATA_RATE_PARTNER", "off"),
-        ("GOVDATA_RATE_CLIENT", "off"),
-        ("GOVDATA_INTERNAL_TOKEN", internal.as_str()),
-    ];
-    let server = Server::start(govdata, url, &env).await?;
+    let server = Server::start(govdata, url, &super::webhook_env(&internal)).await?;
     let client = server.client();
     let mut arrivals: Vec<(&str, Arrivals)> = Vec::new();
     for format in FORMATS {

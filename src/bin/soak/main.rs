@@ -293,6 +293,18 @@ impl Server {
             .timeout(Duration::from_secs(60))
     }
 
+    /// The server's `/metrics` text, asked with the internal token it was started with
+    /// ([`webhook_env`]).
+    async fn metrics(&self, internal: &str) -> anyhow::Result<String> {
+        Ok(reqwest::Client::new()
+            .get(format!("{}/metrics", self.base))
+            .header("x-internal-token", internal)
+            .send()
+            .await?
+            .text()
+            .await?)
+    }
+
     /// Resident set size of the server process, in MiB.
     fn rss_mib(&self) -> Option<f64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
@@ -742,4 +754,17 @@ async fn outage(govdata: &std::path::Path, url: &str, cut_for: Duration, pollers
         bail!("goals missed: {}", missed.join(", "));
     }
     Ok(())
+}
+
+/// The environment of a server that delivers webhooks to this process's receivers on loopback
+/// (and nowhere else), with no rate limit in the way, and `internal` as its internal token (for
+/// [`Server::metrics`]).
+fn webhook_env(internal: &str) -> [(&'static str, &str); 5] {
+    [
+        ("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"),
+        ("GOVDATA_WEBHOOK_LOOPBACK_ONLY", "1"),
+        ("GOVDATA_RATE_PARTNER", "off"),
+        ("GOVDATA_RATE_CLIENT", "off"),
+        ("GOVDATA_INTERNAL_TOKEN", internal),
+    ]
 }

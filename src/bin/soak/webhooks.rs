@@ -104,12 +104,8 @@ async fn feed_entries_of(db: &sea_orm::DatabaseConnection, dao: &str) -> anyhow:
 }
 
 pub async fn run(govdata: &std::path::Path, url: &str, plan: Plan) -> anyhow::Result<()> {
-    let env = [
-        ("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"),
-        ("GOVDATA_WEBHOOK_LOOPBACK_ONLY", "1"),
-        ("GOVDATA_RATE_PARTNER", "off"),
-        ("GOVDATA_RATE_CLIENT", "off"),
-    ];
+    let internal = format!("soak-internal-{}", std::process::id());
+    let env = super::webhook_env(&internal);
     let mut server = Server::start(govdata, url, &env).await?;
     // The same publication before any webhook exists: the baseline of its time.
     // Twice: each publication adds a DAO to a growing store, so the second is the fair baseline of
@@ -339,13 +335,7 @@ async fn due(db: &sea_orm::DatabaseConnection, now_ms: i64) -> anyhow::Result<i6
 
 /// The scraped value of counter `name` (without labels) on `server`'s `/metrics`.
 async fn counter(server: &Server, internal: &str, name: &str) -> anyhow::Result<f64> {
-    let text = reqwest::Client::new()
-        .get(format!("{}/metrics", server.base))
-        .header("x-internal-token", internal)
-        .send()
-        .await?
-        .text()
-        .await?;
+    let text = server.metrics(internal).await?;
     let prefix = format!("{name} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&prefix))
@@ -370,14 +360,7 @@ pub async fn targeted(govdata: &std::path::Path, url: &str, plan: Plan, subscrip
     const RECEIVERS: usize = 10;
     anyhow::ensure!(subscriptions > BY_KIND + EVERYTHING, "--targeted takes more than {}", BY_KIND + EVERYTHING);
     let internal = format!("soak-internal-{}", std::process::id());
-    let env = [
-        ("GOVDATA_WEBHOOK_ALLOW_PRIVATE", "1"),
-        ("GOVDATA_WEBHOOK_LOOPBACK_ONLY", "1"),
-        ("GOVDATA_RATE_PARTNER", "off"),
-        ("GOVDATA_RATE_CLIENT", "off"),
-        ("GOVDATA_INTERNAL_TOKEN", internal.as_str()),
-    ];
-    let server = Server::start(govdata, url, &env).await?;
+    let server = Server::start(govdata, url, &super::webhook_env(&internal)).await?;
     let db = govdata::store::connect(url).await?;
     let tally = Arc::new(Tally::default());
     let mut hooks = Vec::new();
