@@ -75,11 +75,20 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What the log writer thread gathers into one `write` of stderr at most.
+const LOG_BUFFER: usize = 64 * 1024;
+
 /// Logs to stderr through a writer thread of its own (a request never waits on the terminal or a
 /// pipe; lines beyond its buffer are dropped rather than slowing requests down), as
 /// human text or JSON lines. The guard flushes what is buffered when `main` returns.
+///
+/// The writer thread writes through a buffer of its own: it takes every line waiting in the
+/// channel, then flushes (tracing-appender's worker flushes once the channel is empty), so under
+/// load one `write` carries many lines instead of one each (an access line per request made a
+/// system call per request), and a quiet server's lines still reach stderr at once.
 fn init_logs(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
-    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    let (writer, guard) =
+        tracing_appender::non_blocking(std::io::BufWriter::with_capacity(LOG_BUFFER, std::io::stderr()));
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn,sea_orm=warn".into());
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
