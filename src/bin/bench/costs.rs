@@ -16,19 +16,24 @@
 //! - then requests over one keep-alive loopback connection to the real server, in this process:
 //!   the busiest synthetic proposal's vote page (uncached: a new cursor each time; and cached:
 //!   the same page again), the v1 evidence of the sample's largest proposal, a lookup by its
-//!   title, an MCP `tools/call`. The server's own timers (the serving watch looks at the store
-//!   every 250 ms) run beside them and are counted with them when they fire inside the window,
-//!   so each is counted [`REPEAT`] times and `scripts/costs` keeps the least.
+//!   title, an MCP `tools/call`. The server's own tasks (the serving watch looks at the store
+//!   every 250 ms; the rate limiter, the webhook dispatcher, the timed entries, the feed hub and
+//!   the store's pool keep timers too) run on a runtime and a thread of their own
+//!   ([`Background`]), which is held still while a request is counted: their timers would
+//!   otherwise fire inside a request's window (under Valgrind a request takes longer than a
+//!   tick) and be counted with it. Each case is counted [`REPEAT`] times and `scripts/costs`
+//!   keeps the least, against what still happens by chance (a look at the store that was
+//!   already under way when the pause began).
 //!
-//! The whole run is on one thread (`bench`'s `main`): worker threads stealing each other's tasks
-//! made the count depend on scheduling. The fan-out and the publication then count the same to
-//! 0.1 % from run to run, and are guarded; the requests (the server's timers) and the exports
-//! (their writer's thread of its own) still move by more than 3 %, and `scripts/costs` reports
-//! them without failing on them.
+//! The counting itself is on one thread (`bench`'s `main`): worker threads stealing each other's
+//! tasks made the count depend on scheduling. The fan-out and the publication count the same to
+//! 0.1 % from run to run; the exports (their writer's thread of its own) still move by more than
+//! 3 %, and `scripts/costs` reports them without failing on them.
 //!
 //! Network time is not counted (Callgrind counts no time, and the kernel's work is not the
 //! process's); this process's few lines of HTTP client are, alike in every run.
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use govdata::config::{ServeArgs, Settings};
@@ -100,12 +105,21 @@ async fn counted<T>(name: &str, work: impl std::future::Future<Output = anyhow::
     out
 }
 
-/// Counts request `path` (a GET, or the MCP call when `mcp` is given) under `name`. Under
-/// Valgrind the whole process runs many times slower, and on a loaded machine the server's watch
-/// may look at the store late enough for it to answer 503 (`edge::serving::STORE_SILENT`): such
-/// an answer is counted under `discarded`, and the request made again.
-async fn request(client: &mut Client, name: &str, path: &str, mcp: Option<&str>) -> anyhow::Result<()> {
+/// Counts request `path` (a GET, or the MCP call when `mcp` is given) under `name`, with the
+/// server's own tasks held still. Held, the serving watch does not look at the store, and a
+/// server whose watch has not heard from the store for `edge::serving::STORE_SILENT` answers 503:
+/// so the watch looks once, uncounted, just before the count. Should a request still be
+/// answered 503 (a slow machine under Valgrind), it is counted under `discarded` and made again.
+async fn request(
+    client: &mut Client,
+    background: &Background,
+    name: &str,
+    path: &str,
+    mcp: Option<&str>,
+) -> anyhow::Result<()> {
     for _ in 0..10 {
+        background.serving.refresh().await?;
+        background.gate.hold();
         callgrind::start();
         let answer = match mcp {
             Some(body) => client.post_mcp(body).await,
@@ -113,25 +127,131 @@ async fn request(client: &mut Client, name: &str, path: &str, mcp: Option<&str>)
         };
         // A tool's failure is a JSON-RPC result with `isError` in a 200: the store's 503 too.
         let answer = answer.and_then(|body| match mcp.is_some() && body.windows(11).any(|w| w == b"\"isError\":t") {
-            true => Err(anyhow::anyhow!("{path}: HTTP 503 inside the tool's answer")),
+            true => {
+                Err(anyhow::anyhow!("{path}: HTTP 503 inside the tool's answer: {}", String::from_utf8_lossy(&body)))
+            }
             false => Ok(body),
         });
-        match answer {
-            Ok(_) => {
-                callgrind::stop(name);
-                return Ok(());
-            }
-            Err(e) if e.to_string().contains("HTTP 503") => {
-                callgrind::stop("discarded");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            Err(e) => {
-                callgrind::stop("discarded");
-                return Err(e);
-            }
+        let counted = match answer {
+            Ok(_) => Ok(true),
+            Err(e) if e.to_string().contains("HTTP 503") => Ok(false),
+            Err(e) => Err(e),
+        };
+        callgrind::stop(match counted {
+            Ok(true) => name,
+            _ => "discarded",
+        });
+        background.gate.release();
+        match counted? {
+            true => return Ok(()),
+            false => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
         }
     }
     bail!("{path}: answered 503 ten times")
+}
+
+/// The server's own tasks, held still while a request is counted. They run on a current-thread
+/// runtime driven by a thread of their own, where one more task passes [`Gate`] every
+/// millisecond: while the count holds the gate, that task waits in it, and with it the whole
+/// runtime, so none of their timers fires and none of their work is counted. The server's
+/// connections (and the requests' own work) run on the counting thread's runtime.
+struct Background {
+    gate: Arc<Gate>,
+    serving: Arc<govdata::edge::serving::ServingWatch>,
+}
+
+/// How long a held background is given for the statements its tasks had already sent to the
+/// store's connection threads (which the gate does not stop) to finish before a count begins:
+/// its timers, overdue after a count, fire in the short while between two, and a look at the
+/// store they start would otherwise run inside the next count. Under Valgrind such a statement
+/// takes tens of milliseconds.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// What the counting thread and the background runtime's thread agree on.
+#[derive(Default)]
+struct Gate {
+    state: std::sync::Mutex<GateState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    /// The count asks the background to stop.
+    held: bool,
+    /// The background has stopped at the gate.
+    waiting: bool,
+}
+
+impl Gate {
+    /// Returns once the background waits at the gate, and what it had already asked of the
+    /// store's connection threads is done (the counting thread blocks meanwhile: it has nothing
+    /// else to do).
+    fn hold(&self) {
+        let mut state = self.state.lock().expect("the gate's lock");
+        state.held = true;
+        while !state.waiting {
+            state = self.changed.wait(state).expect("the gate's lock");
+        }
+        drop(state);
+        std::thread::sleep(SETTLE);
+    }
+
+    fn release(&self) {
+        self.state.lock().expect("the gate's lock").held = false;
+        self.changed.notify_all();
+    }
+
+    /// The background's side: waits while the gate is held.
+    fn pass(&self) {
+        let mut state = self.state.lock().expect("the gate's lock");
+        if !state.held {
+            return;
+        }
+        state.waiting = true;
+        self.changed.notify_all();
+        while state.held {
+            state = self.changed.wait(state).expect("the gate's lock");
+        }
+        state.waiting = false;
+    }
+}
+
+impl Background {
+    /// Binds a server over the store at `path` on a background runtime, so that the tasks
+    /// `server::bind` starts (and the store's pool) belong to it, and runs the server's
+    /// connections on the caller's runtime; the bound address.
+    async fn serve(path: &Path, serve: ServeArgs) -> anyhow::Result<(Self, std::net::SocketAddr)> {
+        let gate = Arc::new(Gate::default());
+        let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+        let url = sqlite(path);
+        let passing = gate.clone();
+        std::thread::Builder::new().name("costs-background".to_owned()).spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(e) => return drop(bound_tx.send(Err(anyhow::Error::from(e)))),
+            };
+            runtime.block_on(async move {
+                let listening = async {
+                    let db = store::connect(&url).await?;
+                    let addr = "127.0.0.1:0".parse()?;
+                    govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await
+                }
+                .await;
+                let failed = listening.is_err();
+                if bound_tx.send(listening).is_err() || failed {
+                    return;
+                }
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    passing.pass();
+                }
+            });
+        })?;
+        let govdata::server::Listening { server, addr, serving, .. } =
+            bound_rx.await.map_err(|_| anyhow::anyhow!("the background thread ended"))??;
+        tokio::spawn(server);
+        Ok((Self { gate, serving }, addr))
+    }
 }
 
 fn sqlite(path: &Path) -> String {
@@ -218,14 +338,12 @@ async fn requests(path: &Path) -> anyhow::Result<()> {
         .one(&db)
         .await?
         .context("no sample proposal")?;
+    db.close().await?;
     let token = "costs-internal-token";
     let mut serve = ServeArgs::default();
     serve.payments.internal_token = Some(token.to_owned());
     serve.rates.rate_client = "1000000/1s".parse().map_err(|e: String| anyhow::anyhow!(e))?;
-    let addr = "127.0.0.1:0".parse()?;
-    let govdata::server::Listening { server, addr: bound, .. } =
-        govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
-    tokio::spawn(server);
+    let (background, bound) = Background::serve(path, serve.clone()).await?;
     let mut client = Client::connect(bound, token).await?;
 
     let votes = format!("/v2/proposals/{}/votes?limit=100", busiest.proposal_key);
@@ -245,17 +363,14 @@ async fn requests(path: &Path) -> anyhow::Result<()> {
     }
     // The first page was answered during the walk: it is in the response cache.
     for n in 0..REPEAT {
-        request(&mut client, &format!("votes_page_cached#{n}"), &votes, None).await?;
+        request(&mut client, &background, &format!("votes_page_cached#{n}"), &votes, None).await?;
     }
     // The walk put every page in the cache, and each case below is answered once from the store
     // and then from the cache: they are counted under a server without the cache, so that every
     // repetition does the same work (a cursor is the store's, so the walk's serve it too).
     drop(client);
-    let db = store::connect(&sqlite(path)).await?;
     serve.response_cache_mb = 0;
-    let govdata::server::Listening { server, addr: bound, .. } =
-        govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await?;
-    tokio::spawn(server);
+    let (background, bound) = Background::serve(path, serve).await?;
     let mut client = Client::connect(bound, token).await?;
     let evidence = format!("/v1/daos/{}/proposals/{}/{}/evidence", largest.dao_id, largest.source, largest.external_id);
     let title: String = serde_urlencoded::to_string([("title", largest.title.as_str())])?;
@@ -266,18 +381,18 @@ async fn requests(path: &Path) -> anyhow::Result<()> {
     })
     .to_string();
     // Warm: the first request of each opens what later ones reuse (statements, pools).
-    request(&mut client, "discarded", &votes, None).await?;
-    request(&mut client, "discarded", &evidence, None).await?;
-    request(&mut client, "discarded", &lookup, None).await?;
-    request(&mut client, "discarded", "/mcp", Some(&call)).await?;
+    request(&mut client, &background, "discarded", &votes, None).await?;
+    request(&mut client, &background, "discarded", &evidence, None).await?;
+    request(&mut client, &background, "discarded", &lookup, None).await?;
+    request(&mut client, &background, "discarded", "/mcp", Some(&call)).await?;
     for (n, cursor) in cursors.iter().skip(1).take(REPEAT).enumerate() {
         let url = super::page_url(&votes, cursor.as_deref());
-        request(&mut client, &format!("votes_page_uncached#{n}"), &url, None).await?;
+        request(&mut client, &background, &format!("votes_page_uncached#{n}"), &url, None).await?;
     }
     for n in 0..REPEAT {
-        request(&mut client, &format!("evidence_largest#{n}"), &evidence, None).await?;
-        request(&mut client, &format!("lookup_by_title#{n}"), &lookup, None).await?;
-        request(&mut client, &format!("mcp_tools_call#{n}"), "/mcp", Some(&call)).await?;
+        request(&mut client, &background, &format!("evidence_largest#{n}"), &evidence, None).await?;
+        request(&mut client, &background, &format!("lookup_by_title#{n}"), &lookup, None).await?;
+        request(&mut client, &background, &format!("mcp_tools_call#{n}"), "/mcp", Some(&call)).await?;
     }
     Ok(())
 }
