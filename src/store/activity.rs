@@ -266,5 +266,5 @@ fn page(backend: DbBackend, filter: &ActivityFilter, limit: u64, offset: u64) ->
         n + 1,
         n + 2
     );
-    (super::plans::literal_bounds(Statement::from_sql_and_values(backend, sql, values)), sides)
+    (super::plans::list(Statement::from_sql_and_values(backend, sql, values)), sides)
 }

@@ -423,7 +423,7 @@ pub fn list_statement(backend: DbBackend, filter: &EventFilter, limit: u64, offs
     let n = values.len();
     let sql = rows_sql(&format!("{conds} ORDER BY e.occurred_ms DESC, e.id DESC LIMIT ${} OFFSET ${}", n + 1, n + 2));
     values.extend([Value::from(to_i64(limit)), Value::from(to_i64(offset))]);
-    super::plans::literal_bounds(Statement::from_sql_and_values(backend, sql, values))
+    super::plans::list(Statement::from_sql_and_values(backend, sql, values))
 }
 
 pub(crate) async fn count(db: &impl ConnectionTrait, sql: &str, values: Vec<Value>) -> Result<u64, DbErr> {

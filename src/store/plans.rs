@@ -7,11 +7,13 @@
 //! estimate: the generic plan must assume a tenth of the rows, and it is planned for that many,
 //! not for a page. With the bound a literal, a generic plan is planned for the page it reads.
 //! Even so PostgreSQL keeps custom plans for a key with many rows (a busy proposal), whose rows it
-//! estimates as cheaper each than an average key's. For the merged vote list, whose six walks
-//! took 1.1–1.8 ms to plan for 1.3–1.7 ms of execution, [`opaque_parameters`] hides the values
-//! from the planner, so that the generic plan is kept. (Forcing it instead, `plan_cache_mode`,
-//! changes every statement's plans when set on the connection, and cost as many round trips as
-//! it saved when set per statement in a transaction: docs/replicas-and-capacity.md.)
+//! estimates as cheaper each than an average key's, and for a keyset page, whose position it
+//! estimates from the column's histogram: the merged vote list's six walks took 1.1–1.8 ms to plan
+//! for 1.3–1.7 ms of execution. [`opaque_parameters`] hides every list's values from the planner,
+//! so that the generic plan is kept. A list is a walk of its index whatever the values, so the
+//! values cannot improve its plan. (Forcing the generic plan instead, `plan_cache_mode`, changes
+//! every statement's plans when set on the connection, and cost as many round trips as it saved
+//! when set per statement in a transaction: docs/replicas-and-capacity.md.)
 //!
 //! A page's bound comes from the declared page sizes (`contract::limits`: 1 to the list's max,
 //! plus the row that says whether there is more), so a list has at most that many statements,
@@ -31,17 +33,25 @@ use crate::contract::limits::{EVENTS, MOST_LISTS, PROPOSAL_ACTIONS, PROPOSAL_VOT
 /// walks are unchanged (an `InitPlan`'s value is an index condition like a parameter), and the
 /// `InitPlan`s are evaluated once per execution. Only for a statement whose plan does not depend on
 /// its values (each walk reads a page of its index whatever the key) and whose planning is
-/// dear: the merged vote list (`store::vote_arms`). Apply after [`literal_bounds`], whose bounds
-/// must stay literals.
+/// dear enough: the lists, each a walk of its index (`store::vote_arms`'s merged list, the lists
+/// of [`page`]). Apply after [`literal_bounds`].
 pub fn opaque_parameters(statement: Statement) -> Statement {
     if statement.db_backend != DbBackend::Postgres || statement.values.is_none() {
         return statement;
     }
     let mut sql = String::with_capacity(statement.sql.len() + 64);
+    let mut bound = false;
     for token in tokens(&statement.sql) {
         match token {
+            // A bound left a parameter (an offset, a bound past the declared sizes) stays one.
+            Token::Param(n) if bound => sql += &format!("${n}"),
             Token::Param(n) => sql += &format!("(SELECT ${n})"),
             Token::Word(text) | Token::Blank(text) | Token::Other(text) => sql += text,
+        }
+        match token {
+            Token::Blank(_) => {}
+            Token::Word(word) => bound = is(word, "LIMIT") || is(word, "OFFSET"),
+            _ => bound = false,
         }
     }
     Statement { sql, ..statement }
@@ -49,7 +59,13 @@ pub fn opaque_parameters(statement: Statement) -> Statement {
 
 /// The statement of up to `limit` rows of `query`, its page bound a literal (on PostgreSQL).
 pub fn page<E: EntityTrait>(backend: DbBackend, query: Select<E>, limit: u64) -> Statement {
-    literal_bounds(query.limit(limit).build(backend))
+    list(query.limit(limit).build(backend))
+}
+
+/// A list's statement as PostgreSQL keeps its plan: its page bounds literals, its values read
+/// through `InitPlan`s ([`literal_bounds`], [`opaque_parameters`]).
+pub fn list(statement: Statement) -> Statement {
+    opaque_parameters(literal_bounds(statement))
 }
 
 /// The largest page bound written into a statement: the largest declared page size, and the row
@@ -223,6 +239,7 @@ mod tests {
     fn a_nonzero_offset_and_a_non_integer_stay_parameters() {
         let s = literal_bounds(pg("SELECT 1 LIMIT $1 OFFSET $2", vec![101i64.into(), 40i64.into()]));
         assert_eq!(s.sql, "SELECT 1 LIMIT 101 OFFSET $1");
+        assert_eq!(opaque_parameters(s).sql, "SELECT 1 LIMIT 101 OFFSET $1");
         assert_eq!(s.values.unwrap().0, vec![Value::from(40i64)]);
         let s = literal_bounds(pg("SELECT 1 LIMIT $1", vec!["10".into()]));
         assert_eq!(s.sql, "SELECT 1 LIMIT $1");
