@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
-    QuerySelect, Select,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect,
+    Select,
     sea_query::{Expr, ExprTrait},
 };
 
@@ -207,12 +207,8 @@ pub async fn delegates(
         .order_by_desc(C::VpSort)
         .order_by_asc(C::Address);
     let statement = super::plans::page(db.get_database_backend(), q, limit);
-    let rows: Vec<(delegate::Model, Option<String>)> = DelegateWithEns::find_by_statement(statement)
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|r| (r.delegate, r.ens))
-        .collect();
+    let rows: Vec<(delegate::Model, Option<String>)> =
+        DelegateWithEns::find_by_statement(statement).all(db).await?.into_iter().map(|r| (r.delegate, r.ens)).collect();
     let mut stats: HashMap<String, voter_dao_stat::Model> = HashMap::new();
     if !rows.is_empty() {
         let found = voter_dao_stat::Entity::find()

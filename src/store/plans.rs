@@ -102,7 +102,8 @@ pub fn literal_bounds(statement: Statement) -> Statement {
             Token::Blank(_) => continue,
             Token::Param(n) => {
                 if let (Some(word), Some(value)) = (before, values.get(n.wrapping_sub(1)).and_then(integer))
-                    && ((is(word, "LIMIT") && (0..=LARGEST_BOUND).contains(&value)) || (is(word, "OFFSET") && value == 0))
+                    && ((is(word, "LIMIT") && (0..=LARGEST_BOUND).contains(&value))
+                        || (is(word, "OFFSET") && value == 0))
                 {
                     inline[n - 1] = Some(value);
                 }
@@ -239,7 +240,7 @@ mod tests {
     fn a_nonzero_offset_and_a_non_integer_stay_parameters() {
         let s = literal_bounds(pg("SELECT 1 LIMIT $1 OFFSET $2", vec![101i64.into(), 40i64.into()]));
         assert_eq!(s.sql, "SELECT 1 LIMIT 101 OFFSET $1");
-        assert_eq!(opaque_parameters(s).sql, "SELECT 1 LIMIT 101 OFFSET $1");
+        assert_eq!(opaque_parameters(s.clone()).sql, "SELECT 1 LIMIT 101 OFFSET $1");
         assert_eq!(s.values.unwrap().0, vec![Value::from(40i64)]);
         let s = literal_bounds(pg("SELECT 1 LIMIT $1", vec!["10".into()]));
         assert_eq!(s.sql, "SELECT 1 LIMIT $1");

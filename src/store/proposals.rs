@@ -1,8 +1,8 @@
 //! Read queries: proposals and their votes, keyset-paginated (no OFFSET: a deep page costs what
 //! the first one costs, each served by an index of migration 1).
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
-    QueryResult, QuerySelect, Statement,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
+    QuerySelect, Statement,
 };
 
 use super::address::AccountBytes;
@@ -174,7 +174,8 @@ pub async fn votes(
 ) -> Result<Vec<VoteWithEns>, DbErr> {
     let backend = db.get_database_backend();
     let filter = super::vote_arms::Filter { voter, choice };
-    let statement = super::vote_arms::statement(backend, proposal_id, filter, order, after.map(Into::into), limit, true);
+    let statement =
+        super::vote_arms::statement(backend, proposal_id, filter, order, after.map(Into::into), limit, true);
     VoteWithEns::find_by_statement(statement).all(db).await
 }
 

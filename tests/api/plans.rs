@@ -66,7 +66,11 @@ async fn plan_counts(txn: &impl ConnectionTrait, which: &str, value: &str) -> (i
         [Value::from(value)],
     );
     let row = txn.query_one_raw(stmt).await.unwrap().unwrap_or_else(|| panic!("no prepared statement {value}"));
-    (row.try_get("", "generic_plans").unwrap(), row.try_get("", "custom_plans").unwrap(), row.try_get("", "types").unwrap())
+    (
+        row.try_get("", "generic_plans").unwrap(),
+        row.try_get("", "custom_plans").unwrap(),
+        row.try_get("", "types").unwrap(),
+    )
 }
 
 async fn check(db: &DatabaseConnection, case: &Case) {
@@ -265,11 +269,8 @@ async fn cases(db: &DatabaseConnection) -> Vec<Case> {
             }),
         };
         let statement = activity::list_statement(pg, &filter, DEFAULT_ROWS, 0);
-        let mut activity = case(
-            format!("a DAO's activity, {page} page"),
-            statement,
-            &["ix_events_dao_time", "ix_signals_dao_time"],
-        );
+        let mut activity =
+            case(format!("a DAO's activity, {page} page"), statement, &["ix_events_dao_time", "ix_signals_dao_time"]);
         activity.sorts = true;
         cases.push(activity);
     }
