@@ -1,5 +1,5 @@
-//! Plans PostgreSQL keeps (issue 49, item 3): page bounds written into the SQL, and a generic
-//! plan kept for the statement whose planning cost what its execution did.
+//! Plans PostgreSQL keeps (issue 49, item 3): every list's page bounds written into its SQL, and
+//! its values hidden from the planner, so that each list is planned once per connection.
 //!
 //! A statement is prepared once per connection (sqlx caches it), and PostgreSQL plans its first
 //! five executions with the parameters' values (custom plans), then keeps one generic plan when
@@ -32,9 +32,8 @@ use crate::contract::limits::{EVENTS, MOST_LISTS, PROPOSAL_ACTIONS, PROPOSAL_VOT
 /// cost the same and PostgreSQL keeps the generic plan from the sixth execution on. The index
 /// walks are unchanged (an `InitPlan`'s value is an index condition like a parameter), and the
 /// `InitPlan`s are evaluated once per execution. Only for a statement whose plan does not depend on
-/// its values (each walk reads a page of its index whatever the key) and whose planning is
-/// dear enough: the lists, each a walk of its index (`store::vote_arms`'s merged list, the lists
-/// of [`page`]). Apply after [`literal_bounds`].
+/// its values: a list, each a walk of its index from the position whatever the key
+/// (`store::vote_arms`, the lists of [`page`]). Apply after [`literal_bounds`].
 pub fn opaque_parameters(statement: Statement) -> Statement {
     if statement.db_backend != DbBackend::Postgres || statement.values.is_none() {
         return statement;
@@ -57,7 +56,7 @@ pub fn opaque_parameters(statement: Statement) -> Statement {
     Statement { sql, ..statement }
 }
 
-/// The statement of up to `limit` rows of `query`, its page bound a literal (on PostgreSQL).
+/// The statement of up to `limit` rows of `query`, as [`list`] writes it.
 pub fn page<E: EntityTrait>(backend: DbBackend, query: Select<E>, limit: u64) -> Statement {
     list(query.limit(limit).build(backend))
 }
@@ -87,8 +86,8 @@ const LARGEST_BOUND: i128 = {
 /// Every declared page size.
 const PAGE_SIZES: [PageSize; 4] = [MOST_LISTS, EVENTS, PROPOSAL_VOTES, PROPOSAL_ACTIONS];
 
-/// `statement` with every `LIMIT $n` up to [`LARGEST_BOUND`] (and `OFFSET $n` of 0) written as its integer, the other
-/// parameters renumbered in order; unchanged on SQLite.
+/// `statement` with every `LIMIT $n` up to [`LARGEST_BOUND`] (and `OFFSET $n` of 0) written as
+/// its integer, the other parameters renumbered in order; unchanged on SQLite.
 pub fn literal_bounds(statement: Statement) -> Statement {
     if statement.db_backend != DbBackend::Postgres || statement.values.is_none() {
         return statement;
