@@ -2,7 +2,7 @@
 //!
 //! Each side is read from its own time index and cut to `offset + limit` rows before the two
 //! are merged, so a page costs two bounded index scans, one small sort, and one count per side.
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, QueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, QueryResult, Statement, Value};
 
 use super::events::{EventRow, SUBJECT_JOIN, count, to_i64};
 use crate::contract::events::{ActivityKind, EventKind};
@@ -225,6 +225,22 @@ pub async fn list(
     offset: u64,
     with_total: bool,
 ) -> Result<(Vec<ActivityRow>, u64), DbErr> {
+    let (statement, sides) = page(db.get_database_backend(), filter, limit, offset);
+    let rows = ActivityRow::find_by_statement(statement).all(db).await?;
+    let mut total = 0;
+    for side in sides.into_iter().filter(|_| with_total) {
+        total += count(db, &side.count_sql, side.values).await?;
+    }
+    Ok((rows, total))
+}
+
+/// The page statement [`list`] runs.
+pub fn list_statement(backend: DbBackend, filter: &ActivityFilter, limit: u64, offset: u64) -> Statement {
+    page(backend, filter, limit, offset).0
+}
+
+/// The page statement, and the sides it reads (each with its count).
+fn page(backend: DbBackend, filter: &ActivityFilter, limit: u64, offset: u64) -> (Statement, Vec<Side>) {
     let want_events = filter.kind != Some(ActivityKind::Signal);
     let want_signals = filter.kind.is_none() || filter.kind == Some(ActivityKind::Signal);
     let cap = to_i64(offset.saturating_add(limit));
@@ -250,12 +266,5 @@ pub async fn list(
         n + 1,
         n + 2
     );
-    let rows = ActivityRow::find_by_statement(Statement::from_sql_and_values(db.get_database_backend(), sql, values))
-        .all(db)
-        .await?;
-    let mut total = 0;
-    for side in sides.into_iter().filter(|_| with_total) {
-        total += count(db, &side.count_sql, side.values).await?;
-    }
-    Ok((rows, total))
+    (super::plans::list(Statement::from_sql_and_values(backend, sql, values)), sides)
 }

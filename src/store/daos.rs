@@ -2,7 +2,10 @@
 //! A page costs a fixed number of queries whatever its size (no per-row queries).
 use std::collections::HashMap;
 
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+};
 
 use super::entities::{dao, dao_summary, data_source, source_watermark};
 
@@ -38,11 +41,21 @@ pub async fn list_after(
     after: Option<&super::keysets::DaoAfter>,
     limit: u64,
 ) -> Result<Vec<DaoRecord>, DbErr> {
-    let mut query = dao::Entity::find().order_by_asc(dao::Column::Id).limit(limit);
+    let statement = list_after_statement(db.get_database_backend(), after, limit);
+    attach(db, dao::Model::find_by_statement(statement).all(db).await?).await
+}
+
+/// The statement [`list_after`] runs.
+pub fn list_after_statement(
+    backend: sea_orm::DbBackend,
+    after: Option<&super::keysets::DaoAfter>,
+    limit: u64,
+) -> sea_orm::Statement {
+    let mut query = dao::Entity::find().order_by_asc(dao::Column::Id);
     if let Some(after) = after {
         query = query.filter(dao::Column::Id.gt(&after.0));
     }
-    attach(db, query.all(db).await?).await
+    super::plans::page(backend, query, limit)
 }
 
 /// One DAO by its slug.

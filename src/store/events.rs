@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bigdecimal::BigDecimal;
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, Statement, Value};
 
 use super::{placeholders, sort_keys};
 use crate::contract::decimal;
@@ -405,19 +405,25 @@ pub async fn list(
     with_total: bool,
 ) -> Result<(Vec<EventRow>, u64), DbErr> {
     let backend = db.get_database_backend();
-    let mut values = Vec::new();
-    let conds = where_clause(&conditions(filter, "e", "occurred_ms", &mut values));
-    let n = values.len();
-    let sql = rows_sql(&format!("{conds} ORDER BY e.occurred_ms DESC, e.id DESC LIMIT ${} OFFSET ${}", n + 1, n + 2));
-    let mut page_values = values.clone();
-    page_values.extend([Value::from(to_i64(limit)), Value::from(to_i64(offset))]);
-    let rows = EventRow::find_by_statement(Statement::from_sql_and_values(backend, sql, page_values)).all(db).await?;
+    let rows = EventRow::find_by_statement(list_statement(backend, filter, limit, offset)).all(db).await?;
     let total = if with_total {
+        let mut values = Vec::new();
+        let conds = where_clause(&conditions(filter, "e", "occurred_ms", &mut values));
         count(db, &format!("SELECT COUNT(*) AS n FROM governance_events e {conds}"), values).await?
     } else {
         rows.len() as u64
     };
     Ok((rows, total))
+}
+
+/// The page statement [`list`] runs.
+pub fn list_statement(backend: DbBackend, filter: &EventFilter, limit: u64, offset: u64) -> Statement {
+    let mut values = Vec::new();
+    let conds = where_clause(&conditions(filter, "e", "occurred_ms", &mut values));
+    let n = values.len();
+    let sql = rows_sql(&format!("{conds} ORDER BY e.occurred_ms DESC, e.id DESC LIMIT ${} OFFSET ${}", n + 1, n + 2));
+    values.extend([Value::from(to_i64(limit)), Value::from(to_i64(offset))]);
+    super::plans::list(Statement::from_sql_and_values(backend, sql, values))
 }
 
 pub(crate) async fn count(db: &impl ConnectionTrait, sql: &str, values: Vec<Value>) -> Result<u64, DbErr> {

@@ -493,7 +493,8 @@ pub async fn after(
             .collect();
         format!("SELECT * FROM ({}) merged ORDER BY seq LIMIT $2", parts.join(merge))
     };
-    let stmt = Statement::from_sql_and_values(backend, sql, values);
+    // The page bound written in (`store::plans`), so PostgreSQL keeps the statement's plan.
+    let stmt = super::plans::literal_bounds(Statement::from_sql_and_values(backend, sql, values));
     let rows = feed_entry::Entity::find().from_raw_sql(stmt).all(db).await?;
     let records = rows.into_iter().map(FeedRecord::read).collect::<Result<Vec<_>, _>>()?;
     with_voters(db, records).await

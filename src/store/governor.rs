@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect,
+    Select,
     sea_query::{Expr, ExprTrait},
 };
 
@@ -170,7 +171,8 @@ async fn newest_first<E: EntityTrait>(
     if let Some(after) = after {
         q = q.filter(before(c.ms, c.block, c.log, after));
     }
-    q.order_by_desc(c.ms).order_by_desc(c.block).order_by_desc(c.log).limit(limit).all(db).await
+    let q = q.order_by_desc(c.ms).order_by_desc(c.block).order_by_desc(c.log);
+    E::Model::find_by_statement(super::plans::page(db.get_database_backend(), q, limit)).all(db).await
 }
 
 /// A delegate of a DAO with what the store knows of the delegate as a voter there.
@@ -200,17 +202,13 @@ pub async fn delegates(
     if let Some(after) = after {
         q = q.filter(super::after_desc_asc(C::VpSort, C::Address, (after.power.sort.clone(), after.voter.clone())));
     }
-    let rows: Vec<(delegate::Model, Option<String>)> = q
+    let q = q
         .column_as(Expr::cust(super::voters::ens_sql(r#""delegates"."address""#)), super::voters::VOTER_ENS)
         .order_by_desc(C::VpSort)
-        .order_by_asc(C::Address)
-        .limit(limit)
-        .into_model::<DelegateWithEns>()
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|r| (r.delegate, r.ens))
-        .collect();
+        .order_by_asc(C::Address);
+    let statement = super::plans::page(db.get_database_backend(), q, limit);
+    let rows: Vec<(delegate::Model, Option<String>)> =
+        DelegateWithEns::find_by_statement(statement).all(db).await?.into_iter().map(|r| (r.delegate, r.ens)).collect();
     let mut stats: HashMap<String, voter_dao_stat::Model> = HashMap::new();
     if !rows.is_empty() {
         let found = voter_dao_stat::Entity::find()
@@ -234,7 +232,7 @@ struct DelegateWithEns {
     ens: Option<String>,
 }
 
-impl sea_orm::FromQueryResult for DelegateWithEns {
+impl FromQueryResult for DelegateWithEns {
     fn from_query_result(res: &sea_orm::QueryResult, pre: &str) -> Result<Self, DbErr> {
         Ok(Self {
             delegate: delegate::Model::from_query_result(res, pre)?,

@@ -23,6 +23,7 @@ pub mod migration;
 pub mod moments;
 pub mod nodes;
 pub mod payments;
+pub mod plans;
 pub mod primary;
 pub mod proposals;
 pub mod publish;

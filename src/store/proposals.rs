@@ -1,8 +1,8 @@
 //! Read queries: proposals and their votes, keyset-paginated (no OFFSET: a deep page costs what
 //! the first one costs, each served by an index of migration 1).
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
-    QuerySelect,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
+    QuerySelect, Statement,
 };
 
 use super::address::AccountBytes;
@@ -50,6 +50,19 @@ pub async fn list(
     after: Option<TimeAfter>,
     limit: u64,
 ) -> Result<Vec<proposal::Model>, DbErr> {
+    proposal::Model::find_by_statement(list_statement(db.get_database_backend(), filter, order, after, limit))
+        .all(db)
+        .await
+}
+
+/// The statement [`list`] runs.
+pub fn list_statement(
+    backend: DbBackend,
+    filter: &ProposalFilter<'_>,
+    order: ProposalOrder,
+    after: Option<TimeAfter>,
+    limit: u64,
+) -> Statement {
     let time = match order {
         ProposalOrder::Newest => proposal::Column::CreatedMs,
         ProposalOrder::EndTime => proposal::Column::EndMs,
@@ -73,7 +86,7 @@ pub async fn list(
     if let Some(TimeAfter { ms, id }) = after {
         q = q.filter(super::after_desc(time, proposal::Column::Id, (ms, id)));
     }
-    q.order_by_desc(time).order_by_desc(proposal::Column::Id).limit(limit).all(db).await
+    super::plans::page(backend, q.order_by_desc(time).order_by_desc(proposal::Column::Id), limit)
 }
 
 pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<proposal::Model>, DbErr> {
@@ -159,16 +172,10 @@ pub async fn votes(
     after: Option<VoteAfter>,
     limit: u64,
 ) -> Result<Vec<VoteWithEns>, DbErr> {
+    let backend = db.get_database_backend();
     let filter = super::vote_arms::Filter { voter, choice };
-    let statement = super::vote_arms::statement(
-        db.get_database_backend(),
-        proposal_id,
-        filter,
-        order,
-        after.map(Into::into),
-        limit,
-        true,
-    );
+    let statement =
+        super::vote_arms::statement(backend, proposal_id, filter, order, after.map(Into::into), limit, true);
     VoteWithEns::find_by_statement(statement).all(db).await
 }
 
@@ -188,11 +195,18 @@ pub async fn actions(
     after: Option<PositionAfter>,
     limit: u64,
 ) -> Result<Vec<proposal_action::Model>, DbErr> {
+    proposal_action::Model::find_by_statement(actions_statement(db.get_database_backend(), proposal_id, after, limit))
+        .all(db)
+        .await
+}
+
+/// The statement [`actions`] runs.
+pub fn actions_statement(backend: DbBackend, proposal_id: i64, after: Option<PositionAfter>, limit: u64) -> Statement {
     let mut q = proposal_action::Entity::find().filter(proposal_action::Column::ProposalId.eq(proposal_id));
     if let Some(PositionAfter(position)) = after {
         q = q.filter(proposal_action::Column::Position.gt(position));
     }
-    q.order_by_asc(proposal_action::Column::Position).limit(limit).all(db).await
+    super::plans::page(backend, q.order_by_asc(proposal_action::Column::Position), limit)
 }
 
 /// How many actions a proposal has: a count over its primary-key range.

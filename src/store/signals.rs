@@ -382,12 +382,23 @@ pub async fn list_after(
     after: Option<super::keysets::TimeAfter>,
     limit: u64,
 ) -> Result<Vec<SignalRecord>, DbErr> {
+    let statement = list_after_statement(db.get_database_backend(), filter, after, limit);
+    with_subjects(db, signal::Model::find_by_statement(statement).all(db).await?).await
+}
+
+/// The statement [`list_after`] runs.
+pub fn list_after_statement(
+    backend: sea_orm::DbBackend,
+    filter: &SignalFilter,
+    after: Option<super::keysets::TimeAfter>,
+    limit: u64,
+) -> sea_orm::Statement {
     use signal::Column as S;
     let mut query = filtered(filter);
     if let Some(after) = after {
         query = query.filter(super::after_desc(S::DetectedMs, S::Id, (after.ms, after.id)));
     }
-    with_subjects(db, query.limit(limit).all(db).await?).await
+    super::plans::page(backend, query, limit)
 }
 
 /// Attaches each signal's subject: one batched lookup per subject kind.

@@ -1,7 +1,7 @@
 //! Read queries: forum topics, keyset-paginated, with what a topic shows batched per page.
 use std::collections::HashMap;
 
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder};
 
 use super::entities::{forum_post, forum_topic, proposal};
 use crate::contract::vocabulary::DaoId;
@@ -24,6 +24,19 @@ pub async fn list(
     after: Option<super::keysets::TimeAfter>,
     limit: u64,
 ) -> Result<Vec<TopicRecord>, DbErr> {
+    let statement = list_statement(db.get_database_backend(), dao_id, window, after, limit);
+    let topics = forum_topic::Model::find_by_statement(statement).all(db).await?;
+    attach(db, topics).await
+}
+
+/// The statement [`list`] runs.
+pub fn list_statement(
+    backend: sea_orm::DbBackend,
+    dao_id: Option<&DaoId>,
+    window: Option<(i64, i64)>,
+    after: Option<super::keysets::TimeAfter>,
+    limit: u64,
+) -> sea_orm::Statement {
     use forum_topic::Column as C;
     let mut q = forum_topic::Entity::find();
     if let Some(d) = dao_id {
@@ -35,8 +48,7 @@ pub async fn list(
     if let Some(after) = after {
         q = q.filter(super::after_desc(C::CreatedMs, C::Id, (after.ms, after.id)));
     }
-    let topics = q.order_by_desc(C::CreatedMs).order_by_desc(C::Id).limit(limit).all(db).await?;
-    attach(db, topics).await
+    super::plans::page(backend, q.order_by_desc(C::CreatedMs).order_by_desc(C::Id), limit)
 }
 
 pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<TopicRecord>, DbErr> {

@@ -18,6 +18,7 @@ use sea_orm::{ColumnTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, Quer
 use super::address::AccountBytes;
 use super::entities::vote;
 use super::keysets::{TimeAfter, VoteAfter, VoteOrder};
+use super::plans::list;
 use super::voters::{VOTER_ENS, ens_sql};
 
 /// The recorded choices whose votes PostgreSQL orders through the choice indexes alone: the
@@ -67,6 +68,11 @@ pub fn by_arms(backend: DbBackend) -> bool {
     backend == DbBackend::Postgres
 }
 
+/// Whether the list of `filter` on `backend` is merged from arms: one statement of six walks.
+fn merges(backend: DbBackend, filter: Filter<'_>) -> bool {
+    by_arms(backend) && filter.voter.is_none() && filter.choice.is_none()
+}
+
 /// A keyset position in one of [`VoteOrder`]'s orders.
 #[derive(Debug, Clone)]
 pub enum Position {
@@ -96,7 +102,9 @@ pub struct Filter<'a> {
 /// Up to `limit` of a proposal's votes of `filter` in `order` after `after`; with `ens`, each row
 /// also carries its voter's ENS name (column [`VOTER_ENS`]), looked up for the rows returned only.
 /// A filtered list is one walk (a voter has one vote per proposal; a choice has its index), as is
-/// every list on a backend that does not read by arms.
+/// every list on a backend that does not read by arms. Its page bounds are literals and its
+/// values hidden from the planner (`store::plans::list`): PostgreSQL planned the merged statement
+/// again on every call, which cost about what executing it did.
 pub fn statement(
     backend: DbBackend,
     proposal_id: i64,
@@ -106,12 +114,12 @@ pub fn statement(
     limit: u64,
     ens: bool,
 ) -> Statement {
-    if filter.voter.is_some() || filter.choice.is_some() || !by_arms(backend) {
+    if !merges(backend, filter) {
         let mut q = walk(proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit);
         if ens {
             q.expr_as(ens_name(backend, r#""votes"."voter""#), Alias::new(VOTER_ENS));
         }
-        return backend.build(&q);
+        return list(backend.build(&q));
     }
     let mut arms = MERGED_CHOICES.iter().map(|c| Arm::Choice(c)).chain([Arm::Others]).enumerate().map(|(i, arm)| {
         let walk = walk(proposal_id, None, Some(arm), order, after.clone(), limit);
@@ -128,7 +136,7 @@ pub fn statement(
     for (column, direction) in order_columns(order) {
         q.order_by((merged.clone(), column), direction);
     }
-    backend.build(q.limit(limit))
+    list(backend.build(q.limit(limit)))
 }
 
 fn ens_name(backend: DbBackend, voter_column: &str) -> Expr {

@@ -67,19 +67,29 @@ pub async fn ranking(
     after: Option<&super::keysets::RankAfter>,
     limit: u64,
 ) -> Result<Vec<(voter_dao_stat::Model, Option<String>)>, DbErr> {
+    RankedRow::find_by_statement(ranking_statement(db.get_database_backend(), dao_id, after, limit))
+        .all(db)
+        .await
+        .map(|rows| rows.into_iter().map(|r| (r.stats, r.ens)).collect())
+}
+
+/// The statement [`ranking`] runs.
+pub fn ranking_statement(
+    backend: sea_orm::DbBackend,
+    dao_id: &str,
+    after: Option<&super::keysets::RankAfter>,
+    limit: u64,
+) -> sea_orm::Statement {
     use voter_dao_stat::Column as C;
     let mut q = voter_dao_stat::Entity::find().filter(C::DaoId.eq(dao_id));
     if let Some(after) = after {
         q = q.filter(super::after_desc_asc(C::VpSort, C::Voter, (after.power.sort.clone(), after.voter.clone())));
     }
-    q.column_as(Expr::cust(ens_sql(r#""voter_dao_stats"."voter""#)), VOTER_ENS)
+    let q = q
+        .column_as(Expr::cust(ens_sql(r#""voter_dao_stats"."voter""#)), VOTER_ENS)
         .order_by_desc(C::VpSort)
-        .order_by_asc(C::Voter)
-        .limit(limit)
-        .into_model::<RankedRow>()
-        .all(db)
-        .await
-        .map(|rows| rows.into_iter().map(|r| (r.stats, r.ens)).collect())
+        .order_by_asc(C::Voter);
+    super::plans::page(backend, q, limit)
 }
 
 /// A voter's standing in a DAO with the voter's ENS name, read in one statement.

@@ -33,6 +33,7 @@ mod mcp_resources;
 mod migrations;
 mod observability;
 mod payments;
+mod plans;
 mod pricing;
 mod processes;
 mod publication;

@@ -1,0 +1,297 @@
+//! PostgreSQL keeps each list's plan (issue 49, item 3). Every list statement is built by the
+//! store function its handler calls (`…_statement`, `vote_arms::statement`) with realistic
+//! parameters from the sample, and must
+//!
+//! - carry its page bound as a literal (a `LIMIT $n` makes PostgreSQL plan every call again);
+//! - be kept as a generic plan: executed as the server executes it (sqlx's prepared statement on
+//!   one connection) and as `PREPARE` / `EXPLAIN EXECUTE`, [`EXECUTIONS`] times each, the first
+//!   five are custom plans and every later one the generic plan (`pg_prepared_statements`);
+//! - walk its index in the list's order: the generic plan reads each expected index, with no
+//!   sequential scan and no sort (planned with both priced out, as the sample's tables are tiny).
+use govdata::contract::vocabulary::DaoId;
+use govdata::store::entities::{dao, proposal, vote};
+use govdata::store::events::EventFilter;
+use govdata::store::keysets::{DaoAfter, RankAfter, TimeAfter};
+use govdata::store::proposals::{ProposalFilter, ProposalOrder, VoteOrder};
+use govdata::store::signals::SignalFilter;
+use govdata::store::{self, activity, vote_arms};
+use sea_orm::sea_query::{PostgresQueryBuilder, QueryBuilder};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    Statement, TransactionTrait, Value,
+};
+
+use crate::fixtures::stores::insert_mixed_choices;
+use crate::helpers::{Backend, fresh_database, require};
+
+/// Executions of each statement per way of running it: PostgreSQL custom-plans the first
+/// [`CUSTOM_PLANS`], then keeps the generic plan when it costs no more.
+const EXECUTIONS: i64 = 8;
+const CUSTOM_PLANS: i64 = 5;
+/// Rows a page of the default size reads (the page and the row that says whether there is more).
+const DEFAULT_ROWS: u64 = 26;
+/// Rows a 100-row page reads (the votes page of `scripts/bench-capacity.py`).
+const HUNDRED_ROWS: u64 = 101;
+/// A window wide enough for every row of the sample.
+const ALL_TIME: (i64, i64) = (0, i64::MAX / 2);
+
+/// A list statement and the indexes its plan must walk.
+struct Case {
+    name: String,
+    statement: Statement,
+    indexes: Vec<&'static str>,
+    /// The plan may sort: activity merges two bounded reads, each cut to a page, in one small
+    /// sort; a voter's vote of a proposal is one row.
+    sorts: bool,
+}
+
+fn case(name: impl Into<String>, statement: Statement, indexes: &[&'static str]) -> Case {
+    Case { name: name.into(), statement, indexes: indexes.to_vec(), sorts: false }
+}
+
+/// Runs `sql` on `txn` and returns its rows' first column as text.
+async fn texts(txn: &impl ConnectionTrait, sql: String) -> Vec<String> {
+    let rows = txn.query_all_raw(Statement::from_string(DbBackend::Postgres, sql)).await.unwrap();
+    rows.iter().map(|r| r.try_get_by_index::<String>(0).unwrap()).collect()
+}
+
+/// `(generic_plans, custom_plans, parameter types)` of the session's prepared statement `which`
+/// (a condition on `pg_prepared_statements`).
+async fn plan_counts(txn: &impl ConnectionTrait, which: &str, value: &str) -> (i64, i64, Vec<String>) {
+    let stmt = Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        format!(
+            "SELECT generic_plans, custom_plans, parameter_types::text[] AS types FROM pg_prepared_statements WHERE {which} = $1"
+        ),
+        [Value::from(value)],
+    );
+    let row = txn.query_one_raw(stmt).await.unwrap().unwrap_or_else(|| panic!("no prepared statement {value}"));
+    (
+        row.try_get("", "generic_plans").unwrap(),
+        row.try_get("", "custom_plans").unwrap(),
+        row.try_get("", "types").unwrap(),
+    )
+}
+
+async fn check(db: &DatabaseConnection, case: &Case) {
+    let Case { name, statement, indexes, sorts } = case;
+    let sql = &statement.sql;
+    let upper = sql.to_uppercase();
+    assert!(!upper.contains("LIMIT $") && !upper.contains("OFFSET $"), "{name}: a parameterised page bound: {sql}");
+    assert!(upper.contains("LIMIT "), "{name}: no page bound: {sql}");
+    let values = statement.values.clone().map(|v| v.0).unwrap_or_default();
+    // A statement without parameters has one plan from the start.
+    let kept = if values.is_empty() { (0, EXECUTIONS) } else { (CUSTOM_PLANS, EXECUTIONS - CUSTOM_PLANS) };
+
+    let txn = db.begin().await.unwrap();
+    txn.execute_unprepared("SET LOCAL enable_seqscan = off").await.unwrap();
+    txn.execute_unprepared("SET LOCAL enable_sort = off").await.unwrap();
+    // As the server runs it: sqlx prepares it once on the connection and binds each call.
+    for _ in 0..EXECUTIONS {
+        txn.query_all_raw(statement.clone()).await.unwrap();
+    }
+    let (generic, custom, types) = plan_counts(&txn, "statement", sql).await;
+    assert_eq!((custom, generic), kept, "{name}: planned per call: {sql}");
+
+    // As PREPARE and EXPLAIN EXECUTE, with the parameter types sqlx gave it.
+    let types = if types.is_empty() { String::new() } else { format!("({})", types.join(", ")) };
+    txn.execute_unprepared(&format!("PREPARE plan_case {types} AS {sql}")).await.unwrap();
+    let args: Vec<String> = values.iter().map(|v| PostgresQueryBuilder.value_to_string(v)).collect();
+    let args = if args.is_empty() { String::new() } else { format!("({})", args.join(", ")) };
+    let mut plan = Vec::new();
+    for _ in 0..EXECUTIONS {
+        plan = texts(&txn, format!("EXPLAIN EXECUTE plan_case{args}")).await;
+    }
+    let (generic, custom, _) = plan_counts(&txn, "name", "plan_case").await;
+    txn.execute_unprepared("DEALLOCATE plan_case").await.unwrap();
+    txn.rollback().await.unwrap();
+    let plan = plan.join("\n");
+    assert_eq!((custom, generic), kept, "{name}: planned per call:\n{plan}");
+    for index in indexes {
+        // PostgreSQL quotes a name that is not a plain identifier.
+        let walks = [format!("Scan using {index} on"), format!("Scan using \"{index}\" on")]
+            .iter()
+            .any(|w| plan.contains(&format!("Index {w}")) || plan.contains(&format!("Index Only {w}")));
+        assert!(walks, "{name}: does not walk {index}:\n{plan}");
+    }
+    assert!(!plan.contains("Seq Scan"), "{name}: scans a table whole:\n{plan}");
+    assert!(*sorts || !plan.contains("Sort  ("), "{name}: sorts:\n{plan}");
+}
+
+/// Every list the API serves from the store with a page of rows.
+async fn cases(db: &DatabaseConnection) -> Vec<Case> {
+    let pg = DbBackend::Postgres;
+    let mut cases = Vec::new();
+
+    // A proposal's votes: the proposal with the most, a position deep in each order, one voter
+    // and one choice of it.
+    let proposal_id: i64 = vote::Entity::find()
+        .select_only()
+        .column(vote::Column::ProposalId)
+        .group_by(vote::Column::ProposalId)
+        .order_by_desc(vote::Column::Id.count())
+        .into_tuple()
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap();
+    let votes = vote::Entity::find().filter(vote::Column::ProposalId.eq(proposal_id));
+    let deep = votes
+        .clone()
+        .order_by_desc(vote::Column::VpSort)
+        .order_by_asc(vote::Column::Voter)
+        .offset(3)
+        .one(db)
+        .await
+        .unwrap()
+        .expect("the busiest proposal has votes");
+    let positions = [
+        (VoteOrder::Power, vote_arms::Position::Power(deep.vp_sort.clone(), deep.voter.clone())),
+        (VoteOrder::Time, vote_arms::Position::Time(TimeAfter { ms: deep.created_ms, id: deep.id })),
+    ];
+    for (order, position) in positions {
+        let (by_power, suffix) = match order {
+            VoteOrder::Power => (true, "power"),
+            VoteOrder::Time => (false, "time"),
+        };
+        let (whole, choice_ix) = if by_power {
+            ("ix_votes_proposal_power", "ix_votes_proposal_choice_power")
+        } else {
+            ("ix_votes_proposal_time", "ix_votes_proposal_choice_time")
+        };
+        for (after, at) in [(None, "first"), (Some(position), "deep")] {
+            for rows in [DEFAULT_ROWS, HUNDRED_ROWS] {
+                let statement =
+                    vote_arms::statement(pg, proposal_id, Default::default(), order, after.clone(), rows, true);
+                // Every merged choice's arm walks the choice index, the others their partial index.
+                cases.push(case(format!("votes by {suffix}, {at} page of {rows}"), statement, &[whole, choice_ix]));
+            }
+            let choice = vote_arms::Filter { voter: None, choice: Some(deep.choice.as_str()) };
+            let statement = vote_arms::statement(pg, proposal_id, choice, order, after.clone(), DEFAULT_ROWS, true);
+            cases.push(case(format!("votes of a choice by {suffix}, {at} page"), statement, &[choice_ix]));
+        }
+    }
+    let one_voter = vote_arms::Filter { voter: Some(&deep.voter), choice: None };
+    let statement = vote_arms::statement(pg, proposal_id, one_voter, VoteOrder::Power, None, DEFAULT_ROWS, true);
+    // At most one row (the natural key): its sort is of that row.
+    let mut of_voter = case("votes of a voter", statement, &["idx-votes-vote_natural"]);
+    of_voter.sorts = true;
+    cases.push(of_voter);
+
+    // Proposals, of every DAO and of the DAO with the most, in each order, first and deep.
+    let busiest: String = proposal::Entity::find()
+        .select_only()
+        .column(proposal::Column::DaoId)
+        .group_by(proposal::Column::DaoId)
+        .order_by_desc(proposal::Column::Id.count())
+        .into_tuple()
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap();
+    let dao_id = DaoId::parse(&busiest).unwrap();
+    let some = proposal::Entity::find()
+        .filter(proposal::Column::DaoId.eq(&busiest))
+        .filter(proposal::Column::EndMs.is_not_null())
+        .order_by_desc(proposal::Column::CreatedMs)
+        .offset(2)
+        .one(db)
+        .await
+        .unwrap()
+        .expect("the busiest DAO has proposals");
+    for (order, all_ix, dao_ix) in [
+        (ProposalOrder::Newest, "ix_proposals_created", "ix_proposals_dao_created"),
+        (ProposalOrder::EndTime, "ix_proposals_end", "ix_proposals_dao_end"),
+    ] {
+        for (filter, ix, of) in [
+            (ProposalFilter::default(), all_ix, "every DAO"),
+            (ProposalFilter { dao_id: Some(&dao_id), ..Default::default() }, dao_ix, "a DAO"),
+        ] {
+            for (after, at) in [(None, "first"), (Some(some.keyset(order)), "deep")] {
+                let statement = store::proposals::list_statement(pg, &filter, order, after, DEFAULT_ROWS);
+                cases.push(case(format!("proposals of {of} by {order:?}, {at} page"), statement, &[ix]));
+            }
+        }
+    }
+    let statement = store::proposals::actions_statement(pg, some.id, None, DEFAULT_ROWS);
+    cases.push(case("a proposal's actions", statement, &["proposal_actions_pkey"]));
+
+    // DAOs.
+    let first: dao::Model = dao::Entity::find().order_by_asc(dao::Column::Id).one(db).await.unwrap().unwrap();
+    for (after, at) in [(None, "first"), (Some(DaoAfter(first.id.clone())), "deep")] {
+        let statement = store::daos::list_after_statement(pg, after.as_ref(), DEFAULT_ROWS);
+        cases.push(case(format!("DAOs, {at} page"), statement, &["daos_pkey"]));
+    }
+
+    // A DAO's voters by power.
+    let top = store::voters::ranking(db, &busiest, None, 3).await.unwrap();
+    let (third, _) = top.last().expect("the busiest DAO has voters");
+    let after: RankAfter = third.keyset(3);
+    for (after, at) in [(None, "first"), (Some(&after), "deep")] {
+        let statement = store::voters::ranking_statement(pg, &busiest, after, DEFAULT_ROWS);
+        cases.push(case(format!("a DAO's voters, {at} page"), statement, &["ix_voter_stats_rank_covering"]));
+    }
+
+    // A DAO's events, signals, topics and activity, in the widest window.
+    let at = TimeAfter { ms: some.created_ms, id: i64::MAX / 2 };
+    for (after, page) in [(None, "first"), (Some(at), "deep")] {
+        let filter = EventFilter {
+            dao_id: Some(dao_id.clone()),
+            kind: None,
+            from_ms: Some(ALL_TIME.0),
+            to_ms: Some(ALL_TIME.1),
+            after,
+        };
+        let statement = store::events::list_statement(pg, &filter, DEFAULT_ROWS, 0);
+        cases.push(case(format!("a DAO's events, {page} page"), statement, &["ix_events_dao_time"]));
+
+        let filter = SignalFilter {
+            dao_id: Some(dao_id.clone()),
+            kind: None,
+            severity: None,
+            start_ms: ALL_TIME.0,
+            end_ms: ALL_TIME.1,
+        };
+        let statement = store::signals::list_after_statement(pg, &filter, after, DEFAULT_ROWS);
+        cases.push(case(format!("a DAO's signals, {page} page"), statement, &["ix_signals_dao_time"]));
+
+        // Not the forum topics (`store::topics::list_statement`): the sample has none, and on an
+        // empty table the planner walks the DAO's index or the all-DAO one alike.
+
+        let filter = activity::ActivityFilter {
+            dao_id: Some(dao_id.clone()),
+            kind: None,
+            since_ms: Some(ALL_TIME.0),
+            after: after.map(|t| store::keysets::ActivityAfter {
+                ms: t.ms,
+                entry: activity::ENTRY_EVENT.to_owned(),
+                id: t.id,
+            }),
+        };
+        let statement = activity::list_statement(pg, &filter, DEFAULT_ROWS, 0);
+        let mut activity =
+            case(format!("a DAO's activity, {page} page"), statement, &["ix_events_dao_time", "ix_signals_dao_time"]);
+        activity.sorts = true;
+        cases.push(activity);
+    }
+    cases
+}
+
+#[tokio::test]
+async fn postgres_lists_keep_a_generic_plan_on_their_index() {
+    if !require(Backend::Postgres) {
+        return;
+    }
+    let url = fresh_database(Backend::Postgres).await;
+    let db = store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    // Votes of choices in and out of the merged set, so that every arm has rows.
+    insert_mixed_choices(&db).await;
+    db.execute_unprepared("ANALYZE").await.unwrap();
+    let cases = cases(&db).await;
+    assert!(cases.len() > 30, "{} cases", cases.len());
+    for case in &cases {
+        check(&db, case).await;
+    }
+    db.close().await.ok();
+}
