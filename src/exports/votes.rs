@@ -25,7 +25,7 @@ use crate::store::keys;
 
 /// Votes read per query: a proposal's votes in one page up to this many (most proposals hold
 /// fewer), and no more than the driver's stream holds at a time in memory whatever its size.
-const PAGE_ROWS: u64 = 65_536;
+pub const PAGE_ROWS: u64 = 65_536;
 
 /// The longest voter address: a Starknet account's 32 bytes as `0x` and hex.
 const ADDRESS_TEXT: usize = 2 + 2 * 32;
