@@ -342,6 +342,7 @@ impl View<'_> {
 }
 
 /// One value of a batch, borrowed.
+#[derive(Clone, Copy)]
 enum Value<'a> {
     Null,
     /// Text, decimal text, or a wei integer's digits.
@@ -355,7 +356,7 @@ enum Value<'a> {
 impl<'a> Value<'a> {
     /// As CSV text: nulls empty, instants RFC 3339 UTC with milliseconds; `buf` holds what is
     /// not already text.
-    fn text<'b>(&self, buf: &'b mut String) -> &'b str
+    fn text<'b>(self, buf: &'b mut String) -> &'b str
     where
         'a: 'b,
     {
@@ -363,10 +364,10 @@ impl<'a> Value<'a> {
         buf.clear();
         match self {
             Value::Null => {}
-            Value::Text(s) => return *s,
+            Value::Text(s) => return s,
             Value::Integer(n) => write!(buf, "{n}").expect("a String takes every write"),
             Value::Boolean(b) => write!(buf, "{b}").expect("a String takes every write"),
-            Value::Timestamp(ms) => buf.push_str(&rfc3339_ms(*ms)),
+            Value::Timestamp(ms) => buf.push_str(&rfc3339_ms(ms)),
         }
         buf
     }
