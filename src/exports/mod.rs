@@ -218,9 +218,9 @@ where
 }
 
 /// [`export`] with each batch written on the reader's thread as it comes, the store not read
-/// meanwhile: the same files, the same work, in an order that does not depend on scheduling, so
-/// `bench --costs` counts the same instructions every run. It blocks the async runtime while
-/// it writes, so it serves no request.
+/// meanwhile: the same files, the same work, in an order that does not depend on scheduling, for
+/// `bench --costs`' instruction counts. It blocks the async runtime while it writes, so it
+/// serves no request.
 pub async fn export_here<F, Fut>(
     path: &Path,
     table: &'static ExportTable,
