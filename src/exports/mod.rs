@@ -2,6 +2,10 @@
 //! from the store a batch at a time. The store is read on the async runtime; the file is written
 //! on a blocking thread of its own, fed through a channel of [`IN_FLIGHT`] batches, so memory stays
 //! bounded by a few batches and a Parquet row group whatever the table holds.
+//!
+//! A batch travels as Arrow arrays ([`writer::Columns`]): the votes reader, the one table that
+//! grows to millions of rows, builds them straight from the store's rows (issue 49); the other
+//! readers send rows of [`Cell`]s, made columns on the way.
 pub mod claim;
 pub mod daos;
 pub mod delegates;
@@ -21,21 +25,24 @@ pub mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, Value};
+use arrow_array::Array;
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, StreamTrait, Value};
 use tokio::sync::mpsc;
 
 use crate::contract::exports::{ExportFormat, ExportTable};
 use claim::Claim;
-use writer::{Cell, TableWriter, Written};
+use writer::{Cell, Columns, TableWriter, Written};
 
-/// Rows read from the store and handed to the writer at a time.
+/// Rows handed to the writer at a time: every batch but a table's last holds exactly this many,
+/// since the Parquet writer's pages (so the file's bytes) follow where batches begin and end.
 pub const BATCH_ROWS: u64 = 8192;
 /// Batches between the reader and the writer.
 const IN_FLIGHT: usize = 2;
 
 /// The half of an export the store's reader holds: it sends batches of rows to the file's writer.
 pub struct Batches {
-    tx: mpsc::Sender<Vec<Vec<Cell>>>,
+    to: Writer,
+    table: &'static ExportTable,
     /// The build's claim on its file, whose heartbeat the batches move.
     claim: Option<Arc<Claim>>,
 }
@@ -47,16 +54,42 @@ impl Batches {
     }
 
     /// Hands `rows` to the writer; waits while it is [`IN_FLIGHT`] batches behind. An error
-    /// when the writer stopped, or when the build's claim was taken over.
+    /// when a row does not fit the table's columns, when the writer stopped, or when the
+    /// build's claim was taken over.
     pub async fn send(&self, rows: Vec<Vec<Cell>>) -> anyhow::Result<()> {
         if rows.is_empty() {
+            return Ok(());
+        }
+        self.send_columns(writer::columns(self.table, &rows)?).await
+    }
+
+    /// Hands a batch already made columns (one array per declared column, in order) to the
+    /// writer, as [`Batches::send`] does.
+    pub async fn send_columns(&self, columns: Columns) -> anyhow::Result<()> {
+        if columns.first().is_none_or(|c| c.is_empty()) {
             return Ok(());
         }
         if let Some(claim) = &self.claim {
             claim.beat_if_due().await?;
         }
-        self.tx.send(rows).await.map_err(|_| anyhow::anyhow!("the export's writer stopped"))
+        match &self.to {
+            Writer::Thread(tx) => tx.send(columns).await.map_err(|_| anyhow::anyhow!("the export's writer stopped")),
+            Writer::Here(w) => {
+                let mut w = w.lock().map_err(|_| anyhow::anyhow!("the export's writer failed"))?;
+                Ok(w.as_mut().ok_or_else(|| anyhow::anyhow!("the export's writer stopped"))?.write(&columns)?)
+            }
+        }
     }
+}
+
+/// Where batches are written.
+enum Writer {
+    /// On a blocking thread of its own, through a channel of [`IN_FLIGHT`] batches: the store is
+    /// read while the file is written.
+    Thread(mpsc::Sender<Columns>),
+    /// Right away, on the reader's thread: each batch written before the next is read. For
+    /// instruction counts ([`export_here`]), which then do not depend on how two threads meet.
+    Here(Arc<std::sync::Mutex<Option<TableWriter>>>),
 }
 
 /// The reader of each table: [`reader`] is the one place a table's name picks it, and
@@ -104,7 +137,7 @@ pub fn has_reader(table: &str) -> bool {
 /// Sends every row of `table` for the DAO `dao_id`, in the table's declared order. Each
 /// declared table (`contract::exports::TABLES`) has its reader here.
 pub async fn read_table(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     table: &'static ExportTable,
     dao_id: &str,
     out: Batches,
@@ -169,19 +202,39 @@ where
     F: FnOnce(Batches) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
-    let (tx, mut rx) = mpsc::channel::<Vec<Vec<Cell>>>(IN_FLIGHT);
+    let (tx, mut rx) = mpsc::channel::<Columns>(IN_FLIGHT);
     let path = path.to_owned();
     let writer = tokio::task::spawn_blocking(move || -> std::io::Result<Written> {
         let mut w = TableWriter::create(&path, table, format)?;
-        while let Some(rows) = rx.blocking_recv() {
-            w.write(&rows)?;
+        while let Some(columns) = rx.blocking_recv() {
+            w.write(&columns)?;
         }
         w.finish()
     });
-    let read = read(Batches { tx, claim: None }).await;
+    let read = read(Batches { to: Writer::Thread(tx), table, claim: None }).await;
     let written = writer.await??;
     read?;
     Ok(written)
+}
+
+/// [`export`] with each batch written on the reader's thread as it comes, the store not read
+/// meanwhile: the same files, the same work, in an order that does not depend on scheduling, for
+/// `bench --costs`' instruction counts. It blocks the async runtime while it writes, so it
+/// serves no request.
+pub async fn export_here<F, Fut>(
+    path: &Path,
+    table: &'static ExportTable,
+    format: ExportFormat,
+    read: F,
+) -> anyhow::Result<Written>
+where
+    F: FnOnce(Batches) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let writer = Arc::new(std::sync::Mutex::new(Some(TableWriter::create(path, table, format)?)));
+    read(Batches { to: Writer::Here(writer.clone()), table, claim: None }).await?;
+    let w = writer.lock().map_err(|_| anyhow::anyhow!("the export's writer failed"))?.take();
+    Ok(w.ok_or_else(|| anyhow::anyhow!("the export's writer stopped"))?.finish()?)
 }
 
 #[cfg(test)]

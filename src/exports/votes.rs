@@ -1,20 +1,38 @@
 //! The `votes` table of a DAO: its proposals oldest first, each proposal's votes by voter address,
 //! read in keyset pages of the natural key's index (`proposal_id`, `voter`): one index range per
 //! proposal, never a sort, and the same order (so the same bytes) for the same votes.
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+//!
+//! The table that grows to millions of rows, so read for speed (issue 49): only the columns the
+//! file holds, in pages of [`PAGE_ROWS`] streamed from the store as it sends them, each value
+//! borrowed from the driver's row and appended to the batch's Arrow arrays, with no row struct,
+//! no cells and no text allocated per value between the store and the file.
+use arrow_array::ArrayRef;
+use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
+use futures_util::TryStreamExt;
+use sea_orm::sqlx::{self, Row};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, QueryTrait,
+    StreamTrait,
+};
+use std::sync::Arc;
 
-use super::writer::Cell;
+use super::writer::{Columns, timestamps};
 use super::{BATCH_ROWS, Batches};
 use crate::contract::vocabulary::ProposalSource;
+use crate::store::address::AccountBytes;
 use crate::store::entities::{proposal, vote};
 use crate::store::keys;
 
-fn optional(v: Option<String>) -> Cell {
-    v.map_or(Cell::Null, Cell::Text)
-}
+/// Votes read per query: a proposal's votes in one page up to this many (most proposals hold
+/// fewer), and no more than the driver's stream holds at a time in memory whatever its size.
+pub const PAGE_ROWS: u64 = 65_536;
+
+/// The longest voter address: a Starknet account's 32 bytes as `0x` and hex.
+const ADDRESS_TEXT: usize = 2 + 2 * 32;
 
 /// Sends every vote of `dao_id` as rows of `contract::exports::VOTES`.
-pub async fn read(db: &impl ConnectionTrait, dao_id: &str, out: Batches) -> anyhow::Result<()> {
+pub async fn read(db: &(impl ConnectionTrait + StreamTrait), dao_id: &str, out: Batches) -> anyhow::Result<()> {
+    use vote::Column as V;
     let proposals: Vec<(i64, ProposalSource, String)> = proposal::Entity::find()
         .select_only()
         .columns([proposal::Column::Id, proposal::Column::Source, proposal::Column::ExternalId])
@@ -24,44 +42,208 @@ pub async fn read(db: &impl ConnectionTrait, dao_id: &str, out: Batches) -> anyh
         .into_tuple()
         .all(db)
         .await?;
-    let mut rows: Vec<Vec<Cell>> = Vec::with_capacity(BATCH_ROWS as usize);
+    let backend = ConnectionTrait::get_database_backend(db);
+    let mut batch = Batch::new();
     for (id, source, external_id) in proposals {
-        let key = keys::proposal_key(dao_id, source.as_str(), &external_id);
-        let mut after = None;
+        let proposal = Proposal {
+            dao_id,
+            key: keys::proposal_key(dao_id, source.as_str(), &external_id),
+            source: source.as_str(),
+            external_id: &external_id,
+            onchain: source == ProposalSource::Onchain,
+        };
+        let mut after: Option<Vec<u8>> = None;
         loop {
-            let mut q = vote::Entity::find().filter(vote::Column::ProposalId.eq(id));
+            // The columns in `VoteRow::decode`'s order.
+            let mut q = vote::Entity::find()
+                .select_only()
+                .columns([
+                    V::Voter,
+                    V::Choice,
+                    V::VotingPower,
+                    V::VpFromFloat,
+                    V::Reason,
+                    V::CreatedMs,
+                    V::TxHash,
+                    V::BlockNumber,
+                    V::Ipfs,
+                ])
+                .filter(V::ProposalId.eq(id));
             if let Some(voter) = after.take() {
-                q = q.filter(vote::Column::Voter.gt(voter));
+                q = q.filter(V::Voter.gt(AccountBytes(voter)));
             }
-            let page = q.order_by_asc(vote::Column::Voter).limit(BATCH_ROWS).all(db).await?;
-            let full = page.len() as u64 == BATCH_ROWS;
-            after = page.last().map(|v| v.voter.clone());
-            for v in page {
-                let wei = (source == ProposalSource::Onchain).then(|| v.voting_power.clone());
-                rows.push(vec![
-                    Cell::Text(dao_id.to_owned()),
-                    Cell::Text(key.clone()),
-                    Cell::Text(source.as_str().to_owned()),
-                    Cell::Text(external_id.clone()),
-                    Cell::Text(v.voter.lower()),
-                    Cell::Text(v.choice),
-                    Cell::Text(v.voting_power),
-                    Cell::Boolean(v.vp_from_float),
-                    wei.map_or(Cell::Null, Cell::Wei),
-                    optional(v.reason),
-                    Cell::Timestamp(v.created_ms),
-                    optional(v.tx_hash),
-                    v.block_number.map_or(Cell::Null, Cell::Integer),
-                    optional(v.ipfs),
-                ]);
-                if rows.len() as u64 == BATCH_ROWS {
-                    out.send(std::mem::take(&mut rows)).await?;
+            let stmt = q.order_by_asc(V::Voter).limit(PAGE_ROWS).build(backend);
+            let mut rows = std::pin::pin!(db.stream_raw(stmt).await?);
+            let mut read = 0u64;
+            let mut last = Vec::new();
+            while let Some(r) = rows.try_next().await? {
+                let v = VoteRow::of(&r)?;
+                last.clear();
+                last.extend_from_slice(v.voter);
+                batch.push(&proposal, &v);
+                read += 1;
+                if batch.rows == BATCH_ROWS as usize {
+                    out.send_columns(std::mem::replace(&mut batch, Batch::new()).finish()).await?;
                 }
             }
-            if !full {
+            if read < PAGE_ROWS {
                 break;
             }
+            after = Some(last);
         }
     }
-    out.send(rows).await
+    out.send_columns(batch.finish()).await
+}
+
+/// What every vote of one proposal repeats.
+struct Proposal<'a> {
+    dao_id: &'a str,
+    key: String,
+    source: &'static str,
+    external_id: &'a str,
+    onchain: bool,
+}
+
+/// One vote's exported columns, borrowed from the driver's row.
+struct VoteRow<'r> {
+    voter: &'r [u8],
+    choice: &'r str,
+    voting_power: &'r str,
+    vp_from_float: bool,
+    reason: Option<&'r str>,
+    created_ms: i64,
+    tx_hash: Option<&'r str>,
+    block_number: Option<i64>,
+    ipfs: Option<&'r str>,
+}
+
+impl<'r> VoteRow<'r> {
+    fn of(r: &'r QueryResult) -> anyhow::Result<Self> {
+        if let Some(row) = r.try_as_pg_row() {
+            return Ok(Self::decode(row)?);
+        }
+        if let Some(row) = r.try_as_sqlite_row() {
+            return Ok(Self::decode(row)?);
+        }
+        anyhow::bail!("the votes export reads PostgreSQL and SQLite rows only")
+    }
+
+    fn decode<R: Row>(row: &'r R) -> Result<Self, sqlx::Error>
+    where
+        usize: sqlx::ColumnIndex<R>,
+        &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        &'r [u8]: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        bool: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    {
+        Ok(Self {
+            voter: row.try_get(0)?,
+            choice: row.try_get(1)?,
+            voting_power: row.try_get(2)?,
+            vp_from_float: row.try_get(3)?,
+            reason: row.try_get(4)?,
+            created_ms: row.try_get(5)?,
+            tx_hash: row.try_get(6)?,
+            block_number: row.try_get(7)?,
+            ipfs: row.try_get(8)?,
+        })
+    }
+}
+
+/// The votes of one batch, as the Arrow arrays of `VOTES`' columns.
+struct Batch {
+    rows: usize,
+    dao_id: StringBuilder,
+    proposal_key: StringBuilder,
+    proposal_source: StringBuilder,
+    proposal_external_id: StringBuilder,
+    voter: StringBuilder,
+    choice: StringBuilder,
+    voting_power: StringBuilder,
+    voting_power_from_float: BooleanBuilder,
+    voting_power_wei: StringBuilder,
+    reason: StringBuilder,
+    created_at: TimestampMillisecondBuilder,
+    tx_hash: StringBuilder,
+    block_number: Int64Builder,
+    ipfs: StringBuilder,
+}
+
+fn text() -> StringBuilder {
+    StringBuilder::with_capacity(BATCH_ROWS as usize, BATCH_ROWS as usize * ADDRESS_TEXT)
+}
+
+impl Batch {
+    fn new() -> Self {
+        let rows = BATCH_ROWS as usize;
+        Self {
+            rows: 0,
+            dao_id: text(),
+            proposal_key: text(),
+            proposal_source: text(),
+            proposal_external_id: text(),
+            voter: text(),
+            choice: text(),
+            voting_power: text(),
+            voting_power_from_float: BooleanBuilder::with_capacity(rows),
+            voting_power_wei: text(),
+            reason: text(),
+            created_at: timestamps(rows),
+            tx_hash: text(),
+            block_number: Int64Builder::with_capacity(rows),
+            ipfs: text(),
+        }
+    }
+
+    fn push(&mut self, p: &Proposal<'_>, v: &VoteRow<'_>) {
+        self.dao_id.append_value(p.dao_id);
+        self.proposal_key.append_value(&p.key);
+        self.proposal_source.append_value(p.source);
+        self.proposal_external_id.append_value(p.external_id);
+        let mut address = [0u8; ADDRESS_TEXT];
+        match lower(v.voter, &mut address) {
+            Some(text) => self.voter.append_value(text),
+            None => self.voter.append_value(AccountBytes(v.voter.to_vec()).lower()),
+        }
+        self.choice.append_value(v.choice);
+        self.voting_power.append_value(v.voting_power);
+        self.voting_power_from_float.append_value(v.vp_from_float);
+        self.voting_power_wei.append_option(p.onchain.then_some(v.voting_power));
+        self.reason.append_option(v.reason);
+        self.created_at.append_value(v.created_ms);
+        self.tx_hash.append_option(v.tx_hash);
+        self.block_number.append_option(v.block_number);
+        self.ipfs.append_option(v.ipfs);
+        self.rows += 1;
+    }
+
+    /// The arrays, in `VOTES`' column order.
+    fn finish(mut self) -> Columns {
+        let arrays: [ArrayRef; 14] = [
+            Arc::new(self.dao_id.finish()),
+            Arc::new(self.proposal_key.finish()),
+            Arc::new(self.proposal_source.finish()),
+            Arc::new(self.proposal_external_id.finish()),
+            Arc::new(self.voter.finish()),
+            Arc::new(self.choice.finish()),
+            Arc::new(self.voting_power.finish()),
+            Arc::new(self.voting_power_from_float.finish()),
+            Arc::new(self.voting_power_wei.finish()),
+            Arc::new(self.reason.finish()),
+            Arc::new(self.created_at.finish()),
+            Arc::new(self.tx_hash.finish()),
+            Arc::new(self.block_number.finish()),
+            Arc::new(self.ipfs.finish()),
+        ];
+        arrays.into()
+    }
+}
+
+/// `bytes` as `AccountBytes::lower` writes them (`0x` and lowercase hex), in `buf`; `None` for
+/// more bytes than an account holds.
+fn lower<'b>(bytes: &[u8], buf: &'b mut [u8; ADDRESS_TEXT]) -> Option<&'b str> {
+    let out = buf.get_mut(..2 + 2 * bytes.len())?;
+    out[..2].copy_from_slice(b"0x");
+    hex::encode_to_slice(bytes, &mut out[2..]).ok()?;
+    std::str::from_utf8(out).ok()
 }

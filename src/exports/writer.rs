@@ -9,7 +9,8 @@ use std::sync::Arc;
 use arrow_array::builder::{
     BooleanBuilder, Decimal128Builder, Int64Builder, StringBuilder, TimestampMillisecondBuilder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -23,6 +24,16 @@ use crate::contract::time::rfc3339_ms;
 /// Rows per Parquet row group: what a reader fetches at once for one column chunk, and what the
 /// writer buffers (encoded) before it flushes.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+
+/// The time zone of every `Timestamp` column.
+const UTC: &str = "UTC";
+
+/// One batch of a table's rows as its columns: one Arrow array per declared column, in order.
+/// Text and decimal text are `Utf8`, a `Wei` column its digits as `Utf8` too (made the
+/// `DECIMAL(38,0)` Parquet holds only by the Parquet writer, so CSV and NDJSON write the digits
+/// as stored), integers `Int64`, booleans `Boolean`, instants milliseconds in [`UTC`]. Readers
+/// build them directly from the store's rows, or from [`Cell`]s with [`columns`].
+pub type Columns = Vec<ArrayRef>;
 
 /// The digits of a `Wei` column's Parquet `DECIMAL(38,0)`.
 pub const WEI_DIGITS: u8 = 38;
@@ -93,7 +104,7 @@ fn arrow_type(ty: ColumnType) -> DataType {
         ColumnType::Text | ColumnType::DecimalText => DataType::Utf8,
         ColumnType::Integer => DataType::Int64,
         ColumnType::Boolean => DataType::Boolean,
-        ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+        ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Millisecond, Some(UTC.into())),
         ColumnType::Wei => DataType::Decimal128(WEI_DIGITS, 0),
     }
 }
@@ -142,31 +153,51 @@ impl TableWriter {
         Ok(Self { table, sink, rows: 0 })
     }
 
-    /// Appends `rows` (each with one cell per declared column, in order).
-    pub fn write(&mut self, rows: &[Vec<Cell>]) -> io::Result<()> {
-        let columns = self.table.columns;
+    /// Appends one batch of rows, as its [`Columns`].
+    pub fn write(&mut self, columns: &[ArrayRef]) -> io::Result<()> {
+        let declared = self.table.columns;
+        let rows = columns.first().map_or(0, |c| c.len());
+        if columns.len() != declared.len() || columns.iter().any(|c| c.len() != rows) {
+            return Err(bad(format!(
+                "a batch of {} columns, not the {} declared, or of uneven rows",
+                columns.len(),
+                declared.len()
+            )));
+        }
         match &mut self.sink {
             Sink::Parquet(writer, schema) => {
-                let arrays: Vec<ArrayRef> =
-                    columns.iter().enumerate().map(|(i, c)| column_array(c.ty, rows, i)).collect::<io::Result<_>>()?;
+                let arrays: Vec<ArrayRef> = declared
+                    .iter()
+                    .zip(columns)
+                    .map(|(c, a)| match c.ty {
+                        ColumnType::Wei => decimal(a),
+                        _ => Ok(a.clone()),
+                    })
+                    .collect::<io::Result<_>>()?;
                 let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(bad)?;
                 writer.write(&batch).map_err(bad)?;
             }
             Sink::Csv(w) => {
-                for row in rows {
-                    w.write_record(row.iter().map(text))?;
+                let views = views(self.table, columns)?;
+                let mut buf = String::new();
+                for i in 0..rows {
+                    for v in &views {
+                        w.write_field(v.value(i).text(&mut buf))?;
+                    }
+                    w.write_record(None::<&[u8]>)?;
                 }
             }
             Sink::Ndjson(w) => {
-                for row in rows {
+                let views = views(self.table, columns)?;
+                for i in 0..rows {
                     let object: serde_json::Map<String, serde_json::Value> =
-                        columns.iter().zip(row).map(|(c, v)| (c.name.to_owned(), json(v))).collect();
+                        declared.iter().zip(&views).map(|(c, v)| (c.name.to_owned(), v.value(i).json())).collect();
                     serde_json::to_writer(&mut *w, &object)?;
                     w.write_all(b"\n")?;
                 }
             }
         }
-        self.rows += rows.len() as u64;
+        self.rows += rows as u64;
         Ok(())
     }
 
@@ -183,18 +214,25 @@ impl TableWriter {
     }
 }
 
-/// Column `i` of `rows` as an Arrow array of `ty`.
+/// `rows` (each with one cell per column of `table`, in order) as [`Columns`].
+pub fn columns(table: &ExportTable, rows: &[Vec<Cell>]) -> io::Result<Columns> {
+    table.columns.iter().enumerate().map(|(i, c)| column_array(c.ty, rows, i)).collect()
+}
+
+/// Column `i` of `rows` as the Arrow array [`Columns`] holds for `ty`.
 fn column_array(ty: ColumnType, rows: &[Vec<Cell>], i: usize) -> io::Result<ArrayRef> {
     let cells = rows.iter().map(|r| &r[i]);
     let mismatch = |c: &Cell| bad(format!("column {i} holds {c:?}, not a {}", ty.as_str()));
     Ok(match ty {
-        ColumnType::Text | ColumnType::DecimalText => {
+        ColumnType::Text | ColumnType::DecimalText | ColumnType::Wei => {
             let mut b = StringBuilder::new();
             for c in cells {
-                match c {
-                    Cell::Text(s) => b.append_value(s),
-                    Cell::Null => b.append_null(),
-                    other => return Err(mismatch(other)),
+                match (c, ty) {
+                    (Cell::Text(s), ColumnType::Text | ColumnType::DecimalText) | (Cell::Wei(s), ColumnType::Wei) => {
+                        b.append_value(s)
+                    }
+                    (Cell::Null, _) => b.append_null(),
+                    (other, _) => return Err(mismatch(other)),
                 }
             }
             Arc::new(b.finish())
@@ -222,7 +260,7 @@ fn column_array(ty: ColumnType, rows: &[Vec<Cell>], i: usize) -> io::Result<Arra
             Arc::new(b.finish())
         }
         ColumnType::Timestamp => {
-            let mut b = TimestampMillisecondBuilder::new().with_timezone("UTC");
+            let mut b = timestamps(rows.len());
             for c in cells {
                 match c {
                     Cell::Timestamp(ms) => b.append_value(*ms),
@@ -232,43 +270,117 @@ fn column_array(ty: ColumnType, rows: &[Vec<Cell>], i: usize) -> io::Result<Arra
             }
             Arc::new(b.finish())
         }
-        ColumnType::Wei => {
-            let mut b = Decimal128Builder::new().with_precision_and_scale(WEI_DIGITS, 0).map_err(bad)?;
-            for c in cells {
-                match c {
-                    Cell::Wei(digits) => b.append_value(wei(digits).ok_or_else(|| {
-                        bad(format!(
-                            "{digits} is no integer of at most {WEI_DIGITS} digits (Parquet DECIMAL({WEI_DIGITS},0))"
-                        ))
-                    })?),
-                    Cell::Null => b.append_null(),
-                    other => return Err(mismatch(other)),
-                }
-            }
-            Arc::new(b.finish())
-        }
     })
 }
 
-/// A cell as CSV text: nulls empty, instants RFC 3339 UTC with milliseconds.
-fn text(c: &Cell) -> String {
-    match c {
-        Cell::Null => String::new(),
-        Cell::Text(s) | Cell::Wei(s) => s.clone(),
-        Cell::Integer(n) => n.to_string(),
-        Cell::Boolean(b) => b.to_string(),
-        Cell::Timestamp(ms) => rfc3339_ms(*ms),
+/// A builder of a `Timestamp` column as [`Columns`] holds it (and Parquet writes it).
+pub fn timestamps(capacity: usize) -> TimestampMillisecondBuilder {
+    TimestampMillisecondBuilder::with_capacity(capacity).with_timezone(UTC)
+}
+
+/// A `Wei` column's digits as Parquet's `DECIMAL(38,0)`.
+fn decimal(digits: &ArrayRef) -> io::Result<ArrayRef> {
+    let digits = digits.as_string_opt::<i32>().ok_or_else(|| bad("a wei column not of text"))?;
+    let mut b = Decimal128Builder::with_capacity(digits.len()).with_precision_and_scale(WEI_DIGITS, 0).map_err(bad)?;
+    for d in digits {
+        match d {
+            Some(d) => b.append_value(wei(d).ok_or_else(|| {
+                bad(format!("{d} is no integer of at most {WEI_DIGITS} digits (Parquet DECIMAL({WEI_DIGITS},0))"))
+            })?),
+            None => b.append_null(),
+        }
+    }
+    Ok(Arc::new(b.finish()))
+}
+
+/// A column of a batch, typed by its declaration.
+enum View<'a> {
+    Text(&'a StringArray),
+    Integer(&'a Int64Array),
+    Boolean(&'a BooleanArray),
+    Timestamp(&'a TimestampMillisecondArray),
+}
+
+/// The columns of a batch of `table`, each as its declared type.
+fn views<'a>(table: &ExportTable, columns: &'a [ArrayRef]) -> io::Result<Vec<View<'a>>> {
+    table
+        .columns
+        .iter()
+        .zip(columns)
+        .map(|(c, a)| {
+            let wrong = || bad(format!("the column {} is {}, not a {}", c.name, a.data_type(), c.ty.as_str()));
+            Ok(match c.ty {
+                ColumnType::Text | ColumnType::DecimalText | ColumnType::Wei => {
+                    View::Text(a.as_string_opt::<i32>().ok_or_else(wrong)?)
+                }
+                ColumnType::Integer => View::Integer(a.as_primitive_opt().ok_or_else(wrong)?),
+                ColumnType::Boolean => View::Boolean(a.as_boolean_opt().ok_or_else(wrong)?),
+                ColumnType::Timestamp => View::Timestamp(a.as_primitive_opt().ok_or_else(wrong)?),
+            })
+        })
+        .collect()
+}
+
+impl View<'_> {
+    fn value(&self, i: usize) -> Value<'_> {
+        let null = match self {
+            View::Text(a) => a.is_null(i),
+            View::Integer(a) => a.is_null(i),
+            View::Boolean(a) => a.is_null(i),
+            View::Timestamp(a) => a.is_null(i),
+        };
+        if null {
+            return Value::Null;
+        }
+        match self {
+            View::Text(a) => Value::Text(a.value(i)),
+            View::Integer(a) => Value::Integer(a.value(i)),
+            View::Boolean(a) => Value::Boolean(a.value(i)),
+            View::Timestamp(a) => Value::Timestamp(a.value(i)),
+        }
     }
 }
 
-/// A cell as JSON: exact numbers (decimal text, wei) stay strings.
-fn json(c: &Cell) -> serde_json::Value {
-    match c {
-        Cell::Null => serde_json::Value::Null,
-        Cell::Text(s) | Cell::Wei(s) => serde_json::Value::String(s.clone()),
-        Cell::Integer(n) => serde_json::Value::from(*n),
-        Cell::Boolean(b) => serde_json::Value::Bool(*b),
-        Cell::Timestamp(ms) => serde_json::Value::String(rfc3339_ms(*ms)),
+/// One value of a batch, borrowed.
+#[derive(Clone, Copy)]
+enum Value<'a> {
+    Null,
+    /// Text, decimal text, or a wei integer's digits.
+    Text(&'a str),
+    Integer(i64),
+    Boolean(bool),
+    /// Milliseconds since the epoch, UTC.
+    Timestamp(i64),
+}
+
+impl<'a> Value<'a> {
+    /// As CSV text: nulls empty, instants RFC 3339 UTC with milliseconds; `buf` holds what is
+    /// not already text.
+    fn text<'b>(self, buf: &'b mut String) -> &'b str
+    where
+        'a: 'b,
+    {
+        use std::fmt::Write as _;
+        buf.clear();
+        match self {
+            Value::Null => {}
+            Value::Text(s) => return s,
+            Value::Integer(n) => write!(buf, "{n}").expect("a String takes every write"),
+            Value::Boolean(b) => write!(buf, "{b}").expect("a String takes every write"),
+            Value::Timestamp(ms) => buf.push_str(&rfc3339_ms(ms)),
+        }
+        buf
+    }
+
+    /// As JSON: exact numbers (decimal text, wei) stay strings.
+    fn json(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Text(s) => serde_json::Value::String((*s).to_owned()),
+            Value::Integer(n) => serde_json::Value::from(*n),
+            Value::Boolean(b) => serde_json::Value::Bool(*b),
+            Value::Timestamp(ms) => serde_json::Value::String(rfc3339_ms(*ms)),
+        }
     }
 }
 

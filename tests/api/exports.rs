@@ -14,7 +14,7 @@ use arrow_array::{Array, Decimal128Array, StringArray};
 use arrow_schema::{DataType, TimeUnit};
 use govdata::contract::exports::{ColumnType, ExportFormat, ExportTable, TABLES, VOTES, schema_json};
 use govdata::exports::writer::WEI_DIGITS;
-use govdata::exports::{export, read_table, votes};
+use govdata::exports::{export, export_here, read_table, votes};
 use govdata::store::entities as e;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sea_orm::{
@@ -122,12 +122,42 @@ on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: 
     assert_eq!(lines.len(), stored.len());
     assert!(lines.iter().all(|l| l["voting_power"].is_string() && l["dao_id"] == DAO));
 
-    // The same votes write the same bytes.
+    // The same votes write the same bytes, also written on the reading thread (`export_here`,
+    // what `bench --costs` counts).
     for format in ExportFormat::ALL {
         let again = dir.path().join(format!("again.{}", format.as_str()));
         let w = export(&again, &VOTES, *format, |out| votes::read(&db, DAO, out)).await.unwrap();
         assert_eq!(w, written[format].1, "{format:?}");
+        let here = export_here(&again, &VOTES, *format, |out| votes::read(&db, DAO, out)).await.unwrap();
+        assert_eq!(here, written[format].1, "{format:?}, written on the reading thread");
     }
+});
+
+// A proposal of more votes than one of the reader's pages holds: the next page resumes after the
+// last voter read, so every vote is written once, in voter order.
+on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |app: TestApp| async move {
+    let db = govdata::store::connect(&app.database_url).await.unwrap();
+    let dao = "paged";
+    let votes = votes::PAGE_ROWS + 1_000;
+    let spec = govdata::sample::synth::SynthSpec {
+        votes,
+        voters: votes,
+        proposals: 1,
+        dao_id: dao.to_owned(),
+        ..Default::default()
+    };
+    govdata::sample::synth::synth(&db, &spec).await.unwrap();
+    let stored = e::vote::Entity::find().filter(e::vote::Column::DaoId.eq(dao)).count(&db).await.unwrap();
+    assert_eq!(stored, votes, "one proposal holding more votes than a page");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("votes.csv");
+    let w = export(&path, &VOTES, ExportFormat::Csv, |out| votes::read(&db, dao, out)).await.unwrap();
+    assert_eq!(w.rows, votes);
+    let mut reader = csv::Reader::from_path(&path).unwrap();
+    let at = reader.headers().unwrap().iter().position(|h| h == "voter").unwrap();
+    let voters: Vec<String> = reader.records().map(|r| r.unwrap()[at].to_owned()).collect();
+    assert_eq!(voters.len() as u64, votes);
+    assert!(voters.windows(2).all(|w| w[0] < w[1]), "each voter once, in order, across the pages");
 });
 
 /// The rows the store holds for `DAO` in `table`, counted with sea-orm.

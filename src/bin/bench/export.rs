@@ -39,7 +39,7 @@ pub async fn run(db: &DatabaseConnection, dao: &str, dir: &Path) -> anyhow::Resu
         }
         println!(
             "export {}: {} votes, {:.1} MB in {:.1} s = {:.1} MB/s, {:.0} k votes/s, {:.1} bytes per vote; peak RSS {:.0} MB \
-             (before: {:.0} MB)",
+             (before: {:.0} MB); sha256 {}",
             format.as_str(),
             written.rows,
             written.bytes as f64 / 1e6,
@@ -49,6 +49,7 @@ pub async fn run(db: &DatabaseConnection, dao: &str, dir: &Path) -> anyhow::Resu
             written.bytes as f64 / written.rows.max(1) as f64,
             peak_rss_mb(),
             rss_before,
+            written.sha256,
         );
     }
 
