@@ -145,7 +145,7 @@ pub enum VoteOrder {
     /// Largest voting power first, then voter address (`ix_votes_proposal_power`; on PostgreSQL
     /// with the choice indexes, `store::vote_arms`).
     Power,
-    /// Newest first (`ix_votes_proposal_time`; on PostgreSQL as for `Power`).
+    /// Newest first (the choice + time index's walks merged, `store::vote_arms`).
     Time,
 }
 

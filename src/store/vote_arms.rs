@@ -1,19 +1,23 @@
-//! A proposal's votes in power or time order, read on PostgreSQL without indexes of their own
-//! (migration 23).
+//! A proposal's votes in power or time order, read without proposal-wide indexes of their own
+//! (migration 23 on PostgreSQL, migration 35 for the time order on SQLite).
 //!
 //! Every vote is in the choice indexes (`ix_votes_proposal_choice_power`, `…_time`), which
-//! order a proposal's votes choice by choice. On PostgreSQL the proposal-wide indexes
-//! (`ix_votes_proposal_power`, `…_time`) hold only the votes whose recorded choice is outside
-//! [`MERGED_CHOICES`]: almost every vote is a single choice `1` to `5` (on-chain governors always
-//! are), so those indexes are nearly empty, and they were a fifth of the bytes of a vote. An
-//! unfiltered list is then one statement: an arm per merged choice and one for the others, each
-//! a bounded walk of its index from the keyset position, merged in order (`Merge Append`: a page
-//! reads about `limit` rows in all, whatever the proposal's size).
+//! order a proposal's votes choice by choice. The proposal-wide indexes (`ix_votes_proposal_power`,
+//! `…_time`) hold only the votes whose recorded choice is outside [`MERGED_CHOICES`] where the
+//! order is read by arms: almost every vote is a single choice `1` to `5` (on-chain governors
+//! always are), so those indexes are nearly empty, and they were a fifth of the bytes of a vote.
+//! An unfiltered list is then one statement: an arm per merged choice and one for the others,
+//! each a walk of its index from the keyset position, merged in order (a page reads about `limit`
+//! rows in all, whatever the proposal's size). PostgreSQL merges the arms with `Merge Append`,
+//! each arm bounded by its own `LIMIT`; SQLite runs a compound `SELECT` ordered as a whole as a
+//! merge of lazy co-routines (`MERGE (UNION ALL)` in its plan), which stops after `limit` rows.
 //!
-//! SQLite keeps the proposal-wide indexes whole (its B-trees are compact, and its planner sorts
-//! each arm's rows instead of merging them lazily), so there the list reads one index.
+//! SQLite keeps `ix_votes_proposal_power` whole: evidence's largest votes, the facts' walk and the
+//! notable-vote thresholds read it too, and it is the time order's index SQLite gave up.
 use sea_orm::sea_query::{Alias, Asterisk, Expr, Order, Query, SelectStatement, UnionType};
-use sea_orm::{ColumnTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement};
+use sea_orm::{
+    ColumnTrait, DbBackend, EntityTrait, IdenStatic, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement,
+};
 
 use super::address::AccountBytes;
 use super::entities::vote;
@@ -38,6 +42,22 @@ pub fn others_sql() -> String {
     format!("((choice)::text <> ALL ('{{{}}}'::text[]))", MERGED_CHOICES.join(","))
 }
 
+/// The votes outside [`MERGED_CHOICES`], as SQLite with the choices inlined: the predicate of
+/// migration 35's partial index, and of the arm that reads it (SQLite uses a partial index only
+/// for a statement that repeats its predicate, so this text is the one both are written with).
+pub fn sqlite_others_sql() -> String {
+    let quoted: Vec<String> = MERGED_CHOICES.iter().map(|c| format!("'{c}'")).collect();
+    format!("choice NOT IN ({})", quoted.join(", "))
+}
+
+/// The votes outside [`MERGED_CHOICES`], as `backend` writes it.
+fn others_for(backend: DbBackend) -> String {
+    match backend {
+        DbBackend::Postgres => others_sql(),
+        _ => sqlite_others_sql(),
+    }
+}
+
 /// The votes of [`MERGED_CHOICES`], as PostgreSQL with the choices inlined.
 fn merged_sql() -> String {
     format!("((choice)::text = ANY ('{{{}}}'::text[]))", MERGED_CHOICES.join(","))
@@ -48,7 +68,7 @@ fn merged_sql() -> String {
 /// On PostgreSQL that is two walks per proposal (the merged choices' indexes, one descent per
 /// choice, and the others' partial index), since no one index orders all of a proposal's votes.
 pub fn above_thresholds_sql(backend: DbBackend) -> String {
-    if !by_arms(backend) {
+    if !by_arms(backend, VoteOrder::Power) {
         return "votes v JOIN thresholds th ON th.proposal_id = v.proposal_id AND v.vp_sort >= th.min_vp_sort"
             .to_owned();
     }
@@ -63,14 +83,16 @@ pub fn above_thresholds_sql(backend: DbBackend) -> String {
     )
 }
 
-/// Whether `backend` reads a proposal's unfiltered votes by arms (PostgreSQL, migration 23).
-pub fn by_arms(backend: DbBackend) -> bool {
-    backend == DbBackend::Postgres
+/// Whether `backend` reads a proposal's unfiltered votes in `order` by arms: PostgreSQL in both
+/// orders (migration 23), SQLite in time order (migration 35).
+pub fn by_arms(backend: DbBackend, order: VoteOrder) -> bool {
+    backend == DbBackend::Postgres || order == VoteOrder::Time
 }
 
-/// Whether the list of `filter` on `backend` is merged from arms: one statement of six walks.
-fn merges(backend: DbBackend, filter: Filter<'_>) -> bool {
-    by_arms(backend) && filter.voter.is_none() && filter.choice.is_none()
+/// Whether the list of `filter` in `order` on `backend` is merged from arms: one statement of
+/// six walks.
+fn merges(backend: DbBackend, filter: Filter<'_>, order: VoteOrder) -> bool {
+    by_arms(backend, order) && filter.voter.is_none() && filter.choice.is_none()
 }
 
 /// A keyset position in one of [`VoteOrder`]'s orders.
@@ -102,9 +124,9 @@ pub struct Filter<'a> {
 /// Up to `limit` of a proposal's votes of `filter` in `order` after `after`; with `ens`, each row
 /// also carries its voter's ENS name (column [`VOTER_ENS`]), looked up for the rows returned only.
 /// A filtered list is one walk (a voter has one vote per proposal; a choice has its index), as is
-/// every list on a backend that does not read by arms. Its page bounds are literals and its
-/// values hidden from the planner (`store::plans::list`): PostgreSQL planned the merged statement
-/// again on every call, which cost about what executing it did.
+/// every list in an order the backend does not read by arms. Its page bounds are literals and
+/// its values hidden from the planner (`store::plans::list`): PostgreSQL planned the merged
+/// statement again on every call, which cost about what executing it did.
 pub fn statement(
     backend: DbBackend,
     proposal_id: i64,
@@ -114,15 +136,18 @@ pub fn statement(
     limit: u64,
     ens: bool,
 ) -> Statement {
-    if !merges(backend, filter) {
-        let mut q = walk(proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit);
+    if !merges(backend, filter, order) {
+        let mut q = walk(backend, proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit);
         if ens {
             q.expr_as(ens_name(backend, r#""votes"."voter""#), Alias::new(VOTER_ENS));
         }
         return list(backend.build(&q));
     }
-    let mut arms = MERGED_CHOICES.iter().map(|c| Arm::Choice(c)).chain([Arm::Others]).enumerate().map(|(i, arm)| {
-        let walk = walk(proposal_id, None, Some(arm), order, after.clone(), limit);
+    if backend != DbBackend::Postgres {
+        return compound(backend, proposal_id, order, after, limit, ens);
+    }
+    let mut arms = arms().enumerate().map(|(i, arm)| {
+        let walk = walk(backend, proposal_id, None, Some(arm), order, after.clone(), limit);
         Query::select().column(Asterisk).from_subquery(walk, Alias::new(format!("arm{i}"))).to_owned()
     });
     let mut union = arms.next().expect("at least one arm");
@@ -139,6 +164,44 @@ pub fn statement(
     list(backend.build(q.limit(limit)))
 }
 
+/// The arms of an unfiltered list: one per merged choice, then the others.
+fn arms() -> impl Iterator<Item = Arm<'static>> {
+    MERGED_CHOICES.iter().map(|c| Arm::Choice(c)).chain([Arm::Others])
+}
+
+/// The arms as one compound `SELECT` ordered as a whole (SQLite): SQLite runs it as a merge of
+/// the arms, each a co-routine walking its index in the compound's order and read only as far as
+/// the merge takes it. An arm carries no `ORDER BY` or `LIMIT` of its own (a compound's arm may
+/// not, and the merge needs neither). The order's columns are named as the result names them.
+fn compound(
+    backend: DbBackend,
+    proposal_id: i64,
+    order: VoteOrder,
+    after: Option<Position>,
+    limit: u64,
+    ens: bool,
+) -> Statement {
+    let mut sql = Vec::new();
+    let mut values = Vec::new();
+    for arm in arms() {
+        let mut q = seek(backend, proposal_id, None, Some(arm), after.clone()).into_query();
+        if ens {
+            q.expr_as(ens_name(backend, r#""votes"."voter""#), Alias::new(VOTER_ENS));
+        }
+        let built = backend.build(&q);
+        sql.push(built.sql);
+        values.extend(built.values.map(|v| v.0).unwrap_or_default());
+    }
+    let order_by: Vec<String> = order_columns(order)
+        .iter()
+        .map(|(column, direction)| {
+            format!(r#""{}" {}"#, column.as_str(), if matches!(direction, Order::Desc) { "DESC" } else { "ASC" })
+        })
+        .collect();
+    let sql = format!("{} ORDER BY {} LIMIT {limit}", sql.join(" UNION ALL "), order_by.join(", "));
+    Statement::from_sql_and_values(backend, sql, values)
+}
+
 fn ens_name(backend: DbBackend, voter_column: &str) -> Expr {
     Expr::cust(ens_sql(&super::address::lower_sql(backend, voter_column)))
 }
@@ -153,6 +216,7 @@ enum Arm<'a> {
 /// The proposal's votes of `voter` (any voter's for `None`) and `arm` (every choice for `None`),
 /// walked down their index from `after`.
 fn walk(
+    backend: DbBackend,
     proposal_id: i64,
     voter: Option<&AccountBytes>,
     arm: Option<Arm<'_>>,
@@ -160,6 +224,21 @@ fn walk(
     after: Option<Position>,
     limit: u64,
 ) -> SelectStatement {
+    let mut q = seek(backend, proposal_id, voter, arm, after);
+    for (column, direction) in order_columns(order) {
+        q = q.order_by(column, direction);
+    }
+    q.limit(limit).into_query()
+}
+
+/// The proposal's votes of `voter` and `arm` after `after`, in no order.
+fn seek(
+    backend: DbBackend,
+    proposal_id: i64,
+    voter: Option<&AccountBytes>,
+    arm: Option<Arm<'_>>,
+    after: Option<Position>,
+) -> sea_orm::Select<vote::Entity> {
     use vote::Column as C;
     let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
     if let Some(v) = voter {
@@ -167,18 +246,14 @@ fn walk(
     }
     q = match arm {
         Some(Arm::Choice(c)) => q.filter(C::Choice.eq(c)),
-        Some(Arm::Others) => q.filter(Expr::cust(others_sql())),
+        Some(Arm::Others) => q.filter(Expr::cust(others_for(backend))),
         None => q,
     };
-    q = match after {
+    match after {
         Some(Position::Power(sort, voter)) => q.filter(super::after_desc_asc(C::VpSort, C::Voter, (sort, voter))),
         Some(Position::Time(TimeAfter { ms, id })) => q.filter(super::after_desc(C::CreatedMs, C::Id, (ms, id))),
         None => q,
-    };
-    for (column, direction) in order_columns(order) {
-        q = q.order_by(column, direction);
     }
-    q.limit(limit).into_query()
 }
 
 /// The columns of `order`, each with its direction.

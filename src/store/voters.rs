@@ -143,7 +143,8 @@ pub async fn ens_names(
 
 /// A voter's votes newest first, with their proposals.
 ///
-/// `ix_votes_voter_dao_time` (`voter, dao_id, created_ms DESC, id DESC`, migration 22) holds a
+/// `ix_votes_voter_dao_time` (`voter, dao_id, created_ms DESC, id DESC`, migration 22; on SQLite
+/// `voter, dao_id, created_ms` walked backwards, its row id last, migration 35) holds a
 /// voter's votes DAO by DAO, so a `daoId` page reads just its rows whatever the voter did
 /// elsewhere. The unfiltered history is a merge of the voter's DAOs (their `voter_dao_stats`
 /// rows): each DAO gives at most a page of keys from its run of the index, the newest `limit` of
@@ -227,9 +228,7 @@ async fn by_keys(
 const MERGE_ARMS_MAX: usize = 100;
 
 /// The keys of the voter's newest `limit` votes in each of `daos` within `window`
-/// and after `after`, newest first: one `UNION ALL` arm per DAO, each a bounded walk of its run
-/// of `ix_votes_voter_dao_time` (an arm is a subquery so that it may carry its own order and
-/// limit on both backends).
+/// and after `after`, newest first ([`newest_keys_statement`]).
 async fn newest_keys(
     db: &impl ConnectionTrait,
     voter: &super::address::AccountBytes,
@@ -238,6 +237,23 @@ async fn newest_keys(
     after: Option<&super::keysets::TimeAfter>,
     limit: u64,
 ) -> Result<Vec<VoteKey>, DbErr> {
+    let statement = newest_keys_statement(db.get_database_backend(), voter, daos, window, after, limit);
+    VoteKey::find_by_statement(statement).all(db).await
+}
+
+/// The statement of [`newest_keys`]: one `UNION ALL` arm per DAO, each a walk of its run of
+/// `ix_votes_voter_dao_time`. On PostgreSQL an arm is a subquery with its own order and limit
+/// (bounded), and the arms' rows are sorted; SQLite runs the compound, ordered as a whole, as a
+/// lazy merge of the arms (a compound's arm there may carry no order or limit, and needs none).
+pub fn newest_keys_statement(
+    backend: sea_orm::DbBackend,
+    voter: &super::address::AccountBytes,
+    daos: &[String],
+    window: Option<(i64, i64)>,
+    after: Option<&super::keysets::TimeAfter>,
+    limit: u64,
+) -> Statement {
+    let bounded = backend == sea_orm::DbBackend::Postgres;
     let mut values: Vec<sea_orm::Value> = Vec::new();
     let mut bind = |v: sea_orm::Value| {
         values.push(v);
@@ -246,7 +262,7 @@ async fn newest_keys(
     let mut arms = Vec::with_capacity(daos.len());
     for (i, dao) in daos.iter().enumerate() {
         let mut sql = format!(
-            "SELECT * FROM (SELECT dao_id, created_ms, id FROM votes WHERE voter = {} AND dao_id = {}",
+            "SELECT dao_id, created_ms, id FROM votes WHERE voter = {} AND dao_id = {}",
             bind(voter.clone().into()),
             bind(dao.as_str().into())
         );
@@ -260,12 +276,18 @@ async fn newest_keys(
                 " AND created_ms <= {ms} AND (created_ms < {ms_again} OR (created_ms = {ms_equal} AND id < {id}))"
             );
         }
-        sql += &format!(" ORDER BY created_ms DESC, id DESC LIMIT {limit}) arm{i}");
+        if bounded {
+            sql = format!("SELECT * FROM ({sql} ORDER BY created_ms DESC, id DESC LIMIT {limit}) arm{i}");
+        }
         arms.push(sql);
     }
-    let sql = format!(
-        "SELECT dao_id, created_ms, id FROM ({}) merged ORDER BY created_ms DESC, id DESC LIMIT {limit}",
-        arms.join(" UNION ALL ")
-    );
-    VoteKey::find_by_statement(Statement::from_sql_and_values(db.get_database_backend(), sql, values)).all(db).await
+    let sql = if bounded {
+        format!(
+            "SELECT dao_id, created_ms, id FROM ({}) merged ORDER BY created_ms DESC, id DESC LIMIT {limit}",
+            arms.join(" UNION ALL ")
+        )
+    } else {
+        format!("{} ORDER BY created_ms DESC, id DESC LIMIT {limit}", arms.join(" UNION ALL "))
+    };
+    Statement::from_sql_and_values(backend, sql, values)
 }

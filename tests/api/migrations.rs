@@ -222,6 +222,91 @@ on_both_backends!(voter_stats_gain_the_float_flag, |backend: Backend| async move
     assert_eq!(answers(url).await, before, "the migrated store answers as before, flags included");
 });
 
+// Migration 35: a SQLite store from before it (time indexes keyed with the id, the proposal-wide
+// time index holding every vote) gets them keyed without the id, which SQLite ends every entry
+// with, and the proposal-wide one partial; the votes by time and the voters' histories answer as
+// before. PostgreSQL's indexes are left as they are.
+on_both_backends!(time_indexes_drop_the_repeated_id, |backend: Backend| async move {
+    let url = fresh_database(backend).await;
+    let db = store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    let answers = |url: String| async move {
+        let app = spawn_app_on(url).await;
+        let (_, proposals) = app.get_json("/v2/proposals?daoId=uniswap&limit=100").await;
+        let mut seen = Vec::new();
+        let voted = proposals["data"]["items"].as_array().unwrap().iter().filter(|p| p["votes"]["ingested"] != "0");
+        for p in voted.take(3) {
+            let key = p["proposalKey"].as_str().unwrap();
+            let (status, page) = app.get_json(&format!("/v2/proposals/{key}/votes?sort=time&limit=5")).await;
+            assert_eq!(status, 200, "{page}");
+            let voter = page["data"]["items"][0]["voterIdentity"].as_str().unwrap().to_owned();
+            let next = match page["meta"]["page"]["nextCursor"].as_str() {
+                Some(c) => app.get_json(&format!("/v2/proposals/{key}/votes?sort=time&limit=5&cursor={c}")).await.1,
+                None => serde_json::Value::Null,
+            };
+            let (_, chosen) = app.get_json(&format!("/v2/proposals/{key}/votes?sort=time&choice=1&limit=40")).await;
+            let (_, history) = app.get_json(&format!("/v2/voters/{voter}/votes?limit=20")).await;
+            let (_, in_dao) = app.get_json(&format!("/v2/voters/{voter}/votes?daoId=uniswap&limit=20")).await;
+            seen.extend([page["data"].clone(), next["data"].clone(), chosen["data"].clone()]);
+            seen.extend([history["data"].clone(), in_dao["data"].clone()]);
+        }
+        assert_eq!(seen.len(), 15, "three proposals with votes");
+        seen
+    };
+    let before = answers(url.clone()).await;
+    let definitions = |db: sea_orm::DatabaseConnection| async move {
+        let sql = match db.get_database_backend() {
+            DbBackend::Sqlite => {
+                "SELECT name, sql AS def FROM sqlite_master WHERE type = 'index' AND tbl_name = 'votes' ORDER BY name"
+            }
+            _ => {
+                "SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename = 'votes' ORDER BY indexname"
+            }
+        };
+        let rows = db.query_all_raw(sea_orm::Statement::from_string(db.get_database_backend(), sql)).await.unwrap();
+        rows.iter()
+            .map(|r| (r.try_get::<String>("", "name").unwrap(), r.try_get::<String>("", "def").unwrap()))
+            .collect::<Vec<_>>()
+    };
+    let migrated = definitions(db.clone()).await;
+    let time_indexes = ["ix_votes_proposal_choice_time", "ix_votes_proposal_time", "ix_votes_voter_dao_time"];
+    let mut downgrade = Vec::new();
+    if backend == Backend::Sqlite {
+        for (name, def) in &migrated {
+            if time_indexes.contains(&name.as_str()) {
+                assert!(!def.contains("\"id\""), "{def}");
+            }
+        }
+        downgrade.extend([
+            "DROP INDEX ix_votes_proposal_time",
+            "DROP INDEX ix_votes_proposal_choice_time",
+            "DROP INDEX ix_votes_voter_dao_time",
+            "CREATE INDEX ix_votes_proposal_time ON votes (proposal_id, created_ms DESC, id DESC)",
+            "CREATE INDEX ix_votes_proposal_choice_time ON votes (proposal_id, choice, created_ms DESC, id DESC)",
+            "CREATE INDEX ix_votes_voter_dao_time ON votes (voter, dao_id, created_ms DESC, id DESC)",
+        ]);
+    }
+    downgrade.push("DELETE FROM seaql_migrations WHERE version = 'm0035_sqlite_time_orders'");
+    db.execute_unprepared(&downgrade.join(";\n")).await.expect("downgrade");
+    if backend == Backend::Sqlite {
+        assert_ne!(definitions(db.clone()).await, migrated, "the store is as it was before migration 35");
+    }
+    db.close().await.unwrap();
+
+    let db = store::connect(&url).await.unwrap();
+    let upgraded = definitions(db.clone()).await;
+    db.close().await.unwrap();
+    assert_eq!(upgraded, migrated, "the upgraded store has the indexes a new store has");
+    if backend == Backend::Sqlite {
+        let partial = upgraded.iter().find(|(name, _)| name == "ix_votes_proposal_time").unwrap();
+        assert!(
+            partial.1.ends_with(&format!("WHERE {}", govdata::store::vote_arms::sqlite_others_sql())),
+            "{partial:?}"
+        );
+    }
+    assert_eq!(answers(url).await, before, "the upgraded store answers as before");
+});
+
 // Migration 33: a store from before it (webhook subscriptions without a format) gets the column,
 // each subscription in `standard_webhooks`, what it was sent in all along.
 on_both_backends!(webhook_subscriptions_gain_a_format, |backend: Backend| async move {

@@ -3,10 +3,13 @@
 //! page must still be exactly the proposal's order, across choices in and out of the merged set,
 //! with ties broken by voter across arms.
 use govdata::contract::decimal;
+use govdata::store::address::AccountBytes;
+use govdata::store::keysets::TimeAfter;
+use govdata::store::proposals::VoteOrder;
 use govdata::store::{self, vote_arms};
 use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
 
-use crate::fixtures::stores::insert_mixed_choices;
+use crate::fixtures::stores::{insert_mixed_choices, insert_tied_times};
 use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_on};
 use crate::on_both_backends;
 
@@ -84,6 +87,111 @@ on_both_backends!(pages_keep_the_order_across_every_choice, |backend: Backend| a
     assert_eq!(largest.len(), 10);
 });
 
+// Votes cast at the same time come newest id first, across the arms of the merged time order
+// and inside one choice's walk (SQLite's time indexes end with the row id, migration 35).
+on_both_backends!(equal_times_follow_the_id_across_every_choice, |backend: Backend| async move {
+    let url = fresh_database(backend).await;
+    let db = store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    let (key, mut votes) = insert_tied_times(&db).await;
+    db.close().await.ok();
+    let app = spawn_app_on(url).await;
+
+    votes.sort_by_key(|v| std::cmp::Reverse((v.2, v.3)));
+    let want: Vec<(String, String)> = votes.iter().map(|v| (v.0.clone(), v.1.clone())).collect();
+    assert_ne!(
+        want,
+        {
+            let mut by_insertion = votes.clone();
+            by_insertion.sort_by_key(|v| std::cmp::Reverse(v.3));
+            by_insertion.into_iter().map(|v| (v.0, v.1)).collect::<Vec<_>>()
+        },
+        "the times, not the ids alone, decide the order"
+    );
+    for limit in [1, 3, 7, 100] {
+        let got = walk(&app, &format!("/v2/proposals/{key}/votes?sort=time&limit={limit}")).await;
+        assert_eq!(got, want, "limit={limit}");
+    }
+    for choice in ["1", "6", "[1,2]"] {
+        let want: Vec<_> = want.iter().filter(|(_, c)| c == choice).cloned().collect();
+        assert!(want.len() > 3, "the fixture votes {choice} at every time");
+        let encoded = percent_encoding::utf8_percent_encode(choice, percent_encoding::NON_ALPHANUMERIC).to_string();
+        let got = walk(&app, &format!("/v2/proposals/{key}/votes?sort=time&choice={encoded}&limit=2")).await;
+        assert_eq!(got, want, "choice={choice}");
+    }
+});
+
+/// SQLite's plan of `statement` (`EXPLAIN QUERY PLAN`), one step a line.
+async fn sqlite_plan(db: &sea_orm::DatabaseConnection, statement: Statement) -> String {
+    let explain = Statement::from_sql_and_values(
+        DbBackend::Sqlite,
+        format!("EXPLAIN QUERY PLAN {}", statement.sql),
+        statement.values.map(|v| v.0).unwrap_or_default(),
+    );
+    let rows = db.query_all_raw(explain).await.unwrap();
+    rows.iter().map(|r| r.try_get::<String>("", "detail").unwrap()).collect::<Vec<_>>().join("\n")
+}
+
+// Every walk of a proposal's votes and of a voter's history on SQLite reads its rows in the
+// list's order from indexes: nothing sorts a page (no temp B-tree) and nothing scans the votes,
+// whatever the order, the filter or the position. The unfiltered time order is a merge of the
+// choice + time index's walks and the others' partial index (migration 35); the history merges
+// its DAOs' runs of the voter index.
+#[tokio::test]
+async fn sqlite_walks_read_indexes_in_order() {
+    let url = fresh_database(Backend::Sqlite).await;
+    let db = store::connect(&url).await.unwrap();
+    govdata::sample::import_if_empty(&db).await.unwrap();
+    let voter = AccountBytes::parse("0x683a4F9915D6216f73d6Df50151725036bD26C02").unwrap();
+    let time = vote_arms::Position::Time(TimeAfter { ms: 1_700_000_000_000, id: 5_000 });
+    let power = vote_arms::Position::Power("2015".to_owned(), voter.clone());
+    let filters = [
+        vote_arms::Filter::default(),
+        vote_arms::Filter { choice: Some("1"), voter: None },
+        vote_arms::Filter { choice: Some("[1,2]"), voter: None },
+        vote_arms::Filter { choice: None, voter: Some(&voter) },
+    ];
+    let sorted = |plan: &str| plan.contains("TEMP B-TREE") || plan.contains("SCAN votes");
+    for (order, position) in [(VoteOrder::Power, power), (VoteOrder::Time, time)] {
+        for filter in filters {
+            for after in [None, Some(position.clone())] {
+                let statement = vote_arms::statement(DbBackend::Sqlite, 1, filter, order, after.clone(), 101, true);
+                let plan = sqlite_plan(&db, statement).await;
+                assert!(!sorted(&plan), "{order:?}, {filter:?}, {after:?}:\n{plan}");
+            }
+        }
+        let plan = sqlite_plan(
+            &db,
+            vote_arms::statement(DbBackend::Sqlite, 1, Default::default(), order, Some(position), 101, true),
+        )
+        .await;
+        match order {
+            VoteOrder::Time => {
+                assert!(plan.contains("MERGE (UNION ALL)"), "{plan}");
+                let arms = plan.matches("USING INDEX ix_votes_proposal_choice_time (").count();
+                assert_eq!(arms, vote_arms::MERGED_CHOICES.len(), "{plan}");
+                assert!(plan.contains("USING INDEX ix_votes_proposal_time ("), "{plan}");
+            }
+            VoteOrder::Power => assert!(plan.contains("USING INDEX ix_votes_proposal_power ("), "{plan}"),
+        }
+    }
+
+    let daos = ["uniswap", "aave", "arbitrum"].map(str::to_owned);
+    for arms in [&daos[..1], &daos[..]] {
+        for after in [None, Some(TimeAfter { ms: 1_700_000_000_000, id: 5_000 })] {
+            for window in [None, Some((1_600_000_000_000, 1_800_000_000_000))] {
+                let statement =
+                    store::voters::newest_keys_statement(DbBackend::Sqlite, &voter, arms, window, after.as_ref(), 21);
+                let plan = sqlite_plan(&db, statement).await;
+                assert!(!sorted(&plan), "{} DAOs, {after:?}, {window:?}:\n{plan}", arms.len());
+                let walks = plan.matches("USING COVERING INDEX ix_votes_voter_dao_time (").count();
+                assert_eq!(walks, arms.len(), "{plan}");
+            }
+        }
+    }
+    db.close().await.ok();
+}
+
 /// The plan of `statement` (planned with sequential scans and sorts priced out, so that each
 /// arm takes the index that can serve it when there is one), as text.
 async fn plan(db: &sea_orm::DatabaseConnection, statement: Statement) -> String {
@@ -111,10 +219,8 @@ async fn postgres_pages_read_each_arm_by_its_index() {
     let url = fresh_database(Backend::Postgres).await;
     let db = store::connect(&url).await.unwrap();
     govdata::sample::import_if_empty(&db).await.unwrap();
-    for (order, partial) in [
-        (store::proposals::VoteOrder::Power, "ix_votes_proposal_power"),
-        (store::proposals::VoteOrder::Time, "ix_votes_proposal_time"),
-    ] {
+    for (order, partial) in [(VoteOrder::Power, "ix_votes_proposal_power"), (VoteOrder::Time, "ix_votes_proposal_time")]
+    {
         let statement = vote_arms::statement(DbBackend::Postgres, 1, Default::default(), order, None, 101, true);
         let plan = plan(&db, statement).await;
         assert!(plan.contains("Merge Append"), "{order:?}: {plan}");

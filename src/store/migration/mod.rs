@@ -39,6 +39,7 @@ mod m0031_proposal_simulations;
 mod m0032_subscription_filters;
 mod m0033_subscription_formats;
 mod m0034_feed_moments;
+mod m0035_sqlite_time_orders;
 
 pub struct Migrator;
 
@@ -79,6 +80,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0032_subscription_filters::Migration),
             Box::new(m0033_subscription_formats::Migration),
             Box::new(m0034_feed_moments::Migration),
+            Box::new(m0035_sqlite_time_orders::Migration),
         ]
     }
 }
