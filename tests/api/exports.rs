@@ -135,8 +135,9 @@ on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: 
 
 // A proposal of more votes than one of the reader's pages holds: the next page resumes after the
 // last voter read, so every vote is written once, in voter order.
-on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |app: TestApp| async move {
-    let db = govdata::store::connect(&app.database_url).await.unwrap();
+// It writes, so on a store of its own: the shared sample store is every read-only test's.
+on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend| async move {
+    let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
     let dao = "paged";
     let votes = votes::PAGE_ROWS + 1_000;
     let spec = govdata::sample::synth::SynthSpec {
