@@ -21,6 +21,9 @@ pub const PROPOSAL_VOTES: PageSize = PageSize { default: DEFAULT_PAGE_SIZE, max:
 /// because each action carries its decoded call, and a timelock batch or a Safe transaction holds
 /// its inner calls (each with its calldata) inside it.
 pub const PROPOSAL_ACTIONS: PageSize = PageSize { default: DEFAULT_PAGE_SIZE, max: 50 };
+/// Every page size above: what bounds a page anywhere (`store::plans` writes bounds up to the
+/// largest into statements). A page size declared above belongs here too.
+pub const PAGE_SIZES: [PageSize; 4] = [MOST_LISTS, EVENTS, PROPOSAL_VOTES, PROPOSAL_ACTIONS];
 /// The actions `GET /v2/proposals/{proposalKey}` carries inline (the first ones, in position
 /// order): most proposals have fewer, so the detail usually holds them all; a proposal with more
 /// says how many it has and where to read the rest (`/v2/proposals/{proposalKey}/actions`).

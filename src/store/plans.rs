@@ -25,7 +25,7 @@
 //! returned as built.
 use sea_orm::{DbBackend, EntityTrait, QuerySelect, QueryTrait, Select, Statement, Value, Values};
 
-use crate::contract::limits::{EVENTS, MOST_LISTS, PROPOSAL_ACTIONS, PROPOSAL_VOTES, PageSize};
+use crate::contract::limits::PAGE_SIZES;
 
 /// `statement` with each parameter read through an `InitPlan` (`(SELECT $n)`), on PostgreSQL:
 /// the planner then knows no parameter's value, in a custom plan as in the generic one, so both
@@ -82,9 +82,6 @@ const LARGEST_BOUND: i128 = {
     }
     largest as i128 + 1
 };
-
-/// Every declared page size.
-const PAGE_SIZES: [PageSize; 4] = [MOST_LISTS, EVENTS, PROPOSAL_VOTES, PROPOSAL_ACTIONS];
 
 /// `statement` with every `LIMIT $n` up to [`LARGEST_BOUND`] (and `OFFSET $n` of 0) written as
 /// its integer, the other parameters renumbered in order; unchanged on SQLite.
