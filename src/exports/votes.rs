@@ -32,6 +32,17 @@ const ADDRESS_TEXT: usize = 2 + 2 * 32;
 
 /// Sends every vote of `dao_id` as rows of `contract::exports::VOTES`.
 pub async fn read(db: &(impl ConnectionTrait + StreamTrait), dao_id: &str, out: Batches) -> anyhow::Result<()> {
+    read_in_pages(db, dao_id, out, PAGE_ROWS).await
+}
+
+/// [`read`] with pages of `page_rows` votes: a test crosses page boundaries with a few thousand
+/// votes instead of writing more than [`PAGE_ROWS`] of them.
+pub async fn read_in_pages(
+    db: &(impl ConnectionTrait + StreamTrait),
+    dao_id: &str,
+    out: Batches,
+    page_rows: u64,
+) -> anyhow::Result<()> {
     use vote::Column as V;
     let proposals: Vec<(i64, ProposalSource, String)> = proposal::Entity::find()
         .select_only()
@@ -72,7 +83,7 @@ pub async fn read(db: &(impl ConnectionTrait + StreamTrait), dao_id: &str, out: 
             if let Some(voter) = after.take() {
                 q = q.filter(V::Voter.gt(AccountBytes(voter)));
             }
-            let stmt = q.order_by_asc(V::Voter).limit(PAGE_ROWS).build(backend);
+            let stmt = q.order_by_asc(V::Voter).limit(page_rows).build(backend);
             let mut rows = std::pin::pin!(db.stream_raw(stmt).await?);
             let mut read = 0u64;
             let mut last = Vec::new();
@@ -86,7 +97,7 @@ pub async fn read(db: &(impl ConnectionTrait + StreamTrait), dao_id: &str, out: 
                     out.send_columns(std::mem::replace(&mut batch, Batch::new()).finish()).await?;
                 }
             }
-            if read < PAGE_ROWS {
+            if read < page_rows {
                 break;
             }
             after = Some(last);
