@@ -129,7 +129,7 @@ pub async fn bind(
         settings.exports.export_budget_mb.saturating_mul(1 << 20),
     );
     spawn_publication_followers(serving.subscribe(), webhook_wake.clone(), exports.clone());
-    let state = AppState {
+    let state = AppState::new(edge::State {
         db,
         nodes,
         settings: Arc::new(settings),
@@ -145,7 +145,7 @@ pub async fn bind(
         feed,
         webhook_wake,
         exports,
-    };
+    });
     let app = app(state);
     let draining = shutdown.clone();
     let server = async move {
