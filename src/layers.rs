@@ -39,6 +39,7 @@
 pub const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
     ("metrics", &[]),
+    ("allocator", &[]),
     ("config", &["contract"]),
     ("rules", &["contract"]),
     ("store", &["contract", "rules"]),

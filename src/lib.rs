@@ -30,13 +30,7 @@
 // path and turned into a response at once, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
-/// Every binary of the crate (the server, `bench`, `soak`) and every test binary allocates with
-/// mimalloc: declared here, once, so that what the benchmarks time is what `govdata serve` runs.
-/// The crate's own unit tests count allocations through mimalloc instead (`edge::cache`).
-#[cfg(not(test))]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
+pub mod allocator;
 pub mod api;
 pub mod config;
 pub mod connections;

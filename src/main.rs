@@ -60,6 +60,7 @@ async fn serve(url: &str, args: ServeArgs) -> anyhow::Result<()> {
     }
     let server::Listening { server, addr: bound, shutdown, .. } =
         server::bind(db, args.addr, &|bound| Settings::from_args(&args, bound)).await?;
+    govdata::allocator::release_freed();
     tokio::spawn(async move {
         stop_signal().await;
         tracing::info!("shutdown signal: draining");
