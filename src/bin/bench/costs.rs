@@ -51,6 +51,9 @@ const VOTES: u64 = 100_000;
 const SUBSCRIPTIONS: usize = 1_000;
 /// Counts of each request case; `scripts/costs` keeps the least.
 pub const REPEAT: usize = 9;
+/// Uncounted rounds of the request cases before they are counted: three per connection of the
+/// store's pool (`store::connect`).
+const WARM_ROUNDS: usize = 24;
 
 /// Callgrind's client requests (`valgrind/callgrind.h`): the magic no-op sequence Valgrind
 /// recognises on x86-64, a no-op outside Valgrind. Written here because the Rust bindings that
@@ -108,7 +111,8 @@ async fn counted<T>(name: &str, work: impl std::future::Future<Output = anyhow::
     out
 }
 
-/// Counts request `path` (a GET, or the MCP call when `mcp` is given) under `name`, with the
+/// Counts request `path` (a GET, or the MCP call when `mcp` is given) under `name` (makes it
+/// uncounted, as a warm-up, without one), with the
 /// server's own tasks held still. Held, the serving watch does not look at the store, and a
 /// server whose watch has not heard from the store for `edge::serving::STORE_SILENT` answers 503:
 /// so the watch looks once, uncounted, just before the count. Should a request still be
@@ -116,14 +120,17 @@ async fn counted<T>(name: &str, work: impl std::future::Future<Output = anyhow::
 async fn request(
     client: &mut Client,
     background: &Background,
-    name: &str,
+    name: Option<&str>,
     path: &str,
     mcp: Option<&str>,
 ) -> anyhow::Result<()> {
     for _ in 0..10 {
         background.serving.refresh().await?;
-        background.gate.hold();
-        callgrind::start();
+        // A warm-up lets the background run on: only a count needs it still.
+        if name.is_some() {
+            background.gate.hold();
+            callgrind::start();
+        }
         let answer = match mcp {
             Some(body) => client.post_mcp(body).await,
             None => client.get(path).await,
@@ -140,11 +147,13 @@ async fn request(
             Err(e) if e.to_string().contains("HTTP 503") => Ok(false),
             Err(e) => Err(e),
         };
-        callgrind::stop(match counted {
-            Ok(true) => name,
-            _ => "discarded",
-        });
-        background.gate.release();
+        if let Some(name) = name {
+            callgrind::stop(match counted {
+                Ok(true) => name,
+                _ => "discarded",
+            });
+            background.gate.release();
+        }
         match counted? {
             true => return Ok(()),
             false => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
@@ -236,6 +245,7 @@ impl Background {
             runtime.block_on(async move {
                 let listening = async {
                     let db = store::connect(&url).await?;
+                    open_whole_pool(&db).await?;
                     let addr = "127.0.0.1:0".parse()?;
                     govdata::server::bind(db, addr, &|bound| Settings::from_args(&serve, bound)).await
                 }
@@ -255,6 +265,24 @@ impl Background {
         tokio::spawn(server);
         Ok((Self { gate, serving }, addr))
     }
+}
+
+/// Opens every connection the store's pool may hold, at once, before the server starts: the pool
+/// opens one only when none is idle, so it could grow while the cases were counted (a background
+/// task meeting a request), and each statement would be prepared again on the new connection
+/// inside a later count.
+async fn open_whole_pool(db: &sea_orm::DatabaseConnection) -> anyhow::Result<()> {
+    use sea_orm::TransactionTrait;
+    let (_, _, max) = store::pool_use(db);
+    let held = futures_util::future::try_join_all((0..max).map(|_| db.begin())).await?;
+    for txn in held {
+        txn.rollback().await?;
+    }
+    let (open, _, _) = store::pool_use(db);
+    if open != max {
+        bail!("the store's pool opened {open} of its {max} connections");
+    }
+    Ok(())
 }
 
 fn sqlite(path: &Path) -> String {
@@ -366,7 +394,7 @@ async fn requests(path: &Path) -> anyhow::Result<()> {
     }
     // The first page was answered during the walk: it is in the response cache.
     for n in 0..REPEAT {
-        request(&mut client, &background, &format!("votes_page_cached#{n}"), &votes, None).await?;
+        request(&mut client, &background, Some(&format!("votes_page_cached#{n}")), &votes, None).await?;
     }
     // The walk put every page in the cache, and each case below is answered once from the store
     // and then from the cache: they are counted under a server without the cache, so that every
@@ -383,19 +411,29 @@ async fn requests(path: &Path) -> anyhow::Result<()> {
         "params": { "name": "v1_daos_list", "arguments": {} },
     })
     .to_string();
-    // Warm: the first request of each opens what later ones reuse (statements, pools).
-    request(&mut client, &background, "discarded", &votes, None).await?;
-    request(&mut client, &background, "discarded", &evidence, None).await?;
-    request(&mut client, &background, "discarded", &lookup, None).await?;
-    request(&mut client, &background, "discarded", "/mcp", Some(&call)).await?;
+    // Warm: each statement is prepared once per connection of the store's pool, on its first use
+    // there, and the pool hands its idle connections out in turn, so which request finds a
+    // statement not yet prepared where it runs depends on how many connections every earlier
+    // request took. With one round of each case, SQLite's `sqlite3_prepare_v3` ran inside 31 of
+    // the 36 counts of these cases (up to 942,875 instructions of one); after 24 rounds of every
+    // case, in the order they are counted, and with the whole pool open, inside 2 and 4 of 36
+    // (2026-11-29, docs/benchmarks.md). The votes page is warmed at a cursor (the walk's last, not
+    // one of those counted): its statement is not the first page's.
+    let deep = super::page_url(&votes, cursors.last().and_then(|c| c.as_deref()));
+    for _ in 0..WARM_ROUNDS {
+        request(&mut client, &background, None, &deep, None).await?;
+        request(&mut client, &background, None, &evidence, None).await?;
+        request(&mut client, &background, None, &lookup, None).await?;
+        request(&mut client, &background, None, "/mcp", Some(&call)).await?;
+    }
     for (n, cursor) in cursors.iter().skip(1).take(REPEAT).enumerate() {
         let url = super::page_url(&votes, cursor.as_deref());
-        request(&mut client, &background, &format!("votes_page_uncached#{n}"), &url, None).await?;
+        request(&mut client, &background, Some(&format!("votes_page_uncached#{n}")), &url, None).await?;
     }
     for n in 0..REPEAT {
-        request(&mut client, &background, &format!("evidence_largest#{n}"), &evidence, None).await?;
-        request(&mut client, &background, &format!("lookup_by_title#{n}"), &lookup, None).await?;
-        request(&mut client, &background, &format!("mcp_tools_call#{n}"), "/mcp", Some(&call)).await?;
+        request(&mut client, &background, Some(&format!("evidence_largest#{n}")), &evidence, None).await?;
+        request(&mut client, &background, Some(&format!("lookup_by_title#{n}")), &lookup, None).await?;
+        request(&mut client, &background, Some(&format!("mcp_tools_call#{n}")), "/mcp", Some(&call)).await?;
     }
     Ok(())
 }
