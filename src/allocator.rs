@@ -14,7 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// sample's import, the documents built and rendered, the migrations) stayed resident in a server
 /// that then waited for requests, 109-150 MB of RSS instead of 102-109 (`govdata serve` on a new
 /// SQLite store, three starts each, 2026-11-29). Under load the resident set is the same either
-/// way (104-114 MB). Purging at once on every free (`purge_delay` 0) cost the cached path 5-10 %
+/// way (104-115 MB). Purging at once on every free (`purge_delay` 0) cost the cached path 5-10 %
 /// of its requests per second; this is one call after start-up, not a cost per request.
 pub fn release_freed() {
     // SAFETY: `mi_collect` takes no pointer; it may be called from any thread at any time.
