@@ -9,8 +9,9 @@
 //! - walk its index in the list's order: the generic plan reads each expected index, with no
 //!   sequential scan and no sort (planned with both priced out, as the sample's tables are tiny).
 use govdata::contract::vocabulary::DaoId;
-use govdata::store::entities::{dao, proposal, vote};
+use govdata::store::entities::{dao, forum_topic, proposal, vote};
 use govdata::store::events::EventFilter;
+use govdata::store::keys;
 use govdata::store::keysets::{DaoAfter, RankAfter, TimeAfter};
 use govdata::store::proposals::{ProposalFilter, ProposalOrder, VoteOrder};
 use govdata::store::signals::SignalFilter;
@@ -21,7 +22,7 @@ use sea_orm::{
     Statement, TransactionTrait, Value,
 };
 
-use crate::fixtures::stores::insert_mixed_choices;
+use crate::fixtures::stores::{MINUTE, insert_mixed_choices};
 use crate::helpers::{Backend, fresh_database, require};
 
 /// Executions of each statement per way of running it: PostgreSQL custom-plans the first
@@ -179,16 +180,7 @@ async fn cases(db: &DatabaseConnection) -> Vec<Case> {
     cases.push(of_voter);
 
     // Proposals, of every DAO and of the DAO with the most, in each order, first and deep.
-    let busiest: String = proposal::Entity::find()
-        .select_only()
-        .column(proposal::Column::DaoId)
-        .group_by(proposal::Column::DaoId)
-        .order_by_desc(proposal::Column::Id.count())
-        .into_tuple()
-        .one(db)
-        .await
-        .unwrap()
-        .unwrap();
+    let busiest = busiest_dao(db).await;
     let dao_id = DaoId::parse(&busiest).unwrap();
     let some = proposal::Entity::find()
         .filter(proposal::Column::DaoId.eq(&busiest))
@@ -255,8 +247,15 @@ async fn cases(db: &DatabaseConnection) -> Vec<Case> {
         let statement = store::signals::list_after_statement(pg, &filter, after, DEFAULT_ROWS);
         cases.push(case(format!("a DAO's signals, {page} page"), statement, &["ix_signals_dao_time"]));
 
-        // Not the forum topics (`store::topics::list_statement`): the sample has none, and on an
-        // empty table the planner walks the DAO's index or the all-DAO one alike.
+        // Forum topics: the sample has none; `postgres_lists_keep_a_generic_plan_on_their_index`
+        // gives every DAO some ([`insert_topics`]).
+        let topic_after = after.map(|_| TimeAfter { ms: TOPICS_FROM + TOPICS as i64 * MINUTE, id: i64::MAX / 2 });
+        for (dao, ix, of) in
+            [(Some(&dao_id), "ix_topics_dao_created", "a DAO"), (None, "ix_topics_created", "every DAO")]
+        {
+            let statement = store::topics::list_statement(pg, dao, Some(ALL_TIME), topic_after, DEFAULT_ROWS);
+            cases.push(case(format!("forum topics of {of}, {page} page"), statement, &[ix]));
+        }
 
         let filter = activity::ActivityFilter {
             dao_id: Some(dao_id.clone()),
@@ -277,6 +276,64 @@ async fn cases(db: &DatabaseConnection) -> Vec<Case> {
     cases
 }
 
+/// Forum topics per DAO ([`insert_topics`]), half a minute apart from [`TOPICS_FROM`].
+const TOPICS: usize = 200;
+const TOPICS_FROM: i64 = 1_700_000_000_000;
+
+/// [`TOPICS`] forum topics of each of the sample's DAOs, interleaved in time, one statement per
+/// DAO. With 20 per DAO the generic plan of a DAO's page walked the all-DAO index and filtered
+/// (the two tied on so small a table); with this many it walks the DAO's, as on a forum of many.
+async fn insert_topics(db: &DatabaseConnection) {
+    use sea_orm::ActiveValue::Set;
+    let daos: Vec<String> =
+        dao::Entity::find().order_by_asc(dao::Column::Id).all(db).await.unwrap().into_iter().map(|d| d.id).collect();
+    assert!(daos.len() > 2, "the sample has {} DAOs", daos.len());
+    for (n, dao) in daos.iter().enumerate() {
+        let topics = (0..TOPICS).map(|i| {
+            let at = TOPICS_FROM + ((i * daos.len() + n) as i64) * MINUTE / 2;
+            let external_id = format!("plans-{i}");
+            forum_topic::ActiveModel {
+                dao_id: Set(dao.clone()),
+                topic_key: Set(keys::topic_key(dao, &external_id)),
+                url: Set(format!("https://forum.example/t/{external_id}")),
+                slug: Set(external_id.clone()),
+                title: Set(format!("[synthetic] {external_id}")),
+                external_id: Set(external_id),
+                author: Set(None),
+                category_id: Set(None),
+                tags: Set(None),
+                posts_count: Set(1),
+                reply_count: Set(0),
+                views: Set(0),
+                like_count: Set(0),
+                excerpt: Set(None),
+                created_ms: Set(at),
+                last_posted_ms: Set(Some(at)),
+                closed: Set(false),
+                archived: Set(false),
+                linked_proposal_id: Set(None),
+                updated_ms: Set(at),
+                ..Default::default()
+            }
+        });
+        forum_topic::Entity::insert_many(topics).exec(db).await.unwrap();
+    }
+}
+
+/// The DAO with the most proposals.
+async fn busiest_dao(db: &DatabaseConnection) -> String {
+    proposal::Entity::find()
+        .select_only()
+        .column(proposal::Column::DaoId)
+        .group_by(proposal::Column::DaoId)
+        .order_by_desc(proposal::Column::Id.count())
+        .into_tuple()
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn postgres_lists_keep_a_generic_plan_on_their_index() {
     if !require(Backend::Postgres) {
@@ -287,6 +344,7 @@ async fn postgres_lists_keep_a_generic_plan_on_their_index() {
     govdata::sample::import_if_empty(&db).await.unwrap();
     // Votes of choices in and out of the merged set, so that every arm has rows.
     insert_mixed_choices(&db).await;
+    insert_topics(&db).await;
     db.execute_unprepared("ANALYZE").await.unwrap();
     let cases = cases(&db).await;
     assert!(cases.len() > 30, "{} cases", cases.len());
