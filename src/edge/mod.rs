@@ -78,7 +78,7 @@ impl std::ops::Deref for AppState {
 pub struct State {
     /// The primary: every write, and the reads of what is written outside publications
     /// (payments, tokens, subscriptions, export bookkeeping). Served data is read through
-    /// [`AppState::reads`].
+    /// [`State::reads`].
     pub db: DatabaseConnection,
     /// The primary and the streaming replicas, watched.
     pub nodes: Arc<crate::store::nodes::Nodes>,

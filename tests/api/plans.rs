@@ -180,7 +180,16 @@ async fn cases(db: &DatabaseConnection) -> Vec<Case> {
     cases.push(of_voter);
 
     // Proposals, of every DAO and of the DAO with the most, in each order, first and deep.
-    let busiest = busiest_dao(db).await;
+    let busiest: String = proposal::Entity::find()
+        .select_only()
+        .column(proposal::Column::DaoId)
+        .group_by(proposal::Column::DaoId)
+        .order_by_desc(proposal::Column::Id.count())
+        .into_tuple()
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap();
     let dao_id = DaoId::parse(&busiest).unwrap();
     let some = proposal::Entity::find()
         .filter(proposal::Column::DaoId.eq(&busiest))
@@ -318,20 +327,6 @@ async fn insert_topics(db: &DatabaseConnection) {
         });
         forum_topic::Entity::insert_many(topics).exec(db).await.unwrap();
     }
-}
-
-/// The DAO with the most proposals.
-async fn busiest_dao(db: &DatabaseConnection) -> String {
-    proposal::Entity::find()
-        .select_only()
-        .column(proposal::Column::DaoId)
-        .group_by(proposal::Column::DaoId)
-        .order_by_desc(proposal::Column::Id.count())
-        .into_tuple()
-        .one(db)
-        .await
-        .unwrap()
-        .unwrap()
 }
 
 #[tokio::test]
