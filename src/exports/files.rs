@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{AccessMode, DatabaseConnection, DbBackend, IsolationLevel, TransactionTrait};
+use sea_orm::DatabaseConnection;
 
 use super::claim::{Claim, TAKEOVER_AFTER};
 use super::export;
@@ -196,9 +196,8 @@ impl Exports {
         self.keep_within_budget(key).await
     }
 
-    /// Writes `file` to `partial` from one consistent view of `db` (a read-only repeatable-read
-    /// transaction on PostgreSQL, a read transaction on SQLite in WAL mode): what was written, and
-    /// the revision and `dataAsOf` of the DAO in that view.
+    /// Writes `file` to `partial` from one consistent view of `db` ([`super::view::View`]): what
+    /// was written, and the revision and `dataAsOf` of the DAO in that view.
     async fn write_view(
         &self,
         db: &DatabaseConnection,
@@ -207,18 +206,14 @@ impl Exports {
         partial: &std::path::Path,
         claim: &Arc<Claim>,
     ) -> anyhow::Result<(super::writer::Written, i64, Option<i64>, std::time::Instant)> {
-        let txn = match db.get_database_backend() {
-            DbBackend::Postgres => {
-                db.begin_with_config(Some(IsolationLevel::RepeatableRead), Some(AccessMode::ReadOnly)).await?
-            }
-            // A SQLite read transaction sees one snapshot from its first read on (WAL).
-            _ => db.begin().await?,
-        };
-        let (revision_id, data_as_of_ms) = catalogue::dao_revision(&txn, dao_id).await?.unwrap_or((0, None));
+        let view = super::view::View::begin(db).await?;
+        let (revision_id, data_as_of_ms) = catalogue::dao_revision(&view.txn, dao_id).await?.unwrap_or((0, None));
         let started = std::time::Instant::now();
-        let read = |out: super::Batches| super::read_table(&txn, file.table, dao_id, out.kept_by(claim.clone()));
+        let read = |out: super::Batches| {
+            super::read_table(&view.txn, view.snapshot.as_ref(), file.table, dao_id, out.kept_by(claim.clone()))
+        };
         let written = export(partial, file.table, file.format, read).await;
-        txn.commit().await?;
+        view.end().await?;
         Ok((written?, revision_id, data_as_of_ms, started))
     }
 

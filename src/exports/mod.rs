@@ -6,6 +6,7 @@
 //! A batch travels as Arrow arrays ([`writer::Columns`]): the votes reader, the one table that
 //! grows to millions of rows, builds them straight from the store's rows (issue 49); the other
 //! readers send rows of [`Cell`]s, made columns on the way.
+pub mod binary_copy;
 pub mod claim;
 pub mod daos;
 pub mod delegates;
@@ -18,6 +19,7 @@ pub mod power_checkpoints;
 pub mod proposal_actions;
 pub mod proposals;
 pub mod signals;
+pub mod view;
 pub mod voters;
 pub mod votes;
 pub mod writer;
@@ -134,10 +136,13 @@ pub fn has_reader(table: &str) -> bool {
     reader(table).is_some()
 }
 
-/// Sends every row of `table` for the DAO `dao_id`, in the table's declared order. Each
-/// declared table (`contract::exports::TABLES`) has its reader here.
+/// Sends every row of `table` for the DAO `dao_id`, in the table's declared order, from `db` (a
+/// [`view::View`]'s transaction, or a connection), the votes by `COPY` when `snapshot` is the
+/// view's PostgreSQL snapshot. Each declared table (`contract::exports::TABLES`) has its reader
+/// here.
 pub async fn read_table(
     db: &(impl ConnectionTrait + StreamTrait),
+    snapshot: Option<&view::Snapshot>,
     table: &'static ExportTable,
     dao_id: &str,
     out: Batches,
@@ -148,7 +153,7 @@ pub async fn read_table(
     match r {
         Reader::Daos => daos::read(db, dao_id, out).await,
         Reader::Proposals => proposals::read(db, dao_id, out).await,
-        Reader::Votes => votes::read(db, dao_id, out).await,
+        Reader::Votes => votes::read(db, snapshot, dao_id, out).await,
         Reader::Voters => voters::read(db, dao_id, out).await,
         Reader::Delegates => delegates::read(db, dao_id, out).await,
         Reader::Delegations => delegations::read(db, dao_id, out).await,

@@ -52,7 +52,7 @@ on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: 
     let mut written = BTreeMap::new();
     for format in ExportFormat::ALL {
         let path = dir.path().join(format!("votes.{}", format.as_str()));
-        let w = export(&path, &VOTES, *format, |out| votes::read(&db, DAO, out)).await.unwrap();
+        let w = export(&path, &VOTES, *format, |out| votes::read(&db, None, DAO, out)).await.unwrap();
         assert_eq!(w.rows, stored.len() as u64, "{format:?}");
         assert_eq!(w.bytes, std::fs::metadata(&path).unwrap().len());
         written.insert(*format, (path, w));
@@ -123,12 +123,20 @@ on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: 
     assert!(lines.iter().all(|l| l["voting_power"].is_string() && l["dao_id"] == DAO));
 
     // The same votes write the same bytes, also written on the reading thread (`export_here`,
-    // what `bench --costs` counts).
+    // what `bench --costs` counts), and also read as a build reads them, in one view of the store
+    // (on PostgreSQL the votes by `COPY`; `replicas.rs` has a build read a replica's view).
     for format in ExportFormat::ALL {
+        let view = govdata::exports::view::View::begin(&db).await.unwrap();
+        let viewed = dir.path().join(format!("viewed.{}", format.as_str()));
+        let w = export(&viewed, &VOTES, *format, |out| votes::read(&view.txn, view.snapshot.as_ref(), DAO, out))
+            .await
+            .unwrap();
+        view.end().await.unwrap();
+        assert_eq!(w, written[format].1, "{format:?}, read in one view");
         let again = dir.path().join(format!("again.{}", format.as_str()));
-        let w = export(&again, &VOTES, *format, |out| votes::read(&db, DAO, out)).await.unwrap();
+        let w = export(&again, &VOTES, *format, |out| votes::read(&db, None, DAO, out)).await.unwrap();
         assert_eq!(w, written[format].1, "{format:?}");
-        let here = export_here(&again, &VOTES, *format, |out| votes::read(&db, DAO, out)).await.unwrap();
+        let here = export_here(&again, &VOTES, *format, |out| votes::read(&db, None, DAO, out)).await.unwrap();
         assert_eq!(here, written[format].1, "{format:?}, written on the reading thread");
     }
 });
@@ -154,7 +162,7 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
     assert_eq!(stored, votes, "one proposal");
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole.csv");
-    let w = export(&whole, &VOTES, ExportFormat::Csv, |out| votes::read(&db, dao, out)).await.unwrap();
+    let w = export(&whole, &VOTES, ExportFormat::Csv, |out| votes::read(&db, None, dao, out)).await.unwrap();
     assert_eq!(w.rows, votes, "in one page of PAGE_ROWS");
     for page_rows in [1_000, 500] {
         let path = dir.path().join(format!("paged-{page_rows}.csv"));
@@ -173,6 +181,64 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
             "pages of {page_rows}: the same file"
         );
     }
+});
+
+// A build reads one view of the store (`exports::view::View`): on PostgreSQL the votes come by
+// `COPY` on a connection of their own that imports the view's snapshot, so votes deleted after the
+// view began are still in its file, as in the pages read through the view's transaction, and the
+// file is the very one the pages write. A view begun after the change has them gone.
+on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Backend| async move {
+    use govdata::exports::view::View;
+    use sea_orm::{ConnectionTrait, Statement};
+    let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
+    let dao = "viewed";
+    let votes = 3_000;
+    let spec = govdata::sample::synth::SynthSpec {
+        votes,
+        voters: votes,
+        proposals: 3,
+        dao_id: dao.to_owned(),
+        ..Default::default()
+    };
+    govdata::sample::synth::synth(&db, &spec).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let view = View::begin(&db).await.unwrap();
+    assert_eq!(
+        view.snapshot.is_some(),
+        backend != crate::helpers::Backend::Sqlite,
+        "PostgreSQL's views export their snapshot"
+    );
+    // The view's first read fixes what it sees (SQLite's read transaction begins there).
+    let in_view = e::vote::Entity::find().filter(e::vote::Column::DaoId.eq(dao)).count(&view.txn).await.unwrap();
+    assert_eq!(in_view, votes);
+    let deleted = db
+        .execute_raw(Statement::from_string(
+            db.get_database_backend(),
+            format!("DELETE FROM votes WHERE dao_id = '{dao}' AND id % 7 = 0"),
+        ))
+        .await
+        .unwrap()
+        .rows_affected();
+    assert!(deleted > 100, "{deleted}");
+    let viewed = dir.path().join("viewed.parquet");
+    let w =
+        export(&viewed, &VOTES, ExportFormat::Parquet, |out| votes::read(&view.txn, view.snapshot.as_ref(), dao, out))
+            .await
+            .unwrap();
+    assert_eq!(w.rows, votes, "the view's votes, deleted ones too");
+    let paged = dir.path().join("paged.parquet");
+    let p = export(&paged, &VOTES, ExportFormat::Parquet, |out| votes::read(&view.txn, None, dao, out)).await.unwrap();
+    assert_eq!(p, w, "read by pages of the view's transaction: the same file");
+    view.end().await.unwrap();
+    let after = View::begin(&db).await.unwrap();
+    let now = dir.path().join("now.parquet");
+    let n =
+        export(&now, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, after.snapshot.as_ref(), dao, out))
+            .await
+            .unwrap();
+    after.end().await.unwrap();
+    assert_eq!(n.rows, votes - deleted, "a later view");
+    assert_ne!(n.sha256, w.sha256);
 });
 
 /// The rows the store holds for `DAO` in `table`, counted with sea-orm.
@@ -275,7 +341,7 @@ on_both_backends!(replica: every_table_exports_the_daos_rows_in_every_format, |a
         let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
         for format in ExportFormat::ALL {
             let path = dir.path().join(format!("{}.{}", table.name, format.as_str()));
-            let w = export(&path, table, *format, |out| read_table(&db, table, DAO, out)).await.unwrap();
+            let w = export(&path, table, *format, |out| read_table(&db, None, table, DAO, out)).await.unwrap();
             assert_eq!(w.rows, stored, "{} {format:?}", table.name);
             assert_eq!(w.bytes, std::fs::metadata(&path).unwrap().len());
             match format {
@@ -368,7 +434,7 @@ on_both_backends!(replica: every_table_exports_the_daos_rows_in_every_format, |a
 /// The NDJSON export of `table` for `dao`, line by line.
 async fn ndjson(db: &DatabaseConnection, dir: &std::path::Path, table: &'static ExportTable, dao: &str) -> Vec<Value> {
     let path = dir.join(format!("{dao}-{}.ndjson", table.name));
-    export(&path, table, ExportFormat::Ndjson, |out| read_table(db, table, dao, out)).await.unwrap();
+    export(&path, table, ExportFormat::Ndjson, |out| read_table(db, None, table, dao, out)).await.unwrap();
     std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
@@ -516,7 +582,7 @@ on_both_backends!(replica: governor_and_forum_tables_export_their_rows, |backend
         (&json!(bob), &Value::Null, &json!("1970-01-01T00:04:00.000Z"))
     );
     let path = dir.path().join("changes.parquet");
-    export(&path, &DELEGATION_CHANGES, ExportFormat::Parquet, |out| read_table(&db, &DELEGATION_CHANGES, DAO, out))
+    export(&path, &DELEGATION_CHANGES, ExportFormat::Parquet, |out| read_table(&db, None, &DELEGATION_CHANGES, DAO, out))
         .await
         .unwrap();
     assert_eq!(parquet_column(&path, &DELEGATION_CHANGES, "power_moved_raw").1, ["0", big, "5"], "wei, exact");

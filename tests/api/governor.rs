@@ -454,7 +454,7 @@ async fn assert_actions_served(app: &TestApp, db: &sea_orm::DatabaseConnection, 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("proposal_actions.ndjson");
     let written = govdata::exports::export(&file, &TABLE, ExportFormat::Ndjson, |out| {
-        govdata::exports::read_table(db, &TABLE, DAO, out)
+        govdata::exports::read_table(db, None, &TABLE, DAO, out)
     })
     .await
     .unwrap();

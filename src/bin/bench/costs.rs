@@ -533,7 +533,8 @@ async fn exports(db: &sea_orm::DatabaseConnection, dir: &Path) -> anyhow::Result
         let path = dir.join(format!("votes.{}", format.as_str()));
         let name = format!("export_votes_{}", format.as_str());
         let written =
-            counted(&name, async { export_here(&path, &TABLE, format, |out| votes::read(db, DAO, out)).await }).await?;
+            counted(&name, async { export_here(&path, &TABLE, format, |out| votes::read(db, None, DAO, out)).await })
+                .await?;
         if written.rows < VOTES {
             bail!("{name} wrote {} rows", written.rows);
         }
