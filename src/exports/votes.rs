@@ -134,6 +134,10 @@ async fn read_by_copy(
     out: Batches,
 ) -> anyhow::Result<()> {
     let proposals = proposals(db, dao_id).await?;
+    if proposals.is_empty() {
+        // No votes: no connection to open (an empty batch is not sent either way).
+        return Ok(());
+    }
     let mut conn = snapshot.connect().await?;
     let mut batch = Batch::new();
     for (id, source, external_id) in proposals {

@@ -236,6 +236,15 @@ on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Back
         export(&now, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, after.snapshot.as_ref(), dao, out))
             .await
             .unwrap();
+    // A DAO of no proposals: a file of no rows, the one the pages write.
+    let none = dir.path().join("none.parquet");
+    let copied = export(&none, &VOTES, ExportFormat::Parquet, |out| {
+        votes::read(&after.txn, after.snapshot.as_ref(), "none", out)
+    })
+    .await
+    .unwrap();
+    let paged = export(&none, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, None, "none", out)).await;
+    assert_eq!((copied.rows, Some(copied.clone())), (0, paged.ok()));
     after.end().await.unwrap();
     assert_eq!(n.rows, votes - deleted, "a later view");
     assert_ne!(n.sha256, w.sha256);
