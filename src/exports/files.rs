@@ -210,7 +210,7 @@ impl Exports {
         let (revision_id, data_as_of_ms) = catalogue::dao_revision(&view.txn, dao_id).await?.unwrap_or((0, None));
         let started = std::time::Instant::now();
         let read = |out: super::Batches| {
-            super::read_table(&view.txn, view.snapshot.as_ref(), file.table, dao_id, out.kept_by(claim.clone()))
+            super::read_table(&view.txn, view.snapshot(), file.table, dao_id, out.kept_by(claim.clone()))
         };
         let written = export(partial, file.table, file.format, read).await;
         view.end().await?;

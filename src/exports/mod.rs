@@ -142,7 +142,7 @@ pub fn has_reader(table: &str) -> bool {
 /// here.
 pub async fn read_table(
     db: &(impl ConnectionTrait + StreamTrait),
-    snapshot: Option<&view::Snapshot>,
+    snapshot: Option<view::Snapshot<'_>>,
     table: &'static ExportTable,
     dao_id: &str,
     out: Batches,

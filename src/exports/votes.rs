@@ -39,7 +39,7 @@ const ADDRESS_TEXT: usize = 2 + 2 * 32;
 /// has a PostgreSQL `snapshot`, else in keyset pages of [`PAGE_ROWS`].
 pub async fn read(
     db: &(impl ConnectionTrait + StreamTrait),
-    snapshot: Option<&Snapshot>,
+    snapshot: Option<Snapshot<'_>>,
     dao_id: &str,
     out: Batches,
 ) -> anyhow::Result<()> {
@@ -129,7 +129,7 @@ pub async fn read_in_pages(
 /// `DataRow`, no typed row and no per-column type check per vote.
 async fn read_by_copy(
     db: &(impl ConnectionTrait + StreamTrait),
-    snapshot: &Snapshot,
+    snapshot: Snapshot<'_>,
     dao_id: &str,
     out: Batches,
 ) -> anyhow::Result<()> {

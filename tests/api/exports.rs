@@ -128,7 +128,7 @@ on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: 
     for format in ExportFormat::ALL {
         let view = govdata::exports::view::View::begin(&db).await.unwrap();
         let viewed = dir.path().join(format!("viewed.{}", format.as_str()));
-        let w = export(&viewed, &VOTES, *format, |out| votes::read(&view.txn, view.snapshot.as_ref(), DAO, out))
+        let w = export(&viewed, &VOTES, *format, |out| votes::read(&view.txn, view.snapshot(), DAO, out))
             .await
             .unwrap();
         view.end().await.unwrap();
@@ -141,23 +141,34 @@ on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: 
     }
 });
 
+/// A store of its own holding one `synth` DAO: `votes` votes, each by its own voter, over
+/// `proposals` proposals.
+async fn synth_store(
+    backend: crate::helpers::Backend,
+    dao: &str,
+    votes: u64,
+    proposals: u64,
+) -> sea_orm::DatabaseConnection {
+    let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
+    let spec = govdata::sample::synth::SynthSpec {
+        votes,
+        voters: votes,
+        proposals,
+        dao_id: dao.to_owned(),
+        ..Default::default()
+    };
+    govdata::sample::synth::synth(&db, &spec).await.unwrap();
+    db
+}
+
 // A proposal of more votes than one of the reader's pages holds: the next page resumes after the
 // last voter read, so every vote is written once, in voter order. Pages of 1,000 end on a short
 // page; pages of 500 divide the votes exactly, so the last query reads nothing. (`read` is
 // `read_in_pages` with `PAGE_ROWS`: the same code, without writing 65,536 votes per backend.)
 // It writes, so on a store of its own: the shared sample store is every read-only test's.
 on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend| async move {
-    let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
-    let dao = "paged";
-    let votes = 2_500;
-    let spec = govdata::sample::synth::SynthSpec {
-        votes,
-        voters: votes,
-        proposals: 1,
-        dao_id: dao.to_owned(),
-        ..Default::default()
-    };
-    govdata::sample::synth::synth(&db, &spec).await.unwrap();
+    let (dao, votes) = ("paged", 2_500);
+    let db = synth_store(backend, dao, votes, 1).await;
     let stored = e::vote::Entity::find().filter(e::vote::Column::DaoId.eq(dao)).count(&db).await.unwrap();
     assert_eq!(stored, votes, "one proposal");
     let dir = tempfile::tempdir().unwrap();
@@ -190,21 +201,12 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
 on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Backend| async move {
     use govdata::exports::view::View;
     use sea_orm::{ConnectionTrait, Statement};
-    let db = govdata::store::connect(&crate::helpers::fresh_database(backend).await).await.unwrap();
-    let dao = "viewed";
-    let votes = 3_000;
-    let spec = govdata::sample::synth::SynthSpec {
-        votes,
-        voters: votes,
-        proposals: 3,
-        dao_id: dao.to_owned(),
-        ..Default::default()
-    };
-    govdata::sample::synth::synth(&db, &spec).await.unwrap();
+    let (dao, votes) = ("viewed", 3_000);
+    let db = synth_store(backend, dao, votes, 3).await;
     let dir = tempfile::tempdir().unwrap();
     let view = View::begin(&db).await.unwrap();
     assert_eq!(
-        view.snapshot.is_some(),
+        view.snapshot().is_some(),
         backend != crate::helpers::Backend::Sqlite,
         "PostgreSQL's views export their snapshot"
     );
@@ -221,10 +223,9 @@ on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Back
         .rows_affected();
     assert!(deleted > 100, "{deleted}");
     let viewed = dir.path().join("viewed.parquet");
-    let w =
-        export(&viewed, &VOTES, ExportFormat::Parquet, |out| votes::read(&view.txn, view.snapshot.as_ref(), dao, out))
-            .await
-            .unwrap();
+    let w = export(&viewed, &VOTES, ExportFormat::Parquet, |out| votes::read(&view.txn, view.snapshot(), dao, out))
+        .await
+        .unwrap();
     assert_eq!(w.rows, votes, "the view's votes, deleted ones too");
     let paged = dir.path().join("paged.parquet");
     let p = export(&paged, &VOTES, ExportFormat::Parquet, |out| votes::read(&view.txn, None, dao, out)).await.unwrap();
@@ -232,17 +233,15 @@ on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Back
     view.end().await.unwrap();
     let after = View::begin(&db).await.unwrap();
     let now = dir.path().join("now.parquet");
-    let n =
-        export(&now, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, after.snapshot.as_ref(), dao, out))
-            .await
-            .unwrap();
+    let n = export(&now, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, after.snapshot(), dao, out))
+        .await
+        .unwrap();
     // A DAO of no proposals: a file of no rows, the one the pages write.
     let none = dir.path().join("none.parquet");
-    let copied = export(&none, &VOTES, ExportFormat::Parquet, |out| {
-        votes::read(&after.txn, after.snapshot.as_ref(), "none", out)
-    })
-    .await
-    .unwrap();
+    let copied =
+        export(&none, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, after.snapshot(), "none", out))
+            .await
+            .unwrap();
     let paged = export(&none, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, None, "none", out)).await;
     assert_eq!((copied.rows, Some(copied.clone())), (0, paged.ok()));
     after.end().await.unwrap();

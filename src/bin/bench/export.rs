@@ -43,7 +43,7 @@ pub async fn run(db: &DatabaseConnection, dao: &str, dir: &Path) -> anyhow::Resu
         let path = dir.join(format!("votes.{}", format.as_str()));
         let started = Instant::now();
         let view = View::begin(db).await?;
-        let snapshot = view.snapshot.as_ref().filter(|_| copy);
+        let snapshot = view.snapshot().filter(|_| copy);
         let written = export(&path, &VOTES, format, |out| votes::read(&view.txn, snapshot, dao, out)).await?;
         view.end().await?;
         let secs = started.elapsed().as_secs_f64();
