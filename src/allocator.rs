@@ -20,3 +20,69 @@ pub fn release_freed() {
     // SAFETY: `mi_collect` takes no pointer; it may be called from any thread at any time.
     unsafe { libmimalloc_sys::mi_collect(true) }
 }
+
+/// SQLite allocates through mimalloc too, and keeps no memory statistics; called before the
+/// process opens its first SQLite connection (`store::connect`), as `sqlite3_config` requires.
+///
+/// The bundled SQLite otherwise allocates with glibc's `malloc`, whose work depends on the heap's
+/// history and on which thread frees: the same request or export counted 2-7 % more or fewer
+/// instructions from one run to the next (docs/benchmarks.md, "Instruction counts in CI"), so
+/// those counts could not be guarded. mimalloc for the whole C side (the `override` feature) made
+/// them steady but served slower; this hands SQLite alone to the allocator the process already
+/// runs. SQLite's memory statistics (`SQLITE_CONFIG_MEMSTATUS`, on by default in the bundled
+/// build) take a global mutex on every allocation and free; nothing here reads them.
+///
+/// Returns SQLite's result code: `SQLITE_MISUSE` when SQLite was already initialised (an earlier
+/// connection), in which case it keeps its allocator.
+pub fn sqlite_allocator() -> i32 {
+    use libsqlite3_sys as ffi;
+    use std::ffi::{c_int, c_void};
+    use std::sync::OnceLock;
+
+    // SQLite asks for sizes as `int`, never a negative or zero one (it handles those itself), and
+    // hands back only what these returned.
+    unsafe extern "C" fn x_malloc(n: c_int) -> *mut c_void {
+        unsafe { libmimalloc_sys::mi_malloc(n as usize) }
+    }
+    unsafe extern "C" fn x_free(p: *mut c_void) {
+        unsafe { libmimalloc_sys::mi_free(p) }
+    }
+    unsafe extern "C" fn x_realloc(p: *mut c_void, n: c_int) -> *mut c_void {
+        unsafe { libmimalloc_sys::mi_realloc(p, n as usize) }
+    }
+    unsafe extern "C" fn x_size(p: *mut c_void) -> c_int {
+        unsafe { libmimalloc_sys::mi_usable_size(p) as c_int }
+    }
+    unsafe extern "C" fn x_roundup(n: c_int) -> c_int {
+        unsafe { libmimalloc_sys::mi_good_size(n as usize) }.min(c_int::MAX as usize) as c_int
+    }
+    unsafe extern "C" fn x_init(_: *mut c_void) -> c_int {
+        ffi::SQLITE_OK
+    }
+    unsafe extern "C" fn x_shutdown(_: *mut c_void) {}
+
+    static RESULT: OnceLock<i32> = OnceLock::new();
+    *RESULT.get_or_init(|| {
+        let methods = ffi::sqlite3_mem_methods {
+            xMalloc: Some(x_malloc),
+            xFree: Some(x_free),
+            xRealloc: Some(x_realloc),
+            xSize: Some(x_size),
+            xRoundup: Some(x_roundup),
+            xInit: Some(x_init),
+            xShutdown: Some(x_shutdown),
+            pAppData: std::ptr::null_mut(),
+        };
+        // SAFETY: `sqlite3_config` is called once (the `OnceLock`), before SQLite's first
+        // connection in `store::connect`; SQLite copies `methods` before it returns. The
+        // functions keep SQLite's contract: sizes are positive, and what they free or measure is
+        // only what they allocated.
+        unsafe {
+            let memstatus = ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int);
+            if memstatus != ffi::SQLITE_OK {
+                return memstatus;
+            }
+            ffi::sqlite3_config(ffi::SQLITE_CONFIG_MALLOC, &methods as *const ffi::sqlite3_mem_methods)
+        }
+    })
+}

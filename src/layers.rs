@@ -23,6 +23,9 @@
 //! hub in the edge would have made push import the edge instead: the hub is push's, so the
 //! edge names it.
 //!
+//! `allocator` is a leaf, like `contract`: the store asks it to hand SQLite's allocations to the
+//! process's allocator before it opens SQLite's first connection.
+//!
 //! How a store failure is answered (503 or 500, `store::failures`) lives with the store: every
 //! layer that reads it (`edge`, `push`, `api`) may import it, and it names what it does besides
 //! answering (it marks the running read failed, so that `edge::retry` reads again elsewhere).
@@ -42,7 +45,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("allocator", &[]),
     ("config", &["contract"]),
     ("rules", &["contract"]),
-    ("store", &["contract", "rules"]),
+    ("store", &["contract", "rules", "allocator"]),
     ("x402", &["contract", "config"]),
     ("connections", &["contract", "metrics"]),
     ("sample", &["contract", "rules", "store"]),

@@ -62,6 +62,15 @@ pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
         Some(primaries) => primaries.resolve().await?,
         None => url,
     };
+    if url.starts_with("sqlite:") {
+        let configured = crate::allocator::sqlite_allocator();
+        if configured != 0 {
+            tracing::warn!(
+                code = configured,
+                "SQLite keeps its own allocator: it was initialised before the store opened"
+            );
+        }
+    }
     let mut options = ConnectOptions::new(url.clone());
     options.connect_timeout(Duration::from_secs(10)).acquire_timeout(Duration::from_secs(10)).sqlx_logging(false);
     if url.starts_with("sqlite:") {

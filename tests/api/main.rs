@@ -41,6 +41,7 @@ mod rate_limits;
 mod repack;
 mod replicas;
 mod signals;
+mod store_memory;
 mod store_sockets;
 mod stream;
 mod timed_entries;
