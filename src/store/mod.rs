@@ -62,7 +62,10 @@ pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
         Some(primaries) => primaries.resolve().await?,
         None => url,
     };
+    let mut options = ConnectOptions::new(url.clone());
+    options.connect_timeout(Duration::from_secs(10)).acquire_timeout(Duration::from_secs(10)).sqlx_logging(false);
     if url.starts_with("sqlite:") {
+        // Before SQLite's first connection, or SQLite keeps its own allocator (0 is SQLITE_OK).
         let configured = crate::allocator::sqlite_allocator();
         if configured != 0 {
             tracing::warn!(
@@ -70,10 +73,6 @@ pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
                 "SQLite keeps its own allocator: it was initialised before the store opened"
             );
         }
-    }
-    let mut options = ConnectOptions::new(url.clone());
-    options.connect_timeout(Duration::from_secs(10)).acquire_timeout(Duration::from_secs(10)).sqlx_logging(false);
-    if url.starts_with("sqlite:") {
         // WAL lets readers run while the importer writes; a busy timeout instead of SQLITE_BUSY.
         // FULL syncs each commit: a settled payment must survive a power cut, not only a crash
         // (in WAL mode that is one fsync per transaction, and the API's only writes are payments).
