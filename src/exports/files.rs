@@ -206,7 +206,7 @@ impl Exports {
         partial: &std::path::Path,
         claim: &Arc<Claim>,
     ) -> anyhow::Result<(super::writer::Written, i64, Option<i64>, std::time::Instant)> {
-        let view = super::view::View::begin(db).await?;
+        let view = super::view::View::begin(db, super::reads_apart(file.table)).await?;
         let (revision_id, data_as_of_ms) = catalogue::dao_revision(&view.txn, dao_id).await?.unwrap_or((0, None));
         let started = std::time::Instant::now();
         let read = |out: super::Batches| {

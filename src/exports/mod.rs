@@ -131,14 +131,20 @@ fn reader(table: &str) -> Option<Reader> {
     })
 }
 
+/// Whether `table`'s reader reads on a connection of its own, on the view's snapshot
+/// ([`view::View::begin`]'s `apart`): the votes.
+pub fn reads_apart(table: &ExportTable) -> bool {
+    reader(table.name) == Some(Reader::Votes)
+}
+
 /// Whether the table named `table` has a reader here.
 pub fn has_reader(table: &str) -> bool {
     reader(table).is_some()
 }
 
 /// Sends every row of `table` for the DAO `dao_id`, in the table's declared order, from `db` (a
-/// [`view::View`]'s transaction, or a connection), the votes by `COPY` when `snapshot` is the
-/// view's PostgreSQL snapshot. Each declared table (`contract::exports::TABLES`) has its reader
+/// [`view::View`]'s transaction, or a connection), the votes on a connection of their own when
+/// `snapshot` is the view's (by `COPY` on PostgreSQL, on one thread on SQLite). Each declared table (`contract::exports::TABLES`) has its reader
 /// here.
 pub async fn read_table(
     db: &(impl ConnectionTrait + StreamTrait),

@@ -5,10 +5,11 @@
 //! The table that grows to millions of rows, so read for speed (issue 49): only the columns the
 //! file holds, in pages of [`PAGE_ROWS`] streamed from the store as it sends them, each value
 //! borrowed from the driver's row and appended to the batch's Arrow arrays, with no row struct,
-//! no cells and no text allocated per value between the store and the file. On PostgreSQL each
-//! proposal's votes come by one `COPY … TO STDOUT (FORMAT binary)` on a connection of the view's
-//! snapshot ([`super::view`]): the same statement and order without the pages' limit, and no
-//! typed row per vote on either side of the wire.
+//! no cells and no text allocated per value between the store and the file. A build's view
+//! lends a connection of its own on its snapshot ([`super::view`]), and each proposal's votes
+//! come by the same statement and order without the pages' limit: on PostgreSQL by one `COPY …
+//! TO STDOUT (FORMAT binary)`, no typed row per vote on either side of the wire; on SQLite
+//! stepped on one blocking thread, no row handed between threads.
 use arrow_array::ArrayRef;
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
 use futures_util::TryStreamExt;
@@ -20,7 +21,7 @@ use sea_orm::{
 use std::sync::Arc;
 
 use super::binary_copy::{self, Tuples};
-use super::view::Snapshot;
+use super::view::{PgSnapshot, Snapshot};
 use super::writer::{Columns, timestamps};
 use super::{BATCH_ROWS, Batches};
 use crate::contract::vocabulary::ProposalSource;
@@ -35,8 +36,8 @@ pub const PAGE_ROWS: u64 = 65_536;
 /// The longest voter address: a Starknet account's 32 bytes as `0x` and hex.
 const ADDRESS_TEXT: usize = 2 + 2 * 32;
 
-/// Sends every vote of `dao_id` as rows of `contract::exports::VOTES`: by `COPY` when the view
-/// has a PostgreSQL `snapshot`, else in keyset pages of [`PAGE_ROWS`].
+/// Sends every vote of `dao_id` as rows of `contract::exports::VOTES`: on the connection of the
+/// view's `snapshot` when there is one, else in keyset pages of [`PAGE_ROWS`] through `db`.
 pub async fn read(
     db: &(impl ConnectionTrait + StreamTrait),
     snapshot: Option<Snapshot<'_>>,
@@ -44,22 +45,25 @@ pub async fn read(
     out: Batches,
 ) -> anyhow::Result<()> {
     match snapshot {
-        Some(snapshot) => read_by_copy(db, snapshot, dao_id, out).await,
+        Some(Snapshot::Postgres(snapshot)) => read_by_copy(db, snapshot, dao_id, out).await,
+        Some(Snapshot::Sqlite(conn)) => read_on_one_thread(conn.clone(), dao_id.to_owned(), out).await,
         None => read_in_pages(db, dao_id, out, PAGE_ROWS).await,
     }
 }
 
 /// The DAO's proposals oldest first: the export's outer order.
 async fn proposals(db: &impl ConnectionTrait, dao_id: &str) -> anyhow::Result<Vec<(i64, ProposalSource, String)>> {
-    Ok(proposal::Entity::find()
+    Ok(proposals_query(dao_id).into_tuple().all(db).await?)
+}
+
+/// [`proposals`]' statement.
+fn proposals_query(dao_id: &str) -> Select<proposal::Entity> {
+    proposal::Entity::find()
         .select_only()
         .columns([proposal::Column::Id, proposal::Column::Source, proposal::Column::ExternalId])
         .filter(proposal::Column::DaoId.eq(dao_id))
         .order_by_asc(proposal::Column::CreatedMs)
         .order_by_asc(proposal::Column::Id)
-        .into_tuple()
-        .all(db)
-        .await?)
 }
 
 /// The votes of `proposal_id`, in voter order, from `after` on: the exported columns in
@@ -129,7 +133,7 @@ pub async fn read_in_pages(
 /// `DataRow`, no typed row and no per-column type check per vote.
 async fn read_by_copy(
     db: &(impl ConnectionTrait + StreamTrait),
-    snapshot: Snapshot<'_>,
+    snapshot: PgSnapshot<'_>,
     dao_id: &str,
     out: Batches,
 ) -> anyhow::Result<()> {
@@ -160,6 +164,69 @@ async fn read_by_copy(
     }
     conn.close().await?;
     out.send_columns(batch.finish()).await
+}
+
+/// [`read`] on SQLite: every proposal's votes by one statement on the view's own rusqlite
+/// connection (`conn`, on the view's snapshot), stepped on a blocking thread of its own, each
+/// value borrowed from the statement as it steps. The same statements as the pages' without the
+/// limit, so the same order and file; only full batches cross to the async side (the writer's
+/// channel and the build's heartbeat, awaited here through the runtime's handle).
+async fn read_on_one_thread(
+    conn: Arc<std::sync::Mutex<rusqlite::Connection>>,
+    dao_id: String,
+    out: Batches,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let conn = conn.lock().map_err(|_| anyhow::anyhow!("the export view's SQLite connection was poisoned"))?;
+        let send = |batch: Batch| runtime.block_on(out.send_columns(batch.finish()));
+        let list = proposals_query(&dao_id).build(DbBackend::Sqlite);
+        let proposals: Vec<(i64, String, String)> = conn
+            .prepare(&list.sql)?
+            .query_map(rusqlite::params_from_iter(sqlite_values(&list.values)?), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        // Prepared once: every proposal's statement is the same text, its id a parameter.
+        let mut prepared: Option<(String, rusqlite::Statement<'_>)> = None;
+        let mut batch = Batch::new();
+        for (id, source, external_id) in &proposals {
+            let source =
+                ProposalSource::parse(source).map_err(|_| anyhow::anyhow!("a proposal of source {source:?}"))?;
+            let proposal = Proposal::new(&dao_id, source, external_id);
+            let select = select(*id, None).build(DbBackend::Sqlite);
+            if prepared.as_ref().is_none_or(|(sql, _)| *sql != select.sql) {
+                prepared = Some((select.sql.clone(), conn.prepare(&select.sql)?));
+            }
+            let Some((_, stmt)) = prepared.as_mut() else { anyhow::bail!("the votes' statement was not prepared") };
+            let mut rows = stmt.query(rusqlite::params_from_iter(sqlite_values(&select.values)?))?;
+            while let Some(row) = rows.next()? {
+                batch.push(&proposal, &VoteRow::stepped(row)?);
+                if batch.rows == BATCH_ROWS as usize {
+                    send(std::mem::replace(&mut batch, Batch::new()))?;
+                }
+            }
+        }
+        send(batch)
+    })
+    .await?
+}
+
+/// A statement's values as rusqlite parameters: the votes' and proposals' statements bind
+/// integers and text only.
+fn sqlite_values(values: &Option<sea_orm::Values>) -> anyhow::Result<Vec<rusqlite::types::Value>> {
+    use rusqlite::types::Value as Sql;
+    use sea_orm::Value;
+    values
+        .iter()
+        .flat_map(|v| v.iter())
+        .map(|v| match v {
+            Value::BigInt(Some(n)) => Ok(Sql::Integer(*n)),
+            Value::Int(Some(n)) => Ok(Sql::Integer(i64::from(*n))),
+            Value::String(Some(s)) => Ok(Sql::Text(s.to_string())),
+            other => anyhow::bail!("the votes export binds no {other:?}"),
+        })
+        .collect()
 }
 
 /// What every vote of one proposal repeats.
@@ -221,6 +288,23 @@ impl<'r> VoteRow<'r> {
             tx_hash: tx_hash.map(binary_copy::text).transpose()?,
             block_number: block_number.map(binary_copy::int8).transpose()?,
             ipfs: ipfs.map(binary_copy::text).transpose()?,
+        })
+    }
+
+    /// From a row of the votes' statement stepped by rusqlite, in [`select`]'s column order.
+    fn stepped(row: &'r rusqlite::Row<'r>) -> rusqlite::Result<Self> {
+        let text = |i| row.get_ref(i)?.as_str().map_err(rusqlite::Error::from);
+        let text_or_null = |i| row.get_ref(i)?.as_str_or_null().map_err(rusqlite::Error::from);
+        Ok(Self {
+            voter: row.get_ref(0)?.as_blob()?,
+            choice: text(1)?,
+            voting_power: text(2)?,
+            vp_from_float: row.get(3)?,
+            reason: text_or_null(4)?,
+            created_ms: row.get(5)?,
+            tx_hash: text_or_null(6)?,
+            block_number: row.get(7)?,
+            ipfs: text_or_null(8)?,
         })
     }
 

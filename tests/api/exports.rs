@@ -124,9 +124,11 @@ on_both_backends!(replica: votes_export_in_every_format_equals_the_store, |app: 
 
     // The same votes write the same bytes, also written on the reading thread (`export_here`,
     // what `bench --costs` counts), and also read as a build reads them, in one view of the store
-    // (on PostgreSQL the votes by `COPY`; `replicas.rs` has a build read a replica's view).
+    // (the votes on a connection of their own: by `COPY` on PostgreSQL, on one thread on SQLite;
+    // `replicas.rs` has a build read a replica's view).
     for format in ExportFormat::ALL {
-        let view = govdata::exports::view::View::begin(&db).await.unwrap();
+        let view = govdata::exports::view::View::begin(&db, true).await.unwrap();
+        assert!(view.snapshot().is_some(), "a view of its own connection for the votes");
         let viewed = dir.path().join(format!("viewed.{}", format.as_str()));
         let w = export(&viewed, &VOTES, *format, |out| votes::read(&view.txn, view.snapshot(), DAO, out))
             .await
@@ -194,22 +196,27 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
     }
 });
 
-// A build reads one view of the store (`exports::view::View`): on PostgreSQL the votes come by
-// `COPY` on a connection of their own that imports the view's snapshot, so votes deleted after the
-// view began are still in its file, as in the pages read through the view's transaction, and the
-// file is the very one the pages write. A view begun after the change has them gone.
+// A build reads one view of the store (`exports::view::View`): the votes come on a connection of
+// their own on the view's snapshot (by `COPY` on PostgreSQL, which imports it; on one thread on
+// SQLite, whose connection began on the same one), so votes deleted after the view began are
+// still in its file, as in the pages read through the view's transaction, and the file is the
+// very one the pages write. A view begun after the change has them gone.
 on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Backend| async move {
-    use govdata::exports::view::View;
+    use govdata::exports::view::{Snapshot, View};
     use sea_orm::{ConnectionTrait, Statement};
     let (dao, votes) = ("viewed", 3_000);
     let db = synth_store(backend, dao, votes, 3).await;
     let dir = tempfile::tempdir().unwrap();
-    let view = View::begin(&db).await.unwrap();
-    assert_eq!(
-        view.snapshot().is_some(),
-        backend != crate::helpers::Backend::Sqlite,
-        "PostgreSQL's views export their snapshot"
-    );
+    let view = View::begin(&db, true).await.unwrap();
+    match (backend, view.snapshot()) {
+        (crate::helpers::Backend::Sqlite, Some(Snapshot::Sqlite(_))) => {}
+        (crate::helpers::Backend::Postgres | crate::helpers::Backend::Replica, Some(Snapshot::Postgres(_))) => {}
+        _ => panic!("{backend:?}: the view has no connection of its own for the votes"),
+    }
+    // A view not asked for one has none on SQLite (PostgreSQL exports its snapshot on demand).
+    let plain = View::begin(&db, false).await.unwrap();
+    assert_eq!(plain.snapshot().is_some(), backend != crate::helpers::Backend::Sqlite);
+    plain.end().await.unwrap();
     // The view's first read fixes what it sees (SQLite's read transaction begins there).
     let in_view = e::vote::Entity::find().filter(e::vote::Column::DaoId.eq(dao)).count(&view.txn).await.unwrap();
     assert_eq!(in_view, votes);
@@ -231,7 +238,7 @@ on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Back
     let p = export(&paged, &VOTES, ExportFormat::Parquet, |out| votes::read(&view.txn, None, dao, out)).await.unwrap();
     assert_eq!(p, w, "read by pages of the view's transaction: the same file");
     view.end().await.unwrap();
-    let after = View::begin(&db).await.unwrap();
+    let after = View::begin(&db, true).await.unwrap();
     let now = dir.path().join("now.parquet");
     let n = export(&now, &VOTES, ExportFormat::Parquet, |out| votes::read(&after.txn, after.snapshot(), dao, out))
         .await
@@ -248,6 +255,28 @@ on_both_backends!(votes_export_reads_one_view_while_votes_change, |backend: Back
     assert_eq!(n.rows, votes - deleted, "a later view");
     assert_ne!(n.sha256, w.sha256);
 });
+
+// On SQLite the view's own connection is matched with its transaction by the store's version
+// (`PRAGMA data_version`, which moves when another connection commits): `same_snapshot` says the
+// two began on one snapshot when nothing committed between the connection's two reads of it, and
+// not when a write did (the view then tries again).
+#[tokio::test]
+async fn sqlite_own_connection_sees_a_commit_between_its_versions() {
+    use govdata::exports::view::same_snapshot;
+    use sea_orm::ConnectionTrait;
+    let db = synth_store(crate::helpers::Backend::Sqlite, "versions", 20, 1).await;
+    let path = db.get_sqlite_connection_pool().connect_options().get_filename().to_owned();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version = || conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0)).unwrap();
+    let before = version();
+    assert!(same_snapshot(&conn, before).unwrap(), "nothing committed");
+    conn.execute_batch("ROLLBACK").unwrap();
+    let before = version();
+    let deleted = db.execute_unprepared("DELETE FROM votes WHERE id % 2 = 0").await.unwrap().rows_affected();
+    assert!(deleted > 0);
+    assert!(!same_snapshot(&conn, before).unwrap(), "a commit between the two versions");
+    conn.execute_batch("ROLLBACK").unwrap();
+}
 
 /// The rows the store holds for `DAO` in `table`, counted with sea-orm.
 async fn stored_rows(db: &DatabaseConnection, table: &str) -> u64 {

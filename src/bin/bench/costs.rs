@@ -525,16 +525,23 @@ async fn publication(db: &sea_orm::DatabaseConnection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The synthetic DAO's votes exported whole, to Parquet and to CSV.
+/// The synthetic DAO's votes exported whole, to Parquet and to CSV, as a build reads them: in a
+/// view (opened uncounted) whose own connection reads the votes on one thread.
 async fn exports(db: &sea_orm::DatabaseConnection, dir: &Path) -> anyhow::Result<()> {
     use govdata::contract::exports::{ExportFormat, VOTES as TABLE};
-    use govdata::exports::{export_here, votes};
+    use govdata::exports::{export_here, view::View, votes};
     for format in [ExportFormat::Parquet, ExportFormat::Csv] {
         let path = dir.join(format!("votes.{}", format.as_str()));
         let name = format!("export_votes_{}", format.as_str());
-        let written =
-            counted(&name, async { export_here(&path, &TABLE, format, |out| votes::read(db, None, DAO, out)).await })
-                .await?;
+        let view = View::begin(db, true).await?;
+        let snapshot = view.snapshot();
+        if snapshot.is_none() {
+            bail!("{name}: the view has no connection of its own for the votes");
+        }
+        let read = |out| votes::read(&view.txn, snapshot, DAO, out);
+        let written = counted(&name, async { export_here(&path, &TABLE, format, read).await }).await;
+        view.end().await?;
+        let written = written?;
         if written.rows < VOTES {
             bail!("{name} wrote {} rows", written.rows);
         }
