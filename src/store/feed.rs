@@ -19,8 +19,8 @@
 use std::collections::BTreeSet;
 
 use sea_orm::{
-    ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect,
-    Statement, Value,
+    ActiveValue::Set, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
+    QuerySelect, Statement, Value,
 };
 use serde::{Deserialize, Serialize};
 
@@ -439,7 +439,14 @@ pub async fn after(
     after: i64,
     limit: u64,
 ) -> Result<Vec<FeedRecord>, DbErr> {
-    let backend = db.get_database_backend();
+    let stmt = after_statement(db.get_database_backend(), filter, after, limit);
+    let rows = feed_entry::Entity::find().from_raw_sql(stmt).all(db).await?;
+    let records = rows.into_iter().map(FeedRecord::read).collect::<Result<Vec<_>, _>>()?;
+    with_voters(db, records).await
+}
+
+/// [`after`]'s statement, its page bound written in (`store::plans`).
+pub fn after_statement(backend: DbBackend, filter: &FeedFilter, after: i64, limit: u64) -> Statement {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut values: Vec<Value> = vec![after.into(), limit.into()];
     let bind = |values: &mut Vec<Value>, v: Value| {
@@ -493,11 +500,7 @@ pub async fn after(
             .collect();
         format!("SELECT * FROM ({}) merged ORDER BY seq LIMIT $2", parts.join(merge))
     };
-    // The page bound written in (`store::plans`), so PostgreSQL keeps the statement's plan.
-    let stmt = super::plans::literal_bounds(Statement::from_sql_and_values(backend, sql, values));
-    let rows = feed_entry::Entity::find().from_raw_sql(stmt).all(db).await?;
-    let records = rows.into_iter().map(FeedRecord::read).collect::<Result<Vec<_>, _>>()?;
-    with_voters(db, records).await
+    super::plans::literal_bounds(Statement::from_sql_and_values(backend, sql, values))
 }
 
 /// The entries of `seqs` still kept, in sequence order (what webhook deliveries name).

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect,
-    Select,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
+    QuerySelect, Select, Statement,
     sea_query::{Expr, ExprTrait},
 };
 
@@ -61,20 +61,11 @@ pub async fn delegations(
     after: Option<LogAfter>,
     limit: u64,
 ) -> Result<Vec<delegation_change::Model>, DbErr> {
-    use delegation_change::Column as C;
     let address = AccountBytes::parse(address).map_err(|e| DbErr::Custom(e.to_string()))?;
-    // One seek per address column: each is a range of its own index, newest first.
-    let columns: &[C] = match side {
-        Some(Side::Delegator) => &[C::Delegator],
-        Some(Side::Delegate) => &[C::FromDelegate, C::ToDelegate],
-        None => &[C::Delegator, C::FromDelegate, C::ToDelegate],
-    };
+    let backend = db.get_database_backend();
     let mut rows: Vec<delegation_change::Model> = Vec::new();
-    for column in columns {
-        let q = delegation_change::Entity::find().filter(column.eq(address.clone()));
-        let columns = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
-        let page = newest_first(db, q, columns, dao_id, window, after, limit).await?;
-        rows.extend(page);
+    for statement in delegations_statements(backend, &address, dao_id, side, window, after, limit) {
+        rows.extend(delegation_change::Model::find_by_statement(statement).all(db).await?);
     }
     // A self-delegation names the voter twice; the merged page keeps each change once.
     rows.sort_by(|a, b| {
@@ -83,6 +74,33 @@ pub async fn delegations(
     rows.dedup_by_key(|r| r.id);
     rows.truncate(limit as usize);
     Ok(rows)
+}
+
+/// [`delegations`]' statements: one seek per address column the side reads, each a range of its
+/// own index, newest first.
+pub fn delegations_statements(
+    backend: DbBackend,
+    address: &AccountBytes,
+    dao_id: Option<&DaoId>,
+    side: Option<Side>,
+    window: Option<(i64, i64)>,
+    after: Option<LogAfter>,
+    limit: u64,
+) -> Vec<Statement> {
+    use delegation_change::Column as C;
+    let columns: &[C] = match side {
+        Some(Side::Delegator) => &[C::Delegator],
+        Some(Side::Delegate) => &[C::FromDelegate, C::ToDelegate],
+        None => &[C::Delegator, C::FromDelegate, C::ToDelegate],
+    };
+    let keyed = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
+    columns
+        .iter()
+        .map(|column| {
+            let q = delegation_change::Entity::find().filter(column.eq(address.clone()));
+            newest_first(backend, q, &keyed, dao_id, window, after, limit)
+        })
+        .collect()
 }
 
 /// A DAO's notable delegation changes (those that moved at least
@@ -95,10 +113,22 @@ pub async fn notable_delegations(
     after: Option<LogAfter>,
     limit: u64,
 ) -> Result<Vec<delegation_change::Model>, DbErr> {
+    let statement = notable_delegations_statement(db.get_database_backend(), dao_id, window, after, limit);
+    delegation_change::Model::find_by_statement(statement).all(db).await
+}
+
+/// [`notable_delegations`]' statement.
+pub fn notable_delegations_statement(
+    backend: DbBackend,
+    dao_id: &DaoId,
+    window: Option<(i64, i64)>,
+    after: Option<LogAfter>,
+    limit: u64,
+) -> Statement {
     use delegation_change::Column as C;
     let q = delegation_change::Entity::find().filter(C::SupplyRaw.is_not_null());
-    let columns = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
-    newest_first(db, q, columns, Some(dao_id), window, after, limit).await
+    let keyed = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
+    newest_first(backend, q, &keyed, Some(dao_id), window, after, limit)
 }
 
 /// The notable delegation changes a publication appended: those with an id above `above` (ids
@@ -136,11 +166,24 @@ pub async fn power(
     after: Option<LogAfter>,
     limit: u64,
 ) -> Result<Vec<power_checkpoint::Model>, DbErr> {
-    use power_checkpoint::Column as C;
     let address = AccountBytes::parse(address).map_err(|e| DbErr::Custom(e.to_string()))?;
-    let q = power_checkpoint::Entity::find().filter(C::Delegate.eq(address));
-    let columns = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
-    newest_first(db, q, columns, dao_id, window, after, limit).await
+    let statement = power_statement(db.get_database_backend(), &address, dao_id, window, after, limit);
+    power_checkpoint::Model::find_by_statement(statement).all(db).await
+}
+
+/// [`power`]'s statement.
+pub fn power_statement(
+    backend: DbBackend,
+    address: &AccountBytes,
+    dao_id: Option<&DaoId>,
+    window: Option<(i64, i64)>,
+    after: Option<LogAfter>,
+    limit: u64,
+) -> Statement {
+    use power_checkpoint::Column as C;
+    let q = power_checkpoint::Entity::find().filter(C::Delegate.eq(address.clone()));
+    let keyed = Keyed { dao: C::DaoId, ms: C::AtMs, block: C::BlockNumber, log: C::LogIndex };
+    newest_first(backend, q, &keyed, dao_id, window, after, limit)
 }
 
 /// The columns a history table is filtered and ordered by.
@@ -151,17 +194,18 @@ struct Keyed<C> {
     log: C,
 }
 
-/// One page of `q` (a history table's rows of one address) in `dao_id` and the window, after
-/// the position, newest first by time, block and log index: a range of the address's index.
-async fn newest_first<E: EntityTrait>(
-    db: &impl ConnectionTrait,
+/// The statement of one page of `q` (a history table's rows of one address) in `dao_id` and the
+/// window, after the position, newest first by time, block and log index: a range of the
+/// address's index.
+fn newest_first<E: EntityTrait>(
+    backend: DbBackend,
     mut q: Select<E>,
-    c: Keyed<E::Column>,
+    c: &Keyed<E::Column>,
     dao_id: Option<&DaoId>,
     window: Option<(i64, i64)>,
     after: Option<LogAfter>,
     limit: u64,
-) -> Result<Vec<E::Model>, DbErr> {
+) -> Statement {
     if let Some(d) = dao_id {
         q = q.filter(c.dao.eq(d));
     }
@@ -172,7 +216,7 @@ async fn newest_first<E: EntityTrait>(
         q = q.filter(before(c.ms, c.block, c.log, after));
     }
     let q = q.order_by_desc(c.ms).order_by_desc(c.block).order_by_desc(c.log);
-    E::Model::find_by_statement(super::plans::page(db.get_database_backend(), q, limit)).all(db).await
+    super::plans::page(backend, q, limit)
 }
 
 /// A delegate of a DAO with what the store knows of the delegate as a voter there.
@@ -197,16 +241,7 @@ pub async fn delegates(
     after: Option<&RankAfter>,
     limit: u64,
 ) -> Result<Vec<RankedDelegate>, DbErr> {
-    use delegate::Column as C;
-    let mut q = delegate::Entity::find().filter(C::DaoId.eq(dao_id));
-    if let Some(after) = after {
-        q = q.filter(super::after_desc_asc(C::VpSort, C::Address, (after.power.sort.clone(), after.voter.clone())));
-    }
-    let q = q
-        .column_as(Expr::cust(super::voters::ens_sql(r#""delegates"."address""#)), super::voters::VOTER_ENS)
-        .order_by_desc(C::VpSort)
-        .order_by_asc(C::Address);
-    let statement = super::plans::page(db.get_database_backend(), q, limit);
+    let statement = delegates_statement(db.get_database_backend(), dao_id, after, limit);
     let rows: Vec<(delegate::Model, Option<String>)> =
         DelegateWithEns::find_by_statement(statement).all(db).await?.into_iter().map(|r| (r.delegate, r.ens)).collect();
     let mut stats: HashMap<String, voter_dao_stat::Model> = HashMap::new();
@@ -225,6 +260,20 @@ pub async fn delegates(
             RankedDelegate { delegate, ens, stats }
         })
         .collect())
+}
+
+/// [`delegates`]' statement of the page (with each delegate's ENS name).
+pub fn delegates_statement(backend: DbBackend, dao_id: &str, after: Option<&RankAfter>, limit: u64) -> Statement {
+    use delegate::Column as C;
+    let mut q = delegate::Entity::find().filter(C::DaoId.eq(dao_id));
+    if let Some(after) = after {
+        q = q.filter(super::after_desc_asc(C::VpSort, C::Address, (after.power.sort.clone(), after.voter.clone())));
+    }
+    let q = q
+        .column_as(Expr::cust(super::voters::ens_sql(r#""delegates"."address""#)), super::voters::VOTER_ENS)
+        .order_by_desc(C::VpSort)
+        .order_by_asc(C::Address);
+    super::plans::page(backend, q, limit)
 }
 
 struct DelegateWithEns {
