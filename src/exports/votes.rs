@@ -177,9 +177,17 @@ async fn read_on_one_thread(
     out: Batches,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+    // Set when this future is dropped (a cancelled build, a server shutting down): the thread
+    // stops at its next batch instead of reading the DAO to its end, which a runtime shutting
+    // down would wait for.
+    let dropped = DropFlag::default();
+    let stop = dropped.0.clone();
+    let reading = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let conn = conn.lock().map_err(|_| anyhow::anyhow!("the export view's SQLite connection was poisoned"))?;
-        let send = |batch: Batch| runtime.block_on(out.send_columns(batch.finish()));
+        let send = |batch: Batch| {
+            anyhow::ensure!(!stop.load(std::sync::atomic::Ordering::Relaxed), "the votes export was cancelled");
+            runtime.block_on(out.send_columns(batch.finish()))
+        };
         let list = proposals_query(&dao_id).build(DbBackend::Sqlite);
         let proposals: Vec<(i64, String, String)> = conn
             .prepare(&list.sql)?
@@ -208,8 +216,20 @@ async fn read_on_one_thread(
             }
         }
         send(batch)
-    })
-    .await?
+    });
+    let read = reading.await?;
+    drop(dropped);
+    read
+}
+
+/// A flag set when it is dropped.
+#[derive(Default)]
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// A statement's values as rusqlite parameters: the votes' and proposals' statements bind
