@@ -26,10 +26,10 @@ pub fn release_freed() {
 ///
 /// The bundled SQLite otherwise allocates with glibc's `malloc`, whose work depends on the heap's
 /// history and on which thread frees: the same request or export counted more or fewer
-/// instructions from one run to the next, by more than `scripts/costs` allows (docs/benchmarks.md,
-/// "Instruction counts in CI"), so those counts could not be guarded. mimalloc for the whole C side (the `override` feature) made
-/// them steady but served slower; this hands SQLite alone to the allocator the process already
-/// runs. SQLite's memory statistics (`SQLITE_CONFIG_MEMSTATUS`, on by default in the bundled
+/// instructions from one run to the next, by more than `scripts/costs` allows
+/// (docs/benchmarks.md, "Instruction counts in CI"), so those counts could not be guarded.
+/// mimalloc for the whole C side (the `override` feature) made them steady but served slower;
+/// this hands SQLite alone to the allocator the process already runs. SQLite's memory statistics (`SQLITE_CONFIG_MEMSTATUS`, on by default in the bundled
 /// build) take a global mutex on every allocation and free; nothing here reads them.
 ///
 /// Returns SQLite's result code: `SQLITE_MISUSE` when SQLite was already initialised (an earlier

@@ -144,8 +144,8 @@ pub fn has_reader(table: &str) -> bool {
 
 /// Sends every row of `table` for the DAO `dao_id`, in the table's declared order, from `db` (a
 /// [`view::View`]'s transaction, or a connection), the votes on a connection of their own when
-/// `snapshot` is the view's (by `COPY` on PostgreSQL, on one thread on SQLite). Each declared table (`contract::exports::TABLES`) has its reader
-/// here.
+/// `snapshot` is the view's (by `COPY` on PostgreSQL, on one thread on SQLite). Each declared
+/// table (`contract::exports::TABLES`) has its reader here.
 pub async fn read_table(
     db: &(impl ConnectionTrait + StreamTrait),
     snapshot: Option<view::Snapshot<'_>>,

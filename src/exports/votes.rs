@@ -177,15 +177,15 @@ async fn read_on_one_thread(
     out: Batches,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Handle::current();
-    // Set when this future is dropped (a cancelled build, a server shutting down): the thread
-    // stops at its next batch instead of reading the DAO to its end, which a runtime shutting
-    // down would wait for.
-    let dropped = DropFlag::default();
-    let stop = dropped.0.clone();
+    // Cancelled when this future is dropped (a cancelled build, a server shutting down): the
+    // thread stops at its next batch instead of reading the DAO to its end, which a runtime
+    // shutting down would wait for.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let dropped = stop.clone().drop_guard();
     let reading = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let conn = conn.lock().map_err(|_| anyhow::anyhow!("the export view's SQLite connection was poisoned"))?;
         let send = |batch: Batch| {
-            anyhow::ensure!(!stop.load(std::sync::atomic::Ordering::Relaxed), "the votes export was cancelled");
+            anyhow::ensure!(!stop.is_cancelled(), "the votes export was cancelled");
             runtime.block_on(out.send_columns(batch.finish()))
         };
         let list = proposals_query(&dao_id).build(DbBackend::Sqlite);
@@ -196,17 +196,13 @@ async fn read_on_one_thread(
             })?
             .collect::<Result<_, _>>()?;
         // Prepared once: every proposal's statement is the same text, its id a parameter.
-        let mut prepared: Option<(String, rusqlite::Statement<'_>)> = None;
+        let sql = select(0, None).build(DbBackend::Sqlite).sql;
+        let mut stmt = conn.prepare(&sql)?;
         let mut batch = Batch::new();
         for (id, source, external_id) in &proposals {
-            let source =
-                ProposalSource::parse(source).map_err(|_| anyhow::anyhow!("a proposal of source {source:?}"))?;
-            let proposal = Proposal::new(&dao_id, source, external_id);
+            let proposal = Proposal::new(&dao_id, ProposalSource::parse(source)?, external_id);
             let select = select(*id, None).build(DbBackend::Sqlite);
-            if prepared.as_ref().is_none_or(|(sql, _)| *sql != select.sql) {
-                prepared = Some((select.sql.clone(), conn.prepare(&select.sql)?));
-            }
-            let Some((_, stmt)) = prepared.as_mut() else { anyhow::bail!("the votes' statement was not prepared") };
+            anyhow::ensure!(select.sql == sql, "the votes' statement differs by proposal: {}", select.sql);
             let mut rows = stmt.query(rusqlite::params_from_iter(sqlite_values(&select.values)?))?;
             while let Some(row) = rows.next()? {
                 batch.push(&proposal, &VoteRow::stepped(row)?);
@@ -218,18 +214,8 @@ async fn read_on_one_thread(
         send(batch)
     });
     let read = reading.await?;
-    drop(dropped);
+    dropped.disarm();
     read
-}
-
-/// A flag set when it is dropped.
-#[derive(Default)]
-struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
 }
 
 /// A statement's values as rusqlite parameters: the votes' and proposals' statements bind
