@@ -431,8 +431,9 @@ const COLUMNS: &str = "e.seq, e.revision_id, e.published_ms, e.dao_id, e.kind, e
 /// The most selective filter drives the read: each of its values is read from its own index
 /// from the position (voters from `ix_feed_voters_voter_seq`, then proposals from
 /// `ix_feed_proposal_seq`, then kinds from `ix_feed_kind_seq`, or `ix_feed_dao_kind_seq` with a
-/// DAO), the other filters applied on the way, and the reads merged: a page costs at most
-/// `limit` matching rows per value, however rare the values asked for.
+/// DAO, then a DAO from `ix_feed_dao_seq`), the other filters applied on the way, and the reads
+/// merged: a page costs at most `limit` matching rows per value, however rare the values asked
+/// for.
 pub async fn after(
     db: &impl ConnectionTrait,
     filter: &FeedFilter,
@@ -445,62 +446,90 @@ pub async fn after(
     with_voters(db, records).await
 }
 
-/// [`after`]'s statement, its page bound written in (`store::plans`).
+/// [`after`]'s statement, written as `store::plans` keeps a list's plan.
+///
+/// Each read is ordered by its driving column, then the sequence, and on PostgreSQL the driving
+/// value is matched as a one-element array (`= ANY(ARRAY[$n])`). An equality would fix the
+/// column, and PostgreSQL drops a fixed column from the order: the feed's primary key then gives
+/// the order too, filtered by the value, and with the values hidden (`plans::list`) the generic
+/// plan of a DAO's feed took that walk on the sample, a walk of the whole feed for a rare DAO.
+/// Matched as an array, the column stays in the order, which only the value's index gives
+/// without reading all its entries. SQLite reads `= $n` in sequence order from the same index:
+/// ordered by the column too, it would sort each read again before merging them.
 pub fn after_statement(backend: DbBackend, filter: &FeedFilter, after: i64, limit: u64) -> Statement {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut values: Vec<Value> = vec![after.into(), limit.into()];
-    let bind = |values: &mut Vec<Value>, v: Value| {
-        values.push(v);
+    let bind = |values: &mut Vec<Value>, v: &str| {
+        values.push(v.into());
         format!("${}", values.len())
     };
     let kinds: BTreeSet<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
     let keys: BTreeSet<&str> = filter.proposal_keys.iter().map(String::as_str).collect();
     let voters: BTreeSet<&str> = filter.voters.iter().map(String::as_str).collect();
-    // The filters that do not drive the read, as conditions of every branch.
+    let dao: BTreeSet<&str> = filter.dao_id.iter().map(|d| d.as_str()).collect();
+    // The filters that do not drive the read, as conditions of every read.
     let mut conditions = String::new();
-    if let Some(d) = &filter.dao_id {
-        conditions += &format!(" AND e.dao_id = {}", bind(&mut values, d.into()));
-    }
     let mut condition = |values: &mut Vec<Value>, column: &str, list: &BTreeSet<&str>| {
-        let list: Vec<String> = list.iter().map(|v| bind(values, (*v).into())).collect();
-        conditions += &format!(" AND {column} IN ({})", list.join(", "));
+        if !list.is_empty() {
+            let list: Vec<String> = list.iter().map(|v| bind(values, v)).collect();
+            conditions += &format!(" AND {column} IN ({})", list.join(", "));
+        }
     };
-    let (driver, column, merge): (&BTreeSet<&str>, &str, &str) = if !voters.is_empty() {
-        if !kinds.is_empty() {
-            condition(&mut values, "e.kind", &kinds);
-        }
-        if !keys.is_empty() {
-            condition(&mut values, "e.proposal_key", &keys);
-        }
+    // The driving column, and each read's value of it (with the kind it fixes, for a DAO's kinds).
+    let (column, reads, merge): (&str, Vec<(&str, Option<&str>)>, &str) = if !voters.is_empty() {
+        condition(&mut values, "e.dao_id", &dao);
+        condition(&mut values, "e.kind", &kinds);
+        condition(&mut values, "e.proposal_key", &keys);
         // One entry may be about two watched voters: merged without repeats.
-        (&voters, "v.voter", " UNION ")
+        ("v.voter", voters.iter().map(|v| (*v, None)).collect(), " UNION ")
     } else if !keys.is_empty() {
-        if !kinds.is_empty() {
-            condition(&mut values, "e.kind", &kinds);
-        }
-        (&keys, "e.proposal_key", " UNION ALL ")
+        condition(&mut values, "e.dao_id", &dao);
+        condition(&mut values, "e.kind", &kinds);
+        ("e.proposal_key", keys.iter().map(|k| (*k, None)).collect(), " UNION ALL ")
+    } else if let Some(d) = dao.first().filter(|_| !kinds.is_empty()) {
+        // A DAO's kinds from `ix_feed_dao_kind_seq`: the DAO drives, each read fixes its kind.
+        ("e.dao_id", kinds.iter().map(|k| (*d, Some(*k))).collect(), " UNION ALL ")
+    } else if !kinds.is_empty() {
+        ("e.kind", kinds.iter().map(|k| (*k, None)).collect(), " UNION ALL ")
     } else {
-        (&kinds, "e.kind", " UNION ALL ")
+        ("e.dao_id", dao.iter().map(|d| (*d, None)).collect(), " UNION ALL ")
     };
-    let from =
-        if column == "v.voter" { "feed_entry_voters v JOIN feed_entries e ON e.seq = v.seq" } else { "feed_entries e" };
-    let sql = if driver.is_empty() {
-        format!("SELECT {COLUMNS} FROM feed_entries e WHERE e.seq > $1{conditions} ORDER BY e.seq LIMIT $2")
+    // A voter's reads seek its index by the index's own sequence: PostgreSQL carries an equality
+    // across a join, not a bound.
+    let (from, seq) = if column == "v.voter" {
+        ("feed_entry_voters v JOIN feed_entries e ON e.seq = v.seq", "v.seq")
     } else {
-        let parts: Vec<String> = driver
+        ("feed_entries e", "e.seq")
+    };
+    let sql = if reads.is_empty() {
+        format!("SELECT {COLUMNS} FROM feed_entries e WHERE e.seq > $1 ORDER BY e.seq LIMIT $2")
+    } else {
+        let reads: Vec<String> = reads
             .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let at = bind(&mut values, (*v).into());
+            .map(|(value, kind)| {
+                let at = bind(&mut values, value);
+                let (matches, order) = match backend {
+                    DbBackend::Postgres => (format!("{column} = ANY(ARRAY[{at}])"), format!("{column}, {seq}")),
+                    _ => (format!("{column} = {at}"), seq.to_owned()),
+                };
+                let kind = kind.map(|k| format!(" AND e.kind = {}", bind(&mut values, k))).unwrap_or_default();
                 format!(
-                    "SELECT * FROM (SELECT {COLUMNS} FROM {from} WHERE {column} = {at} AND e.seq > $1{conditions} \
-                     ORDER BY e.seq LIMIT $2) k{i}"
+                    "SELECT {COLUMNS} FROM {from} WHERE {matches}{kind} AND {seq} > $1{conditions} \
+                     ORDER BY {order} LIMIT $2"
                 )
             })
             .collect();
-        format!("SELECT * FROM ({}) merged ORDER BY seq LIMIT $2", parts.join(merge))
+        match &reads[..] {
+            // One value: its read is the page, already in sequence order.
+            [read] => read.clone(),
+            _ => {
+                let reads: Vec<String> =
+                    reads.iter().enumerate().map(|(i, read)| format!("SELECT * FROM ({read}) k{i}")).collect();
+                format!("SELECT * FROM ({}) merged ORDER BY seq LIMIT $2", reads.join(merge))
+            }
+        }
     };
-    super::plans::literal_bounds(Statement::from_sql_and_values(backend, sql, values))
+    super::plans::list(Statement::from_sql_and_values(backend, sql, values))
 }
 
 /// The entries of `seqs` still kept, in sequence order (what webhook deliveries name).

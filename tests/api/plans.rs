@@ -10,10 +10,9 @@
 //!   sequential scan and no sort (planned with both priced out, as the sample's tables are tiny).
 //!
 //! v1's pages past the first keep their offset a parameter (it is unbounded), and keep the plan
-//! too. The feed (`store::feed::after_statement`) is not here: a DAO's feed, a feed of kinds and
-//! a feed of voters are planned on every call, and with their values hidden (`plans::list`) the
-//! generic plan of a DAO's feed walked the whole feed's key filtered by DAO on the sample; see
-//! issue 49's notes.
+//! too. The feed's reads are checked for the rarest value of each filter as well as the
+//! commonest: a generic plan that walked the whole feed filtered by a value would read the whole
+//! feed for a rare one.
 use govdata::contract::vocabulary::DaoId;
 use govdata::store::entities::{dao, forum_topic, proposal, vote};
 use govdata::store::events::EventFilter;
@@ -101,7 +100,12 @@ async fn check(db: &DatabaseConnection, case: &Case) {
         txn.query_all_raw(statement.clone()).await.unwrap();
     }
     let (generic, custom, types) = plan_counts(&txn, "statement", sql).await;
-    assert_eq!((custom, generic), kept, "{name}: planned per call: {sql}");
+    // A statement of an earlier case (the same list with other values) is the same prepared
+    // statement: its later executions add generic plans only.
+    assert!(
+        custom == kept.0 && generic >= kept.1,
+        "{name}: planned per call ({custom} custom, {generic} generic): {sql}"
+    );
 
     // As PREPARE and EXPLAIN EXECUTE, with the parameter types sqlx gave it.
     let types = if types.is_empty() { String::new() } else { format!("({})", types.join(", ")) };
@@ -303,6 +307,112 @@ async fn cases(db: &DatabaseConnection) -> Vec<Case> {
         }
     }
     cases.extend(governor_cases(&dao_id));
+    cases.extend(feed_cases(db).await);
+    cases
+}
+
+/// The values of `column` in the feed (`table`), commonest first.
+async fn by_count(db: &DatabaseConnection, table: &str, column: &str) -> Vec<String> {
+    let sql = format!(
+        "SELECT {column}::text FROM {table} WHERE {column} IS NOT NULL GROUP BY {column} ORDER BY count(*) DESC, {column}"
+    );
+    let values = texts(db, sql).await;
+    assert!(values.len() > 1, "the sample's feed has {} values of {column}", values.len());
+    values
+}
+
+/// The feed's reads (`store::feed::after_statement`): the whole feed, and each filter that drives
+/// a read with its commonest and its rarest value, alone and with the other filters, first and
+/// deep pages.
+async fn feed_cases(db: &DatabaseConnection) -> Vec<Case> {
+    use govdata::contract::feed::FeedKind;
+    use govdata::store::feed::{FeedFilter, after_statement};
+    let pg = DbBackend::Postgres;
+    let daos = by_count(db, "feed_entries", "dao_id").await;
+    let kinds = by_count(db, "feed_entries", "kind").await;
+    let keys = by_count(db, "feed_entries", "proposal_key").await;
+    let voters = by_count(db, "feed_entry_voters", "voter").await;
+    let middle: i64 = texts(db, "SELECT (max(seq) / 2)::text FROM feed_entries".to_owned()).await[0].parse().unwrap();
+    let dao = |d: &String| Some(DaoId::parse(d).unwrap());
+    let kind = |k: &String| serde_json::from_value::<FeedKind>(serde_json::Value::String(k.clone())).unwrap();
+    let common: fn(&[String]) -> String = |v| v[0].clone();
+    let rare: fn(&[String]) -> String = |v| v[v.len() - 1].clone();
+    let mut filters: Vec<(String, FeedFilter, Vec<&'static str>, bool)> =
+        vec![("the whole feed".into(), FeedFilter::default(), vec!["feed_entries_pkey"], false)];
+    for (which, pick) in [("commonest", common), ("rarest", rare)] {
+        let one = |list: &[String]| vec![pick(list)];
+        filters.extend([
+            (
+                format!("the {which} DAO's feed"),
+                FeedFilter { dao_id: dao(&pick(&daos)), ..Default::default() },
+                vec!["ix_feed_dao_seq"],
+                false,
+            ),
+            (
+                format!("the {which} kind's feed"),
+                FeedFilter { kinds: vec![kind(&pick(&kinds))], ..Default::default() },
+                vec!["ix_feed_kind_seq"],
+                false,
+            ),
+            (
+                format!("the {which} kind of the {which} DAO's feed"),
+                FeedFilter { dao_id: dao(&pick(&daos)), kinds: vec![kind(&pick(&kinds))], ..Default::default() },
+                vec!["ix_feed_dao_kind_seq"],
+                false,
+            ),
+            (
+                format!("the {which} proposal's feed"),
+                FeedFilter { proposal_keys: one(&keys), ..Default::default() },
+                vec!["ix_feed_proposal_seq"],
+                false,
+            ),
+            (
+                format!("the {which} voter's feed"),
+                FeedFilter { voters: one(&voters), ..Default::default() },
+                vec!["ix_feed_voters_voter_seq", "feed_entries_pkey"],
+                false,
+            ),
+        ]);
+    }
+    // Several values, merged in one sort of a page per value.
+    let both = |list: &[String]| vec![common(list), rare(list)];
+    let two_kinds: Vec<FeedKind> = both(&kinds).iter().map(kind).collect();
+    filters.extend([
+        (
+            "two kinds' feed".to_owned(),
+            FeedFilter { kinds: two_kinds.clone(), ..Default::default() },
+            vec!["ix_feed_kind_seq"],
+            true,
+        ),
+        (
+            "two kinds of a DAO's feed".to_owned(),
+            FeedFilter { dao_id: dao(&daos[0]), kinds: two_kinds.clone(), ..Default::default() },
+            vec!["ix_feed_dao_kind_seq"],
+            true,
+        ),
+        (
+            "two proposals' feed, of two kinds".to_owned(),
+            FeedFilter { proposal_keys: both(&keys), kinds: two_kinds.clone(), ..Default::default() },
+            vec!["ix_feed_proposal_seq"],
+            true,
+        ),
+        (
+            "two voters' feed, of two kinds of a DAO".to_owned(),
+            FeedFilter { dao_id: dao(&daos[0]), kinds: two_kinds, voters: both(&voters), proposal_keys: vec![] },
+            // Each entry found by its key or, as here, by its DAO and key.
+            vec!["ix_feed_voters_voter_seq"],
+            true,
+        ),
+    ]);
+    let mut cases = Vec::new();
+    for (name, filter, indexes, sorts) in filters {
+        for (after, at) in [(0, "first"), (middle, "deep")] {
+            let statement = after_statement(pg, &filter, after, DEFAULT_ROWS);
+            let mut case = case(format!("{name}, {at} page"), statement, &indexes);
+            case.sorts = sorts;
+            cases.push(case);
+        }
+    }
     cases
 }
 
