@@ -297,8 +297,12 @@ pub async fn spawn_app_with(url: String, configure: impl FnOnce(&mut ServeArgs))
     tokio::spawn(server);
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert("x-internal-token", reqwest::header::HeaderValue::from_static(INTERNAL_TOKEN));
-    let client = reqwest::Client::builder().default_headers(headers).build().expect("client");
-    TestApp { addr, client, anonymous: reqwest::Client::new(), database_url: url, serving }
+    // A connection idle as long as the server's keep-alive allows is closed by the server; one
+    // reused at that moment is reset under the request. The clients let theirs go sooner.
+    let idle = args.limits.header_read_timeout / 2;
+    let client = reqwest::Client::builder().default_headers(headers).pool_idle_timeout(idle).build().expect("client");
+    let anonymous = reqwest::Client::builder().pool_idle_timeout(idle).build().expect("client");
+    TestApp { addr, client, anonymous, database_url: url, serving }
 }
 
 /// Runs a test on both backends, as tests `<name>::sqlite` and `<name>::postgres` (so `cargo
