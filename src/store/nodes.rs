@@ -28,7 +28,8 @@
 //! **A moving primary.** When `DATABASE_URL` names several hosts, the primary's pool follows the
 //! one that is not in recovery (`store::primary`). A replica that is not in recovery is left (its
 //! data may have diverged), unless it is the host the primary's pool now connects to: a listed
-//! replica that was promoted and taken over goes on serving reads.
+//! replica that was promoted and taken over goes on serving reads, its lag measured from the new
+//! primary's positions alone (what the old one wrote after the promotion is lost, not owed).
 //!
 //! **Retries.** A read that fails on a replica, because the replica went away or because it
 //! cancelled the query in a recovery conflict (`max_standby_streaming_delay`), is run again on
@@ -324,13 +325,7 @@ impl Nodes {
         let now = Instant::now();
         match primary {
             Ok(Ok(p)) => {
-                {
-                    let mut positions = self.positions.lock();
-                    if positions.len() == POSITION_SAMPLES {
-                        positions.pop_front();
-                    }
-                    positions.push_back((now, p.position));
-                }
+                self.sample(now, p.position);
                 self.newest.fetch_max(u64::try_from(p.revision).unwrap_or(0), Ordering::Relaxed);
                 let mut state = self.primary.state.write();
                 if state.health != NodeHealth::Serving {
@@ -393,6 +388,22 @@ impl Nodes {
                 }),
             };
         }
+    }
+
+    /// Keeps the primary's WAL position `position`, seen at `now`. A position behind the newest
+    /// kept one is another server's or another timeline's: the primary moved to a promoted
+    /// standby, whose WAL goes on from where it stopped replaying, behind what the old primary
+    /// wrote last (writes a failover loses). The positions kept before are forgotten, or every
+    /// replica would look as far behind as those lost writes until the new primary wrote past them.
+    fn sample(&self, now: Instant, position: u64) {
+        let mut positions = self.positions.lock();
+        if positions.back().is_some_and(|&(_, newest)| newest > position) {
+            positions.clear();
+        }
+        if positions.len() == POSITION_SAMPLES {
+            positions.pop_front();
+        }
+        positions.push_back((now, position));
     }
 
     /// A replica's lag, having replayed `replayed`: how long ago the primary was first seen past
@@ -549,6 +560,26 @@ mod tests {
         assert_eq!(nodes.lag_of(150, now), (Duration::from_millis(150), 150));
         // Behind every sample: at least as old as the oldest.
         assert_eq!(nodes.lag_of(10, now), (Duration::from_millis(250), 290));
+    }
+
+    #[tokio::test]
+    async fn a_primary_behind_the_positions_kept_starts_them_again() {
+        let db = sea_orm::Database::connect("sqlite::memory:").await.expect("an in-memory store");
+        let nodes = Nodes::with(db, Vec::new(), Duration::from_secs(5));
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        nodes.sample(at(0), 100);
+        nodes.sample(at(100), 5_000);
+        // A promoted standby, which had replayed up to 300, is the primary now.
+        nodes.sample(at(200), 320);
+        assert_eq!(nodes.positions.lock().iter().copied().collect::<Vec<_>>(), [(at(200), 320)]);
+        // The promoted standby, read as a replica, is not 5,000 bytes behind the old primary.
+        assert_eq!(nodes.lag_of(320, at(250)), (Duration::ZERO, 0));
+        // Equal and later positions are kept as before.
+        nodes.sample(at(300), 320);
+        nodes.sample(at(400), 400);
+        assert_eq!(nodes.positions.lock().len(), 3);
+        assert_eq!(nodes.lag_of(320, at(450)), (Duration::from_millis(50), 80));
     }
 
     #[tokio::test]

@@ -361,8 +361,18 @@ async fn writes_follow_a_promoted_replica_without_a_restart() {
     let (_, served) = app.get_json("/v2/proposals?daoId=failover").await;
     assert_eq!(served["data"]["items"][0]["title"], "Before the failover", "{served}");
 
-    // Failover: the replica is promoted, the old primary goes, and the space changes.
+    // Failover: the replica is promoted, the old primary takes writes the promoted replica never
+    // sees (lost, as asynchronous replication loses the last writes), and goes; the space changes.
     pair.promote();
+    let lost = sea_orm::Database::connect(old_primary.as_str()).await.unwrap();
+    lost.execute_unprepared(
+        "CREATE TABLE lost_in_failover AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 20000) g",
+    )
+    .await
+    .unwrap();
+    lost.close().await.ok();
+    // Long enough for the node monitor to sample the old primary's WAL past those writes.
+    tokio::time::sleep(govdata::store::nodes::PROBE_INTERVAL * 5).await;
     pair.cut("primary");
     let cut = std::time::Instant::now();
     hub_data.lock().unwrap().proposals[0].title = "After the failover".to_owned();
