@@ -4,10 +4,9 @@
 // Also installs contracts/Multicall3Lite.sol at Multicall3's canonical address (anvil_setCode)
 // so the facilitator's failure diagnostics work as on a public chain.
 // stdout: {"asset":"0x…","name":"USDC","version":"2","decimals":6,"chainId":84532}
-import { ANVIL_ADDR_1, ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeAddress, normalizeKey, required, run, solcInput } from "./lib/common.mjs";
+import { ANVIL_ADDR_1, ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeAddress, normalizeKey, required, run, solcInput, compileSolidity } from "./lib/common.mjs";
 import { createPublicClient, createWalletClient, getAddress, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import solc from "solc";
 
 const USAGE = `usage: deploy-token.mjs --rpc URL [--key HEX] [--payer ADDR] [--amount ATOMIC] [--name NAME] [--token-version VERSION]
   --key            deployer key (default: anvil account #0)
@@ -19,7 +18,7 @@ const USAGE = `usage: deploy-token.mjs --rpc URL [--key HEX] [--payer ADDR] [--a
 // Canonical Multicall3 address (present on Base Sepolia; absent on a fresh anvil).
 const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
-function compile() {
+async function compile() {
   const files = ["TestUSDC.sol", "Multicall3Lite.sol"];
   const input = solcInput(files, {
     "TestUSDC.sol": { TestUSDC: ["abi", "evm.bytecode.object"] },
@@ -27,7 +26,7 @@ function compile() {
   });
 
   const t0 = Date.now();
-  const output = JSON.parse(solc.compile(JSON.stringify(input)));
+  const { output, version, cached } = await compileSolidity(input);
   const diagnostics = output.errors ?? [];
   for (const d of diagnostics) log(`solc ${d.severity}: ${d.formattedMessage ?? d.message}`);
   if (diagnostics.some((d) => d.severity === "error")) throw new Error("the contracts do not compile");
@@ -35,7 +34,7 @@ function compile() {
   const multicall = output.contracts?.["Multicall3Lite.sol"]?.Multicall3Lite;
   if (!token?.evm?.bytecode?.object) throw new Error("solc produced no bytecode for TestUSDC");
   if (!multicall?.evm?.deployedBytecode?.object) throw new Error("solc produced no bytecode for Multicall3Lite");
-  log(`compiled ${files.join(", ")} with solc ${solc.version()} in ${Date.now() - t0} ms`);
+  log(`compiled ${files.join(", ")} with solc ${version} ${cached ? "(kept from an earlier run) " : ""}in ${Date.now() - t0} ms`);
   return {
     abi: token.abi,
     bytecode: `0x${token.evm.bytecode.object}`,
@@ -75,7 +74,7 @@ run(async () => {
   const name = opts.name ?? "USDC";
   const version = opts["token-version"] ?? "2";
 
-  const { abi, bytecode, multicallRuntime } = compile();
+  const { abi, bytecode, multicallRuntime } = await compile();
 
   const probe = createPublicClient({ transport: http(rpc) });
   const chainId = await probe.getChainId();

@@ -22,7 +22,7 @@
 //          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"proposalD":{…},"treasury":"…","proposalE":{…},"vaultAbi":[…],
 //          "customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
 //          block numbers as JSON numbers)
-import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
+import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports, compileSolidity } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
@@ -38,7 +38,6 @@ import {
   zeroAddress,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import solc from "solc";
 
 const USAGE = `usage: governance.mjs --rpc URL [--key HEX]
   --rpc   a running anvil (any chain id; it must accept anvil_mine)
@@ -88,7 +87,7 @@ const AGAINST = 0;
 const FOR = 1;
 const ABSTAIN = 2;
 
-function compile() {
+async function compile() {
   const files = ["GovToken.sol", "GovGovernor.sol"];
   const input = solcInput(files, {
     "GovToken.sol": { GovToken: ["abi", "evm.bytecode.object"] },
@@ -99,7 +98,7 @@ function compile() {
   // Only OpenZeppelin imports are resolved, from the pinned package in node_modules.
   const findImports = openZeppelinImports();
   const t0 = Date.now();
-  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports }));
+  const { output, version, cached } = await compileSolidity(input, findImports);
   const diagnostics = output.errors ?? [];
   // solc 0.8.37 warns about OpenZeppelin's own code ("at" becomes a keyword): count, don't print.
   const ozWarnings = diagnostics.filter((d) => d.severity !== "error" && d.sourceLocation?.file?.startsWith(OZ_PREFIX));
@@ -116,8 +115,8 @@ function compile() {
     readFileSync(fileURLToPath(new URL(`${OZ_PREFIX}package.json`, NODE_MODULES_DIR)), "utf8"),
   ).version;
   log(
-    `compiled ${files.join(", ")} and TimelockController (OpenZeppelin ${ozVersion}) with solc ${solc.version()} ` +
-      `in ${Date.now() - t0} ms (${ozWarnings.length} warnings in OpenZeppelin sources not shown)`,
+    `compiled ${files.join(", ")} and TimelockController (OpenZeppelin ${ozVersion}) with solc ${version} ` +
+      `${cached ? "(kept from an earlier run) " : ""}in ${Date.now() - t0} ms (${ozWarnings.length} warnings in OpenZeppelin sources not shown)`,
   );
   return {
     token: pick("GovToken.sol", "GovToken"),
@@ -132,7 +131,7 @@ const IMPLEMENTATION_SLOT = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a92
 const BEACON_SLOT = "0xa3f0ad74e5423aebfd80d3ef4346578335a9a72aeaee59ff6cb3582b35133d50";
 
 /** GovVault and OpenZeppelin's proxies in front of it (proposal D), compiled like `compile()`. */
-function compileProxies() {
+async function compileProxies() {
   const sources = {
     transparent: [`${OZ_PREFIX}proxy/transparent/TransparentUpgradeableProxy.sol`, "TransparentUpgradeableProxy"],
     beacon: [`${OZ_PREFIX}proxy/beacon/UpgradeableBeacon.sol`, "UpgradeableBeacon"],
@@ -141,7 +140,7 @@ function compileProxies() {
   };
   const selection = Object.fromEntries(Object.values(sources).map(([file, name]) => [file, { [name]: ["abi", "evm.bytecode.object"] }]));
   const input = solcInput(["GovVault.sol"], selection);
-  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: openZeppelinImports() }));
+  const { output } = await compileSolidity(input, openZeppelinImports());
   const errors = (output.errors ?? []).filter((d) => d.severity === "error");
   for (const e of errors) log(`solc error: ${e.formattedMessage ?? e.message}`);
   if (errors.length) throw new Error("GovVault and the proxies do not compile");
@@ -180,7 +179,7 @@ run(async () => {
   const chainId = await probe.getChainId().catch((err) => {
     throw new Error(`cannot reach --rpc ${rpc}: ${describeError(err)}`);
   });
-  const artifacts = compile();
+  const artifacts = await compile();
   const chain = localChain(rpc, chainId);
   const transport = http(rpc);
   const publicClient = createPublicClient({ chain, transport, pollingInterval: POLLING_INTERVAL_MS });
@@ -399,7 +398,7 @@ run(async () => {
   // beacon slot, then the beacon's implementation()); E calls GovVault's setRate through each.
   // Only GovVault's verified ABI (`vaultAbi`, which the test's fake Sourcify serves for the
   // implementation's address) decodes these calls. Never voted on.
-  const proxyArtifacts = compileProxies();
+  const proxyArtifacts = await compileProxies();
   const vault = await deploy("deploy GovVault", proxyArtifacts.vault, []);
   // OpenZeppelin 5.7's proxies refuse to be left uninitialised: each starts with a first setRate.
   const init = encodeFunctionData({ abi: proxyArtifacts.vault.abi, functionName: "setRate", args: [1n, deployer.address] });

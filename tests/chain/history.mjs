@@ -25,7 +25,7 @@
 //          "countingMode":"…","clockMode":"…","proposals":[{"id":"…","state":"Succeeded","snapshot":n,
 //          "quorum":"…","tally":{"against":"…","for":"…","abstain":"…"},"votes":[{"voter":"0x…","weight":"…",
 //          "parts":{"against":"…","for":"…","abstain":"…"}}]}]}
-import { POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
+import { POLLING_INTERVAL_MS, args, checkUrl, compileSolidity, emit, localChain, log, required, run, solcInput, openZeppelinImports } from "./lib/common.mjs";
 import {
   createPublicClient,
   createWalletClient,
@@ -37,7 +37,6 @@ import {
   zeroAddress,
 } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
-import solc from "solc";
 
 const USAGE = `usage: history.mjs --rpc URL [--seed N] [--steps N]
   --rpc    a running anvil (it must accept anvil_mine and evm_setAutomine)
@@ -60,14 +59,13 @@ function random(seed) {
   };
 }
 
-function compile() {
+async function compile() {
   const files = ["GovToken.sol", "GovFractional.sol"];
   const input = solcInput(files, {
     "GovToken.sol": { GovToken: ["abi", "evm.bytecode.object"] },
     "GovFractional.sol": { GovFractional: ["abi", "evm.bytecode.object"] },
   });
-  const findImports = openZeppelinImports();
-  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports }));
+  const { output } = await compileSolidity(input, openZeppelinImports());
   const errors = (output.errors ?? []).filter((d) => d.severity === "error");
   for (const e of errors) log(`solc error: ${e.formattedMessage ?? e.message}`);
   if (errors.length) throw new Error("the contracts do not compile");
@@ -97,7 +95,7 @@ run(async () => {
   const deployer = mnemonicToAccount(MNEMONIC, { addressIndex: 0 });
   const holders = AMOUNTS.map((_, i) => mnemonicToAccount(MNEMONIC, { addressIndex: i + 1 }));
   const wallet = (account) => createWalletClient({ account, chain, transport, pollingInterval: POLLING_INTERVAL_MS });
-  const artifacts = compile();
+  const artifacts = await compile();
   const counts = { DelegateChanged: 0, DelegateVotesChanged: 0 };
 
   const head = () => client.getBlockNumber({ cacheTime: 0 });

@@ -3,7 +3,8 @@
 //   - every log line goes to stderr (console.log/info/debug are redirected there, because
 //     some libraries log with console.log and would otherwise corrupt stdout);
 //   - on failure: a message on stderr and a non-zero exit code (`fail()`).
-import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { defineChain } from "viem";
@@ -141,15 +142,66 @@ export function parseHeaders(list) {
   return headers;
 }
 
+/** tests/chain/node_modules/ (the packages pinned by package-lock.json). */
+const NODE_MODULES_DIR = new URL("../node_modules/", import.meta.url);
+/** Where compiled contracts are kept between scripts: the repository's target/ (never committed). */
+const SOLC_CACHE_DIR = new URL("../../../target/solc-cache/", import.meta.url);
+
+const sha256 = (text) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * solc's standard-JSON output for `input`, its imports resolved by `findImports` (none when
+ * absent): `{ output, version, cached }`. Compiled once, then read from target/solc-cache/:
+ * every test that runs a script used to compile the same sources again, and solc-js (solc as
+ * WebAssembly) spends 8-10 s of CPU on each compile of OpenZeppelin's governor on the 2-core CI
+ * machine, some two dozen times a run. An entry is named by the hash of the solc package's
+ * version and the input (the project's contracts are in it), and holds the hash of every file
+ * the compile imported: when one of them reads back different (another OpenZeppelin), the
+ * sources are compiled anew. Entries are written whole (a temporary file, then a rename), so
+ * scripts running side by side never read half of one; a compile with errors is not kept.
+ */
+export async function compileSolidity(input, findImports) {
+  const solcPackage = JSON.parse(readFileSync(fileURLToPath(new URL("solc/package.json", NODE_MODULES_DIR)), "utf8"));
+  const text = JSON.stringify(input);
+  const entryFile = fileURLToPath(new URL(`${sha256(`solc ${solcPackage.version}\n${text}`)}.json`, SOLC_CACHE_DIR));
+  const importedHash = (path) => {
+    const found = findImports?.(path);
+    return found?.contents === undefined ? null : sha256(found.contents);
+  };
+  try {
+    const entry = JSON.parse(readFileSync(entryFile, "utf8"));
+    if (Object.entries(entry.imports).every(([path, hash]) => importedHash(path) === hash)) {
+      return { output: entry.output, version: entry.version, cached: true };
+    }
+  } catch {
+    // No entry yet (or an unreadable one): compiled below.
+  }
+  const { default: solc } = await import("solc");
+  const imports = {};
+  const recording = (path) => {
+    const found = findImports(path);
+    if (found.contents !== undefined) imports[path] = sha256(found.contents);
+    return found;
+  };
+  const output = JSON.parse(solc.compile(text, findImports ? { import: recording } : undefined));
+  const version = solc.version();
+  if (!(output.errors ?? []).some((d) => d.severity === "error")) {
+    mkdirSync(fileURLToPath(SOLC_CACHE_DIR), { recursive: true });
+    const partial = `${entryFile}.${process.pid}.tmp`;
+    writeFileSync(partial, JSON.stringify({ version, imports, output }));
+    renameSync(partial, entryFile);
+  }
+  return { output, version, cached: false };
+}
+
 /** The pinned OpenZeppelin package's sources, for solc's import callback: only
  * `@openzeppelin/contracts/…` imports are resolved, from tests/chain/node_modules (no network). */
 export function openZeppelinImports() {
   const prefix = "@openzeppelin/contracts/";
-  const nodeModules = new URL("../node_modules/", import.meta.url);
   return (path) => {
     if (!path.startsWith(prefix) || path.includes("..")) return { error: `import not allowed: ${path}` };
     try {
-      return { contents: readFileSync(fileURLToPath(new URL(path, nodeModules)), "utf8") };
+      return { contents: readFileSync(fileURLToPath(new URL(path, NODE_MODULES_DIR)), "utf8") };
     } catch (err) {
       return { error: `cannot read ${path} (run npm install in tests/chain): ${err.message}` };
     }
