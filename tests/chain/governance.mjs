@@ -22,7 +22,7 @@
 //          "proposals":[…],"delegates":[…],"holders":[…],"proposalC":{…},"proposalD":{…},"treasury":"…","proposalE":{…},"vaultAbi":[…],
 //          "customAbi":{address,abi}} (addresses lowercase, uint256 as decimal strings,
 //          block numbers as JSON numbers)
-import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports, compileSolidity } from "./lib/common.mjs";
+import { ANVIL_KEY_0, POLLING_INTERVAL_MS, args, checkUrl, emit, localChain, log, normalizeKey, required, run, solcInput, openZeppelinImports, compileSolidity, NODE_MODULES_DIR } from "./lib/common.mjs";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
@@ -43,7 +43,6 @@ const USAGE = `usage: governance.mjs --rpc URL [--key HEX]
   --rpc   a running anvil (any chain id; it must accept anvil_mine)
   --key   deployer key (default: anvil account #0); the holders are always anvil accounts #1..#4`;
 
-const NODE_MODULES_DIR = new URL("./node_modules/", import.meta.url);
 const OZ_PREFIX = "@openzeppelin/contracts/";
 const TIMELOCK_SOURCE = `${OZ_PREFIX}governance/TimelockController.sol`;
 

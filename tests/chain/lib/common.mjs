@@ -143,7 +143,7 @@ export function parseHeaders(list) {
 }
 
 /** tests/chain/node_modules/ (the packages pinned by package-lock.json). */
-const NODE_MODULES_DIR = new URL("../node_modules/", import.meta.url);
+export const NODE_MODULES_DIR = new URL("../node_modules/", import.meta.url);
 /** Where compiled contracts are kept between scripts: the repository's target/ (never committed). */
 const SOLC_CACHE_DIR = new URL("../../../target/solc-cache/", import.meta.url);
 
@@ -151,14 +151,13 @@ const sha256 = (text) => createHash("sha256").update(text).digest("hex");
 
 /**
  * solc's standard-JSON output for `input`, its imports resolved by `findImports` (none when
- * absent): `{ output, version, cached }`. Compiled once, then read from target/solc-cache/:
- * every test that runs a script used to compile the same sources again, and solc-js (solc as
- * WebAssembly) spends 8-10 s of CPU on each compile of OpenZeppelin's governor on the 2-core CI
- * machine, some two dozen times a run. An entry is named by the hash of the solc package's
- * version and the input (the project's contracts are in it), and holds the hash of every file
- * the compile imported: when one of them reads back different (another OpenZeppelin), the
- * sources are compiled anew. Entries are written whole (a temporary file, then a rename), so
- * scripts running side by side never read half of one; a compile with errors is not kept.
+ * absent): `{ output, version, cached }`. Compiled once, then read from target/solc-cache/
+ * (tests/chain/README.md, "Compiled once", says why and what it cost). An entry is named by the
+ * hash of the solc package's version and the input (the project's contracts are in it), and
+ * holds the hash of every file the compile imported: when one of them reads back different
+ * (another OpenZeppelin), the sources are compiled anew. Entries are written whole (a temporary
+ * file, then a rename), so scripts running side by side never read half of one; a compile with
+ * errors is not kept.
  */
 export async function compileSolidity(input, findImports) {
   const solcPackage = JSON.parse(readFileSync(fileURLToPath(new URL("solc/package.json", NODE_MODULES_DIR)), "utf8"));
