@@ -198,7 +198,11 @@ impl TestApp {
     /// replica's and see it.
     pub async fn sync(&self) {
         use sea_orm::ConnectionTrait;
-        let _ = self.serving.refresh().await;
+        // Left to the request to report, but said here too: a test that then reads an older
+        // revision shows why in its output.
+        if let Err(e) = self.serving.refresh().await {
+            eprintln!("sync: the server's watch did not read the store: {e}");
+        }
         let nodes = self.serving.nodes();
         if !nodes.has_replicas() {
             return;

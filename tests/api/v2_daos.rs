@@ -37,9 +37,11 @@ on_both_backends!(walking_every_page_lists_every_dao_once, |app: TestApp| async 
 
 async fn problem(app: &TestApp, path: &str) -> Value {
     let r = app.get(path).await;
-    assert_eq!(r.status(), 400, "{path}");
-    assert_eq!(r.headers()["content-type"], "application/problem+json");
-    r.json().await.unwrap()
+    let (status, content_type) = (r.status(), r.headers()["content-type"].clone());
+    let body = r.text().await.unwrap();
+    assert_eq!(status, 400, "{path}: {body}");
+    assert_eq!(content_type, "application/problem+json");
+    serde_json::from_str(&body).unwrap()
 }
 
 on_both_backends!(out_of_range_limits_are_rejected, |app: TestApp| async move {
@@ -82,9 +84,11 @@ on_both_backends!(cursors_go_stale_when_a_publication_changes_what_they_page, |b
     let mut cursors = Vec::new();
     for list in ["/v2/daos?limit=2", "/v2/proposals?daoId=uniswap&limit=2", "/v2/proposals?daoId=lido&limit=2"] {
         let (_, first) = app.get_json(list).await;
-        let cursor = first["meta"]["page"]["nextCursor"].as_str().unwrap().to_owned();
+        let cursor =
+            first["meta"]["page"]["nextCursor"].as_str().unwrap_or_else(|| panic!("{list}: {first}")).to_owned();
         let next = format!("{list}&cursor={cursor}");
-        assert_eq!(app.get(&next).await.status(), 200, "{next}");
+        let (status, body) = app.get_json(&next).await;
+        assert_eq!(status, 200, "{next}: {body}");
         cursors.push(next);
     }
     let [every_dao, uniswap, lido] = cursors.try_into().unwrap();
@@ -96,7 +100,8 @@ on_both_backends!(cursors_go_stale_when_a_publication_changes_what_they_page, |b
         assert_eq!(body["code"], "INVALID_CURSOR", "{stale}");
         assert!(body["detail"].as_str().unwrap().contains("republished"), "{body}");
     }
-    assert_eq!(app.get(&uniswap).await.status(), 200, "a publication that leaves uniswap alone");
+    let (status, body) = app.get_json(&uniswap).await;
+    assert_eq!(status, 200, "a publication that leaves uniswap alone: {body}");
 
     publish(&db, 0, "everything recomputed", &Scope::All).await.unwrap();
     assert_eq!(problem(&app, &uniswap).await["code"], "INVALID_CURSOR");
