@@ -335,9 +335,8 @@ async fn one_answer(stream: &mut TcpStream, pending: &mut Vec<u8>) -> (u16, Stri
 // a 429, none answered with `connection: close`, and the connection still open after them all.
 // (A client whose pool reconnected after some answer would exhaust its ports under load: issue 50.)
 on_both_backends!(keep_alive_holds_for_every_kind_of_answer, |backend: Backend| async move {
-    let url = crate::helpers::fresh_database(backend).await;
+    let url = crate::helpers::fresh_sample_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     db.close().await.ok();
     let dir = tempfile::tempdir().unwrap();
     let exports = dir.path().to_owned();

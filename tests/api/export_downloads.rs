@@ -13,14 +13,13 @@ use govdata::store::publish::{Scope, publish};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_with};
+use crate::helpers::{Backend, TestApp, fresh_sample_database, spawn_app_with};
 use crate::on_both_backends;
 
 /// A store of its own with the sample loaded, served with exports under `dir` (budget in MiB).
 async fn exporting_app(backend: Backend, dir: &Path, budget_mb: u64) -> TestApp {
-    let url = fresh_database(backend).await;
+    let url = fresh_sample_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     db.close().await.ok();
     let dir = dir.to_owned();
     spawn_app_with(url, move |a| {

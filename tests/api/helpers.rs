@@ -1,7 +1,8 @@
 //! Test harness: a real server on 127.0.0.1:0 in front of a real store, on SQLite or PostgreSQL.
 //!
 //! Read-only tests share one database per backend per run, loaded once with the bundled sample.
-//! Tests that write get a database of their own. PostgreSQL databases are named
+//! Tests that write get a database of their own: empty (`fresh_database`), or a copy of the
+//! sample loaded once (`fresh_sample_database`). PostgreSQL databases are named
 //! `govdata_test_<unix seconds>_<pid>_<n>`, dropped when the run ends, and any left behind by an
 //! interrupted run over an hour ago are dropped at the next start.
 use std::{
@@ -78,11 +79,32 @@ fn unix_now() -> u64 {
 
 /// A new, empty database URL on `backend`.
 pub async fn fresh_database(backend: Backend) -> String {
+    create_database(backend, None).await
+}
+
+/// A new database URL on `backend` holding the bundled sample as `sample::import_if_empty` left
+/// it (migrated, imported, published), for a test that writes to it. It is a copy of a database
+/// loaded once per run: a copied file on SQLite, `CREATE DATABASE … TEMPLATE` on PostgreSQL
+/// (0.1 s instead of the migrations and the import: about 1.3 s of a debug build's CPU, and the
+/// server's on PostgreSQL, for each test that writes to the sample).
+pub async fn fresh_sample_database(backend: Backend) -> String {
+    let template = sample_template(backend);
+    create_database(backend, Some(&template)).await
+}
+
+/// A new database on `backend`: empty, or a copy of `template` (a URL of the same backend that no
+/// connection holds open).
+async fn create_database(backend: Backend, template: Option<&str>) -> String {
     let n = SEQ.fetch_add(1, Ordering::SeqCst);
     match backend {
         Backend::Sqlite => {
             let dir = tempdir_for_run();
-            format!("sqlite://{}/test_{n}.db", dir.display())
+            let path = dir.join(format!("test_{n}.db"));
+            if let Some(template) = template {
+                let from = template.strip_prefix("sqlite://").expect("a SQLite template");
+                std::fs::copy(from, &path).expect("copy the template");
+            }
+            format!("sqlite://{}", path.display())
         }
         Backend::Postgres | Backend::Replica => {
             let base = admin_base(backend);
@@ -91,7 +113,11 @@ pub async fn fresh_database(backend: Backend) -> String {
             });
             drop_stale(&admin).await;
             let name = format!("govdata_test_{}_{}_{n}", unix_now(), std::process::id());
-            admin.execute_unprepared(&format!("CREATE DATABASE \"{name}\"")).await.expect("create test database");
+            let from = match template {
+                Some(t) => format!(" TEMPLATE \"{}\"", t.rsplit('/').next().expect("a database name")),
+                None => String::new(),
+            };
+            admin.execute_unprepared(&format!("CREATE DATABASE \"{name}\"{from}")).await.expect("create test database");
             CREATED_PG.lock().unwrap_or_else(|e| e.into_inner()).push((base.clone(), name.clone()));
             admin.close().await.ok();
             format!("{base}/{name}")
@@ -132,28 +158,43 @@ fn tempdir_for_run() -> &'static std::path::Path {
     DIR.get_or_init(|| tempfile::tempdir().expect("tempdir")).path()
 }
 
-/// The shared database of `backend`, created and loaded with the bundled sample once per run.
-/// Loading runs on its own thread and runtime: each test has its own runtime, and a pool must not
-/// outlive the runtime that made it.
+/// The shared database of `backend`, loaded with the bundled sample once per run (read-only
+/// tests share it).
 pub fn sample_database(backend: Backend) -> String {
-    static SQLITE: OnceLock<String> = OnceLock::new();
-    static POSTGRES: OnceLock<String> = OnceLock::new();
-    static REPLICA: OnceLock<String> = OnceLock::new();
-    let cell = match backend {
-        Backend::Sqlite => &SQLITE,
-        Backend::Postgres => &POSTGRES,
-        Backend::Replica => &REPLICA,
-    };
+    static CELLS: [OnceLock<String>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    once_per_backend(&CELLS, backend, fresh_sample_database)
+}
+
+/// The template of [`fresh_sample_database`] on `backend`: loaded with the bundled sample once
+/// per run, then closed, and never served (PostgreSQL copies only a database no one is connected
+/// to; a SQLite file is copied whole only once its write-ahead log is folded into it).
+fn sample_template(backend: Backend) -> String {
+    static CELLS: [OnceLock<String>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    once_per_backend(&CELLS, backend, |backend| async move {
+        let url = fresh_database(backend).await;
+        let db = govdata::store::connect(&url).await.expect("connect");
+        govdata::sample::import_if_empty(&db).await.expect("import the sample");
+        if backend == Backend::Sqlite {
+            db.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)").await.expect("checkpoint");
+        }
+        db.close().await.expect("close the template");
+        url
+    })
+}
+
+/// The database `load` makes, made once per run and backend (in `cells`, one per backend). It is
+/// made on a thread and runtime of its own: each test has its own runtime, and a pool must not
+/// outlive the runtime that made it.
+fn once_per_backend<F, Fut>(cells: &'static [OnceLock<String>; 3], backend: Backend, load: F) -> String
+where
+    F: FnOnce(Backend) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = String>,
+{
+    let cell = &cells[backend as usize];
     cell.get_or_init(|| {
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            rt.block_on(async {
-                let url = fresh_database(backend).await;
-                let db = govdata::store::connect(&url).await.expect("connect");
-                govdata::sample::import_if_empty(&db).await.expect("import the sample");
-                db.close().await.ok();
-                url
-            })
+            rt.block_on(load(backend))
         })
         .join()
         .expect("loading the sample")

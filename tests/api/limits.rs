@@ -8,7 +8,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::helpers::{
-    Backend, TestApp, fresh_database, read_to_close, refusals_counted, require, sample_database, spawn_app,
+    Backend, TestApp, fresh_sample_database, read_to_close, refusals_counted, require, sample_database, spawn_app,
     spawn_app_on, spawn_app_with,
 };
 use crate::on_both_backends;
@@ -21,9 +21,8 @@ async fn a_request_past_its_deadline_is_503_with_retry_after() {
     if !require(Backend::Postgres) {
         return;
     }
-    let url = fresh_database(Backend::Postgres).await;
+    let url = fresh_sample_database(Backend::Postgres).await;
     let db = govdata::store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     let app = spawn_app_with(url, |a| {
         a.limits.request_timeout = Duration::from_secs(1);
         a.response_cache_mb = 0;
@@ -145,9 +144,8 @@ async fn a_store_that_refuses_connections_answers_503_at_once_and_keeps_cached_a
         return;
     }
     // A database of its own: the shared one serves the other tests meanwhile.
-    let url = fresh_database(Backend::Postgres).await;
+    let url = fresh_sample_database(Backend::Postgres).await;
     let db = govdata::store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     db.close().await.unwrap();
     let app = spawn_app_on(url).await;
     let name = app.database_url.rsplit('/').next().unwrap().to_owned();

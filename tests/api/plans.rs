@@ -28,7 +28,7 @@ use sea_orm::{
 };
 
 use crate::fixtures::stores::{MINUTE, insert_mixed_choices};
-use crate::helpers::{Backend, fresh_database, require};
+use crate::helpers::{Backend, fresh_sample_database, require};
 
 /// Executions of each statement per way of running it: PostgreSQL custom-plans the first
 /// [`CUSTOM_PLANS`], then keeps the generic plan when it costs no more.
@@ -522,9 +522,8 @@ async fn postgres_lists_keep_a_generic_plan_on_their_index() {
     if !require(Backend::Postgres) {
         return;
     }
-    let url = fresh_database(Backend::Postgres).await;
+    let url = fresh_sample_database(Backend::Postgres).await;
     let db = store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     // Votes of choices in and out of the merged set, so that every arm has rows.
     insert_mixed_choices(&db).await;
     insert_topics(&db).await;

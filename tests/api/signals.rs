@@ -11,7 +11,7 @@ use crate::{
         CLOSE_CALL_DECIDER, CLOSE_CALL_DECIDER_ENS, MINUTE, ONCHAIN_DECIDER, SPIKE_DAY, SYNTHETIC_PROPOSAL,
         insert_close_call, insert_forum_topic, insert_onchain_decided,
     },
-    helpers::{Backend, TestApp, fresh_database, snapshot_settings, spawn_app_on},
+    helpers::{Backend, TestApp, fresh_sample_database, snapshot_settings, spawn_app_on},
     on_both_backends,
 };
 use govdata::store::{entities, keys};
@@ -263,9 +263,8 @@ async fn signal_rows(db: &DatabaseConnection) -> Vec<entities::signal::Model> {
 }
 
 async fn fixture_app(backend: Backend) -> (TestApp, DatabaseConnection) {
-    let url = fresh_database(backend).await;
+    let url = fresh_sample_database(backend).await;
     let db = govdata::store::connect(&url).await.expect("connect");
-    govdata::sample::import_if_empty(&db).await.expect("sample");
     let sample_signals = signal_rows(&db).await;
     assert!(!sample_signals.is_empty());
     // A spike: 25 posts 30 minutes apart (the 20th lands 9.5 hours in). Not spikes: 19 posts in

@@ -77,9 +77,8 @@ on_both_backends!(bad_cursors_are_invalid_cursor, |app: TestApp| async move {
 // over X and over every DAO stale, and leaves those paging another DAO valid.
 on_both_backends!(cursors_go_stale_when_a_publication_changes_what_they_page, |backend: Backend| async move {
     use govdata::store::publish::{Scope, Touched, publish};
-    let url = crate::helpers::fresh_database(backend).await;
+    let url = crate::helpers::fresh_sample_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     let app = crate::helpers::spawn_app_on(url).await;
     let mut cursors = Vec::new();
     for list in ["/v2/daos?limit=2", "/v2/proposals?daoId=uniswap&limit=2", "/v2/proposals?daoId=lido&limit=2"] {

@@ -3,13 +3,12 @@ use govdata::store::entities::{forum_post, forum_topic, proposal};
 use govdata::store::stored::Tags;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
 
-use crate::helpers::{fresh_database, spawn_app_on};
+use crate::helpers::{fresh_sample_database, spawn_app_on};
 use crate::on_both_backends;
 
 on_both_backends!(topics_walk_and_resolve, |backend: Backend| async move {
-    let url = fresh_database(backend).await;
+    let url = fresh_sample_database(backend).await;
     let db = govdata::store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     let linked = proposal::Entity::find().one(&db).await.unwrap().unwrap();
     let base = 1_767_225_600_000_i64; // 2026-01-01
     for i in 0..5_i64 {

@@ -10,7 +10,7 @@ use govdata::store::{self, vote_arms};
 use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
 
 use crate::fixtures::stores::{insert_mixed_choices, insert_tied_times};
-use crate::helpers::{Backend, TestApp, fresh_database, spawn_app_on};
+use crate::helpers::{Backend, TestApp, fresh_sample_database, spawn_app_on};
 use crate::on_both_backends;
 
 /// `(voter, choice, power, created_ms)`.
@@ -52,9 +52,8 @@ fn expected(votes: &[Vote], by_power: bool) -> Vec<(String, String)> {
 }
 
 on_both_backends!(pages_keep_the_order_across_every_choice, |backend: Backend| async move {
-    let url = fresh_database(backend).await;
+    let url = fresh_sample_database(backend).await;
     let db = store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     let (key, votes) = insert_mixed_choices(&db).await;
     db.close().await.ok();
     let app = spawn_app_on(url).await;
@@ -90,9 +89,8 @@ on_both_backends!(pages_keep_the_order_across_every_choice, |backend: Backend| a
 // Votes cast at the same time come newest id first, across the arms of the merged time order
 // and inside one choice's walk (SQLite's time indexes end with the row id, migration 35).
 on_both_backends!(equal_times_follow_the_id_across_every_choice, |backend: Backend| async move {
-    let url = fresh_database(backend).await;
+    let url = fresh_sample_database(backend).await;
     let db = store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     let (key, mut votes) = insert_tied_times(&db).await;
     db.close().await.ok();
     let app = spawn_app_on(url).await;
@@ -139,9 +137,8 @@ async fn sqlite_plan(db: &sea_orm::DatabaseConnection, statement: Statement) -> 
 // its DAOs' runs of the voter index.
 #[tokio::test]
 async fn sqlite_walks_read_indexes_in_order() {
-    let url = fresh_database(Backend::Sqlite).await;
+    let url = fresh_sample_database(Backend::Sqlite).await;
     let db = store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     let voter = AccountBytes::parse("0x683a4F9915D6216f73d6Df50151725036bD26C02").unwrap();
     let time = vote_arms::Position::Time(TimeAfter { ms: 1_700_000_000_000, id: 5_000 });
     let power = vote_arms::Position::Power("2015".to_owned(), voter.clone());
@@ -216,9 +213,8 @@ async fn postgres_pages_read_each_arm_by_its_index() {
     if !crate::helpers::require(Backend::Postgres) {
         return;
     }
-    let url = fresh_database(Backend::Postgres).await;
+    let url = fresh_sample_database(Backend::Postgres).await;
     let db = store::connect(&url).await.unwrap();
-    govdata::sample::import_if_empty(&db).await.unwrap();
     for (order, partial) in [(VoteOrder::Power, "ix_votes_proposal_power"), (VoteOrder::Time, "ix_votes_proposal_time")]
     {
         let statement = vote_arms::statement(DbBackend::Postgres, 1, Default::default(), order, None, 101, true);
