@@ -7,6 +7,26 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Asks the kernel for no transparent huge pages in this process (`PR_SET_THP_DISABLE`), as
+/// mimalloc's own `allow_thp=0` does; called first thing in `main`.
+///
+/// mimalloc reserves its arenas with `madvise(MADV_HUGEPAGE)` where the system allows huge pages
+/// (`madvise`, as Debian ships, or `always`), and its 64 KiB pages of each thread and size class
+/// lie scattered over them, so every 2 MiB region one of them touched became a whole huge page:
+/// 30-66 MiB of a loaded server's resident set were huge pages (`AnonHugePages`), and
+/// `compare.py` read 132-138 MiB of RSS under load against 98-125 without them, at the same
+/// requests per second (docs/benchmarks.md, "Huge pages"). The build (`no_thp`) keeps mimalloc
+/// from asking for them before `main`; this keeps the kernel from handing them out on a system
+/// that does so unasked (`always`).
+pub fn no_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) takes no pointer and changes only this
+    // process's huge page policy; its result is advisory (an older kernel lacks it).
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 /// Hands the memory freed so far back to the kernel, now.
 ///
 /// mimalloc returns a freed page to the kernel a second after it was freed (its `purge_delay`),

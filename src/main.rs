@@ -9,6 +9,7 @@ use govdata::{ingest, sample, server, store};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    govdata::allocator::no_huge_pages();
     let cli = Cli::parse();
     let _log_writer = init_logs(cli.log_format);
     let url = cli.store.database_url.clone();

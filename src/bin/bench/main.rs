@@ -107,6 +107,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    govdata::allocator::no_huge_pages();
     let args = Args::parse();
     if args.decode {
         return decode::run();
