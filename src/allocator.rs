@@ -13,9 +13,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// mimalloc reserves its arenas with `madvise(MADV_HUGEPAGE)` where the system allows huge pages
 /// (`madvise`, as Debian ships, or `always`), and its 64 KiB pages of each thread and size class
 /// lie scattered over them, so every 2 MiB region one of them touched became a whole huge page:
-/// 30-66 MiB of a loaded server's resident set were huge pages (`AnonHugePages`), and
-/// `compare.py` read 132-138 MiB of RSS under load against 98-125 without them, at the same
-/// requests per second (docs/benchmarks.md, "Huge pages"). The build (`no_thp`) keeps mimalloc
+/// a loaded server held tens of MiB more resident for it, at the same requests per second
+/// (docs/benchmarks.md, "Huge pages", has the figures). The build (`no_thp`) keeps mimalloc
 /// from asking for them before `main`; this keeps the kernel from handing them out on a system
 /// that does so unasked (`always`).
 pub fn no_huge_pages() {
