@@ -10,6 +10,7 @@ use govdata::{ingest, sample, server, store};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     govdata::allocator::no_huge_pages();
+    govdata::allocator::purge_freed_soon();
     let cli = Cli::parse();
     let _log_writer = init_logs(cli.log_format);
     let url = cli.store.database_url.clone();

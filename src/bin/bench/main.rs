@@ -108,6 +108,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     govdata::allocator::no_huge_pages();
+    govdata::allocator::purge_freed_soon();
     let args = Args::parse();
     if args.decode {
         return decode::run();
