@@ -33,15 +33,13 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// How long mimalloc keeps a freed page before it hands it back to the kernel, in milliseconds.
 const PURGE_AFTER_MS: std::ffi::c_long = 10;
 
-/// Hands freed pages back to the kernel 10 ms after they were freed instead of mimalloc's 1 s;
-/// called first thing in `main`, beside [`no_huge_pages`].
+/// Hands freed pages back to the kernel [`PURGE_AFTER_MS`] after they were freed instead of
+/// mimalloc's second; called first thing in `main`, beside [`no_huge_pages`].
 ///
 /// Under load every thread frees pages while others allocate new ones, and a second's worth of
-/// them stayed resident: 12-17 MiB of a loaded server's 99-107 (`wrk -t2 -c64` on the sample,
-/// response cache on and off, `MIMALLOC_PURGE_DELAY=10` against the default on one release
-/// build, alternated, 2026-11-30). The requests per second did not move beyond the machine's
-/// spread at 10 ms; at 0 (a purge on every free) the cached path lost 7-10 % in the same runs
-/// (docs/benchmarks.md, "Purging freed pages sooner").
+/// them stayed resident. A short delay lowered the loaded server's peak RSS at the same requests
+/// per second; a purge on every free (0) cost the cached path requests per second. The runs, with
+/// their date and command: docs/benchmarks.md, "Purging freed pages sooner".
 pub fn purge_freed_soon() {
     // SAFETY: `mi_option_set` takes no pointer; mimalloc reads the option at each purge.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, PURGE_AFTER_MS) }
