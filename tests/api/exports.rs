@@ -194,7 +194,61 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
             "pages of {page_rows}: the same file"
         );
     }
+    if backend == crate::helpers::Backend::Sqlite {
+        sqlite_chunks_write_the_pages_file(&db, dao, &whole).await;
+    }
 });
+
+/// On SQLite a build reads the votes in chunks ([`votes::read_sqlite_in_chunks`]): each chunk's
+/// ids from the natural key's index in voter order (its plan reads that index alone, no sort),
+/// their rows in id order, handed back in voter order. `synth` writes a proposal's votes in random
+/// voter order, so a chunk reorders; chunks that end on a short one, divide the votes exactly, or
+/// hold one vote each all write the file the pages wrote (`pages`).
+async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, pages: &std::path::Path) {
+    use govdata::exports::view::{Snapshot, View};
+    use sea_orm::{ConnectionTrait, QuerySelect, QueryTrait};
+    let proposal: i64 = e::proposal::Entity::find()
+        .select_only()
+        .column(e::proposal::Column::Id)
+        .filter(e::proposal::Column::DaoId.eq(dao))
+        .into_tuple()
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap();
+    let ids: Vec<i64> = votes::voter_ordered_ids(proposal).into_tuple().all(db).await.unwrap();
+    assert!(ids.windows(2).any(|w| w[0] > w[1]), "voter order is not the table's order");
+    let built = votes::voter_ordered_ids(proposal).build(db.get_database_backend());
+    let plan: Vec<String> = db
+        .query_all_raw(sea_orm::Statement::from_sql_and_values(
+            db.get_database_backend(),
+            format!("EXPLAIN QUERY PLAN {}", built.sql),
+            built.values.unwrap(),
+        ))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.try_get_by::<String, _>("detail").unwrap())
+        .collect();
+    assert_eq!(plan, [r#"SEARCH votes USING COVERING INDEX idx-votes-vote_natural (proposal_id=?)"#], "{plan:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for chunk_rows in [1_000, 500, 1] {
+        let view = View::begin(db, true).await.unwrap();
+        let Some(Snapshot::Sqlite(conn)) = view.snapshot() else { panic!("a SQLite view of its own connection") };
+        let path = dir.path().join(format!("chunks-{chunk_rows}.csv"));
+        let w =
+            export(&path, &VOTES, ExportFormat::Csv, |out| votes::read_sqlite_in_chunks(conn, dao, out, chunk_rows))
+                .await
+                .unwrap();
+        view.end().await.unwrap();
+        assert_eq!(w.rows, ids.len() as u64);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            std::fs::read(pages).unwrap(),
+            "chunks of {chunk_rows}: the same file"
+        );
+    }
+}
 
 // A build reads one view of the store (`exports::view::View`): the votes come on a connection of
 // their own on the view's snapshot (by `COPY` on PostgreSQL, which imports it; on one thread on
