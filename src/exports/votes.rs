@@ -81,19 +81,14 @@ fn select(proposal_id: i64, after: Option<Vec<u8>>) -> Select<vote::Entity> {
 
 /// The exported columns of `q`'s votes, in [`VoteRow::decode`]'s order.
 fn exported(q: Select<vote::Entity>) -> Select<vote::Entity> {
-    use vote::Column as V;
-    q.select_only().columns([
-        V::Voter,
-        V::Choice,
-        V::VotingPower,
-        V::VpFromFloat,
-        V::Reason,
-        V::CreatedMs,
-        V::TxHash,
-        V::BlockNumber,
-        V::Ipfs,
-    ])
+    q.select_only().columns(EXPORTED)
 }
+
+/// The columns a vote's row gives the file, in [`VoteRow::decode`]'s order.
+const EXPORTED: [vote::Column; 9] = {
+    use vote::Column as V;
+    [V::Voter, V::Choice, V::VotingPower, V::VpFromFloat, V::Reason, V::CreatedMs, V::TxHash, V::BlockNumber, V::Ipfs]
+};
 
 /// [`read`] in keyset pages of `page_rows` votes (a test crosses page boundaries with a few
 /// thousand votes instead of writing more than [`PAGE_ROWS`] of them).
@@ -155,7 +150,7 @@ async fn read_by_copy(
         // writes in.
         let select = select(id, None).build(DbBackend::Postgres).to_string();
         let mut copied = conn.copy_out_raw(&format!("COPY ({select}) TO STDOUT (FORMAT binary)")).await?;
-        let mut tuples = Tuples::<9>::default();
+        let mut tuples = Tuples::<{ EXPORTED.len() }>::default();
         while let Some(message) = copied.try_next().await? {
             tuples.feed(&message);
             while let Some(fields) = tuples.next_tuple()? {
@@ -204,8 +199,8 @@ pub async fn read_sqlite_in_chunks(
             })?
             .collect::<Result<_, _>>()?;
         // Prepared once, each bound to one id: a proposal's (the ids) or a vote's (its values).
-        let mut ids = one_parameter(&conn, voter_ordered_ids(0))?;
-        let mut values = one_parameter(&conn, by_id(0))?;
+        let mut ids = prepared(&conn, voter_ordered_ids(0), 1)?;
+        let mut rows = Rows { by_id: prepared(&conn, by_id(0), 1)?, in_range: prepared(&conn, in_id_range(0, 0), 2)? };
         let mut chunk = Chunk::default();
         let mut take = chunk_rows;
         let mut batch = Batch::new();
@@ -219,7 +214,7 @@ pub async fn read_sqlite_in_chunks(
                     chunk.ids.push(row.get(0)?);
                 }
                 let last = chunk.ids.len() < take;
-                chunk.fetch(&mut values)?;
+                chunk.fetch(&mut rows)?;
                 for at in 0..chunk.ids.len() {
                     batch.push(&proposal, &chunk.vote(at));
                     if batch.rows == BATCH_ROWS as usize {
@@ -241,6 +236,11 @@ pub async fn read_sqlite_in_chunks(
 
 /// The most votes a [`Chunk`] of the SQLite reader holds as a build reads.
 pub const CHUNK_ROWS: usize = PAGE_ROWS as usize;
+/// A [`Chunk`] walks its votes' id range instead of seeking each when the range holds at most
+/// this many times as many votes (its own and others'): on the 10M-vote `synth` store SQLite
+/// read a vote's row by walking in about a quarter of a seek's time (docs/benchmarks.md), so
+/// walking twice the rows still costs about half.
+const RANGE_SPREAD: u64 = 2;
 /// The bytes of values a [`Chunk`] is sized to hold, after its first: a DAO whose votes carry
 /// long reasons is read in fewer votes at a time, so the reader's memory stays about this.
 const CHUNK_BYTES: usize = 16 << 20;
@@ -260,14 +260,30 @@ fn by_id(id: i64) -> Select<vote::Entity> {
     exported(vote::Entity::find()).filter(vote::Column::Id.eq(id))
 }
 
-/// `select` built for SQLite and prepared on `conn`, checked to bind one value.
-fn one_parameter<'c>(
+/// [`read_sqlite_in_chunks`]' statement of the exported columns and the id of every vote whose id
+/// is from `first` to `last`, in id order: a walk of the table itself, no index.
+fn in_id_range(first: i64, last: i64) -> Select<vote::Entity> {
+    use vote::Column as V;
+    exported(vote::Entity::find()).column(V::Id).filter(V::Id.between(first, last)).order_by_asc(V::Id)
+}
+
+/// The two ways a [`Chunk`] reads its votes' rows, prepared once for the whole export.
+struct Rows<'c> {
+    /// One vote by its id ([`by_id`]).
+    by_id: rusqlite::Statement<'c>,
+    /// The votes of an id range, the chunk's among them ([`in_id_range`]).
+    in_range: rusqlite::Statement<'c>,
+}
+
+/// `select` built for SQLite and prepared on `conn`, checked to bind `values` values.
+fn prepared<'c>(
     conn: &'c rusqlite::Connection,
     select: Select<vote::Entity>,
+    values: usize,
 ) -> anyhow::Result<rusqlite::Statement<'c>> {
     let built = select.build(DbBackend::Sqlite);
     let stmt = conn.prepare(&built.sql)?;
-    anyhow::ensure!(stmt.parameter_count() == 1, "the votes export binds one value in {}", built.sql);
+    anyhow::ensure!(stmt.parameter_count() == values, "the votes export binds {values} in {}", built.sql);
     Ok(stmt)
 }
 
@@ -277,8 +293,9 @@ fn one_parameter<'c>(
 /// order, so read one by one in that order each vote reads a table page its neighbour did not:
 /// on a 10M-vote store that was 15 s of reading against arrow-rs's 4 s of writing (issue 49).
 /// A chunk takes the next ids in voter order from the natural key's index, reads their rows in
-/// id order (the table's order: neighbours share pages, each page read once a chunk), keeps
-/// their values, and hands them back in voter order. The same votes in the same order, so the
+/// id order (the table's order: neighbours share pages, each page read once a chunk; a walk of
+/// the id range when the chunk's votes were written together), keeps their values, and hands
+/// them back in voter order. The same votes in the same order, so the
 /// same file; memory bounded by the chunk, whatever the proposal holds.
 #[derive(Default)]
 struct Chunk {
@@ -307,8 +324,11 @@ struct Kept {
 }
 
 impl Chunk {
-    /// Reads the values of the votes of `ids` by `values` (bound to one id), in id order.
-    fn fetch(&mut self, values: &mut rusqlite::Statement<'_>) -> anyhow::Result<()> {
+    /// Reads the values of the votes of `ids`, in id order: by walking their id range when it
+    /// holds at most [`RANGE_SPREAD`] times as many votes as the chunk (a proposal whose votes
+    /// were written together: a table walk reads a row for a fraction of a seek's cost), else by
+    /// seeking each id.
+    fn fetch(&mut self, rows: &mut Rows<'_>) -> anyhow::Result<()> {
         let Self { ids, by_id, kept, voters, text } = self;
         by_id.clear();
         by_id.extend(0..ids.len());
@@ -317,10 +337,30 @@ impl Chunk {
         kept.resize_with(ids.len(), Kept::default);
         voters.clear();
         text.clear();
+        let (Some(&first), Some(&last)) = (by_id.first(), by_id.last()) else { return Ok(()) };
+        let (first, last) = (ids[first], ids[last]);
+        let spread = u64::try_from(ids.len()).unwrap_or(u64::MAX).saturating_mul(RANGE_SPREAD);
+        if last.abs_diff(first) < spread {
+            let mut wanted = by_id.iter().copied().peekable();
+            let mut walked = rows.in_range.query([first, last])?;
+            while let Some(&at) = wanted.peek() {
+                let Some(row) = walked.next()? else { break };
+                // The id follows the exported columns.
+                let id: i64 = row.get(EXPORTED.len())?;
+                if id == ids[at] {
+                    kept[at] = Kept::of(&VoteRow::stepped(row)?, voters, text);
+                    wanted.next();
+                }
+            }
+            if let Some(at) = wanted.next() {
+                anyhow::bail!("vote {} left the export's view", ids[at]);
+            }
+            return Ok(());
+        }
         for &at in by_id.iter() {
             let id = ids[at];
-            let mut rows = values.query([id])?;
-            let row = rows.next()?.ok_or_else(|| anyhow::anyhow!("vote {id} left the export's view"))?;
+            let mut found = rows.by_id.query([id])?;
+            let row = found.next()?.ok_or_else(|| anyhow::anyhow!("vote {id} left the export's view"))?;
             kept[at] = Kept::of(&VoteRow::stepped(row)?, voters, text);
         }
         Ok(())
@@ -440,7 +480,7 @@ impl<'r> VoteRow<'r> {
     }
 
     /// From a tuple of the votes' `COPY`, in [`select`]'s column order.
-    fn copied(fields: &binary_copy::Fields<'r, 9>) -> anyhow::Result<Self> {
+    fn copied(fields: &binary_copy::Fields<'r, { EXPORTED.len() }>) -> anyhow::Result<Self> {
         let [voter, choice, voting_power, vp_from_float, reason, created_ms, tx_hash, block_number, ipfs] = *fields;
         let required = |f: Option<&'r [u8]>, name: &str| f.ok_or_else(|| anyhow::anyhow!("a vote without {name}"));
         Ok(Self {

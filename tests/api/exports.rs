@@ -202,8 +202,12 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
 /// On SQLite a build reads the votes in chunks ([`votes::read_sqlite_in_chunks`]): each chunk's
 /// ids from the natural key's index in voter order (its plan reads that index alone, no sort),
 /// their rows in id order, handed back in voter order. `synth` writes a proposal's votes in random
-/// voter order, so a chunk reorders; chunks that end on a short one, divide the votes exactly, or
-/// hold one vote each all write the file the pages wrote (`pages`).
+/// voter order, one after the other, so a chunk reorders, and its rows are read by walking its id
+/// range when that holds at most twice its votes, else one by one. The proposal's 2,500 votes
+/// in one chunk (a walk), in chunks of 1,300 (the first walks its range past the other chunk's
+/// votes, at most 2,500 ids for 1,300), of 1,000 and 500 (each seeks its rows: ranges of about
+/// 2,500 ids), and of one vote each (a walk of one id) all write the file the pages wrote
+/// (`pages`).
 async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, pages: &std::path::Path) {
     use govdata::exports::view::{Snapshot, View};
     use sea_orm::{ConnectionTrait, QuerySelect, QueryTrait};
@@ -232,7 +236,7 @@ async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, 
         .collect();
     assert_eq!(plan, [r#"SEARCH votes USING COVERING INDEX idx-votes-vote_natural (proposal_id=?)"#], "{plan:?}");
     let dir = tempfile::tempdir().unwrap();
-    for chunk_rows in [1_000, 500, 1] {
+    for chunk_rows in [2_500, 1_300, 1_000, 500, 1] {
         let view = View::begin(db, true).await.unwrap();
         let Some(Snapshot::Sqlite(conn)) = view.snapshot() else { panic!("a SQLite view of its own connection") };
         let path = dir.path().join(format!("chunks-{chunk_rows}.csv"));
