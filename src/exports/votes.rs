@@ -198,7 +198,7 @@ pub async fn read_sqlite_in_chunks(
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
             .collect::<Result<_, _>>()?;
-        // Prepared once, each bound to one id: a proposal's (the ids) or a vote's (its values).
+        // Prepared once for the whole export: a proposal's ids, and a chunk's rows by id or by range.
         let mut ids = prepared(&conn, voter_ordered_ids(0), 1)?;
         let mut rows = Rows { by_id: prepared(&conn, by_id(0), 1)?, in_range: prepared(&conn, in_id_range(0, 0), 2)? };
         let mut chunk = Chunk::default();
@@ -238,8 +238,8 @@ pub async fn read_sqlite_in_chunks(
 pub const CHUNK_ROWS: usize = PAGE_ROWS as usize;
 /// A [`Chunk`] walks its votes' id range instead of seeking each when the range holds at most
 /// this many times as many votes (its own and others'): on the 10M-vote `synth` store SQLite
-/// read a vote's row by walking in about a quarter of a seek's time (docs/benchmarks.md), so
-/// walking twice the rows still costs about half.
+/// read a row by walking in a quarter to two-fifths of a seek's time (docs/benchmarks.md), so
+/// walking twice the rows still costs less than seeking the chunk's own.
 const RANGE_SPREAD: u64 = 2;
 /// The bytes of values a [`Chunk`] is sized to hold, after its first: a DAO whose votes carry
 /// long reasons is read in fewer votes at a time, so the reader's memory stays about this.
@@ -290,13 +290,13 @@ fn prepared<'c>(
 /// Up to a chunk's worth of one proposal's votes, read as SQLite reads them fastest.
 ///
 /// A proposal's votes lie in the table in the order they were written and are exported in voter
-/// order, so read one by one in that order each vote reads a table page its neighbour did not:
-/// on a 10M-vote store that was 15 s of reading against arrow-rs's 4 s of writing (issue 49).
-/// A chunk takes the next ids in voter order from the natural key's index, reads their rows in
-/// id order (the table's order: neighbours share pages, each page read once a chunk; a walk of
-/// the id range when the chunk's votes were written together), keeps their values, and hands
-/// them back in voter order. The same votes in the same order, so the
-/// same file; memory bounded by the chunk, whatever the proposal holds.
+/// order, so read one by one in that order each vote reads a table page its neighbour did not
+/// (issue 49; docs/benchmarks.md, "The votes in chunks"). A chunk takes the next ids in voter
+/// order from the natural key's index, reads their rows in id order (the table's order:
+/// neighbours share pages, each page read once a chunk; a walk of the id range when the chunk's
+/// votes were written together), keeps their values, and hands them back in voter order. The
+/// same votes in the same order, so the same file; memory bounded by the chunk, whatever the
+/// proposal holds.
 #[derive(Default)]
 struct Chunk {
     /// The chunk's vote ids, in voter order.
