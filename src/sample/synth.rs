@@ -363,8 +363,8 @@ async fn publish_run(txn: &DatabaseTransaction, spec: &SynthSpec, run_id: i64) -
 ///
 /// On SQLite the load's write-ahead log, as large as the store itself after a big load, is
 /// written back into the store's file and emptied (a checkpoint): left in place, every later read
-/// looks each page up in the log's index first (on the 10M-vote store, a sixth of the votes
-/// export's reading, in `walFindFrame`) until some write's checkpoint empties it.
+/// looks each page up in the log's index first (`walFindFrame`), until some write's checkpoint
+/// empties it (docs/benchmarks.md, "The votes in chunks", has what that cost an export).
 async fn vacuum(db: &DatabaseConnection) -> anyhow::Result<()> {
     match db.get_database_backend() {
         sea_orm::DbBackend::Postgres => db.execute_unprepared("VACUUM (ANALYZE)").await?,

@@ -210,7 +210,7 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
 /// (`pages`).
 async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, pages: &std::path::Path) {
     use govdata::exports::view::{Snapshot, View};
-    use sea_orm::{ConnectionTrait, QuerySelect, QueryTrait};
+    use sea_orm::{QuerySelect, QueryTrait};
     let proposal: i64 = e::proposal::Entity::find()
         .select_only()
         .column(e::proposal::Column::Id)
@@ -222,19 +222,9 @@ async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, 
         .unwrap();
     let ids: Vec<i64> = votes::voter_ordered_ids(proposal).into_tuple().all(db).await.unwrap();
     assert!(ids.windows(2).any(|w| w[0] > w[1]), "voter order is not the table's order");
-    let built = votes::voter_ordered_ids(proposal).build(db.get_database_backend());
-    let plan: Vec<String> = db
-        .query_all_raw(sea_orm::Statement::from_sql_and_values(
-            db.get_database_backend(),
-            format!("EXPLAIN QUERY PLAN {}", built.sql),
-            built.values.unwrap(),
-        ))
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.try_get_by::<String, _>("detail").unwrap())
-        .collect();
-    assert_eq!(plan, [r#"SEARCH votes USING COVERING INDEX idx-votes-vote_natural (proposal_id=?)"#], "{plan:?}");
+    let plan =
+        crate::vote_lists::sqlite_plan(db, votes::voter_ordered_ids(proposal).build(db.get_database_backend())).await;
+    assert_eq!(plan, "SEARCH votes USING COVERING INDEX idx-votes-vote_natural (proposal_id=?)");
     let dir = tempfile::tempdir().unwrap();
     for chunk_rows in [2_500, 1_300, 1_000, 500, 1] {
         let view = View::begin(db, true).await.unwrap();

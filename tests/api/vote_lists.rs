@@ -120,7 +120,7 @@ on_both_backends!(equal_times_follow_the_id_across_every_choice, |backend: Backe
 });
 
 /// SQLite's plan of `statement` (`EXPLAIN QUERY PLAN`), one step a line.
-async fn sqlite_plan(db: &sea_orm::DatabaseConnection, statement: Statement) -> String {
+pub(crate) async fn sqlite_plan(db: &sea_orm::DatabaseConnection, statement: Statement) -> String {
     let explain = Statement::from_sql_and_values(
         DbBackend::Sqlite,
         format!("EXPLAIN QUERY PLAN {}", statement.sql),
