@@ -29,7 +29,8 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-pub async fn run(db: &DatabaseConnection, dao: &str, dir: &Path) -> anyhow::Result<()> {
+/// With `pages`, the keyset pages' Parquet export too.
+pub async fn run(db: &DatabaseConnection, dao: &str, dir: &Path, pages: bool) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     let rss_before = peak_rss_mb();
     // As a build reads: in one view of the store, the votes on a connection of their own (issue
@@ -42,7 +43,7 @@ pub async fn run(db: &DatabaseConnection, dao: &str, dir: &Path) -> anyhow::Resu
     };
     let runs = [(ExportFormat::Parquet, false), (ExportFormat::Parquet, true), (ExportFormat::Csv, true)];
     let mut parquet_runs = Vec::new();
-    for (format, apart) in runs {
+    for (format, apart) in runs.into_iter().filter(|&(_, apart)| apart || pages) {
         let path = dir.join(format!("votes.{}", format.as_str()));
         let started = Instant::now();
         let view = View::begin(db, apart).await?;
