@@ -10,7 +10,8 @@
 //! come by the same statement and order without the pages' limit: on PostgreSQL by one `COPY …
 //! TO STDOUT (FORMAT binary)`, no typed row per vote on either side of the wire; on SQLite
 //! stepped on one blocking thread, no row handed between threads, in chunks read in the table's
-//! order and handed on in voter order ([`Chunk`]).
+//! order and handed on in voter order ([`Chunk`]), a whole chunk at a time, to a second thread
+//! that fills the batches.
 use arrow_array::ArrayRef;
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
 use futures_util::TryStreamExt;
@@ -169,8 +170,10 @@ async fn read_by_copy(
 /// [`read`] on SQLite: every proposal's votes on the view's own rusqlite connection (`conn`, on
 /// the view's snapshot), stepped on a blocking thread of its own, in [`Chunk`]s of at most
 /// `chunk_rows` votes ([`CHUNK_ROWS`] as a build reads; a test crosses chunks with a few thousand
-/// votes). Only full batches cross to the async side (the writer's channel and the build's
-/// heartbeat, awaited here through the runtime's handle).
+/// votes). A second thread hands each chunk's votes to the batches while the next chunk is read:
+/// it took the batches' work off the thread that steps SQLite, whose time bounds the export
+/// (docs/benchmarks.md, "Two threads"). Only full batches cross to the async side (the writer's
+/// channel and the build's heartbeat, awaited there through the runtime's handle).
 pub async fn read_sqlite_in_chunks(
     conn: &Arc<std::sync::Mutex<rusqlite::Connection>>,
     dao_id: &str,
@@ -192,46 +195,101 @@ pub async fn read_sqlite_in_chunks(
             runtime.block_on(out.send_columns(batch.finish()))
         };
         let list = proposals_query(&dao_id).build(DbBackend::Sqlite);
-        let proposals: Vec<(i64, String, String)> = conn
+        let listed: Vec<(i64, String, String)> = conn
             .prepare(&list.sql)?
             .query_map(rusqlite::params_from_iter(sqlite_values(&list.values)?), |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
             .collect::<Result<_, _>>()?;
-        // Prepared once for the whole export: a proposal's ids, and a chunk's rows by id or by range.
-        let mut ids = prepared(&conn, voter_ordered_ids(0), 1)?;
-        let mut rows = Rows { by_id: prepared(&conn, by_id(0), 1)?, in_range: prepared(&conn, in_id_range(0, 0), 2)? };
-        let mut chunk = Chunk::default();
-        let mut take = chunk_rows;
-        let mut batch = Batch::new();
-        for (id, source, external_id) in &proposals {
-            let proposal = Proposal::new(&dao_id, ProposalSource::parse(source)?, external_id);
-            let mut in_voter_order = ids.query([*id])?;
-            loop {
-                chunk.ids.clear();
-                while chunk.ids.len() < take {
-                    let Some(row) = in_voter_order.next()? else { break };
-                    chunk.ids.push(row.get(0)?);
-                }
-                let last = chunk.ids.len() < take;
-                chunk.fetch(&mut rows)?;
-                for at in 0..chunk.ids.len() {
-                    batch.push(&proposal, &chunk.vote(at));
-                    if batch.rows == BATCH_ROWS as usize {
-                        send(std::mem::replace(&mut batch, Batch::new()))?;
-                    }
-                }
-                take = chunk.next_take(chunk_rows);
-                if last {
-                    break;
-                }
-            }
+        let ids: Vec<i64> = listed.iter().map(|(id, _, _)| *id).collect();
+        let proposals: Vec<Proposal<'_>> = listed
+            .iter()
+            .map(|(_, source, external_id)| Ok(Proposal::new(&dao_id, ProposalSource::parse(source)?, external_id)))
+            .collect::<anyhow::Result<_>>()?;
+        // Two threads: this one steps SQLite and fills chunks; the other hands each chunk's votes
+        // to the batches in voter order and sends them, then gives the chunk back to be filled
+        // again. Two chunks, so one is read while the other is handed on.
+        let (full, filled) = std::sync::mpsc::sync_channel::<Filled>(1);
+        let (emptied, empty) = std::sync::mpsc::channel::<Chunk>();
+        for _ in 0..2 {
+            emptied.send(Chunk::default())?;
         }
-        send(batch)
+        std::thread::scope(|threads| {
+            let handing = threads.spawn(|| -> anyhow::Result<()> {
+                let emptied = emptied;
+                let mut batch = Batch::new();
+                for message in filled {
+                    let Filled::Chunk(at, chunk) = message else { return send(batch) };
+                    for vote in 0..chunk.ids.len() {
+                        batch.push(&proposals[at], &chunk.vote(vote));
+                        if batch.rows == BATCH_ROWS as usize {
+                            send(std::mem::replace(&mut batch, Batch::new()))?;
+                        }
+                    }
+                    // The reader may have stopped already (an error of its own).
+                    let _ = emptied.send(chunk);
+                }
+                // Never a short file: without the end, the last batch is not sent.
+                anyhow::bail!("the votes export's reader stopped before its end")
+            });
+            let read = read_chunks(&conn, &ids, chunk_rows, &full, &empty);
+            drop(full);
+            let handed = handing.join().map_err(|_| anyhow::anyhow!("the votes export's batches panicked"))?;
+            // The reader's own error first: the other thread only saw it stop. The reader stops
+            // without one when the other thread did.
+            read.and(handed)
+        })
     });
     let read = reading.await?;
     dropped.disarm();
     read
+}
+
+/// What [`read_chunks`] hands on: a chunk of the votes of the proposal at an index of the
+/// export's list, or the end of the votes, after the last chunk.
+enum Filled {
+    Chunk(usize, Chunk),
+    End,
+}
+
+/// Fills the chunks of `empty` with the votes of `proposals` (ids, in the export's order), in
+/// chunks of at most `chunk_rows`, and hands each to `full`; then [`Filled::End`]. Returns early,
+/// and without an error of its own, when the thread handing the chunks on stopped: its error is
+/// the cause.
+fn read_chunks(
+    conn: &rusqlite::Connection,
+    proposals: &[i64],
+    chunk_rows: usize,
+    full: &std::sync::mpsc::SyncSender<Filled>,
+    empty: &std::sync::mpsc::Receiver<Chunk>,
+) -> anyhow::Result<()> {
+    // Prepared once for the whole export: a proposal's ids, and a chunk's rows by id or by range.
+    let mut ids = prepared(conn, voter_ordered_ids(0), 1)?;
+    let mut rows = Rows { by_id: prepared(conn, by_id(0), 1)?, in_range: prepared(conn, in_id_range(0, 0), 2)? };
+    let mut take = chunk_rows;
+    for (at, id) in proposals.iter().enumerate() {
+        let mut in_voter_order = ids.query([*id])?;
+        loop {
+            let Ok(mut chunk) = empty.recv() else { return Ok(()) };
+            chunk.ids.clear();
+            while chunk.ids.len() < take {
+                let Some(row) = in_voter_order.next()? else { break };
+                chunk.ids.push(row.get(0)?);
+            }
+            let last = chunk.ids.len() < take;
+            chunk.fetch(&mut rows)?;
+            take = chunk.next_take(chunk_rows);
+            if full.send(Filled::Chunk(at, chunk)).is_err() {
+                return Ok(());
+            }
+            if last {
+                break;
+            }
+        }
+    }
+    // Sent or not, the other thread says how the export ended.
+    let _ = full.send(Filled::End);
+    Ok(())
 }
 
 /// The most votes a [`Chunk`] of the SQLite reader holds as a build reads.
