@@ -244,6 +244,42 @@ async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, 
     }
 }
 
+// On SQLite the votes are read on one thread and put in batches on another: when the writer
+// stops (here on the first batch, which does not fit the table it writes), the reader returns
+// the writer's error, not one of its own, and both threads end, the view's connection free
+// again. The votes fill seven batches, so sends go on after the writer stopped, whatever the
+// timing: the channel holds two.
+#[tokio::test]
+async fn sqlite_votes_reader_stops_with_the_writer() {
+    use govdata::contract::exports::DAOS;
+    use govdata::exports::view::{Snapshot, View};
+    let dao = "stopped";
+    let db = synth_store(crate::helpers::Backend::Sqlite, dao, 50_000, 2).await;
+    let view = View::begin(&db, true).await.unwrap();
+    let Some(Snapshot::Sqlite(conn)) = view.snapshot() else { panic!("a SQLite view of its own connection") };
+    let dir = tempfile::tempdir().unwrap();
+    let read = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let written = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        export(&dir.path().join("votes.csv"), &DAOS, ExportFormat::Csv, |out| {
+            let read = read.clone();
+            async move {
+                let result = votes::read_sqlite_in_chunks(conn, dao, out, 1_000).await;
+                *read.lock().unwrap() = Some(result);
+                Ok(())
+            }
+        }),
+    )
+    .await
+    .expect("the export ends");
+    let error = written.expect_err("the writer refused the votes' batch").to_string();
+    assert!(error.contains("columns, not the"), "{error}");
+    let read = read.lock().unwrap().take().expect("the reader returned");
+    assert_eq!(read.expect_err("the reader stops").to_string(), "the export's writer stopped");
+    assert!(conn.try_lock().is_ok(), "both threads let go of the view's connection");
+    view.end().await.unwrap();
+}
+
 // A build reads one view of the store (`exports::view::View`): the votes come on a connection of
 // their own on the view's snapshot (by `COPY` on PostgreSQL, which imports it; on one thread on
 // SQLite, whose connection began on the same one), so votes deleted after the view began are
