@@ -11,11 +11,10 @@
 //!   the pool for a second connection while it holds one. (Builds are as many as the pool lends
 //!   transactions to, so their `COPY` connections are at most as many again.)
 //! - On SQLite, whose snapshots cannot be exported (the bundled build has no
-//!   `SQLITE_ENABLE_SNAPSHOT`), a view asked for it opens [`SQLITE_READERS`] rusqlite connections
-//!   beside the transaction and proves each began on the transaction's snapshot
-//!   ([`same_snapshot`]), so the votes are read on blocking threads of their own: sqlx-sqlite
-//!   hands every row from its connection's thread to the reader's, which bounded that export to a
-//!   seventh of the Parquet writer's speed.
+//!   `SQLITE_ENABLE_SNAPSHOT`), a view asked for it opens a rusqlite connection beside the
+//!   transaction and proves both began on the same snapshot ([`same_snapshot`]), so the votes
+//!   are read on one blocking thread: sqlx-sqlite hands every row from its connection's thread to
+//!   the reader's, which bounded that export to a seventh of the Parquet writer's speed.
 use std::sync::{Arc, Mutex};
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -46,24 +45,15 @@ enum Apart {
     Sqlite(SqliteReader),
 }
 
-/// How many connections of its own a SQLite view opens on its snapshot: the votes reader steps
-/// SQLite on each, a chunk in turn, since SQLite's own work per vote is what bounds that export
-/// (docs/benchmarks.md, "Two connections").
-pub const SQLITE_READERS: usize = 2;
-
-/// A SQLite view's own connections, each in a read transaction on the view's snapshot, to be used
-/// on blocking threads.
-pub type SqliteConnections = Arc<Mutex<Vec<rusqlite::Connection>>>;
-
-/// A SQLite view's own connections; the `Option` is `None` once [`View::end`] took them.
-struct SqliteReader(Option<SqliteConnections>);
+/// A SQLite view's own connection; the `Option` is `None` once [`View::end`] took it.
+struct SqliteReader(Option<Arc<Mutex<rusqlite::Connection>>>);
 
 /// A view's snapshot, for a reader on a connection of its own.
 #[derive(Clone, Copy)]
 pub enum Snapshot<'v> {
     Postgres(PgSnapshot<'v>),
-    /// [`SQLITE_READERS`] rusqlite connections already reading the view's snapshot.
-    Sqlite(&'v SqliteConnections),
+    /// A rusqlite connection already reading the view's snapshot, to be used on a blocking thread.
+    Sqlite(&'v Arc<Mutex<rusqlite::Connection>>),
 }
 
 /// A PostgreSQL view's snapshot, exported on demand ([`PgSnapshot::connect`]): only a reader that
@@ -92,14 +82,9 @@ impl View {
         }
     }
 
-    /// A SQLite view with [`SQLITE_READERS`] rusqlite connections on its snapshot; without them
-    /// (reading through the transaction alone) for a store of no file of its own (in memory), or
-    /// when writes never paused for [`SQLITE_TRIES`] tries.
-    ///
-    /// Each connection reads the store's version, then the transaction reads first (which fixes
-    /// its snapshot), then each connection begins its own read transaction and reads the version
-    /// again: a connection whose version did not move between its two reads sees what the store
-    /// held at both, so the transaction's snapshot, whichever the others see.
+    /// A SQLite view with a rusqlite connection on its snapshot; without one (reading through
+    /// the transaction alone) for a store of no file of its own (in memory), or when writes
+    /// never paused for [`SQLITE_TRIES`] tries.
     async fn begin_sqlite_apart(db: &DatabaseConnection) -> anyhow::Result<Self> {
         let path = db.get_sqlite_connection_pool().connect_options().get_filename().to_owned();
         if !path.is_file() {
@@ -107,36 +92,26 @@ impl View {
         }
         for _ in 0..SQLITE_TRIES {
             let path = path.clone();
-            let opened = tokio::task::spawn_blocking(move || -> rusqlite::Result<Vec<_>> {
-                (0..SQLITE_READERS)
-                    .map(|_| {
-                        let conn = open_reader(&path)?;
-                        let before = data_version(&conn)?;
-                        Ok((conn, before))
-                    })
-                    .collect()
+            let (conn, before) = tokio::task::spawn_blocking(move || -> rusqlite::Result<_> {
+                let conn = open_reader(&path)?;
+                let before = data_version(&conn)?;
+                Ok((conn, before))
             })
             .await??;
             let txn = db.begin().await?;
-            // The transaction's first read fixes its snapshot, between each connection's versions.
+            // The transaction's first read fixes its snapshot, between the two versions.
             txn.query_one_raw(Statement::from_string(DbBackend::Sqlite, FIRST_READ)).await?;
-            let (conns, same) = tokio::task::spawn_blocking(move || -> rusqlite::Result<_> {
-                let mut same = true;
-                let mut conns = Vec::with_capacity(opened.len());
-                for (conn, before) in opened {
-                    // Each begins even after one moved: closing ends them all alike.
-                    same &= same_snapshot(&conn, before)?;
-                    conns.push(conn);
-                }
-                Ok((conns, same))
+            let (conn, same) = tokio::task::spawn_blocking(move || -> rusqlite::Result<_> {
+                let same = same_snapshot(&conn, before)?;
+                Ok((conn, same))
             })
             .await??;
             if same {
-                let reader = SqliteReader(Some(Arc::new(Mutex::new(conns))));
+                let reader = SqliteReader(Some(Arc::new(Mutex::new(conn))));
                 return Ok(Self { txn, apart: Apart::Sqlite(reader) });
             }
             txn.rollback().await?;
-            close_apart(conns).await;
+            close_apart(conn).await;
         }
         tracing::warn!("export view: the store was written throughout; the votes are read through its transaction");
         Ok(Self { txn: db.begin().await?, apart: Apart::None })
@@ -156,13 +131,13 @@ impl View {
 
     /// Ends the view (it wrote nothing).
     pub async fn end(mut self) -> anyhow::Result<()> {
-        // A reader still holding the connections (cancelled, its thread not yet done) closes
-        // them as it lets go.
+        // A reader still holding the connection (cancelled, its thread not yet done) closes it
+        // as it lets go.
         if let Apart::Sqlite(reader) = &mut self.apart
-            && let Some(conns) = reader.0.take()
-            && let Some(conns) = Arc::into_inner(conns).and_then(|m| m.into_inner().ok())
+            && let Some(conn) = reader.0.take()
+            && let Some(conn) = Arc::into_inner(conn).and_then(|m| m.into_inner().ok())
         {
-            close_apart(conns).await;
+            close_apart(conn).await;
         }
         Ok(self.txn.commit().await?)
     }
@@ -170,12 +145,12 @@ impl View {
 
 impl Drop for SqliteReader {
     /// A view dropped without [`View::end`] (an error on the way) closes its own SQLite
-    /// connections on a blocking thread too: closing may checkpoint the store's log.
+    /// connection on a blocking thread too: closing may checkpoint the store's log.
     fn drop(&mut self) {
-        if let Some(conns) = self.0.take()
+        if let Some(conn) = self.0.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            runtime.spawn_blocking(move || drop(conns));
+            runtime.spawn_blocking(move || drop(conn));
         }
     }
 }
@@ -211,15 +186,12 @@ pub fn same_snapshot(conn: &rusqlite::Connection, before: i64) -> rusqlite::Resu
     Ok(data_version(conn)? == before)
 }
 
-/// Closes a view's own SQLite connections (ending their read transactions) off the async
-/// runtime: the store's last connection to close checkpoints its log.
-async fn close_apart(conns: Vec<rusqlite::Connection>) {
-    let closed = tokio::task::spawn_blocking(move || {
-        conns.into_iter().try_for_each(|conn| conn.close().map_err(|(_, e)| anyhow::Error::from(e)))
-    })
-    .await;
+/// Closes a view's own SQLite connection (ending its read transaction) off the async runtime:
+/// the store's last connection to close checkpoints its log.
+async fn close_apart(conn: rusqlite::Connection) {
+    let closed = tokio::task::spawn_blocking(move || conn.close().map_err(|(_, e)| anyhow::Error::from(e))).await;
     if let Err(e) = closed.map_err(anyhow::Error::from).and_then(|closed| closed) {
-        tracing::warn!(error = %e, "export view: closing its own SQLite connections");
+        tracing::warn!(error = %e, "export view: closing its own SQLite connection");
     }
 }
 

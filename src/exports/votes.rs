@@ -9,9 +9,9 @@
 //! lends a connection of its own on its snapshot ([`super::view`]), and each proposal's votes
 //! come by the same statement and order without the pages' limit: on PostgreSQL by one `COPY …
 //! TO STDOUT (FORMAT binary)`, no typed row per vote on either side of the wire; on SQLite
-//! stepped on blocking threads, a connection each, no row handed between threads, in chunks read
-//! in the table's order and handed on in voter order ([`Chunk`]), a whole chunk at a time, to one
-//! more thread that fills the batches.
+//! stepped on one blocking thread, no row handed between threads, in chunks read in the table's
+//! order and handed on in voter order ([`Chunk`]), a whole chunk at a time, to a second thread
+//! that fills the batches.
 use arrow_array::ArrayRef;
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
 use futures_util::TryStreamExt;
@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::binary_copy::{self, Tuples};
-use super::view::{PgSnapshot, Snapshot, SqliteConnections};
+use super::view::{PgSnapshot, Snapshot};
 use super::writer::{Columns, timestamps};
 use super::{BATCH_ROWS, Batches};
 use crate::contract::vocabulary::ProposalSource;
@@ -49,7 +49,7 @@ pub async fn read(
 ) -> anyhow::Result<()> {
     match snapshot {
         Some(Snapshot::Postgres(snapshot)) => read_by_copy(db, snapshot, dao_id, out).await,
-        Some(Snapshot::Sqlite(conns)) => read_sqlite_in_chunks(conns, dao_id, out, CHUNK_ROWS).await,
+        Some(Snapshot::Sqlite(conn)) => read_sqlite_in_chunks(conn, dao_id, out, CHUNK_ROWS).await,
         None => read_in_pages(db, dao_id, out, PAGE_ROWS).await,
     }
 }
@@ -167,23 +167,21 @@ async fn read_by_copy(
     out.send_columns(batch.finish()).await
 }
 
-/// [`read`] on SQLite: every proposal's votes on the view's own rusqlite connections (`conns`, on
-/// the view's snapshot), each stepped on a blocking thread of its own, in [`Chunk`]s of at most
+/// [`read`] on SQLite: every proposal's votes on the view's own rusqlite connection (`conn`, on
+/// the view's snapshot), stepped on a blocking thread of its own, in [`Chunk`]s of at most
 /// `chunk_rows` votes ([`CHUNK_ROWS`] as a build reads; a test crosses chunks with a few thousand
-/// votes). The first connection's thread cuts the chunks (their ids, [`read_chunks`]) and reads
-/// every chunk in its turn, the others read theirs ([`fetch_chunks`]): SQLite's work per vote
-/// bounds the export (docs/benchmarks.md, "Two connections"). One more thread takes the chunks back
-/// in their order, hands their votes to the batches and sends them, while the next chunks are
-/// read (docs/benchmarks.md, "Two threads"). Only full batches cross to the async side (the
-/// writer's channel and the build's heartbeat, awaited there through the runtime's handle).
+/// votes). A second thread hands each chunk's votes to the batches while the next chunk is read:
+/// it took the batches' work off the thread that steps SQLite, whose time bounds the export
+/// (docs/benchmarks.md, "Two threads"). Only full batches cross to the async side (the writer's
+/// channel and the build's heartbeat, awaited there through the runtime's handle).
 pub async fn read_sqlite_in_chunks(
-    conns: &SqliteConnections,
+    conn: &Arc<std::sync::Mutex<rusqlite::Connection>>,
     dao_id: &str,
     out: Batches,
     chunk_rows: usize,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(chunk_rows > 0, "a chunk holds at least one vote");
-    let (conns, dao_id) = (conns.clone(), dao_id.to_owned());
+    let (conn, dao_id) = (conn.clone(), dao_id.to_owned());
     let runtime = tokio::runtime::Handle::current();
     // Cancelled when this future is dropped (a cancelled build, a server shutting down): the
     // thread stops at its next batch instead of reading the DAO to its end, which a runtime
@@ -191,11 +189,7 @@ pub async fn read_sqlite_in_chunks(
     let stop = tokio_util::sync::CancellationToken::new();
     let dropped = stop.clone().drop_guard();
     let reading = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        let mut conns =
-            conns.lock().map_err(|_| anyhow::anyhow!("the export view's SQLite connections were poisoned"))?;
-        let Some((conn, others)) = conns.split_first_mut() else {
-            anyhow::bail!("the export view has no SQLite connection of its own")
-        };
+        let conn = conn.lock().map_err(|_| anyhow::anyhow!("the export view's SQLite connection was poisoned"))?;
         let send = |batch: Batch| {
             anyhow::ensure!(!stop.is_cancelled(), "the votes export was cancelled");
             runtime.block_on(out.send_columns(batch.finish()))
@@ -212,23 +206,19 @@ pub async fn read_sqlite_in_chunks(
             .iter()
             .map(|(_, source, external_id)| Ok(Proposal::new(&dao_id, ProposalSource::parse(source)?, external_id)))
             .collect::<anyhow::Result<_>>()?;
-        // A lane per connection: chunk `n` is read on lane `n % lanes` and comes out of that
-        // lane's channel, where the thread filling the batches takes it in turn, so in order. A
-        // chunk more than the lanes: while each lane reads one, one is handed on.
-        let lanes = 1 + others.len();
-        let (done, filled): (Vec<_>, Vec<_>) = (0..lanes).map(|_| std::sync::mpsc::sync_channel::<Filled>(1)).unzip();
-        let (cut, to_read): (Vec<_>, Vec<_>) =
-            others.iter().map(|_| std::sync::mpsc::sync_channel::<Filled>(1)).unzip();
+        // Two threads: this one steps SQLite and fills chunks; the other hands each chunk's votes
+        // to the batches in voter order and sends them, then gives the chunk back to be filled
+        // again. Two chunks, so one is read while the other is handed on.
+        let (full, filled) = std::sync::mpsc::sync_channel::<Filled>(1);
         let (emptied, empty) = std::sync::mpsc::channel::<Chunk>();
-        for _ in 0..=lanes {
+        for _ in 0..2 {
             emptied.send(Chunk::default())?;
         }
         std::thread::scope(|threads| {
             let handing = threads.spawn(|| -> anyhow::Result<()> {
-                let (filled, emptied) = (filled, emptied);
+                let emptied = emptied;
                 let mut batch = Batch::new();
-                for lane in (0..lanes).cycle() {
-                    let Ok(message) = filled[lane].recv() else { break };
+                for message in filled {
                     let Filled::Chunk(at, chunk) = message else { return send(batch) };
                     for vote in 0..chunk.ids.len() {
                         batch.push(&proposals[at], &chunk.vote(vote));
@@ -242,23 +232,11 @@ pub async fn read_sqlite_in_chunks(
                 // Never a short file: without the end, the last batch is not sent.
                 anyhow::bail!("the votes export's reader stopped before its end")
             });
-            let mut done = done.into_iter();
-            let own = done.next().expect("a lane per connection");
-            let reading: Vec<_> = others
-                .iter_mut()
-                .zip(to_read)
-                .zip(done)
-                .map(|((conn, to_read), done)| threads.spawn(move || fetch_chunks(conn, to_read, done)))
-                .collect();
-            let mut read = read_chunks(conn, &ids, chunk_rows, &own, &cut, &empty);
-            drop((own, cut));
-            for lane in reading {
-                let lane = lane.join().map_err(|_| anyhow::anyhow!("the votes export's reader panicked"));
-                read = read.and(lane.and_then(|r| r));
-            }
+            let read = read_chunks(&conn, &ids, chunk_rows, &full, &empty);
+            drop(full);
             let handed = handing.join().map_err(|_| anyhow::anyhow!("the votes export's batches panicked"))?;
-            // The readers' own errors first: the thread filling the batches only saw them stop.
-            // A reader stops without one when that thread did.
+            // The reader's own error first: the other thread only saw it stop. The reader stops
+            // without one when the other thread did.
             read.and(handed)
         })
     });
@@ -267,33 +245,27 @@ pub async fn read_sqlite_in_chunks(
     read
 }
 
-/// What the threads of [`read_sqlite_in_chunks`] hand each other: a chunk of the votes of the
-/// proposal at an index of the export's list (its ids cut, then its values read), or the end of
-/// the votes, after the last chunk.
+/// What [`read_chunks`] hands on: a chunk of the votes of the proposal at an index of the
+/// export's list, or the end of the votes, after the last chunk.
 enum Filled {
     Chunk(usize, Chunk),
     End,
 }
 
-/// Cuts the chunks of `empty` from the votes of `proposals` (ids, in the export's order), at most
-/// `chunk_rows` each, and gives them to the lanes in turn: the first (`own`) is this thread's,
-/// which reads the chunk's values on `conn` and hands it to `own`; each further lane is a
-/// [`fetch_chunks`] thread, given the chunk on its channel of `cut`. Then [`Filled::End`], in the
-/// next lane's turn. Returns early, and without an error of its own, when the thread filling the
-/// batches stopped (or a lane did): its error is the cause.
+/// Fills the chunks of `empty` with the votes of `proposals` (ids, in the export's order), in
+/// chunks of at most `chunk_rows`, and hands each to `full`; then [`Filled::End`]. Returns early,
+/// and without an error of its own, when the thread handing the chunks on stopped: its error is
+/// the cause.
 fn read_chunks(
     conn: &rusqlite::Connection,
     proposals: &[i64],
     chunk_rows: usize,
-    own: &std::sync::mpsc::SyncSender<Filled>,
-    cut: &[std::sync::mpsc::SyncSender<Filled>],
+    full: &std::sync::mpsc::SyncSender<Filled>,
     empty: &std::sync::mpsc::Receiver<Chunk>,
 ) -> anyhow::Result<()> {
     // Prepared once for the whole export: a proposal's ids, and a chunk's rows by id or by range.
     let mut ids = prepared(conn, voter_ordered_ids(0), 1)?;
-    let mut rows = Rows::prepare(conn)?;
-    let lanes = 1 + cut.len();
-    let mut lane = 0;
+    let mut rows = Rows { by_id: prepared(conn, by_id(0), 1)?, in_range: prepared(conn, in_id_range(0, 0), 2)? };
     let mut take = chunk_rows;
     for (at, id) in proposals.iter().enumerate() {
         let mut in_voter_order = ids.query([*id])?;
@@ -305,53 +277,18 @@ fn read_chunks(
                 chunk.ids.push(row.get(0)?);
             }
             let last = chunk.ids.len() < take;
-            let sent = match lane {
-                0 => {
-                    chunk.fetch(&mut rows)?;
-                    // Sized by the chunks this thread reads: the same DAO's votes.
-                    take = chunk.next_take(chunk_rows);
-                    own.send(Filled::Chunk(at, chunk)).is_ok()
-                }
-                other => cut[other - 1].send(Filled::Chunk(at, chunk)).is_ok(),
-            };
-            if !sent {
+            chunk.fetch(&mut rows)?;
+            take = chunk.next_take(chunk_rows);
+            if full.send(Filled::Chunk(at, chunk)).is_err() {
                 return Ok(());
             }
-            lane = (lane + 1) % lanes;
             if last {
                 break;
             }
         }
     }
-    // Sent or not, the thread filling the batches says how the export ended.
-    let _ = match lane {
-        0 => own.send(Filled::End),
-        other => cut[other - 1].send(Filled::End),
-    };
-    Ok(())
-}
-
-/// A further lane of [`read_chunks`]: reads the values of each chunk `to_read` gives on `conn`
-/// and hands it to `done`, until the end, which it hands on too. Returns without an error of its
-/// own when either side stopped.
-fn fetch_chunks(
-    conn: &rusqlite::Connection,
-    to_read: std::sync::mpsc::Receiver<Filled>,
-    done: std::sync::mpsc::SyncSender<Filled>,
-) -> anyhow::Result<()> {
-    let mut rows = Rows::prepare(conn)?;
-    for message in to_read {
-        let message = match message {
-            Filled::Chunk(at, mut chunk) => {
-                chunk.fetch(&mut rows)?;
-                Filled::Chunk(at, chunk)
-            }
-            Filled::End => Filled::End,
-        };
-        if done.send(message).is_err() {
-            break;
-        }
-    }
+    // Sent or not, the other thread says how the export ended.
+    let _ = full.send(Filled::End);
     Ok(())
 }
 
@@ -388,19 +325,12 @@ fn in_id_range(first: i64, last: i64) -> Select<vote::Entity> {
     exported(vote::Entity::find()).column(V::Id).filter(V::Id.between(first, last)).order_by_asc(V::Id)
 }
 
-/// The two ways a [`Chunk`] reads its votes' rows, prepared once per connection for the whole
-/// export.
+/// The two ways a [`Chunk`] reads its votes' rows, prepared once for the whole export.
 struct Rows<'c> {
     /// One vote by its id ([`by_id`]).
     by_id: rusqlite::Statement<'c>,
     /// The votes of an id range, the chunk's among them ([`in_id_range`]).
     in_range: rusqlite::Statement<'c>,
-}
-
-impl<'c> Rows<'c> {
-    fn prepare(conn: &'c rusqlite::Connection) -> anyhow::Result<Self> {
-        Ok(Self { by_id: prepared(conn, by_id(0), 1)?, in_range: prepared(conn, in_id_range(0, 0), 2)? })
-    }
 }
 
 /// `select` built for SQLite and prepared on `conn`, checked to bind `values` values.

@@ -1,10 +1,10 @@
 //! `bench --export`: the whole-table export of a DAO's votes (issue 30), measured.
 //!
 //! 1. govdata's export of the DAO's votes to Parquet, and to CSV, read as a build reads them (in
-//!    one view of the store, the votes on connections of their own: by `COPY` on PostgreSQL, in
-//!    chunks on SQLite, stepped on a thread per connection and put in batches on another; and to
-//!    Parquet by keyset pages through the view's transaction too, the reader those replaced, for
-//!    the difference in one run): time, MB/s, bytes per vote, and the process's peak RSS right after
+//!    one view of the store, the votes on a connection of their own: by `COPY` on PostgreSQL, in
+//!    chunks on SQLite, stepped on one thread and put in batches on another; and to Parquet by
+//!    keyset pages through the view's transaction too, the reader those replaced, for the
+//!    difference in one run): time, MB/s, bytes per vote, and the process's peak RSS right after
 //!    (the export streams; the goal is under 200 MB);
 //! 2. the floor: arrow-rs alone writing the same rows with the same writer properties, timed over
 //!    its `write` and `close` calls only (the rows are read back from govdata's file first, in
