@@ -293,10 +293,11 @@ impl Background {
 /// task meeting a request), and each statement would be prepared again on the new connection
 /// inside a later count.
 ///
-/// All eight stay in the pool. Holding six in idle transactions, so that the server read on two
-/// (and a few warm-ups prepared every statement on both), was tried on 2026-11-30: the server's
-/// node monitor then waited for a connection while the gate held it, its 500 ms probe timed
-/// out as the gate let it go, and the next request was answered 503 after nearly every count.
+/// The whole pool stays open. Holding all but two connections in idle transactions, so that the
+/// server read on two (and a few warm-ups prepared every statement on both), was tried on
+/// 2026-11-30: the server's node monitor then waited for a connection while the gate held it,
+/// its probe timed out (`store::nodes::PROBE_TIMEOUT`) as the gate let it go, and the next
+/// request was answered 503 after nearly every count (docs/benchmarks.md).
 async fn open_whole_pool(db: &sea_orm::DatabaseConnection) -> anyhow::Result<()> {
     use sea_orm::TransactionTrait;
     let (_, _, max) = store::pool_use(db);
@@ -427,7 +428,7 @@ async fn requests(path: &Path) -> anyhow::Result<()> {
     // repetition does the same work (a cursor is the store's, so the walk's serve it too).
     drop(client);
     // The first server's own tasks would otherwise run on through the counts below (its serving
-    // watch looks at the store every 250 ms): up to 7-11 % of each count (2026-11-30).
+    // watch looks at the store on every tick; docs/benchmarks.md, "The first server ran on").
     background.end()?;
     serve.response_cache_mb = 0;
     let (background, bound) = Background::serve(path, serve).await?;
