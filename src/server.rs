@@ -130,6 +130,7 @@ pub async fn bind(
     );
     spawn_publication_followers(serving.subscribe(), webhook_wake.clone(), exports.clone());
     let state = AppState::new(edge::State {
+        sqlite_reader: crate::store::sqlite_reader::SqliteReader::of(&db),
         db,
         nodes,
         settings: Arc::new(settings),

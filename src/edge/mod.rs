@@ -80,6 +80,9 @@ pub struct State {
     /// (payments, tokens, subscriptions, export bookkeeping). Served data is read through
     /// [`State::reads`].
     pub db: DatabaseConnection,
+    /// The SQLite store's file read on connections of its own, for the lists whose pages run on
+    /// it (`store::sqlite_reader`); none on PostgreSQL.
+    pub sqlite_reader: Option<Arc<crate::store::sqlite_reader::SqliteReader>>,
     /// The primary and the streaming replicas, watched.
     pub nodes: Arc<crate::store::nodes::Nodes>,
     pub settings: Arc<Settings>,

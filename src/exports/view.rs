@@ -93,7 +93,7 @@ impl View {
         for _ in 0..SQLITE_TRIES {
             let path = path.clone();
             let (conn, before) = tokio::task::spawn_blocking(move || -> rusqlite::Result<_> {
-                let conn = open_reader(&path)?;
+                let conn = crate::store::sqlite_reader::open_reader(&path)?;
                 let before = data_version(&conn)?;
                 Ok((conn, before))
             })
@@ -157,19 +157,6 @@ impl Drop for SqliteReader {
 
 /// A statement that reads the store's file, so begins a SQLite read transaction's snapshot.
 const FIRST_READ: &str = "SELECT count(*) FROM sqlite_schema";
-
-/// A connection of its own to the SQLite store at `path`, as the pool's read (WAL, a busy
-/// timeout), that refuses to write.
-fn open_reader(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
-    use rusqlite::OpenFlags;
-    let conn = rusqlite::Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    conn.pragma_update(None, "query_only", true)?;
-    Ok(conn)
-}
 
 /// The store's version as `conn` last saw it: it changes when any other connection commits
 /// (SQLite's `PRAGMA data_version`), and is read afresh as a read transaction begins.

@@ -31,6 +31,7 @@ use crate::contract::vocabulary::ProposalSource;
 use crate::store::address::AccountBytes;
 use crate::store::entities::{proposal, vote};
 use crate::store::keys;
+use crate::store::sqlite_reader::sqlite_values;
 
 /// Votes read per query: a proposal's votes in one page up to this many (most proposals hold
 /// fewer), and no more than the driver's stream holds at a time in memory whatever its size.
@@ -197,7 +198,7 @@ pub async fn read_sqlite_in_chunks(
         let list = proposals_query(&dao_id).build(DbBackend::Sqlite);
         let listed: Vec<(i64, String, String)> = conn
             .prepare(&list.sql)?
-            .query_map(rusqlite::params_from_iter(sqlite_values(&list.values)?), |r| {
+            .query_map(rusqlite::params_from_iter(sqlite_values(&list.values).map_err(anyhow::Error::msg)?), |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
             .collect::<Result<_, _>>()?;
@@ -473,23 +474,6 @@ impl Kept {
             ipfs: v.ipfs.map(&mut keep),
         }
     }
-}
-
-/// A statement's values as rusqlite parameters: the votes' and proposals' statements bind
-/// integers and text only.
-fn sqlite_values(values: &Option<sea_orm::Values>) -> anyhow::Result<Vec<rusqlite::types::Value>> {
-    use rusqlite::types::Value as Sql;
-    use sea_orm::Value;
-    values
-        .iter()
-        .flat_map(|v| v.iter())
-        .map(|v| match v {
-            Value::BigInt(Some(n)) => Ok(Sql::Integer(*n)),
-            Value::Int(Some(n)) => Ok(Sql::Integer(i64::from(*n))),
-            Value::String(Some(s)) => Ok(Sql::Text(s.to_string())),
-            other => anyhow::bail!("the votes export binds no {other:?}"),
-        })
-        .collect()
 }
 
 /// What every vote of one proposal repeats.

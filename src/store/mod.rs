@@ -34,6 +34,7 @@ pub mod search;
 pub mod settings;
 pub mod signals;
 pub mod sort_keys;
+pub mod sqlite_reader;
 pub mod staging;
 pub mod stored;
 pub mod timed;
@@ -79,7 +80,7 @@ pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
         options.max_connections(8).map_sqlx_sqlite_opts(|o| {
             o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
                 .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Full)
-                .busy_timeout(Duration::from_secs(10))
+                .busy_timeout(sqlite_reader::BUSY_TIMEOUT)
                 .foreign_keys(true)
         });
     } else {

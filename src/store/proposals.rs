@@ -1,13 +1,14 @@
 //! Read queries: proposals and their votes, keyset-paginated (no OFFSET: a deep page costs what
 //! the first one costs, each served by an index of migration 1).
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QueryResult,
-    QuerySelect, Statement,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IdenStatic, Iterable, QueryFilter,
+    QueryOrder, QueryResult, QuerySelect, QueryTrait, Statement,
 };
 
 use super::address::AccountBytes;
 use super::entities::{proposal, proposal_action, vote};
 use super::keysets::{PositionAfter, PowerKey, TimeAfter, VoteAfter};
+use super::sqlite_reader::{FromSqliteRow, SqliteReader};
 use super::voters::VOTER_ENS;
 use crate::contract::vocabulary::DaoId;
 
@@ -93,6 +94,48 @@ pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<propo
     proposal::Entity::find().filter(proposal::Column::ProposalKey.eq(key)).one(db).await
 }
 
+/// What a list of a proposal's rows needs of the proposal: not its text, choices or scores.
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+pub struct ProposalHead {
+    pub id: i64,
+    pub dao_id: String,
+    pub proposal_key: String,
+    pub snapshot_block: Option<String>,
+}
+
+impl FromSqliteRow for ProposalHead {
+    fn columns() -> Vec<&'static str> {
+        HEAD.iter().map(|c| c.as_str()).collect()
+    }
+
+    fn from_row(row: &rusqlite::Row<'_>, at: &[usize]) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(at[0])?,
+            dao_id: row.get(at[1])?,
+            proposal_key: row.get(at[2])?,
+            snapshot_block: row.get(at[3])?,
+        })
+    }
+}
+
+/// [`ProposalHead`]'s columns, in its fields' order.
+const HEAD: [proposal::Column; 4] =
+    [proposal::Column::Id, proposal::Column::DaoId, proposal::Column::ProposalKey, proposal::Column::SnapshotBlock];
+
+/// The head of the proposal with `key`: by the unique key, on SQLite with a `reader` there.
+pub async fn head_by_key(
+    db: &impl ConnectionTrait,
+    reader: Option<&SqliteReader>,
+    key: &str,
+) -> Result<Option<ProposalHead>, DbErr> {
+    let query = proposal::Entity::find().select_only().columns(HEAD).filter(proposal::Column::ProposalKey.eq(key));
+    let statement = query.limit(1).build(db.get_database_backend());
+    match reader {
+        Some(reader) => Ok(reader.all(statement).await?.pop()),
+        None => ProposalHead::find_by_statement(statement).one(db).await,
+    }
+}
+
 /// When voting ends on each proposal of `keys` that has an end time, by proposal key (one query on
 /// the unique key; at most a message batch of keys). What a chat message states as the deadline.
 pub async fn voting_ends(db: &impl ConnectionTrait, keys: &[String]) -> Result<Vec<(String, i64)>, DbErr> {
@@ -141,6 +184,35 @@ impl FromQueryResult for VoteWithEns {
     }
 }
 
+impl FromSqliteRow for VoteWithEns {
+    fn columns() -> Vec<&'static str> {
+        vote::Column::iter().map(|c| c.as_str()).chain([VOTER_ENS]).collect()
+    }
+
+    fn from_row(row: &rusqlite::Row<'_>, at: &[usize]) -> rusqlite::Result<Self> {
+        use vote::Column as C;
+        // `columns()` lists the entity's columns in their declared order, so a column's position
+        // in it is its discriminant.
+        let get = |c: C| at[c as usize];
+        let vote = vote::Model {
+            id: row.get(get(C::Id))?,
+            proposal_id: row.get(get(C::ProposalId))?,
+            dao_id: row.get(get(C::DaoId))?,
+            voter: AccountBytes(row.get(get(C::Voter))?),
+            choice: row.get(get(C::Choice))?,
+            voting_power: row.get(get(C::VotingPower))?,
+            vp_sort: row.get(get(C::VpSort))?,
+            vp_from_float: row.get(get(C::VpFromFloat))?,
+            reason: row.get(get(C::Reason))?,
+            created_ms: row.get(get(C::CreatedMs))?,
+            ipfs: row.get(get(C::Ipfs))?,
+            tx_hash: row.get(get(C::TxHash))?,
+            block_number: row.get(get(C::BlockNumber))?,
+        };
+        Ok(Self { vote, ens: row.get(at[at.len() - 1])? })
+    }
+}
+
 impl VoteWithEns {
     pub fn keyset(&self, order: VoteOrder) -> VoteAfter {
         let v = &self.vote;
@@ -162,9 +234,12 @@ impl vote::Model {
 
 /// A proposal's votes in `order` after a keyset position, each with its voter's ENS name: one
 /// statement, the name looked up by the voters' primary key for each row returned (no second
-/// query binding every address of the page: that cost a third of the page's throughput).
+/// query binding every address of the page: that cost a third of the page's throughput). On
+/// SQLite with a `reader`, the statement runs there (one hand-off, not one per row).
+#[allow(clippy::too_many_arguments)]
 pub async fn votes(
     db: &impl ConnectionTrait,
+    reader: Option<&SqliteReader>,
     proposal_id: i64,
     voter: Option<&AccountBytes>,
     choice: Option<&str>,
@@ -176,7 +251,10 @@ pub async fn votes(
     let filter = super::vote_arms::Filter { voter, choice };
     let statement =
         super::vote_arms::statement(backend, proposal_id, filter, order, after.map(Into::into), limit, true);
-    VoteWithEns::find_by_statement(statement).all(db).await
+    match reader {
+        Some(reader) => reader.all(statement).await,
+        None => VoteWithEns::find_by_statement(statement).all(db).await,
+    }
 }
 
 impl proposal_action::Model {

@@ -237,3 +237,68 @@ async fn postgres_pages_read_each_arm_by_its_index() {
     assert_eq!(row.try_get::<i64>("", "n").unwrap(), 0);
     db.close().await.ok();
 }
+
+// On SQLite the votes page runs on the store's rusqlite reader (`store::sqlite_reader`): for every
+// order, filter and position, it reads exactly what sea-orm reads through the pool, every column
+// and the voter's ENS name included (set and unset).
+#[tokio::test]
+async fn sqlite_reader_reads_what_the_pool_reads() {
+    let url = fresh_sample_database(Backend::Sqlite).await;
+    let db = store::connect(&url).await.unwrap();
+    let (key, votes) = insert_mixed_choices(&db).await;
+    let named = &votes[3].0;
+    db.execute_unprepared(&format!(
+        "INSERT INTO voters (address, address_display, ens, first_seen_ms) VALUES ('{named}', '{named}', 'named.eth', 1)"
+    ))
+    .await
+    .unwrap();
+    db.execute_unprepared(
+        "UPDATE votes SET reason = 'because ' || id, ipfs = 'bafy' || id, tx_hash = '0x' || id, block_number = id * 7 \
+         WHERE id % 3 = 0",
+    )
+    .await
+    .unwrap();
+    let reader = store::sqlite_reader::SqliteReader::of(&db).expect("a SQLite file has a reader");
+    let proposal = store::proposals::by_key(&db, &key).await.unwrap().unwrap();
+    let voter = AccountBytes::parse(named).unwrap();
+    for filter in [(None, None), (None, Some("1")), (None, Some("[1,2]")), (Some(&voter), None)] {
+        let pooled = every_page(&db, None, proposal.id, filter).await;
+        let direct = every_page(&db, Some(&reader), proposal.id, filter).await;
+        assert_eq!(direct, pooled, "{filter:?}");
+        let rows: Vec<_> = pooled.iter().flatten().collect();
+        assert!(!rows.is_empty(), "{filter:?}");
+        if filter.1.is_none() {
+            assert!(rows.iter().any(|(_, ens)| ens.as_deref() == Some("named.eth")), "{filter:?}");
+        }
+        if filter == (None, None) {
+            assert!(rows.iter().any(|(_, ens)| ens.is_none()), "{filter:?}");
+            assert!(rows.iter().any(|(v, _)| v.reason.is_some() && v.block_number.is_some()), "{filter:?}");
+            assert!(rows.iter().any(|(v, _)| v.reason.is_none() && v.ipfs.is_none()), "{filter:?}");
+        }
+    }
+    db.close().await.ok();
+}
+
+/// Every page of 4 rows, in both orders, of a proposal's votes with `filter` (voter, choice), each
+/// page resuming after its third row; through `reader` when given, else through the pool.
+async fn every_page(
+    db: &sea_orm::DatabaseConnection,
+    reader: Option<&store::sqlite_reader::SqliteReader>,
+    proposal_id: i64,
+    filter: (Option<&AccountBytes>, Option<&str>),
+) -> Vec<Vec<(store::entities::vote::Model, Option<String>)>> {
+    let mut pages = Vec::new();
+    for order in [VoteOrder::Power, VoteOrder::Time] {
+        let mut after = None;
+        loop {
+            let rows = store::proposals::votes(db, reader, proposal_id, filter.0, filter.1, order, after, 4);
+            let rows = rows.await.unwrap();
+            after = (rows.len() == 4).then(|| rows[2].keyset(order));
+            pages.push(rows.into_iter().map(|r| (r.vote, r.ens)).collect());
+            if after.is_none() {
+                break;
+            }
+        }
+    }
+    pages
+}

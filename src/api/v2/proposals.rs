@@ -378,9 +378,21 @@ cursor_shape! {
 
 async fn proposal_by_key(state: &AppState, key: &KeyParam<ProposalKey>) -> Result<proposal::Model, Problem> {
     let key = key.parse()?;
-    store::proposals::by_key(&state.reads(), key.as_str())
-        .await
-        .map_err(|e| problem_marking_read_failed(&e))?
+    found(&key, store::proposals::by_key(&state.reads(), key.as_str()).await)
+}
+
+/// The head of the proposal `key` names (what a list of its rows needs of it).
+async fn proposal_head_by_key(
+    state: &AppState,
+    key: &KeyParam<ProposalKey>,
+) -> Result<store::proposals::ProposalHead, Problem> {
+    let key = key.parse()?;
+    found(&key, store::proposals::head_by_key(&state.reads(), state.sqlite_reader.as_deref(), key.as_str()).await)
+}
+
+/// The proposal read for `key`, or the problem of its absence or of the read.
+fn found<T>(key: &ProposalKey, read: Result<Option<T>, store::DbErr>) -> Result<T, Problem> {
+    read.map_err(|e| problem_marking_read_failed(&e))?
         .ok_or_else(|| Problem::not_found(format!("No proposal has the key `{key}`.")))
 }
 
@@ -519,7 +531,7 @@ impl Api {
             Some(v) => Some(resolve_voter(&state, v, "voter", ParamLocation::Query).await?),
             None => None,
         };
-        let p = proposal_by_key(&state, &proposal_key.0).await?;
+        let p = proposal_head_by_key(&state, &proposal_key.0).await?;
         let list = Listing::<ProposalVotesListV2, VoteAfter>::new(&state, Some(&p.dao_id), limit).filtered(
             ProposalVotesShape {
                 proposal_key: &p.proposal_key,
@@ -539,6 +551,7 @@ impl Api {
         };
         let rows = store::proposals::votes(
             &state.reads(),
+            state.sqlite_reader.as_deref(),
             p.id,
             voter_bytes.as_ref(),
             choice.0.as_deref(),
