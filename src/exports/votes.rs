@@ -20,7 +20,6 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect,
     QueryTrait, Select, StreamTrait,
 };
-use std::ops::Range;
 use std::sync::Arc;
 
 use super::binary_copy::{self, Tuples};
@@ -353,33 +352,41 @@ fn prepared<'c>(
 /// (issue 49; docs/benchmarks.md, "The votes in chunks"). A chunk takes the next ids in voter
 /// order from the natural key's index, reads their rows in id order (the table's order:
 /// neighbours share pages, each page read once a chunk; a walk of the id range when the chunk's
-/// votes were written together), keeps their values, and hands them back in voter order. The
-/// same votes in the same order, so the same file; memory bounded by the chunk, whatever the
-/// proposal holds.
+/// votes were written together), keeps their values in that order, and hands them back in voter
+/// order. The same votes in the same order, so the same file; memory bounded by the chunk,
+/// whatever the proposal holds.
 #[derive(Default)]
 struct Chunk {
     /// The chunk's vote ids, in voter order.
     ids: Vec<i64>,
-    /// Positions in `ids`, sorted by id: the order the rows are read in.
-    by_id: Vec<usize>,
-    /// Each vote's values, at its position in `ids`, in `voters` and `text`.
+    /// Each vote's id and its position in `ids`, sorted by id: the order the rows are read in.
+    by_id: Vec<(i64, u32)>,
+    /// Each vote's values, in the order they were read (`by_id`'s): written one after another,
+    /// so the reading thread writes its memory in order
+    /// (docs/benchmarks.md, "Kept in the order read").
     kept: Vec<Kept>,
+    /// For each position in `ids`, where its vote is in `kept`.
+    read_at: Vec<u32>,
+    /// The votes' addresses, and their text values, each vote's one after another.
     voters: Vec<u8>,
     text: String,
 }
 
-/// One vote's exported columns, as ranges of its [`Chunk`]'s `voters` and `text`.
-#[derive(Default)]
+/// A text value's length in [`Kept::lens`] when it is null.
+const NULL: u32 = u32::MAX;
+
+/// One vote's exported columns: its address at `voter_at` of its [`Chunk`]'s `voters`, and its
+/// text values one after another from `text_at` of its `text`, of the lengths of `lens` (choice,
+/// voting power, reason, tx hash, IPFS hash; [`NULL`] for a null).
 struct Kept {
-    voter: Range<usize>,
-    choice: Range<usize>,
-    voting_power: Range<usize>,
-    vp_from_float: bool,
-    reason: Option<Range<usize>>,
+    voter_at: usize,
+    text_at: usize,
+    voter_len: u32,
+    lens: [u32; 5],
     created_ms: i64,
-    tx_hash: Option<Range<usize>>,
-    block_number: Option<i64>,
-    ipfs: Option<Range<usize>>,
+    block_number: i64,
+    has_block_number: bool,
+    vp_from_float: bool,
 }
 
 impl Chunk {
@@ -388,57 +395,68 @@ impl Chunk {
     /// were written together: a table walk reads a row for a fraction of a seek's cost), else by
     /// seeking each id.
     fn fetch(&mut self, rows: &mut Rows<'_>) -> anyhow::Result<()> {
-        let Self { ids, by_id, kept, voters, text } = self;
+        let Self { ids, by_id, kept, read_at, voters, text } = self;
         by_id.clear();
-        by_id.extend(0..ids.len());
-        by_id.sort_unstable_by_key(|&at| ids[at]);
+        by_id.extend(ids.iter().zip(0u32..).map(|(&id, at)| (id, at)));
+        by_id.sort_unstable();
         kept.clear();
-        kept.resize_with(ids.len(), Kept::default);
+        read_at.clear();
+        read_at.resize(ids.len(), 0);
         voters.clear();
         text.clear();
-        let (Some(&first), Some(&last)) = (by_id.first(), by_id.last()) else { return Ok(()) };
-        let (first, last) = (ids[first], ids[last]);
+        let (Some(&(first, _)), Some(&(last, _))) = (by_id.first(), by_id.last()) else { return Ok(()) };
+        let mut keep = |row: &rusqlite::Row<'_>, at: u32| -> anyhow::Result<()> {
+            read_at[at as usize] = u32::try_from(kept.len())?;
+            kept.push(Kept::of(&VoteRow::stepped(row)?, voters, text)?);
+            Ok(())
+        };
         let spread = u64::try_from(ids.len()).unwrap_or(u64::MAX).saturating_mul(RANGE_SPREAD);
         if last.abs_diff(first) < spread {
             let mut wanted = by_id.iter().copied().peekable();
             let mut walked = rows.in_range.query([first, last])?;
-            while let Some(&at) = wanted.peek() {
+            while let Some(&(id, at)) = wanted.peek() {
                 let Some(row) = walked.next()? else { break };
                 // The id follows the exported columns.
-                let id: i64 = row.get(EXPORTED.len())?;
-                if id == ids[at] {
-                    kept[at] = Kept::of(&VoteRow::stepped(row)?, voters, text);
+                if row.get::<_, i64>(EXPORTED.len())? == id {
+                    keep(row, at)?;
                     wanted.next();
                 }
             }
-            if let Some(at) = wanted.next() {
-                anyhow::bail!("vote {} left the export's view", ids[at]);
+            if let Some((id, _)) = wanted.next() {
+                anyhow::bail!("vote {id} left the export's view");
             }
             return Ok(());
         }
-        for &at in by_id.iter() {
-            let id = ids[at];
+        for &(id, at) in by_id.iter() {
             let mut found = rows.by_id.query([id])?;
             let row = found.next()?.ok_or_else(|| anyhow::anyhow!("vote {id} left the export's view"))?;
-            kept[at] = Kept::of(&VoteRow::stepped(row)?, voters, text);
+            keep(row, at)?;
         }
         Ok(())
     }
 
     /// The vote at position `at` (voter order).
     fn vote(&self, at: usize) -> VoteRow<'_> {
-        let k = &self.kept[at];
-        let text = |r: &Range<usize>| &self.text[r.clone()];
+        let k = &self.kept[self.read_at[at] as usize];
+        let mut from = k.text_at;
+        let mut next = |len: u32| {
+            (len != NULL).then(|| {
+                let value = &self.text[from..from + len as usize];
+                from += len as usize;
+                value
+            })
+        };
+        let [choice, voting_power, reason, tx_hash, ipfs] = k.lens.map(&mut next);
         VoteRow {
-            voter: &self.voters[k.voter.clone()],
-            choice: text(&k.choice),
-            voting_power: text(&k.voting_power),
+            voter: &self.voters[k.voter_at..k.voter_at + k.voter_len as usize],
+            choice: choice.unwrap_or_default(),
+            voting_power: voting_power.unwrap_or_default(),
             vp_from_float: k.vp_from_float,
-            reason: k.reason.as_ref().map(text),
+            reason,
             created_ms: k.created_ms,
-            tx_hash: k.tx_hash.as_ref().map(text),
-            block_number: k.block_number,
-            ipfs: k.ipfs.as_ref().map(text),
+            tx_hash,
+            block_number: k.has_block_number.then_some(k.block_number),
+            ipfs,
         }
     }
 
@@ -448,31 +466,40 @@ impl Chunk {
         let Some(per_vote) = (self.voters.len() + self.text.len()).checked_div(self.ids.len()) else {
             return most;
         };
-        (CHUNK_BYTES / (per_vote + std::mem::size_of::<Kept>())).clamp(1, most)
+        let per_vote = per_vote + std::mem::size_of::<Kept>() + std::mem::size_of::<(i64, u32)>() + 4;
+        (CHUNK_BYTES / per_vote).clamp(1, most)
     }
 }
 
 impl Kept {
-    /// `v`'s values appended to `voters` and `text`, and their ranges there.
-    fn of(v: &VoteRow<'_>, voters: &mut Vec<u8>, text: &mut String) -> Self {
-        let mut keep = |s: &str| {
-            let start = text.len();
-            text.push_str(s);
-            start..text.len()
-        };
-        let voter = voters.len()..voters.len() + v.voter.len();
+    /// `v`'s values appended to `voters` and `text`, and where they are there.
+    fn of(v: &VoteRow<'_>, voters: &mut Vec<u8>, text: &mut String) -> anyhow::Result<Self> {
+        let (voter_at, text_at) = (voters.len(), text.len());
         voters.extend_from_slice(v.voter);
-        Self {
-            voter,
-            choice: keep(v.choice),
-            voting_power: keep(v.voting_power),
-            vp_from_float: v.vp_from_float,
-            reason: v.reason.map(&mut keep),
+        let mut keep = |s: Option<&str>| -> anyhow::Result<u32> {
+            let Some(s) = s else { return Ok(NULL) };
+            text.push_str(s);
+            u32::try_from(s.len())
+                .ok()
+                .filter(|&len| len != NULL)
+                .ok_or_else(|| anyhow::anyhow!("a vote's text of {} bytes", s.len()))
+        };
+        Ok(Self {
+            voter_at,
+            text_at,
+            voter_len: u32::try_from(v.voter.len())?,
+            lens: [
+                keep(Some(v.choice))?,
+                keep(Some(v.voting_power))?,
+                keep(v.reason)?,
+                keep(v.tx_hash)?,
+                keep(v.ipfs)?,
+            ],
             created_ms: v.created_ms,
-            tx_hash: v.tx_hash.map(&mut keep),
-            block_number: v.block_number,
-            ipfs: v.ipfs.map(&mut keep),
-        }
+            block_number: v.block_number.unwrap_or_default(),
+            has_block_number: v.block_number.is_some(),
+            vp_from_float: v.vp_from_float,
+        })
     }
 }
 

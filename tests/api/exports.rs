@@ -244,6 +244,63 @@ async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, 
     }
 }
 
+// A chunk keeps each vote's values in the order it reads them (the table's) and hands them back
+// in voter order. Votes with every optional column set (a reason, an IPFS hash, a transaction and
+// its block, a multiple choice), with an empty reason, and with none, read in one chunk (a walk
+// of the range), in chunks of 500 (each seeks its rows) and of 7, write the Parquet file the pages
+// write, byte for byte: each value in its vote's row, each null a null and each empty text empty.
+#[tokio::test]
+async fn sqlite_chunks_keep_every_column_of_each_vote() {
+    use arrow_array::Int64Array;
+    use govdata::exports::view::{Snapshot, View};
+    use sea_orm::ConnectionTrait;
+    let (dao, votes) = ("kept", 1_200u64);
+    let db = synth_store(crate::helpers::Backend::Sqlite, dao, votes, 1).await;
+    for sql in [
+        "UPDATE votes SET reason = 'because ' || id, ipfs = 'bafy' || id, tx_hash = printf('0x%064x', id), \
+         block_number = 1000 + id, choice = '1,2' WHERE id % 3 = 0",
+        "UPDATE votes SET reason = '' WHERE id % 3 = 1",
+    ] {
+        db.execute_unprepared(sql).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("pages.parquet");
+    let w = export(&pages, &VOTES, ExportFormat::Parquet, |out| votes::read(&db, None, dao, out)).await.unwrap();
+    assert_eq!(w.rows, votes);
+
+    // The pages' file holds set, empty and null values where the store does.
+    let file = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&pages).unwrap()).unwrap();
+    let (mut set, mut empty, mut null, mut blocks) = ([0; 3], 0, [0; 3], 0);
+    for batch in file.build().unwrap() {
+        let batch = batch.unwrap();
+        for (i, name) in ["reason", "ipfs", "tx_hash"].into_iter().enumerate() {
+            let a = batch.column_by_name(name).unwrap().as_any().downcast_ref::<StringArray>().unwrap();
+            null[i] += a.null_count();
+            set[i] += a.iter().flatten().filter(|v| !v.is_empty()).count();
+            if name == "reason" {
+                empty += a.iter().flatten().filter(|v| v.is_empty()).count();
+            }
+        }
+        let b = batch.column_by_name("block_number").unwrap().as_any().downcast_ref::<Int64Array>().unwrap();
+        blocks += b.iter().flatten().filter(|&n| n > 1000).count();
+    }
+    assert_eq!((set, empty, null, blocks), ([400; 3], 400, [400, 800, 800], 400));
+
+    for chunk_rows in [votes as usize, 500, 7] {
+        let view = View::begin(&db, true).await.unwrap();
+        let Some(Snapshot::Sqlite(conn)) = view.snapshot() else { panic!("a SQLite view of its own connection") };
+        let path = dir.path().join(format!("chunks-{chunk_rows}.parquet"));
+        let w = export(&path, &VOTES, ExportFormat::Parquet, |out| {
+            votes::read_sqlite_in_chunks(conn, dao, out, chunk_rows)
+        })
+        .await
+        .unwrap();
+        view.end().await.unwrap();
+        assert_eq!(w.rows, votes);
+        assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&pages).unwrap(), "chunks of {chunk_rows}");
+    }
+}
+
 // On SQLite the votes are read on one thread and put in batches on another: when the writer
 // stops (here on the first batch, which does not fit the table it writes), the reader returns
 // the writer's error, not one of its own, and both threads end, the view's connection free
