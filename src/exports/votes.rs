@@ -384,10 +384,14 @@ struct Kept {
     voter_len: u32,
     lens: [u32; 5],
     created_ms: i64,
+    /// The block number and whether there is one, rather than an `Option<i64>`: the flag packs
+    /// beside `vp_from_float`, so a `Kept` is 64 bytes, not 72.
     block_number: i64,
     has_block_number: bool,
     vp_from_float: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<Kept>() == 64);
 
 impl Chunk {
     /// Reads the values of the votes of `ids`, in id order: by walking their id range when it
@@ -466,7 +470,9 @@ impl Chunk {
         let Some(per_vote) = (self.voters.len() + self.text.len()).checked_div(self.ids.len()) else {
             return most;
         };
-        let per_vote = per_vote + std::mem::size_of::<Kept>() + std::mem::size_of::<(i64, u32)>() + 4;
+        // Each vote's values, its `Kept`, its `by_id` pair and its `read_at` slot.
+        let per_vote =
+            per_vote + std::mem::size_of::<Kept>() + std::mem::size_of::<(i64, u32)>() + std::mem::size_of::<u32>();
         (CHUNK_BYTES / per_vote).clamp(1, most)
     }
 }
