@@ -28,16 +28,56 @@ pub fn problem_marking_read_failed(err: &DbErr) -> Problem {
     }
 }
 
+/// The code the database gave a failed statement: PostgreSQL's SQLSTATE, or SQLite's (extended)
+/// result code as a number. `None` when the statement never reached the database.
+fn database_code(err: &DbErr) -> Option<std::borrow::Cow<'_, str>> {
+    use sea_orm::{RuntimeErr, sqlx::Error};
+    match err {
+        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => match &**e {
+            Error::Database(db) => db.code(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Whether a store error is PostgreSQL cancelling a query (40001, `serialization_failure`): a
 /// standby does so when replaying the primary's changes conflicts with the query (a recovery
 /// conflict). Another node, or the same one a moment later, answers it.
 fn recovery_conflict(err: &DbErr) -> bool {
-    use sea_orm::{RuntimeErr, sqlx::Error};
-    match err {
-        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => {
-            matches!(&**e, Error::Database(db) if db.code().as_deref() == Some("40001"))
+    database_code(err).as_deref() == Some("40001")
+}
+
+/// Whether PostgreSQL cancelled the transaction to break a deadlock (40P01,
+/// `deadlock_detected`): of two transactions that wait for each other's rows, it cancels one
+/// (the one that waited first) so that the other goes on. The cancelled one, started again,
+/// waits for the other to commit and then does all it meant to.
+fn deadlock_victim(err: &DbErr) -> bool {
+    database_code(err).as_deref() == Some("40P01")
+}
+
+/// How many times [`retrying_deadlocks`] runs a write in all: a second run waits for the
+/// transaction that won, so a third is for a new deadlock with yet another.
+const DEADLOCK_RUNS: u32 = 3;
+
+/// Runs `write`, a whole transaction, again when PostgreSQL cancelled it to break a deadlock,
+/// up to [`DEADLOCK_RUNS`] times in all. For writes that lock many rows that another writer
+/// locks in its own order: a webhook's deliveries, deleted or updated by its owner while the
+/// sender records their attempts (`push::dispatch`) in one transaction for many webhooks.
+pub async fn retrying_deadlocks<T, F, Fut>(mut write: F) -> Result<T, DbErr>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbErr>>,
+{
+    let mut run = 1;
+    loop {
+        match write().await {
+            Err(e) if run < DEADLOCK_RUNS && deadlock_victim(&e) => {
+                tracing::info!(run, error = %e, "a write was a deadlock's victim: started again");
+                run += 1;
+            }
+            done => return done,
         }
-        _ => false,
     }
 }
 
@@ -55,7 +95,7 @@ fn store_unreachable(err: &DbErr) -> bool {
             | Error::PoolTimedOut
             | Error::PoolClosed
             | Error::WorkerCrashed => true,
-            Error::Database(db) => db.code().is_some_and(|code| {
+            Error::Database(_) => database_code(err).is_some_and(|code| {
                 // SQLite reports (extended) result codes as numbers: BUSY is 5, LOCKED 6.
                 let sqlite_busy = code.parse::<u32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
                 code.starts_with("08") || code.starts_with("57P") || code == "53300" || sqlite_busy
@@ -73,7 +113,7 @@ mod tests {
     use sea_orm::sqlx::error::{DatabaseError, ErrorKind};
     use sea_orm::{DbErr, RuntimeErr, sqlx};
 
-    use super::{problem_marking_read_failed, recovery_conflict, store_unreachable};
+    use super::{DEADLOCK_RUNS, problem_marking_read_failed, recovery_conflict, retrying_deadlocks, store_unreachable};
 
     /// A database's error with SQLSTATE `code`, as the driver hands it over.
     #[derive(Debug)]
@@ -122,5 +162,36 @@ mod tests {
         assert!(!recovery_conflict(&query_error("23505")) && !store_unreachable(&query_error("23505")));
         let problem = problem_marking_read_failed(&query_error("40001"));
         assert_eq!(problem.retry_after_s, Some(crate::contract::errors::UNAVAILABLE_RETRY_AFTER_S));
+    }
+
+    #[tokio::test]
+    async fn a_deadlock_victim_runs_again_and_nothing_else_does() {
+        use std::cell::Cell;
+        // A victim once: the second run's answer is the answer.
+        let runs = Cell::new(0);
+        let answer = retrying_deadlocks(|| {
+            runs.set(runs.get() + 1);
+            async { if runs.get() == 1 { Err(query_error("40P01")) } else { Ok(runs.get()) } }
+        })
+        .await;
+        assert_eq!(answer.unwrap(), 2);
+        // A victim every time: the last run's error, after DEADLOCK_RUNS runs.
+        runs.set(0);
+        let answer: Result<(), _> = retrying_deadlocks(|| {
+            runs.set(runs.get() + 1);
+            async { Err(query_error("40P01")) }
+        })
+        .await;
+        assert!(answer.is_err() && runs.get() == DEADLOCK_RUNS);
+        // Any other failure is answered at once: a constraint violation, a recovery conflict.
+        for code in ["23505", "40001"] {
+            runs.set(0);
+            let answer: Result<(), _> = retrying_deadlocks(|| {
+                runs.set(runs.get() + 1);
+                async move { Err(query_error(code)) }
+            })
+            .await;
+            assert!(answer.is_err() && runs.get() == 1, "{code}");
+        }
     }
 }

@@ -25,6 +25,7 @@ use sea_orm::{
 
 use super::entities::webhook_delivery::DeliveryState;
 use super::entities::{webhook_attempt, webhook_delivery, webhook_subscription};
+use super::failures::retrying_deadlocks;
 use super::{address, placeholders};
 use crate::contract::feed::FeedKind;
 use crate::contract::ids::{IssuedKey, ProposalKey};
@@ -429,7 +430,19 @@ pub async fn get(
 /// failed; its deliveries still pending are attempted again at once, and the entries published
 /// while it was disabled are enqueued (it catches up from where the fan-out left it,
 /// `push::queue`). New filters apply to the entries enqueued from now on.
+///
+/// Started again when PostgreSQL cancels it to break a deadlock with the sender, which locks the
+/// same deliveries in its own order (`failures::retrying_deadlocks`).
 pub async fn update(
+    db: &DatabaseConnection,
+    subscription: Subscription,
+    change: &Change,
+    now_ms: i64,
+) -> Result<Subscription, DbErr> {
+    retrying_deadlocks(|| update_once(db, subscription.clone(), change, now_ms)).await
+}
+
+async fn update_once(
     db: &DatabaseConnection,
     subscription: Subscription,
     change: &Change,
@@ -485,8 +498,14 @@ pub async fn update(
     Ok(row)
 }
 
-/// Deletes `subscription` with its filters, its deliveries and its attempts.
+/// Deletes `subscription` with its filters, its deliveries and its attempts; started again when
+/// PostgreSQL cancels it to break a deadlock with the sender, which locks the same deliveries in
+/// its own order (`failures::retrying_deadlocks`).
 pub async fn delete(db: &DatabaseConnection, subscription: &Subscription) -> Result<(), DbErr> {
+    retrying_deadlocks(|| delete_once(db, subscription)).await
+}
+
+async fn delete_once(db: &DatabaseConnection, subscription: &Subscription) -> Result<(), DbErr> {
     let txn = db.begin().await?;
     for table in ["webhook_filters", "webhook_routes"] {
         let sql = format!("DELETE FROM {table} WHERE subscription_id = $1");

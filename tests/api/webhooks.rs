@@ -558,6 +558,79 @@ on_both_backends!(replica: webhook_answers_are_snapshotted, |backend: Backend| a
     snap("v2_webhooks_delete_no_content", json!({ "status": status, "body": deleted }));
 });
 
+// PostgreSQL cancels one of two transactions that wait for each other (40P01). The sender records
+// attempts and claims deliveries in one transaction, locking them in its own order, while an
+// owner's DELETE locks the same deliveries in the table's. Here a transaction of the test's own
+// plays the sender: it locks the second delivery, lets the deletion lock the first and wait for
+// the second, then asks for the first. The deletion, which waited first, is the one cancelled;
+// started again, it answers 204 once the "sender" has committed, not 500.
+#[tokio::test]
+async fn a_deletion_deadlocked_with_the_sender_is_started_again() {
+    use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
+    if !crate::helpers::require(Backend::Postgres) {
+        return;
+    }
+    let w = world(Backend::Postgres).await;
+    let (_, token) = partner_token(&w.app, &["v2:paid:standard"]).await;
+    let receiver = Receiver::start().await;
+    let (id, _) = subscribe(&w.app, &token, json!({ "url": receiver.url })).await;
+    let path = format!("/v2/webhooks/{id}");
+    let (status, _) = send(&w.app, "PATCH", &path, &token, Some(json!({ "enabled": false }))).await;
+    assert_eq!(status, 200);
+    let sql = |text: String| Statement::from_string(DbBackend::Postgres, text);
+    // Two deliveries owed tomorrow, in the order of the table and of its due index: the
+    // dispatcher leaves them alone (its subscription is disabled, and they are not due).
+    let tomorrow = govdata::contract::time::now_ms() + 86_400_000;
+    let rows =
+        w.db.query_all_raw(sql(format!(
+            "INSERT INTO webhook_deliveries (subscription_id, seq, payload, msg_id, attempts, state, \
+             next_attempt_ms, lease_until_ms, created_ms) \
+             SELECT s.id, NULL, '{{}}', 'msg_deadlock_' || n, 0, 'pending', {tomorrow} + n, 0, {tomorrow} \
+             FROM webhook_subscriptions s, generate_series(1, 2) n WHERE s.public_id = '{id}' ORDER BY n RETURNING id"
+        )))
+        .await
+        .unwrap();
+    let deliveries: Vec<i64> = rows.iter().map(|r| r.try_get("", "id").unwrap()).collect();
+    assert_eq!(deliveries.len(), 2);
+    let deadlocks = || async {
+        let row =
+            w.db.query_one_raw(sql("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()".into()))
+                .await
+                .unwrap()
+                .unwrap();
+        row.try_get::<i64>("", "deadlocks").unwrap()
+    };
+    let deadlocks_before = deadlocks().await;
+
+    let lock = |delivery: i64| sql(format!("UPDATE webhook_deliveries SET attempts = attempts WHERE id = {delivery}"));
+    let sender = w.db.begin().await.unwrap();
+    sender.execute_raw(lock(deliveries[1])).await.unwrap();
+    let deletion = send(&w.app, "DELETE", &path, &token, None);
+    let the_sender = async {
+        crate::helpers::eventually("the deletion waits for the second delivery", || async {
+            let waiting = "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() \
+                           AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM \"webhook_deliveries\"%'";
+            let row = w.db.query_one_raw(sql(waiting.into())).await.unwrap().unwrap();
+            row.try_get::<i64>("", "n").unwrap() == 1
+        })
+        .await;
+        // Waits until PostgreSQL cancels the deletion, then commits.
+        sender.execute_raw(lock(deliveries[0])).await.unwrap();
+        sender.commit().await.unwrap();
+    };
+    let ((status, body), ()) = tokio::join!(deletion, the_sender);
+    assert_eq!(status, 204, "{body}");
+    // There was a deadlock, and the deletion outlasted it: the webhook and its deliveries are gone.
+    crate::helpers::eventually("PostgreSQL counts the deadlock", || async { deadlocks().await > deadlocks_before })
+        .await;
+    let (status, _) = send(&w.app, "GET", &path, &token, None).await;
+    assert_eq!(status, 404);
+    let left =
+        format!("SELECT count(*) AS n FROM webhook_deliveries WHERE id IN ({}, {})", deliveries[0], deliveries[1]);
+    let row = w.db.query_one_raw(sql(left)).await.unwrap().unwrap();
+    assert_eq!(row.try_get::<i64>("", "n").unwrap(), 0);
+}
+
 /// A listener on 127.0.0.1 that only counts the connections made to it: where a guard that
 /// failed would have sent.
 struct Doorbell {
