@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait,
-    QueryFilter, QuerySelect, Statement, TransactionTrait, Value,
+    QueryFilter, QuerySelect, SqliteTransactionMode, Statement, TransactionOptions, TransactionTrait, Value,
 };
 
 use super::entities::{dao_summary, data_revision};
@@ -246,7 +246,15 @@ pub async fn publish_at<C>(
 where
     C: ConnectionTrait + TransactionTrait<Transaction = DatabaseTransaction>,
 {
-    let txn = db.begin().await?;
+    // On SQLite, a publication opened on a bare connection takes the write lock as it begins: it
+    // reads before it writes, and a transaction that read could not write once another
+    // connection committed (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out). Nested in a
+    // writer's transaction it is a savepoint, and the writer holds the lock already.
+    let immediate = TransactionOptions {
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..TransactionOptions::default()
+    };
+    let txn = db.begin_with_options(immediate).await?;
     // Publications take turns (ingestion took its turn already: the lock is re-entrant), so that
     // feed sequences commit in the order they were drawn and a reader that has seen sequence N
     // will never see a smaller one appear later.

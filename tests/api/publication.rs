@@ -199,3 +199,31 @@ on_both_backends!(replica: stored_tallies_keep_their_text, |app: TestApp| async 
     let rewritten: Vec<(i64, String)> = typed.iter().map(|f| (f.proposal_id, f.scores.to_json())).collect();
     assert_eq!(rewritten, stored);
 });
+
+// A publication opened on a bare SQLite connection takes the write lock as it begins. One that
+// read first could not write once another connection had taken the lock (SQLITE_BUSY, or
+// SQLITE_BUSY_SNAPSHOT once that one committed), whatever the busy timeout. Here another
+// connection holds the lock with a write not yet committed while the publication begins, and
+// commits a moment later: the publication waits for it, then publishes.
+#[tokio::test]
+async fn a_publication_waits_for_a_writer_holding_the_sqlite_lock() {
+    use govdata::store::publish::{Scope, Touched, publish};
+    use sea_orm::TransactionTrait;
+    let url = crate::helpers::fresh_sample_database(crate::helpers::Backend::Sqlite).await;
+    let db = govdata::store::connect(&url).await.expect("connect");
+    let before = serving_revision(&db).await;
+    let other = govdata::store::connect(&url).await.expect("connect");
+    let writer = other.begin().await.unwrap();
+    let write = "INSERT INTO settings (key, value) VALUES ('another_writer', 'holds the lock')";
+    writer.execute_unprepared(write).await.unwrap();
+    let commit_later = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        writer.commit().await.unwrap();
+    };
+    // One DAO touched, as a writer publishing what it changed: such a publication reads first.
+    let lido = Scope::Touched(Touched { daos: ["lido".to_owned()].into(), ..Touched::default() });
+    let (published, ()) = tokio::join!(publish(&db, 0, "beside another writer", &lido), commit_later);
+    let published = published.expect("the publication waits for the lock, then publishes");
+    assert!(published.id > before, "{published:?}");
+    assert_eq!(serving_revision(&db).await, published.id);
+}
