@@ -53,6 +53,10 @@ use sea_orm_migration::MigratorTrait;
 
 pub use sea_orm::DbErr;
 
+/// How long a statement waits for one of the pool's connections (and a connection for its
+/// server) before it fails as "the store is unreachable".
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Opens the store named by `url`, creating the SQLite file (and its folder) when missing,
 /// and applies pending migrations. A PostgreSQL URL naming several hosts opens the one that is
 /// the primary, and follows the primary when another host takes over (`primary`).
@@ -64,7 +68,7 @@ pub async fn connect(url: &str) -> anyhow::Result<DatabaseConnection> {
         None => url,
     };
     let mut options = ConnectOptions::new(url.clone());
-    options.connect_timeout(Duration::from_secs(10)).acquire_timeout(Duration::from_secs(10)).sqlx_logging(false);
+    options.connect_timeout(ACQUIRE_TIMEOUT).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
     if url.starts_with("sqlite:") {
         // Before SQLite's first connection, or SQLite keeps its own allocator (0 is SQLITE_OK).
         let configured = crate::allocator::sqlite_allocator();

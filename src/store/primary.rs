@@ -20,9 +20,9 @@
 //! not). Connections opened before a move are not handed out after it, so no write goes to the
 //! host left behind. So writes reach a promoted standby [`TAKEOVER`] at most after the old
 //! primary stops answering or taking writes. A write that was already waiting for a connection
-//! then may wait one step of sqlx's backoff longer: sqlx sleeps between refused connects in
-//! doubling steps, up to a fifth of the pool's acquire timeout ([`super::connect`] sets it), and
-//! no move wakes it. The failover test measured 0.15-0.5 s from the cut to a published run.
+//! then may wait one step of sqlx's backoff longer, [`LONGEST_CONNECT_BACKOFF`] at most: sqlx
+//! sleeps between refused connects in doubling steps, and no move wakes it. The failover test
+//! measured 0.15-0.7 s from the cut to a published run.
 //!
 //! While the old primary still answers and takes writes after a standby was promoted, it stays
 //! the primary: as with libpq, fencing it (stopping it) is the failover tooling's part.
@@ -41,6 +41,10 @@ use super::nodes::{PROBE_INTERVAL, PROBE_TIMEOUT};
 /// that took over: a tick of the watch to notice, the current primary's probe running out, and
 /// every host's probe.
 pub const TAKEOVER: Duration = PROBE_INTERVAL.saturating_add(PROBE_TIMEOUT.saturating_mul(2));
+
+/// The longest sleep between two of a pool's refused connects: sqlx doubles it from 10 ms up to
+/// a fifth of the acquire timeout.
+pub const LONGEST_CONNECT_BACKOFF: Duration = Duration::from_millis(super::ACQUIRE_TIMEOUT.as_millis() as u64 / 5);
 
 /// The hosts of a multi-host `postgres://` URL, and which one is the primary.
 pub struct Primaries {
