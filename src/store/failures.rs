@@ -50,7 +50,8 @@ fn recovery_conflict(err: &DbErr) -> bool {
 
 /// Whether PostgreSQL cancelled the transaction to break a deadlock (40P01,
 /// `deadlock_detected`): of two transactions that wait for each other's rows, it cancels one
-/// (the one that waited first) so that the other goes on. The cancelled one, started again,
+/// (the one whose deadlock check runs first: in practice the one that waited first) so that the
+/// other goes on. The cancelled one, started again,
 /// waits for the other to commit and then does all it meant to.
 fn deadlock_victim(err: &DbErr) -> bool {
     database_code(err).as_deref() == Some("40P01")
@@ -86,22 +87,22 @@ where
 /// (PostgreSQL classes 08 and 57P, too many connections), or SQLite busy beyond its timeout.
 fn store_unreachable(err: &DbErr) -> bool {
     use sea_orm::{RuntimeErr, sqlx::Error};
+    if let Some(code) = database_code(err) {
+        // SQLite reports (extended) result codes as numbers: BUSY is 5, LOCKED 6.
+        let sqlite_busy = code.parse::<u32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
+        return code.starts_with("08") || code.starts_with("57P") || code == "53300" || sqlite_busy;
+    }
     match err {
         DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
-        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => match &**e {
+        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => matches!(
+            &**e,
             Error::Io(_)
-            | Error::Tls(_)
-            | Error::Protocol(_)
-            | Error::PoolTimedOut
-            | Error::PoolClosed
-            | Error::WorkerCrashed => true,
-            Error::Database(_) => database_code(err).is_some_and(|code| {
-                // SQLite reports (extended) result codes as numbers: BUSY is 5, LOCKED 6.
-                let sqlite_busy = code.parse::<u32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
-                code.starts_with("08") || code.starts_with("57P") || code == "53300" || sqlite_busy
-            }),
-            _ => false,
-        },
+                | Error::Tls(_)
+                | Error::Protocol(_)
+                | Error::PoolTimedOut
+                | Error::PoolClosed
+                | Error::WorkerCrashed
+        ),
         _ => false,
     }
 }
