@@ -964,7 +964,7 @@ mod sources {
 /// public nodes do, and answers one malformed body first.
 #[tokio::test]
 async fn log_ranges_are_halved_when_a_node_refuses_them_and_stop_short_of_the_confirmation_depth() {
-    use crate::fixtures::upstreams::{Fake, Fault, Seen};
+    use crate::fixtures::upstreams::{Fake, Fault, Seen, call_reverted};
     use std::sync::Arc;
     let node = Fake::start(Arc::new(|req: &Seen| {
         let hex = |n: u64| format!("{n:#x}");
@@ -981,7 +981,10 @@ async fn log_ranges_are_halved_when_a_node_refuses_them_and_stop_short_of_the_co
                 }
                 json!([])
             }
-            other => panic!("unexpected {other}"),
+            // The governor's modes (`COUNTING_MODE()`, `CLOCK_MODE()`), which GovernorBravo does
+            // not declare.
+            "eth_call" => return call_reverted(req),
+            other => panic!("unexpected {other}: {}", req.body),
         };
         (200, json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string())
     }))
