@@ -51,8 +51,8 @@ fn recovery_conflict(err: &DbErr) -> bool {
 /// Whether PostgreSQL cancelled the transaction to break a deadlock (40P01,
 /// `deadlock_detected`): of two transactions that wait for each other's rows, it cancels one
 /// (the one whose deadlock check runs first: in practice the one that waited first) so that the
-/// other goes on. The cancelled one, started again,
-/// waits for the other to commit and then does all it meant to.
+/// other goes on. The cancelled one, started again, waits for the other to commit and then does
+/// all it meant to.
 fn deadlock_victim(err: &DbErr) -> bool {
     database_code(err).as_deref() == Some("40P01")
 }
