@@ -26,8 +26,11 @@ use crate::contract::{
 /// The middleware: reads the body of `req` whole when it is one the edge reads, then passes on.
 pub async fn read<E: Endpoint>(ep: Arc<E>, mut req: Request, timeout: Duration) -> poem::Result<Response> {
     if let Some(cap) = cap(&req) {
-        // A refused body is left unread: hyper closes the connection after the answer.
-        whole(&mut req, cap, timeout).await?;
+        // A refused body is left unread: hyper closes the connection after the answer. The read
+        // is boxed: only a request with a body builds its future, and this layer's own future,
+        // which every request holds, does not hold it (docs/benchmarks.md, "The cached path's
+        // futures").
+        Box::pin(whole(&mut req, cap, timeout)).await?;
     }
     ep.call(req).await.map(IntoResponse::into_response)
 }

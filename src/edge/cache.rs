@@ -336,18 +336,22 @@ fn cacheable(req: &Request) -> bool {
 
 /// The middleware.
 pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
+    // The layers below (the handlers, the store's reads) are called through a box: a hit never
+    // builds their future, and this layer's own future, which every request through here moves
+    // to the heap (`server::routes`' `.boxed()`), stays small instead of holding theirs
+    // (docs/benchmarks.md, "The cached path's futures").
     if !cacheable(&req) {
         // Pricing and freshness are bounded like every operation; documents and pages are not
         // store work.
         if Route::of(&req).is_some_and(|r| r.decl.is_some()) {
-            return state.queries.run(ep.call(req)).await.map(IntoResponse::into_response);
+            return Box::pin(state.queries.run(ep.call(req))).await.map(IntoResponse::into_response);
         }
-        return ep.call(req).await.map(IntoResponse::into_response);
+        return Box::pin(ep.call(req)).await.map(IntoResponse::into_response);
     }
     // Only a server with live refresh looks for the DAO a request is about.
     let live = match &state.live {
         Some(live) => match dao_of(&req, &state.documents) {
-            Some(dao) => live.ensure(&state, dao.as_str()).await,
+            Some(dao) => Box::pin(live.ensure(&state, dao.as_str())).await,
             None => None,
         },
         None => None,
@@ -371,7 +375,7 @@ pub async fn serve<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> po
     if let Some(away) = state.serving.store_away() {
         return Err(away.into());
     }
-    let response = state.queries.run(ep.call(req)).await?.into_response();
+    let response = Box::pin(state.queries.run(ep.call(req))).await?.into_response();
     if response.status() != StatusCode::OK || !is_json(response.headers()) || (revision.is_none() && live.is_none()) {
         return Ok(served(response, "miss"));
     }

@@ -42,13 +42,17 @@ use crate::contract::{
 use crate::store::failures::problem_marking_read_failed;
 use crate::store::tokens::LiveToken;
 
+/// The middleware. The rarer paths' futures (a payment's verification and settlement, a token the
+/// server does not remember, an operation only a partner opens) are boxed where they are taken:
+/// this layer's future, which every request moves to the heap (`server::routes`' `.boxed()`),
+/// then holds none of them (docs/benchmarks.md, "The cached path's futures").
 pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poem::Result<Response> {
     let internal = internal_token_matches(&state, &req);
     if internal {
         AccessNote::credential(&req, "internal");
     }
     if let Some((version, tier)) = Route::of(&req).and_then(|r| Some((r.version, r.decl?.partner_tier()?))) {
-        return partner_only(ep, req, &state, version, tier).await;
+        return Box::pin(partner_only(ep, req, &state, version, tier)).await;
     }
     let Some(call) = paid_call(&state, &req) else {
         let access = paths::find(req.uri().path()).map(|p| p.access);
@@ -110,7 +114,7 @@ pub async fn gate<E: Endpoint>(ep: Arc<E>, req: Request, state: AppState) -> poe
         Some((generation, header)) => {
             AccessNote::credential(&req, "x402");
             match payment::check(&state, &call, generation, &header) {
-                Ok(checked) => payment::pay(ep, req, &state, &call, generation, checked).await,
+                Ok(checked) => Box::pin(payment::pay(ep, req, &state, &call, generation, checked)).await,
                 Err(refusal) => {
                     // A payment that does not check out counts against the client, like a challenge.
                     if let Some(refused) = client_refusal(&state, &req, &call.request_id) {
@@ -162,7 +166,7 @@ async fn partner(
             if let Some(away) = state.serving.store_away() {
                 return Err(Err(away.into()));
             }
-            state.serving.look_up(sent).await.map_err(|e| Err(problem_marking_read_failed(&e).into()))?
+            Box::pin(state.serving.look_up(sent)).await.map_err(|e| Err(problem_marking_read_failed(&e).into()))?
         }
     };
     let Some(token) = token else {
