@@ -359,8 +359,12 @@ fn prepared<'c>(
 struct Chunk {
     /// The chunk's vote ids, in voter order.
     ids: Vec<i64>,
-    /// Each vote's id and its position in `ids`, sorted by id: the order the rows are read in.
+    /// Each vote's id and its position in `ids`, sorted by id: the order the rows are seeked in.
     by_id: Vec<(i64, u32)>,
+    /// For each id of the range a walk reads (its first id at 0), the position in `ids` of the
+    /// vote of that id, or [`ABSENT`]: a walk keeps the rows whose slot is set, so the ids need no
+    /// sort into the table's order.
+    slots: Vec<u32>,
     /// Each vote's values, in the order they were read (`by_id`'s): written one after another,
     /// so the reading thread writes its memory in order
     /// (docs/benchmarks.md, "Kept in the order read").
@@ -371,6 +375,9 @@ struct Chunk {
     voters: Vec<u8>,
     text: String,
 }
+
+/// A [`Chunk`]'s slot of an id its walk reads but the chunk does not hold.
+const ABSENT: u32 = u32::MAX;
 
 /// A text value's length in [`Kept::lens`] when it is null.
 const NULL: u32 = u32::MAX;
@@ -399,16 +406,13 @@ impl Chunk {
     /// were written together: a table walk reads a row for a fraction of a seek's cost), else by
     /// seeking each id.
     fn fetch(&mut self, rows: &mut Rows<'_>) -> anyhow::Result<()> {
-        let Self { ids, by_id, kept, read_at, voters, text } = self;
-        by_id.clear();
-        by_id.extend(ids.iter().zip(0u32..).map(|(&id, at)| (id, at)));
-        by_id.sort_unstable();
+        let Self { ids, by_id, slots, kept, read_at, voters, text } = self;
         kept.clear();
         read_at.clear();
         read_at.resize(ids.len(), 0);
         voters.clear();
         text.clear();
-        let (Some(&(first, _)), Some(&(last, _))) = (by_id.first(), by_id.last()) else { return Ok(()) };
+        let (Some(&first), Some(&last)) = (ids.iter().min(), ids.iter().max()) else { return Ok(()) };
         let mut keep = |row: &rusqlite::Row<'_>, at: u32| -> anyhow::Result<()> {
             read_at[at as usize] = u32::try_from(kept.len())?;
             kept.push(Kept::of(&VoteRow::stepped(row)?, voters, text)?);
@@ -416,21 +420,36 @@ impl Chunk {
         };
         let spread = u64::try_from(ids.len()).unwrap_or(u64::MAX).saturating_mul(RANGE_SPREAD);
         if last.abs_diff(first) < spread {
-            let mut wanted = by_id.iter().copied().peekable();
-            let mut walked = rows.in_range.query([first, last])?;
-            while let Some(&(id, at)) = wanted.peek() {
-                let Some(row) = walked.next()? else { break };
-                // The id follows the exported columns.
-                if row.get::<_, i64>(EXPORTED.len())? == id {
-                    keep(row, at)?;
-                    wanted.next();
+            // Under `spread`, so the range's slots fit in memory as the chunk's own votes do.
+            let slot = |id: i64| usize::try_from(id.abs_diff(first)).ok();
+            slots.clear();
+            slots.resize(slot(last).map_or(0, |last| last + 1), ABSENT);
+            for (&id, at) in ids.iter().zip(0u32..) {
+                if let Some(s) = slot(id).and_then(|s| slots.get_mut(s)) {
+                    *s = at;
                 }
             }
-            if let Some((id, _)) = wanted.next() {
-                anyhow::bail!("vote {id} left the export's view");
+            let mut walked = rows.in_range.query([first, last])?;
+            let mut found = 0;
+            while let Some(row) = walked.next()? {
+                // The id follows the exported columns; the walk holds the range only.
+                let id: i64 = row.get(EXPORTED.len())?;
+                let Some(s) = slot(id).and_then(|s| slots.get_mut(s)) else { continue };
+                if *s != ABSENT {
+                    keep(row, std::mem::replace(s, ABSENT))?;
+                    found += 1;
+                }
+            }
+            if found != ids.len() {
+                // A slot still set is a vote the walk did not find.
+                let missing = ids.iter().find(|&&id| slot(id).and_then(|s| slots.get(s)).is_some_and(|&s| s != ABSENT));
+                anyhow::bail!("vote {} left the export's view", missing.copied().unwrap_or(first));
             }
             return Ok(());
         }
+        by_id.clear();
+        by_id.extend(ids.iter().zip(0u32..).map(|(&id, at)| (id, at)));
+        by_id.sort_unstable();
         for &(id, at) in by_id.iter() {
             let mut found = rows.by_id.query([id])?;
             let row = found.next()?.ok_or_else(|| anyhow::anyhow!("vote {id} left the export's view"))?;
@@ -470,7 +489,8 @@ impl Chunk {
         let Some(per_vote) = (self.voters.len() + self.text.len()).checked_div(self.ids.len()) else {
             return most;
         };
-        // Each vote's values, its `Kept`, its `by_id` pair and its `read_at` slot.
+        // Each vote's values, its `Kept`, its `by_id` pair (more than a walk's two slots) and its
+        // `read_at` entry.
         let per_vote =
             per_vote + std::mem::size_of::<Kept>() + std::mem::size_of::<(i64, u32)>() + std::mem::size_of::<u32>();
         (CHUNK_BYTES / per_vote).clamp(1, most)
