@@ -365,7 +365,7 @@ struct Chunk {
     /// vote of that id, or [`ABSENT`]: a walk keeps the rows whose slot is set, so the ids need no
     /// sort into the table's order.
     slots: Vec<u32>,
-    /// Each vote's values, in the order they were read (`by_id`'s): written one after another,
+    /// Each vote's values, in the order they were read (id order): written one after another,
     /// so the reading thread writes its memory in order
     /// (docs/benchmarks.md, "Kept in the order read").
     kept: Vec<Kept>,
