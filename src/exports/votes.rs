@@ -266,7 +266,9 @@ fn read_chunks(
     // Prepared once for the whole export: a proposal's ids, and a chunk's rows by id or by range.
     let mut ids = prepared(conn, voter_ordered_ids(0), 1)?;
     let mut rows = Rows { by_id: prepared(conn, by_id(0), 1)?, in_range: prepared(conn, in_id_range(0, 0), 2)? };
-    let mut take = chunk_rows;
+    // The first chunk is small: nothing has measured a vote's bytes yet, and a chunk of
+    // `chunk_rows` votes with long reasons would hold many times `CHUNK_BYTES`.
+    let mut take = chunk_rows.min(FIRST_TAKE);
     for (at, id) in proposals.iter().enumerate() {
         let mut in_voter_order = ids.query([*id])?;
         loop {
@@ -292,16 +294,28 @@ fn read_chunks(
     Ok(())
 }
 
-/// The most votes a [`Chunk`] of the SQLite reader holds as a build reads.
-pub const CHUNK_ROWS: usize = PAGE_ROWS as usize;
+/// The most votes a [`Chunk`] of the SQLite reader holds as a build reads: four pages, so a
+/// proposal of up to that many votes is read by one walk of its id range (when its votes were
+/// written together), and a larger one's chunks walk while they hold enough of its range
+/// ([`RANGE_SPREAD_TENTHS`]). On the 10M-vote `synth` store the 26 proposals past one page held
+/// 56 % of the votes, and chunks of one page sought every one of them vote by vote
+/// (docs/benchmarks.md, "Chunks of four pages"). Two chunks are held at a time, each at most
+/// [`CHUNK_BYTES`] after the first.
+pub const CHUNK_ROWS: usize = 4 * PAGE_ROWS as usize;
+/// The votes an export's first [`Chunk`] takes, before any chunk has measured a vote's bytes.
+const FIRST_TAKE: usize = 4_096;
 /// A [`Chunk`] walks its votes' id range instead of seeking each when the range holds at most
-/// this many times as many votes (its own and others'): on the 10M-vote `synth` store SQLite
-/// read a row by walking in a quarter to two-fifths of a seek's time (docs/benchmarks.md), so
-/// walking twice the rows still costs less than seeking the chunk's own.
-const RANGE_SPREAD: u64 = 2;
-/// The bytes of values a [`Chunk`] is sized to hold, after its first: a DAO whose votes carry
-/// long reasons is read in fewer votes at a time, so the reader's memory stays about this.
-const CHUNK_BYTES: usize = 16 << 20;
+/// this many tenths of its votes (its own and others'). On the 10M-vote `synth` store SQLite read
+/// a row by walking in about half a seek's time and passed over one in a fifth
+/// (docs/benchmarks.md, "What did not move the SQLite export"), so a walk costs less than the seeks up to about 3.6
+/// rows of the range per vote kept; 2.5 keeps a margin, and takes both halves of a proposal of
+/// two chunks, each of which spans the whole proposal.
+const RANGE_SPREAD_TENTHS: u64 = 25;
+/// The bytes a [`Chunk`] is sized to hold (its votes' values and its own entries per vote), after
+/// the first [`FIRST_TAKE`] votes: a DAO whose votes carry long reasons is read in fewer votes at a
+/// time, so the reader's memory stays about twice this. A `synth` vote takes about 125 bytes, so
+/// [`CHUNK_ROWS`] of them fit.
+const CHUNK_BYTES: usize = 40 << 20;
 
 /// [`read_sqlite_in_chunks`]' statement of a proposal's vote ids, in voter order: the natural
 /// key's index alone (it ends with the row id), read in order, with no table read and no sort.
@@ -402,7 +416,7 @@ const _: () = assert!(std::mem::size_of::<Kept>() == 64);
 
 impl Chunk {
     /// Reads the values of the votes of `ids`, in id order: by walking their id range when it
-    /// holds at most [`RANGE_SPREAD`] times as many votes as the chunk (a proposal whose votes
+    /// holds at most [`RANGE_SPREAD_TENTHS`] tenths as many votes as the chunk (a proposal whose votes
     /// were written together: a table walk reads a row for a fraction of a seek's cost), else by
     /// seeking each id.
     fn fetch(&mut self, rows: &mut Rows<'_>) -> anyhow::Result<()> {
@@ -418,7 +432,7 @@ impl Chunk {
             kept.push(Kept::of(&VoteRow::stepped(row)?, voters, text)?);
             Ok(())
         };
-        let spread = u64::try_from(ids.len()).unwrap_or(u64::MAX).saturating_mul(RANGE_SPREAD);
+        let spread = u64::try_from(ids.len()).unwrap_or(u64::MAX).saturating_mul(RANGE_SPREAD_TENTHS) / 10;
         if last.abs_diff(first) < spread {
             // Under `spread`, so the range's slots fit in memory as the chunk's own votes do.
             let slot = |id: i64| usize::try_from(id.abs_diff(first)).ok();
@@ -489,8 +503,8 @@ impl Chunk {
         let Some(per_vote) = (self.voters.len() + self.text.len()).checked_div(self.ids.len()) else {
             return most;
         };
-        // Each vote's values, its `Kept`, its `by_id` pair (more than a walk's two slots) and its
-        // `read_at` entry.
+        // Each vote's values, its `Kept`, its `by_id` pair (more than a walk's two and a half
+        // slots) and its `read_at` entry.
         let per_vote =
             per_vote + std::mem::size_of::<Kept>() + std::mem::size_of::<(i64, u32)>() + std::mem::size_of::<u32>();
         (CHUNK_BYTES / per_vote).clamp(1, most)
