@@ -203,7 +203,7 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
 /// ids from the natural key's index in voter order (its plan reads that index alone, no sort),
 /// their rows in id order, handed back in voter order. `synth` writes a proposal's votes in random
 /// voter order, one after the other, so a chunk reorders, and its rows are read by walking its id
-/// range when that holds under two and a half times its votes, else one by one. The proposal's
+/// range when that holds at most two and a half times its votes, else one by one. The proposal's
 /// 2,500 votes in one chunk (a walk), in chunks of 1,300 (the first walks its range past the
 /// other chunk's votes, at most 2,500 ids for 1,300), of 1,000 (the first two walk ranges of at
 /// most 2,500 ids, the last, of 500 votes, seeks), of 500 (each seeks its rows: ranges of about
