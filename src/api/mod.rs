@@ -2,6 +2,7 @@
 //! (parameters, response types and handler together). Handlers stay thin: parse, ask `store`,
 //! shape the envelope. They are handed `edge::AppState`; everything around them (access,
 //! caching, limits, errors, the paths that are not operations) is the edge's (`crate::edge`).
+pub mod serde_json_body;
 pub mod v1;
 pub mod v2;
 pub mod views;

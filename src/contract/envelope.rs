@@ -7,12 +7,14 @@ use poem_openapi::{
     Enum, Object,
     types::{ParseFromJSON, ToJSON, Type},
 };
+use serde::Serialize;
 
 use super::time::{Timestamp, now_ms};
 
 /// How a response was served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum, Serialize)]
 #[oai(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum CacheStatus {
     /// Served from the in-process cache of the current data revision.
     MemoryCache,
@@ -184,7 +186,7 @@ pub struct V1Page<T: ParseFromJSON + ToJSON + Type> {
 }
 
 /// Rows of a v2 page.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[derive(Debug, Clone, PartialEq, Eq, Object, Serialize)]
 pub struct V2Items<T: ParseFromJSON + ToJSON + Type> {
     pub items: Vec<T>,
 }
@@ -207,8 +209,48 @@ pub struct V2ListMeta {
     pub freshness: Freshness,
 }
 
+// The serde forms of the v2 list's envelope, for answers written through
+// `api::serde_json_body::SerdeJson`: members in sorted order, as the documented form writes them
+// (that module says why by hand), `None`s left out.
+
+impl Serialize for Freshness {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Freshness", 3)?;
+        s.serialize_field("cacheStatus", &self.cache_status)?;
+        if let Some(as_of) = &self.data_as_of {
+            s.serialize_field("dataAsOf", as_of)?;
+        }
+        s.serialize_field("generatedAt", &self.generated_at)?;
+        s.end()
+    }
+}
+
+impl Serialize for PageMeta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("PageMeta", 3)?;
+        s.serialize_field("hasMore", &self.has_more)?;
+        s.serialize_field("limit", &self.limit)?;
+        if let Some(cursor) = &self.next_cursor {
+            s.serialize_field("nextCursor", cursor)?;
+        }
+        s.end()
+    }
+}
+
+impl Serialize for V2ListMeta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("V2ListMeta", 2)?;
+        s.serialize_field("freshness", &self.freshness)?;
+        s.serialize_field("page", &self.page)?;
+        s.end()
+    }
+}
+
 /// A v2 list.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[derive(Debug, Clone, PartialEq, Eq, Object, Serialize)]
 pub struct V2List<T: ParseFromJSON + ToJSON + Type> {
     pub data: V2Items<T>,
     pub meta: V2ListMeta,

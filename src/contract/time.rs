@@ -3,6 +3,7 @@ use std::borrow::Cow;
 
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
 use poem_openapi::types::{ParseError, ParseFromJSON, ParseResult, ToJSON, Type};
+use serde::Serialize;
 use serde_json::Value;
 use time::{OffsetDateTime, format_description::FormatItem, macros::format_description};
 
@@ -27,7 +28,8 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
 
 /// A timestamp as every answer carries it (`2026-11-22T10:00:00.000Z`), documented as a string
 /// of `format: date-time` so SDKs generate a date type for it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
 pub struct Timestamp(String);
 
 impl Timestamp {

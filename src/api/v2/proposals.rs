@@ -6,11 +6,13 @@ use poem_openapi::{
     param::{Path, Query},
     payload::Json,
 };
+use serde::Serialize;
 
 use super::{Listing, V2Tag, bound, resolve_voter};
 pub use crate::api::views::proposal::{ProposalSummary, SCORES_FINAL, VoteCounts};
 use crate::api::{
     AppState,
+    serde_json_body::SerdeJson,
     views::{
         action::{ProposalAction, ProposalActionsInline},
         delegation::{DelegationChange, change_item},
@@ -240,6 +242,32 @@ pub struct ProposalVote {
     /// seconds on a governor whose clock is `mode=timestamp`: see the proposal's `counting`),
     /// when the upstream gave one.
     pub voting_power_at: Option<String>,
+}
+
+/// The serde form of a vote, for the votes page written through `SerdeJson`: its members and its
+/// voter's names in sorted order, as the documented form writes them (`api::serde_json_body` says
+/// why by hand), `None`s left out.
+impl Serialize for ProposalVote {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("ProposalVote", 9)?;
+        s.serialize_field("address", &self.voter.address)?;
+        s.serialize_field("choice", &self.choice)?;
+        s.serialize_field("createdAt", &self.created_at)?;
+        if let Some(ens) = &self.voter.ens {
+            s.serialize_field("ens", ens)?;
+        }
+        if let Some(reason) = &self.reason {
+            s.serialize_field("reason", reason)?;
+        }
+        s.serialize_field("voterIdentity", &self.voter.voter_identity)?;
+        s.serialize_field("votingPower", &self.voting_power)?;
+        if let Some(at) = &self.voting_power_at {
+            s.serialize_field("votingPowerAt", at)?;
+        }
+        s.serialize_field("votingPowerFromFloat", &self.voting_power_from_float)?;
+        s.end()
+    }
 }
 
 impl poem_openapi::types::Example for ProposalVote {
@@ -524,7 +552,7 @@ impl Api {
         limit: Query<Option<V2Limit<ProposalVotes>>>,
         /// `meta.page.nextCursor` of the previous page, unchanged.
         cursor: Query<Option<String>>,
-    ) -> Result<Json<V2List<ProposalVote>>, ApiError<ProposalVotesListV2>> {
+    ) -> Result<SerdeJson<V2List<ProposalVote>>, ApiError<ProposalVotesListV2>> {
         let limit = V2Limit::resolve(limit.0);
         let sort = sort.0.unwrap_or(VoteSort::Power);
         let voter = match voter.0.as_deref() {
@@ -560,7 +588,8 @@ impl Api {
             list.rows_to_read(),
         )
         .await?;
-        Ok(list.page(rows, |r| r.keyset(order), |r| vote_row(r, p.snapshot_block.clone())))
+        // The hottest page there is: written from its serde form (`api::serde_json_body`).
+        Ok(SerdeJson::from_json(list.page(rows, |r| r.keyset(order), |r| vote_row(r, p.snapshot_block.clone()))))
     }
 
     /// List a proposal's actions
@@ -593,5 +622,53 @@ impl Api {
         let after = list.after(cursor.0.as_deref())?;
         let rows = store::proposals::actions(&state.reads(), p.id, after, list.rows_to_read()).await?;
         Ok(list.page(rows, |a| a.keyset(), ProposalAction::from_model))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use poem_openapi::types::Example;
+
+    use super::ProposalVote;
+    use crate::api::serde_json_body::same_as_documented;
+    use crate::contract::envelope::{CacheStatus, Freshness, PageMeta, V2Items, V2List, V2ListMeta};
+    use crate::contract::time::Timestamp;
+
+    /// The votes page is written from its serde form (`SerdeJson`): it must be the documented
+    /// bytes with every optional member present and with each absent.
+    #[test]
+    fn votes_page_is_written_as_documented() {
+        let full = ProposalVote { reason: Some("Supporting.".to_owned()), ..ProposalVote::example() };
+        assert!(full.voter.ens.is_some() && full.voting_power_at.is_some());
+        let bare = ProposalVote {
+            voter: crate::api::views::voter::VoterNames { ens: None, ..full.voter.clone() },
+            reason: None,
+            voting_power_at: None,
+            voting_power_from_float: false,
+            ..full.clone()
+        };
+        let quoted = ProposalVote { reason: Some("a \"quoted\" reason\nwith é and \u{1}".to_owned()), ..full.clone() };
+        use CacheStatus::*;
+        for (cursor, as_of, status) in [
+            (Some("v1.abc-_".to_owned()), Some(Timestamp::from_ms(1_795_860_000_123)), Fresh),
+            (None, None, MemoryCache),
+            (None, Some(Timestamp::from_ms(1)), CachedLive),
+            (None, None, RefreshedLive),
+            (None, None, RegistryOnly),
+        ] {
+            let page = V2List {
+                data: V2Items { items: vec![full.clone(), bare.clone(), quoted.clone()] },
+                meta: V2ListMeta {
+                    page: PageMeta { limit: 100, has_more: cursor.is_some(), next_cursor: cursor },
+                    freshness: Freshness {
+                        generated_at: Timestamp::from_ms(0),
+                        data_as_of: as_of,
+                        cache_status: status,
+                    },
+                },
+            };
+            same_as_documented(&page).unwrap();
+            same_as_documented(&V2List { data: V2Items { items: Vec::<ProposalVote>::new() }, ..page }).unwrap();
+        }
     }
 }
