@@ -9,7 +9,7 @@ use super::address::AccountBytes;
 use super::entities::{proposal, proposal_action, vote};
 use super::keysets::{PositionAfter, PowerKey, TimeAfter, VoteAfter};
 use super::sqlite_reader::{FromSqliteRow, SqliteReader};
-use super::voters::VOTER_ENS;
+use super::voters::{VOTER_NAMES, split_names};
 use crate::contract::vocabulary::DaoId;
 
 /// Proposal list orders.
@@ -171,22 +171,30 @@ pub use super::keysets::VoteOrder;
 /// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
 /// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs;
 /// an unfiltered list is read by `store::vote_arms` (on PostgreSQL, merged over the choices).
-/// A vote with its voter's ENS name, when the store knows one.
+/// A vote with its voter's stored names: the display form and the ENS name, when the store
+/// holds the voter (`names` is `None` otherwise: the display form is then made from the address).
 #[derive(Debug, Clone)]
-pub struct VoteWithEns {
+pub struct VoteWithNames {
     pub vote: vote::Model,
-    pub ens: Option<String>,
+    pub names: Option<(String, Option<String>)>,
 }
 
-impl FromQueryResult for VoteWithEns {
-    fn from_query_result(res: &QueryResult, pre: &str) -> Result<Self, DbErr> {
-        Ok(Self { vote: vote::Model::from_query_result(res, pre)?, ens: res.try_get(pre, VOTER_ENS)? })
+impl VoteWithNames {
+    fn new(vote: vote::Model, packed: Option<String>) -> Self {
+        let names = split_names(packed, &vote.voter);
+        Self { vote, names }
     }
 }
 
-impl FromSqliteRow for VoteWithEns {
+impl FromQueryResult for VoteWithNames {
+    fn from_query_result(res: &QueryResult, pre: &str) -> Result<Self, DbErr> {
+        Ok(Self::new(vote::Model::from_query_result(res, pre)?, res.try_get(pre, VOTER_NAMES)?))
+    }
+}
+
+impl FromSqliteRow for VoteWithNames {
     fn columns() -> Vec<&'static str> {
-        vote::Column::iter().map(|c| c.as_str()).chain([VOTER_ENS]).collect()
+        vote::Column::iter().map(|c| c.as_str()).chain([VOTER_NAMES]).collect()
     }
 
     fn from_row(row: &rusqlite::Row<'_>, at: &[usize]) -> rusqlite::Result<Self> {
@@ -209,11 +217,11 @@ impl FromSqliteRow for VoteWithEns {
             tx_hash: row.get(get(C::TxHash))?,
             block_number: row.get(get(C::BlockNumber))?,
         };
-        Ok(Self { vote, ens: row.get(at[at.len() - 1])? })
+        Ok(Self::new(vote, row.get(at[at.len() - 1])?))
     }
 }
 
-impl VoteWithEns {
+impl VoteWithNames {
     pub fn keyset(&self, order: VoteOrder) -> VoteAfter {
         let v = &self.vote;
         match order {
@@ -232,8 +240,9 @@ impl vote::Model {
     }
 }
 
-/// A proposal's votes in `order` after a keyset position, each with its voter's ENS name: one
-/// statement, the name looked up by the voters' primary key for each row returned (no second
+/// A proposal's votes in `order` after a keyset position, each with its voter's stored names
+/// (display form and ENS name): one statement, the names looked up by the voters' primary key for
+/// each row returned (no second
 /// query binding every address of the page: that cost a third of the page's throughput). On
 /// SQLite with a `reader`, the statement runs there (one hand-off, not one per row).
 #[allow(clippy::too_many_arguments)]
@@ -246,14 +255,14 @@ pub async fn votes(
     order: VoteOrder,
     after: Option<VoteAfter>,
     limit: u64,
-) -> Result<Vec<VoteWithEns>, DbErr> {
+) -> Result<Vec<VoteWithNames>, DbErr> {
     let backend = db.get_database_backend();
     let filter = super::vote_arms::Filter { voter, choice };
     let statement =
         super::vote_arms::statement(backend, proposal_id, filter, order, after.map(Into::into), limit, true);
     match reader {
         Some(reader) => reader.all(statement).await,
-        None => VoteWithEns::find_by_statement(statement).all(db).await,
+        None => VoteWithNames::find_by_statement(statement).all(db).await,
     }
 }
 

@@ -23,7 +23,7 @@ use super::address::AccountBytes;
 use super::entities::vote;
 use super::keysets::{TimeAfter, VoteAfter, VoteOrder};
 use super::plans::list;
-use super::voters::{VOTER_ENS, ens_sql};
+use super::voters::{VOTER_NAMES, names_sql};
 
 /// The recorded choices whose votes PostgreSQL orders through the choice indexes alone: the
 /// single choices of nearly every proposal (the governance sample: 99.4 % of its votes). Each one
@@ -121,8 +121,9 @@ pub struct Filter<'a> {
     pub choice: Option<&'a str>,
 }
 
-/// Up to `limit` of a proposal's votes of `filter` in `order` after `after`; with `ens`, each row
-/// also carries its voter's ENS name (column [`VOTER_ENS`]), looked up for the rows returned only.
+/// Up to `limit` of a proposal's votes of `filter` in `order` after `after`; with `names`, each
+/// row also carries its voter's stored names (column [`VOTER_NAMES`]: display form and ENS name),
+/// looked up for the rows returned only.
 /// A filtered list is one walk (a voter has one vote per proposal; a choice has its index), as is
 /// every list in an order the backend does not read by arms. Its page bounds are literals and
 /// its values hidden from the planner (`store::plans::list`): PostgreSQL planned the merged
@@ -134,17 +135,17 @@ pub fn statement(
     order: VoteOrder,
     after: Option<Position>,
     limit: u64,
-    ens: bool,
+    names: bool,
 ) -> Statement {
     if !merges(backend, filter, order) {
         let mut q = walk(backend, proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit);
-        if ens {
-            q.expr_as(ens_name(backend, r#""votes"."voter""#), Alias::new(VOTER_ENS));
+        if names {
+            q.expr_as(voter_names(backend, r#""votes"."voter""#), Alias::new(VOTER_NAMES));
         }
         return list(backend.build(&q));
     }
     if backend != DbBackend::Postgres {
-        return compound(backend, proposal_id, order, after, limit, ens);
+        return compound(backend, proposal_id, order, after, limit, names);
     }
     let mut arms = arms().enumerate().map(|(i, arm)| {
         let walk = walk(backend, proposal_id, None, Some(arm), order, after.clone(), limit);
@@ -155,8 +156,8 @@ pub fn statement(
     let merged = Alias::new("merged");
     let mut q = Query::select();
     q.column((merged.clone(), Asterisk)).from_subquery(union, merged.clone());
-    if ens {
-        q.expr_as(ens_name(backend, r#""merged"."voter""#), Alias::new(VOTER_ENS));
+    if names {
+        q.expr_as(voter_names(backend, r#""merged"."voter""#), Alias::new(VOTER_NAMES));
     }
     for (column, direction) in order_columns(order) {
         q.order_by((merged.clone(), column), direction);
@@ -179,14 +180,14 @@ fn compound(
     order: VoteOrder,
     after: Option<Position>,
     limit: u64,
-    ens: bool,
+    names: bool,
 ) -> Statement {
     let mut sql = Vec::new();
     let mut values = Vec::new();
     for arm in arms() {
         let mut q = seek(backend, proposal_id, None, Some(arm), after.clone()).into_query();
-        if ens {
-            q.expr_as(ens_name(backend, r#""votes"."voter""#), Alias::new(VOTER_ENS));
+        if names {
+            q.expr_as(voter_names(backend, r#""votes"."voter""#), Alias::new(VOTER_NAMES));
         }
         let built = backend.build(&q);
         sql.push(built.sql);
@@ -202,8 +203,8 @@ fn compound(
     Statement::from_sql_and_values(backend, sql, values)
 }
 
-fn ens_name(backend: DbBackend, voter_column: &str) -> Expr {
-    Expr::cust(ens_sql(&super::address::lower_sql(backend, voter_column)))
+fn voter_names(backend: DbBackend, voter_column: &str) -> Expr {
+    Expr::cust(names_sql(&super::address::lower_sql(backend, voter_column)))
 }
 
 /// Which votes of the proposal an arm walks.

@@ -45,7 +45,7 @@ use crate::store::{
     address::AccountBytes,
     entities::proposal,
     keysets::{PositionAfter, TimeAfter, VoteAfter},
-    proposals::{ProposalFilter, ProposalOrder, VoteOrder, VoteWithEns},
+    proposals::{ProposalFilter, ProposalOrder, VoteOrder, VoteWithNames},
 };
 
 /// A proposal with its text, without its votes.
@@ -288,9 +288,9 @@ impl poem_openapi::types::Example for ProposalVote {
     }
 }
 
-fn vote_row(VoteWithEns { vote: v, ens }: VoteWithEns, voting_power_at: Option<String>) -> ProposalVote {
+fn vote_row(VoteWithNames { vote: v, names }: VoteWithNames, voting_power_at: Option<String>) -> ProposalVote {
     ProposalVote {
-        voter: VoterNames::new(v.voter.lower(), ens),
+        voter: VoterNames::stored(v.voter.lower(), names),
         choice: v.choice,
         voting_power: v.voting_power,
         voting_power_from_float: v.vp_from_float,

@@ -30,6 +30,15 @@ impl VoterNames {
     pub fn new(lower: String, ens: Option<String>) -> Self {
         Self { address: address::display(&lower), voter_identity: lower, ens }
     }
+
+    /// The names of the voter `lower` as the store holds them (display form, ENS name), read
+    /// beside the row (`store::voters::names_sql`); without them, made as [`Self::new`] makes them.
+    pub fn stored(lower: String, names: Option<(String, Option<String>)>) -> Self {
+        match names {
+            Some((address, ens)) => Self { voter_identity: lower, address, ens },
+            None => Self::new(lower, None),
+        }
+    }
 }
 
 /// Votes cast ÷ the DAO's proposals held here (none known: 0), exact to the share decimals: the
