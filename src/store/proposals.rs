@@ -9,7 +9,7 @@ use super::address::AccountBytes;
 use super::entities::{proposal, proposal_action, vote};
 use super::keysets::{PositionAfter, PowerKey, TimeAfter, VoteAfter};
 use super::sqlite_reader::{FromSqliteRow, SqliteReader};
-use super::voters::{VOTER_NAMES, split_names};
+use super::voters::{StoredNames, VOTER_NAMES, split_names};
 use crate::contract::vocabulary::DaoId;
 
 /// Proposal list orders.
@@ -176,7 +176,7 @@ pub use super::keysets::VoteOrder;
 #[derive(Debug, Clone)]
 pub struct VoteWithNames {
     pub vote: vote::Model,
-    pub names: Option<(String, Option<String>)>,
+    pub names: Option<StoredNames>,
 }
 
 impl VoteWithNames {

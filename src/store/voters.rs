@@ -131,18 +131,27 @@ pub fn names_sql(address_sql: &str) -> String {
     )
 }
 
-/// The display form and the ENS name in `packed` ([`names_sql`]'s text for the voter `voter`):
-/// the display form is as long as the canonical text (`0x` and two digits a byte), and the ENS
-/// name, when there is one, is the rest. `None` for no voter row, or for a text of another shape
-/// (the caller then makes the display form itself).
-pub fn split_names(packed: Option<String>, voter: &AccountBytes) -> Option<(String, Option<String>)> {
+/// A voter's names as its row holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredNames {
+    /// The display form (`voters.address_display`).
+    pub display: String,
+    /// The ENS name, when the store knows one.
+    pub ens: Option<String>,
+}
+
+/// The names in `packed` ([`names_sql`]'s text for the voter `voter`): the display form is as
+/// long as the canonical text (`0x` and two digits a byte), and the ENS name, when there is one,
+/// is the rest. `None` for no voter row, or for a text of another shape (the caller then makes
+/// the display form itself).
+pub fn split_names(packed: Option<String>, voter: &AccountBytes) -> Option<StoredNames> {
     let mut display = packed?;
     let at = 2 + 2 * voter.0.len();
     if display.len() < at || !display.is_char_boundary(at) {
         return None;
     }
     let ens = display.split_off(at);
-    Some((display, (!ens.is_empty()).then_some(ens)))
+    Some(StoredNames { display, ens: (!ens.is_empty()).then_some(ens) })
 }
 
 /// The ENS names the store knows for `addresses` (canonical lowercase), by address: one `IN`
@@ -326,7 +335,11 @@ pub fn newest_keys_statement(
 
 #[cfg(test)]
 mod tests {
-    use super::{AccountBytes, split_names};
+    use super::{AccountBytes, StoredNames, split_names};
+
+    fn names(display: &str, ens: Option<&str>) -> Option<StoredNames> {
+        Some(StoredNames { display: display.to_owned(), ens: ens.map(str::to_owned) })
+    }
 
     #[test]
     fn names_split_at_the_display_forms_length() {
@@ -334,13 +347,13 @@ mod tests {
         let display = "0x683a4F9915D6216f73d6Df50151725036bD26C02";
         assert_eq!(
             split_names(Some(format!("{display}gauntletgov.eth")), &evm),
-            Some((display.to_owned(), Some("gauntletgov.eth".to_owned())))
+            names(display, Some("gauntletgov.eth"))
         );
-        assert_eq!(split_names(Some(display.to_owned()), &evm), Some((display.to_owned(), None)));
+        assert_eq!(split_names(Some(display.to_owned()), &evm), names(display, None));
         // A 32-byte (Starknet) address's display form is its lowercase text, 66 characters.
         let starknet = AccountBytes(vec![0xab; 32]);
         let lower = starknet.lower();
-        assert_eq!(split_names(Some(format!("{lower}x.stark")), &starknet), Some((lower, Some("x.stark".to_owned()))));
+        assert_eq!(split_names(Some(format!("{lower}x.stark")), &starknet), names(&lower, Some("x.stark")));
         // No voter row, or a text too short to hold the display form: the caller makes it.
         assert_eq!(split_names(None, &evm), None);
         assert_eq!(split_names(Some("0x683a".to_owned()), &evm), None);

@@ -269,7 +269,8 @@ async fn sqlite_reader_reads_what_the_pool_reads() {
         assert!(!rows.is_empty(), "{filter:?}");
         if filter.1.is_none() {
             // The display form is the voter row's own (written lowercase above), not one made.
-            let stored = Some((named.to_owned(), Some("named.eth".to_owned())));
+            let stored =
+                Some(store::voters::StoredNames { display: named.to_owned(), ens: Some("named.eth".to_owned()) });
             assert!(rows.iter().any(|(_, names)| *names == stored), "{filter:?}");
         }
         if filter == (None, None) {
@@ -288,7 +289,7 @@ async fn every_page(
     reader: Option<&store::sqlite_reader::SqliteReader>,
     proposal_id: i64,
     filter: (Option<&AccountBytes>, Option<&str>),
-) -> Vec<Vec<(store::entities::vote::Model, Option<(String, Option<String>)>)>> {
+) -> Vec<Vec<(store::entities::vote::Model, Option<store::voters::StoredNames>)>> {
     let mut pages = Vec::new();
     for order in [VoteOrder::Power, VoteOrder::Time] {
         let mut after = None;

@@ -33,9 +33,9 @@ impl VoterNames {
 
     /// The names of the voter `lower` as the store holds them (display form, ENS name), read
     /// beside the row (`store::voters::names_sql`); without them, made as [`Self::new`] makes them.
-    pub fn stored(lower: String, names: Option<(String, Option<String>)>) -> Self {
+    pub fn stored(lower: String, names: Option<store::voters::StoredNames>) -> Self {
         match names {
-            Some((address, ens)) => Self { voter_identity: lower, address, ens },
+            Some(store::voters::StoredNames { display, ens }) => Self { voter_identity: lower, address: display, ens },
             None => Self::new(lower, None),
         }
     }
