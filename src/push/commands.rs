@@ -17,7 +17,9 @@ use crate::contract::{
 use crate::store::{self, webhooks as subs};
 
 /// `govdata webhooks`: the operator's view of every partner's subscriptions. Running servers
-/// pick the changes up from the store (within `GOVDATA_WEBHOOK_POLL`).
+/// pick the changes up from the store: each delivery claimed after a change is sent as changed
+/// (its format, URL and secrets, or not at all once disabled), and a subscription created or
+/// enabled here is started within `GOVDATA_WEBHOOK_POLL`.
 pub async fn webhooks(url: &str, args: WebhooksArgs) -> anyhow::Result<()> {
     let db = store::connect(url).await?;
     let reach = Reach { allow_private: args.webhook_allow_private };

@@ -115,6 +115,11 @@ struct Turn {
 struct Claims {
     /// Why the subscription was disabled by the outcomes, if it was (nothing is claimed then).
     disabled: Option<String>,
+    /// The subscription as stored once its deliveries were claimed (when some were): what they
+    /// are sent with. The task's own copy is from the supervisor's last look, which may precede a
+    /// change already answered for (a format, a URL, a secret, a disabling), by this process's API
+    /// or by another process.
+    current: Option<Subscription>,
     claimed: Vec<Claimed>,
 }
 
@@ -309,13 +314,14 @@ impl Dispatcher {
                     continue;
                 }
             }
+            let recorded = !outcomes.is_empty();
             let claims = self.turn(&s, std::mem::take(&mut outcomes)).await;
-            let claimed = match claims {
+            let (claimed, current) = match claims {
                 Ok(Claims { disabled: Some(reason), .. }) => {
                     tracing::warn!(subscription = s.public_id, reason, "webhooks: subscription disabled");
                     return;
                 }
-                Ok(Claims { claimed, .. }) => claimed,
+                Ok(Claims { claimed, current, .. }) => (claimed, current),
                 Err(err) => {
                     // The claims' leases run out and the attempts are made again: at least once.
                     tracing::warn!(error = %err, subscription = s.public_id, "webhooks: could not record or claim");
@@ -326,12 +332,17 @@ impl Dispatcher {
             if gone {
                 return;
             }
-            if claimed.is_empty() {
-                // Due, but held by another process's claim being written: look again later.
-                self.idle(&kick, None).await;
+            let (Some(current), false) = (current, claimed.is_empty()) else {
+                // Attempts just recorded: what is due next (a retry) is read from the queue.
+                // Otherwise it was due, but is held by another process's claim being written, or
+                // the subscription is no longer active (the supervisor ends this task when it
+                // looks next): look again later.
+                if !recorded {
+                    self.idle(&kick, None).await;
+                }
                 continue;
-            }
-            outcomes = self.send_all(&s, claimed).await;
+            };
+            outcomes = self.send_all(&current, claimed).await;
         }
     }
 
@@ -384,8 +395,23 @@ impl Dispatcher {
                 Some(_) => Vec::new(),
                 None => queue::claim(&txn, id, now, lease, CLAIM_BATCH).await?,
             };
-            claims.push(Claims { disabled, claimed });
+            claims.push(Claims { disabled, current: None, claimed });
         }
+        // The subscriptions are read after the claims: a change committed before a claimed
+        // delivery was queued is seen (on PostgreSQL each statement sees what committed before it
+        // started). What an inactive one claimed is let go at once, for when it is enabled again.
+        let sending: Vec<i64> =
+            turns.iter().zip(&claims).filter(|(_, c)| !c.claimed.is_empty()).map(|(t, _)| t.subscription.id).collect();
+        let current: HashMap<i64, Subscription> =
+            subscriptions::active_among(&txn, &sending).await?.into_iter().map(|s| (s.id, s)).collect();
+        let mut released = Vec::new();
+        for (turn, c) in turns.iter().zip(&mut claims) {
+            match current.get(&turn.subscription.id) {
+                Some(s) => c.current = Some(s.clone()),
+                None => released.extend(std::mem::take(&mut c.claimed).into_iter().map(|d| d.id)),
+            }
+        }
+        queue::release(&txn, &released).await?;
         txn.commit().await?;
         Ok(claims)
     }

@@ -384,6 +384,20 @@ pub async fn claim(
     Ok(claimed)
 }
 
+/// Lets go of the claims on deliveries `ids` (claimed for a subscription no longer active): due
+/// again as they were, for whichever task claims them next.
+pub async fn release(db: &impl ConnectionTrait, ids: &[i64]) -> Result<(), DbErr> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    webhook_delivery::Entity::update_many()
+        .col_expr(webhook_delivery::Column::LeaseUntilMs, 0i64.into())
+        .filter(webhook_delivery::Column::Id.is_in(ids.iter().copied()))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
 /// When `subscription_id`'s next pending delivery is due, if it has one.
 pub async fn next_due(db: &impl ConnectionTrait, subscription_id: i64) -> Result<Option<i64>, DbErr> {
     let pending = DeliveryState::Pending.to_value();

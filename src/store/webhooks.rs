@@ -548,11 +548,27 @@ pub fn signing_secrets(s: &Subscription, now_ms: i64) -> Vec<&str> {
     secrets
 }
 
-/// A subscription that receives deliveries: enabled, and its token not revoked.
+/// What makes a subscription active (receiving deliveries): enabled, and its token not revoked.
+const ACTIVE: &str = "SELECT s.* FROM webhook_subscriptions s JOIN partner_tokens t ON t.id = s.token_id \
+                      WHERE s.enabled = $1 AND t.revoked_ms IS NULL";
+
+/// The active subscriptions.
 pub async fn active(db: &impl ConnectionTrait) -> Result<Vec<Subscription>, DbErr> {
-    let sql = "SELECT s.* FROM webhook_subscriptions s JOIN partner_tokens t ON t.id = s.token_id \
-               WHERE s.enabled = $1 AND t.revoked_ms IS NULL ORDER BY s.id";
-    let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, [true.into()]);
+    let stmt =
+        Statement::from_sql_and_values(db.get_database_backend(), format!("{ACTIVE} ORDER BY s.id"), [true.into()]);
+    webhook_subscription::Entity::find().from_raw_sql(stmt).all(db).await
+}
+
+/// Those of `ids` that are active, as stored now (one read, by primary key): what a delivery
+/// claimed in the same transaction is sent with, so that a change committed before the claim (a
+/// format, a URL, a secret, a disabling) applies to it.
+pub async fn active_among(db: &impl ConnectionTrait, ids: &[i64]) -> Result<Vec<Subscription>, DbErr> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!("{ACTIVE} AND s.id IN ({})", placeholders(2, ids.len()));
+    let values = std::iter::once(Value::from(true)).chain(ids.iter().map(|&id| id.into()));
+    let stmt = Statement::from_sql_and_values(db.get_database_backend(), sql, values);
     webhook_subscription::Entity::find().from_raw_sql(stmt).all(db).await
 }
 

@@ -499,6 +499,50 @@ on_both_backends!(replica: operators_manage_webhooks_with_the_cli, |backend: Bac
     assert_eq!(status, 404);
 });
 
+// A change made by another process (the operator's CLI here) applies to a delivery claimed
+// after it, although this server has not looked at its subscriptions since: it polls once an
+// hour here, and nothing wakes it. A retry claimed after a `rotate-secret` is signed with the new
+// secret too, and one claimed after a `disable` is not sent.
+on_both_backends!(a_change_by_another_process_applies_to_the_next_claim, |backend: Backend| async move {
+    use crate::processes::{govdata, run};
+    let hourly = |a: &mut govdata::config::ServeArgs| a.webhooks.webhook_poll = Duration::from_secs(3_600);
+    let app = spawn_app_with(fresh_database(backend).await, hourly).await;
+    let (_, token) = partner_token(&app, &["v2:paid:standard"]).await;
+    let receiver = Receiver::start().await;
+    let (rotated, old_secret) = subscribe(&app, &token, json!({ "url": receiver.url })).await;
+    let (disabled, _) = subscribe(&app, &token, json!({ "url": receiver.url })).await;
+    // Each first attempt is asked to wait: each message is due again 8 s later, long enough for
+    // the two commands below (this server's last look at the subscriptions was the second test).
+    receiver.answer(429, Some("8"));
+    receiver.answer(429, Some("8"));
+    let mut queued = HashMap::new();
+    for id in [&rotated, &disabled] {
+        let (status, sent) = send(&app, "POST", &format!("/v2/webhooks/{id}/test"), &token, None).await;
+        assert_eq!(status, 202, "{sent}");
+        queued.insert(id.clone(), sent["data"]["messageId"].as_str().unwrap().to_owned());
+    }
+    let first = receiver.wait_for(2, Duration::from_secs(20)).await;
+    let url = app.database_url.clone();
+    let new_secret = run(govdata(&url, &["webhooks", "rotate-secret", &rotated])).await.trim().to_owned();
+    run(govdata(&url, &["webhooks", "disable", &disabled])).await;
+    let commands_done = std::time::Instant::now();
+    assert!(
+        first.iter().all(|d| commands_done < d.at + Duration::from_secs(8)),
+        "the commands took longer than the retries waited: the test shows nothing"
+    );
+    let got = receiver.wait_for(3, Duration::from_secs(20)).await;
+    let retry = &got[2];
+    assert_eq!(retry.id, queued[&rotated], "only the rotated webhook's message comes again");
+    assert_eq!(retry.signature.split(' ').count(), 2, "signed with both secrets: {}", retry.signature);
+    if let Some(types) = Receiver::verify(std::slice::from_ref(retry), &[&new_secret]).await {
+        assert_eq!(types, ["webhook.test"]);
+    }
+    assert_ne!(new_secret, old_secret);
+    // The disabled webhook's message was due as long ago as the rotated one's: it stays queued.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(receiver.received().len(), 3, "nothing is sent to a disabled webhook");
+});
+
 // One response snapshot per webhook operation (the v2 rule: `v2_snapshots`), on both backends
 // under one name. What is random or timed is redacted: ids, secrets, message ids, times, the
 // receiver's port.
