@@ -35,7 +35,7 @@ pub async fn vote_summary(
         VoteOrder::Power,
         None,
         top as u64,
-        false,
+        super::vote_arms::Read::Votes,
     );
     let largest = vote::Model::find_by_statement(statement).all(db).await?;
     Ok(VoteSummary { tally, largest })

@@ -327,7 +327,7 @@ async fn weightiest<C: ConnectionTrait>(
             VoteOrder::Power,
             position,
             page_size,
-            false,
+            vote_arms::Read::Votes,
         );
         let page = vote::Model::find_by_statement(statement).all(db).await?;
         let full = page.len() as u64 == page_size;

@@ -1,14 +1,15 @@
 //! Read queries: proposals and their votes, keyset-paginated (no OFFSET: a deep page costs what
 //! the first one costs, each served by an index of migration 1).
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IdenStatic, Iterable, QueryFilter,
-    QueryOrder, QueryResult, QuerySelect, QueryTrait, Statement,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IdenStatic, QueryFilter, QueryOrder,
+    QueryResult, QuerySelect, QueryTrait, Statement,
 };
 
 use super::address::AccountBytes;
 use super::entities::{proposal, proposal_action, vote};
 use super::keysets::{PositionAfter, PowerKey, TimeAfter, VoteAfter};
 use super::sqlite_reader::{FromSqliteRow, SqliteReader};
+use super::vote_arms::{PAGE_COLUMNS, Read};
 use super::voters::{StoredNames, VOTER_NAMES, split_names};
 use crate::contract::vocabulary::DaoId;
 
@@ -168,19 +169,30 @@ pub async fn simulation(
 // here, with the list.
 pub use super::keysets::VoteOrder;
 
-/// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
-/// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs;
-/// an unfiltered list is read by `store::vote_arms` (on PostgreSQL, merged over the choices).
+/// A vote as a votes page shows it and resumes after it: the columns
+/// [`vote_arms::PAGE_COLUMNS`](super::vote_arms::PAGE_COLUMNS) names.
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+pub struct PageVote {
+    pub id: i64,
+    pub voter: AccountBytes,
+    pub choice: String,
+    pub voting_power: String,
+    pub vp_sort: String,
+    pub vp_from_float: bool,
+    pub reason: Option<String>,
+    pub created_ms: i64,
+}
+
 /// A vote with its voter's stored names: the display form and the ENS name, when the store
 /// holds the voter (`names` is `None` otherwise: the display form is then made from the address).
 #[derive(Debug, Clone)]
 pub struct VoteWithNames {
-    pub vote: vote::Model,
+    pub vote: PageVote,
     pub names: Option<StoredNames>,
 }
 
 impl VoteWithNames {
-    fn new(vote: vote::Model, packed: Option<String>) -> Self {
+    fn new(vote: PageVote, packed: Option<String>) -> Self {
         let names = split_names(packed, &vote.voter);
         Self { vote, names }
     }
@@ -188,36 +200,28 @@ impl VoteWithNames {
 
 impl FromQueryResult for VoteWithNames {
     fn from_query_result(res: &QueryResult, pre: &str) -> Result<Self, DbErr> {
-        Ok(Self::new(vote::Model::from_query_result(res, pre)?, res.try_get(pre, VOTER_NAMES)?))
+        Ok(Self::new(PageVote::from_query_result(res, pre)?, res.try_get(pre, VOTER_NAMES)?))
     }
 }
 
 impl FromSqliteRow for VoteWithNames {
     fn columns() -> Vec<&'static str> {
-        vote::Column::iter().map(|c| c.as_str()).chain([VOTER_NAMES]).collect()
+        PAGE_COLUMNS.iter().map(|c| c.as_str()).chain([VOTER_NAMES]).collect()
     }
 
     fn from_row(row: &rusqlite::Row<'_>, at: &[usize]) -> rusqlite::Result<Self> {
-        use vote::Column as C;
-        // `columns()` lists the entity's columns in their declared order, so a column's position
-        // in it is its discriminant.
-        let get = |c: C| at[c as usize];
-        let vote = vote::Model {
-            id: row.get(get(C::Id))?,
-            proposal_id: row.get(get(C::ProposalId))?,
-            dao_id: row.get(get(C::DaoId))?,
-            voter: AccountBytes(row.get(get(C::Voter))?),
-            choice: row.get(get(C::Choice))?,
-            voting_power: row.get(get(C::VotingPower))?,
-            vp_sort: row.get(get(C::VpSort))?,
-            vp_from_float: row.get(get(C::VpFromFloat))?,
-            reason: row.get(get(C::Reason))?,
-            created_ms: row.get(get(C::CreatedMs))?,
-            ipfs: row.get(get(C::Ipfs))?,
-            tx_hash: row.get(get(C::TxHash))?,
-            block_number: row.get(get(C::BlockNumber))?,
+        // `at` follows `columns()`: PAGE_COLUMNS' order, then the names.
+        let vote = PageVote {
+            id: row.get(at[0])?,
+            voter: AccountBytes(row.get(at[1])?),
+            choice: row.get(at[2])?,
+            voting_power: row.get(at[3])?,
+            vp_sort: row.get(at[4])?,
+            vp_from_float: row.get(at[5])?,
+            reason: row.get(at[6])?,
+            created_ms: row.get(at[7])?,
         };
-        Ok(Self::new(vote, row.get(at[at.len() - 1])?))
+        Ok(Self::new(vote, row.get(at[PAGE_COLUMNS.len()])?))
     }
 }
 
@@ -228,7 +232,7 @@ impl VoteWithNames {
             VoteOrder::Power => {
                 VoteAfter::Power { power: PowerKey::of(&v.voting_power, &v.vp_sort), voter: v.voter.clone() }
             }
-            VoteOrder::Time => VoteAfter::Time(v.keyset()),
+            VoteOrder::Time => VoteAfter::Time(TimeAfter { ms: v.created_ms, id: v.id }),
         }
     }
 }
@@ -240,11 +244,13 @@ impl vote::Model {
     }
 }
 
-/// A proposal's votes in `order` after a keyset position, each with its voter's stored names
-/// (display form and ENS name): one statement, the names looked up by the voters' primary key for
-/// each row returned (no second
-/// query binding every address of the page: that cost a third of the page's throughput). On
-/// SQLite with a `reader`, the statement runs there (one hand-off, not one per row).
+/// Up to `limit` votes of a proposal after `after`, optionally of one voter or with one recorded
+/// choice. Each shape has its index (migration 7): a rare choice costs what a common one costs;
+/// an unfiltered list is read by `store::vote_arms` (on PostgreSQL, merged over the choices).
+/// Each comes with its voter's stored names (display form and ENS name): one statement, the names
+/// looked up by the voters' primary key for each row returned (no second query binding every
+/// address of the page: that cost a third of the page's throughput). On SQLite with a `reader`,
+/// the statement runs there (one hand-off, not one per row).
 #[allow(clippy::too_many_arguments)]
 pub async fn votes(
     db: &impl ConnectionTrait,
@@ -259,7 +265,7 @@ pub async fn votes(
     let backend = db.get_database_backend();
     let filter = super::vote_arms::Filter { voter, choice };
     let statement =
-        super::vote_arms::statement(backend, proposal_id, filter, order, after.map(Into::into), limit, true);
+        super::vote_arms::statement(backend, proposal_id, filter, order, after.map(Into::into), limit, Read::Page);
     match reader {
         Some(reader) => reader.all(statement).await,
         None => VoteWithNames::find_by_statement(statement).all(db).await,

@@ -121,9 +121,32 @@ pub struct Filter<'a> {
     pub choice: Option<&'a str>,
 }
 
-/// Up to `limit` of a proposal's votes of `filter` in `order` after `after`; with `names`, each
-/// row also carries its voter's stored names (column [`VOTER_NAMES`]: display form and ENS name),
-/// looked up for the rows returned only.
+/// What a list reads of each vote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Every column (`vote::Model`).
+    Votes,
+    /// What a votes page shows and resumes after ([`PAGE_COLUMNS`]), and the voter's stored names
+    /// (column [`VOTER_NAMES`]: display form and ENS name), looked up for the rows returned only.
+    Page,
+}
+
+/// The columns a votes page reads: not the vote's provenance (`ipfs`, `tx_hash`,
+/// `block_number`), which it does not show, nor its proposal and DAO, which it knows. Each one
+/// left out is a value less to decode, and for text an allocation less, per row.
+pub const PAGE_COLUMNS: [vote::Column; 8] = [
+    vote::Column::Id,
+    vote::Column::Voter,
+    vote::Column::Choice,
+    vote::Column::VotingPower,
+    vote::Column::VpSort,
+    vote::Column::VpFromFloat,
+    vote::Column::Reason,
+    vote::Column::CreatedMs,
+];
+
+/// Up to `limit` of a proposal's votes of `filter` in `order` after `after`, each as `read`
+/// says.
 /// A filtered list is one walk (a voter has one vote per proposal; a choice has its index), as is
 /// every list in an order the backend does not read by arms. Its page bounds are literals and
 /// its values hidden from the planner (`store::plans::list`): PostgreSQL planned the merged
@@ -135,20 +158,21 @@ pub fn statement(
     order: VoteOrder,
     after: Option<Position>,
     limit: u64,
-    names: bool,
+    read: Read,
 ) -> Statement {
+    let names = read == Read::Page;
     if !merges(backend, filter, order) {
-        let mut q = walk(backend, proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit);
+        let mut q = walk(backend, proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit, read);
         if names {
             q.expr_as(voter_names(backend, r#""votes"."voter""#), Alias::new(VOTER_NAMES));
         }
         return list(backend.build(&q));
     }
     if backend != DbBackend::Postgres {
-        return compound(backend, proposal_id, order, after, limit, names);
+        return compound(backend, proposal_id, order, after, limit, read);
     }
     let mut arms = arms().enumerate().map(|(i, arm)| {
-        let walk = walk(backend, proposal_id, None, Some(arm), order, after.clone(), limit);
+        let walk = walk(backend, proposal_id, None, Some(arm), order, after.clone(), limit, read);
         Query::select().column(Asterisk).from_subquery(walk, Alias::new(format!("arm{i}"))).to_owned()
     });
     let mut union = arms.next().expect("at least one arm");
@@ -180,13 +204,13 @@ fn compound(
     order: VoteOrder,
     after: Option<Position>,
     limit: u64,
-    names: bool,
+    read: Read,
 ) -> Statement {
     let mut sql = Vec::new();
     let mut values = Vec::new();
     for arm in arms() {
-        let mut q = seek(backend, proposal_id, None, Some(arm), after.clone()).into_query();
-        if names {
+        let mut q = seek(backend, proposal_id, None, Some(arm), after.clone(), read).into_query();
+        if read == Read::Page {
             q.expr_as(voter_names(backend, r#""votes"."voter""#), Alias::new(VOTER_NAMES));
         }
         let built = backend.build(&q);
@@ -216,6 +240,7 @@ enum Arm<'a> {
 
 /// The proposal's votes of `voter` (any voter's for `None`) and `arm` (every choice for `None`),
 /// walked down their index from `after`.
+#[allow(clippy::too_many_arguments)]
 fn walk(
     backend: DbBackend,
     proposal_id: i64,
@@ -224,8 +249,9 @@ fn walk(
     order: VoteOrder,
     after: Option<Position>,
     limit: u64,
+    read: Read,
 ) -> SelectStatement {
-    let mut q = seek(backend, proposal_id, voter, arm, after);
+    let mut q = seek(backend, proposal_id, voter, arm, after, read);
     for (column, direction) in order_columns(order) {
         q = q.order_by(column, direction);
     }
@@ -239,9 +265,13 @@ fn seek(
     voter: Option<&AccountBytes>,
     arm: Option<Arm<'_>>,
     after: Option<Position>,
+    read: Read,
 ) -> sea_orm::Select<vote::Entity> {
     use vote::Column as C;
     let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
+    if read == Read::Page {
+        q = q.select_only().columns(PAGE_COLUMNS);
+    }
     if let Some(v) = voter {
         q = q.filter(C::Voter.eq(v.clone()));
     }

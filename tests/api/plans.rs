@@ -178,18 +178,34 @@ async fn cases(db: &DatabaseConnection) -> Vec<Case> {
         };
         for (after, at) in [(None, "first"), (Some(position), "deep")] {
             for rows in [DEFAULT_ROWS, HUNDRED_ROWS] {
-                let statement =
-                    vote_arms::statement(pg, proposal_id, Default::default(), order, after.clone(), rows, true);
+                let statement = vote_arms::statement(
+                    pg,
+                    proposal_id,
+                    Default::default(),
+                    order,
+                    after.clone(),
+                    rows,
+                    vote_arms::Read::Page,
+                );
                 // Every merged choice's arm walks the choice index, the others their partial index.
                 cases.push(case(format!("votes by {suffix}, {at} page of {rows}"), statement, &[whole, choice_ix]));
             }
             let choice = vote_arms::Filter { voter: None, choice: Some(deep.choice.as_str()) };
-            let statement = vote_arms::statement(pg, proposal_id, choice, order, after.clone(), DEFAULT_ROWS, true);
+            let statement = vote_arms::statement(
+                pg,
+                proposal_id,
+                choice,
+                order,
+                after.clone(),
+                DEFAULT_ROWS,
+                vote_arms::Read::Page,
+            );
             cases.push(case(format!("votes of a choice by {suffix}, {at} page"), statement, &[choice_ix]));
         }
     }
     let one_voter = vote_arms::Filter { voter: Some(&deep.voter), choice: None };
-    let statement = vote_arms::statement(pg, proposal_id, one_voter, VoteOrder::Power, None, DEFAULT_ROWS, true);
+    let statement =
+        vote_arms::statement(pg, proposal_id, one_voter, VoteOrder::Power, None, DEFAULT_ROWS, vote_arms::Read::Page);
     // At most one row (the natural key): its sort is of that row.
     let mut of_voter = case("votes of a voter", statement, &["idx-votes-vote_natural"]);
     of_voter.sorts = true;

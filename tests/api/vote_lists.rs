@@ -152,14 +152,30 @@ async fn sqlite_walks_read_indexes_in_order() {
     for (order, position) in [(VoteOrder::Power, power), (VoteOrder::Time, time)] {
         for filter in filters {
             for after in [None, Some(position.clone())] {
-                let statement = vote_arms::statement(DbBackend::Sqlite, 1, filter, order, after.clone(), 101, true);
+                let statement = vote_arms::statement(
+                    DbBackend::Sqlite,
+                    1,
+                    filter,
+                    order,
+                    after.clone(),
+                    101,
+                    vote_arms::Read::Page,
+                );
                 let plan = sqlite_plan(&db, statement).await;
                 assert!(!sorted(&plan), "{order:?}, {filter:?}, {after:?}:\n{plan}");
             }
         }
         let plan = sqlite_plan(
             &db,
-            vote_arms::statement(DbBackend::Sqlite, 1, Default::default(), order, Some(position), 101, true),
+            vote_arms::statement(
+                DbBackend::Sqlite,
+                1,
+                Default::default(),
+                order,
+                Some(position),
+                101,
+                vote_arms::Read::Page,
+            ),
         )
         .await;
         match order {
@@ -217,7 +233,8 @@ async fn postgres_pages_read_each_arm_by_its_index() {
     let db = store::connect(&url).await.unwrap();
     for (order, partial) in [(VoteOrder::Power, "ix_votes_proposal_power"), (VoteOrder::Time, "ix_votes_proposal_time")]
     {
-        let statement = vote_arms::statement(DbBackend::Postgres, 1, Default::default(), order, None, 101, true);
+        let statement =
+            vote_arms::statement(DbBackend::Postgres, 1, Default::default(), order, None, 101, vote_arms::Read::Page);
         let plan = plan(&db, statement).await;
         assert!(plan.contains("Merge Append"), "{order:?}: {plan}");
         assert!(plan.contains(&format!("Index Scan using {partial} on votes")), "{order:?}: {plan}");
@@ -240,7 +257,7 @@ async fn postgres_pages_read_each_arm_by_its_index() {
 
 // On SQLite the votes page runs on the store's rusqlite reader (`store::sqlite_reader`): for every
 // order, filter and position, it reads exactly what sea-orm reads through the pool, every column
-// and the voter's stored names included (a voter with a row and an ENS name, voters without rows).
+// the page reads (`vote_arms::PAGE_COLUMNS`) and the voter's stored names included (a voter with a row and an ENS name, voters without rows).
 #[tokio::test]
 async fn sqlite_reader_reads_what_the_pool_reads() {
     let url = fresh_sample_database(Backend::Sqlite).await;
@@ -253,8 +270,8 @@ async fn sqlite_reader_reads_what_the_pool_reads() {
     .await
     .unwrap();
     db.execute_unprepared(
-        "UPDATE votes SET reason = 'because ' || id, ipfs = 'bafy' || id, tx_hash = '0x' || id, block_number = id * 7 \
-         WHERE id % 3 = 0",
+        "UPDATE votes SET reason = 'because ' || id, ipfs = 'bafy' || id, tx_hash = '0x' || id, block_number = id * 7, \
+         vp_from_float = TRUE WHERE id % 3 = 0",
     )
     .await
     .unwrap();
@@ -275,8 +292,9 @@ async fn sqlite_reader_reads_what_the_pool_reads() {
         }
         if filter == (None, None) {
             assert!(rows.iter().any(|(_, names)| names.is_none()), "{filter:?}");
-            assert!(rows.iter().any(|(v, _)| v.reason.is_some() && v.block_number.is_some()), "{filter:?}");
-            assert!(rows.iter().any(|(v, _)| v.reason.is_none() && v.ipfs.is_none()), "{filter:?}");
+            assert!(rows.iter().any(|(v, _)| v.reason.is_some()), "{filter:?}");
+            assert!(rows.iter().any(|(v, _)| v.reason.is_none()), "{filter:?}");
+            assert!(rows.iter().any(|(v, _)| v.vp_from_float) && rows.iter().any(|(v, _)| !v.vp_from_float));
         }
     }
     db.close().await.ok();
@@ -289,7 +307,7 @@ async fn every_page(
     reader: Option<&store::sqlite_reader::SqliteReader>,
     proposal_id: i64,
     filter: (Option<&AccountBytes>, Option<&str>),
-) -> Vec<Vec<(store::entities::vote::Model, Option<store::voters::StoredNames>)>> {
+) -> Vec<Vec<(store::proposals::PageVote, Option<store::voters::StoredNames>)>> {
     let mut pages = Vec::new();
     for order in [VoteOrder::Power, VoteOrder::Time] {
         let mut after = None;
