@@ -131,6 +131,13 @@ pub enum Read {
     Page,
 }
 
+impl Read {
+    /// Whether each row carries its voter's stored names (column [`VOTER_NAMES`]).
+    fn names(self) -> bool {
+        self == Self::Page
+    }
+}
+
 /// The columns a votes page reads: not the vote's provenance (`ipfs`, `tx_hash`,
 /// `block_number`), which it does not show, nor its proposal and DAO, which it knows. Each one
 /// left out is a value less to decode, and for text an allocation less, per row.
@@ -160,10 +167,9 @@ pub fn statement(
     limit: u64,
     read: Read,
 ) -> Statement {
-    let names = read == Read::Page;
     if !merges(backend, filter, order) {
         let mut q = walk(backend, proposal_id, filter.voter, filter.choice.map(Arm::Choice), order, after, limit, read);
-        if names {
+        if read.names() {
             q.expr_as(voter_names(backend, r#""votes"."voter""#), Alias::new(VOTER_NAMES));
         }
         return list(backend.build(&q));
@@ -180,7 +186,7 @@ pub fn statement(
     let merged = Alias::new("merged");
     let mut q = Query::select();
     q.column((merged.clone(), Asterisk)).from_subquery(union, merged.clone());
-    if names {
+    if read.names() {
         q.expr_as(voter_names(backend, r#""merged"."voter""#), Alias::new(VOTER_NAMES));
     }
     for (column, direction) in order_columns(order) {
@@ -210,7 +216,7 @@ fn compound(
     let mut values = Vec::new();
     for arm in arms() {
         let mut q = seek(backend, proposal_id, None, Some(arm), after.clone(), read).into_query();
-        if read == Read::Page {
+        if read.names() {
             q.expr_as(voter_names(backend, r#""votes"."voter""#), Alias::new(VOTER_NAMES));
         }
         let built = backend.build(&q);
@@ -270,6 +276,7 @@ fn seek(
     use vote::Column as C;
     let mut q = vote::Entity::find().filter(C::ProposalId.eq(proposal_id));
     if read == Read::Page {
+        // The page's own columns; the names are added where the statement is finished.
         q = q.select_only().columns(PAGE_COLUMNS);
     }
     if let Some(v) = voter {

@@ -257,7 +257,8 @@ async fn postgres_pages_read_each_arm_by_its_index() {
 
 // On SQLite the votes page runs on the store's rusqlite reader (`store::sqlite_reader`): for every
 // order, filter and position, it reads exactly what sea-orm reads through the pool, every column
-// the page reads (`vote_arms::PAGE_COLUMNS`) and the voter's stored names included (a voter with a row and an ENS name, voters without rows).
+// the page reads (`vote_arms::PAGE_COLUMNS`) and the voter's stored names included (a voter with a
+// row and an ENS name, voters without rows).
 #[tokio::test]
 async fn sqlite_reader_reads_what_the_pool_reads() {
     let url = fresh_sample_database(Backend::Sqlite).await;
