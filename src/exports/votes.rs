@@ -6,15 +6,15 @@
 //! file holds, in pages of [`PAGE_ROWS`] streamed from the store as it sends them, each value
 //! borrowed from the driver's row and appended to the batch's Arrow arrays, with no row struct,
 //! no cells and no text allocated per value between the store and the file. A build's view
-//! lends a connection of its own on its snapshot ([`super::view`]), and each proposal's votes
-//! come by the same statement and order without the pages' limit: on PostgreSQL by one `COPY …
-//! TO STDOUT (FORMAT binary)`, no typed row per vote on either side of the wire; on SQLite
-//! stepped on one blocking thread, no row handed between threads, in chunks read in the table's
-//! order and handed on in voter order ([`Chunk`]), a whole chunk at a time, to a second thread
-//! that fills the batches.
+//! lends a connection of its own on its snapshot ([`super::view`]), and the votes come in chunks
+//! read in the table's order and handed on in voter order ([`Chunk`]), a whole chunk at a time, to
+//! a second thread that fills the batches: on PostgreSQL by `COPY … TO STDOUT (FORMAT binary)`,
+//! no typed row per vote on either side of the wire; on SQLite stepped on one blocking thread, no
+//! row handed between threads.
 use arrow_array::ArrayRef;
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
 use futures_util::TryStreamExt;
+use sea_orm::sqlx::postgres::PgConnection;
 use sea_orm::sqlx::{self, Connection, Row};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect,
@@ -48,7 +48,7 @@ pub async fn read(
     out: Batches,
 ) -> anyhow::Result<()> {
     match snapshot {
-        Some(Snapshot::Postgres(snapshot)) => read_by_copy(db, snapshot, dao_id, out).await,
+        Some(Snapshot::Postgres(snapshot)) => read_pg_in_chunks(db, snapshot, dao_id, out, CHUNK_ROWS).await,
         Some(Snapshot::Sqlite(conn)) => read_sqlite_in_chunks(conn, dao_id, out, CHUNK_ROWS).await,
         None => read_in_pages(db, dao_id, out, PAGE_ROWS).await,
     }
@@ -128,43 +128,154 @@ pub async fn read_in_pages(
     out.send_columns(batch.finish()).await
 }
 
-/// [`read`] on PostgreSQL: each proposal's votes by one `COPY (SELECT …) TO STDOUT (FORMAT
-/// binary)` on a connection of `snapshot`, the statement of a page without its limit (so the
-/// same plan, order and file). Each field is read where it lies in the copied bytes: no
-/// `DataRow`, no typed row and no per-column type check per vote.
-async fn read_by_copy(
-    db: &(impl ConnectionTrait + StreamTrait),
+/// [`read`] on PostgreSQL: every proposal's votes on a connection of `snapshot`, by `COPY (SELECT
+/// …) TO STDOUT (FORMAT binary)` (each field read where it lies in the copied bytes: no `DataRow`,
+/// no typed row per vote), in [`Chunk`]s of at most `chunk_rows` votes ([`CHUNK_ROWS`] as a build
+/// reads; a test crosses chunks with a few thousand votes).
+///
+/// Each chunk is copied in the order the table holds its votes, and put in voter order on a
+/// second thread, which then fills the batches, while the next chunk is copied. Read in voter
+/// order, through the natural key's index, each vote cost the server a visit of its own to a
+/// table page, since a proposal's votes lie in the order they were written: an index scan of
+/// the 10M-vote store's largest proposal read 502,664 buffers for its 500,000 votes, a bitmap
+/// scan of the same votes 9,865 (docs/benchmarks.md, "Copied in the table's order").
+pub async fn read_pg_in_chunks(
+    db: &impl ConnectionTrait,
     snapshot: PgSnapshot<'_>,
     dao_id: &str,
     out: Batches,
+    chunk_rows: usize,
 ) -> anyhow::Result<()> {
-    let proposals = proposals(db, dao_id).await?;
-    if proposals.is_empty() {
+    anyhow::ensure!(chunk_rows > 0, "a chunk holds at least one vote");
+    let listed: Vec<(i64, ProposalSource, String, i64)> =
+        proposals_query(dao_id).column(proposal::Column::IngestedVoteCount).into_tuple().all(db).await?;
+    if listed.is_empty() {
         // No votes: no connection to open (an empty batch is not sent either way).
         return Ok(());
     }
     let mut conn = snapshot.connect().await?;
-    let mut batch = Batch::new();
-    for (id, source, external_id) in proposals {
-        let proposal = Proposal::new(dao_id, source, &external_id);
-        // `COPY` takes no parameters: the one value, the proposal's id, is an integer sea-query
-        // writes in.
-        let select = select(id, None).build(DbBackend::Postgres).to_string();
-        let mut copied = conn.copy_out_raw(&format!("COPY ({select}) TO STDOUT (FORMAT binary)")).await?;
-        let mut tuples = Tuples::<{ EXPORTED.len() }>::default();
-        while let Some(message) = copied.try_next().await? {
-            tuples.feed(&message);
-            while let Some(fields) = tuples.next_tuple()? {
-                batch.push(&proposal, &VoteRow::copied(&fields)?);
-                if batch.rows == BATCH_ROWS as usize {
-                    out.send_columns(std::mem::replace(&mut batch, Batch::new()).finish()).await?;
-                }
+    sqlx::raw_sql(IN_TABLE_ORDER).execute(&mut conn).await?;
+    let sizes: Vec<(i64, i64)> = listed.iter().map(|&(id, _, _, votes)| (id, votes)).collect();
+    let (full, mut filled) = tokio::sync::mpsc::channel::<Filled>(1);
+    let (emptied, mut empty) = tokio::sync::mpsc::unbounded_channel::<Chunk>();
+    for _ in 0..2 {
+        emptied.send(Chunk::default())?;
+    }
+    let (dao_id, runtime) = (dao_id.to_owned(), tokio::runtime::Handle::current());
+    // Ends when the reader does (its end, or its side of the channel dropped): no token needed.
+    let handing = tokio::task::spawn_blocking(move || {
+        let proposals: Vec<Proposal<'_>> =
+            listed.iter().map(|(_, source, external_id, _)| Proposal::new(&dao_id, *source, external_id)).collect();
+        hand_on(
+            std::iter::from_fn(|| filled.blocking_recv()),
+            |chunk| emptied.send(chunk).is_ok(),
+            &proposals,
+            |batch| runtime.block_on(out.send_columns(batch.finish())),
+        )
+    });
+    let read = copy_chunks(&mut conn, &sizes, chunk_rows, &full, &mut empty).await;
+    drop(full);
+    let handed = handing.await.map_err(|_| anyhow::anyhow!("the votes export's batches panicked"))?;
+    if read.is_ok() {
+        conn.close().await?;
+    }
+    // The reader's own error first: the other thread only saw it stop. The reader stops without
+    // one when the other thread did.
+    read.and(handed)
+}
+
+/// What the votes' connection is told first: no index scan and no table scan, so a chunk's
+/// `COPY` reads its votes by a bitmap scan of an index that leads with the proposal (the natural
+/// key's, whose voters bound a range), in the table's order, each table page once
+/// ([`last_voter_of_chunk`] turns index scans on for its own statement only); and no parallel
+/// workers: they passed the same rows through a queue to the backend that sends them, which cost
+/// the server about 45 % more CPU for the export, taken from the cores the export's own threads and
+/// the other requests use (docs/benchmarks.md, "Copied in the table's order").
+pub const IN_TABLE_ORDER: &str =
+    "SET enable_indexscan = off; SET enable_seqscan = off; SET max_parallel_workers_per_gather = 0";
+
+/// Copies the votes of `proposals` (each proposal's id and its vote count, in the export's order)
+/// into the chunks of `empty`, at most `chunk_rows` votes each, and hands each to `full`; then
+/// [`Filled::End`]. A proposal whose count fits the chunk is one `COPY`; a larger one's chunks
+/// are ranges of its voters, each ending at the address [`last_voter_of_chunk`] finds (the
+/// count only chooses between the two: a chunk holds what its range holds). Returns early, and
+/// without an error of its own, when the thread handing the chunks on stopped: its error is the
+/// cause.
+async fn copy_chunks(
+    conn: &mut PgConnection,
+    proposals: &[(i64, i64)],
+    chunk_rows: usize,
+    full: &tokio::sync::mpsc::Sender<Filled>,
+    empty: &mut tokio::sync::mpsc::UnboundedReceiver<Chunk>,
+) -> anyhow::Result<()> {
+    // The first chunk is small: nothing has measured a vote's bytes yet (as `read_chunks`).
+    let mut take = chunk_rows.min(FIRST_TAKE);
+    for (at, &(id, votes)) in proposals.iter().enumerate() {
+        let whole = usize::try_from(votes).is_ok_and(|votes| votes <= take);
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let upto = if whole { None } else { last_voter_of_chunk(conn, id, after.as_deref(), take).await? };
+            let Some(mut chunk) = empty.recv().await else { return Ok(()) };
+            let range = in_voter_range(id, after.take(), upto.clone()).build(DbBackend::Postgres).to_string();
+            chunk.copy(conn, &format!("COPY ({range}) TO STDOUT (FORMAT binary)")).await?;
+            take = chunk.next_take(chunk_rows, std::mem::size_of::<(u128, u32)>());
+            if full.send(Filled::InTableOrder(at, chunk)).await.is_err() {
+                return Ok(());
+            }
+            match upto {
+                Some(last) => after = Some(last),
+                None => break,
             }
         }
-        anyhow::ensure!(tuples.ended(), "the votes' COPY of proposal {id} ended before its trailer");
     }
-    conn.close().await?;
-    out.send_columns(batch.finish()).await
+    // Sent or not, the other thread says how the export ended.
+    let _ = full.send(Filled::End).await;
+    Ok(())
+}
+
+/// The address of the `take`th vote of `proposal_id` in voter order after `after`, or `None`
+/// when fewer follow: the end of a chunk of [`copy_chunks`]. An index-only scan of the natural
+/// key's index (the table's pages already vacuumed are not read), so index scans are turned on
+/// for it alone, in the same round trip.
+async fn last_voter_of_chunk(
+    conn: &mut PgConnection,
+    proposal_id: i64,
+    after: Option<&[u8]>,
+    take: usize,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let statement = chunk_end(proposal_id, after, take).build(DbBackend::Postgres).to_string();
+    // One statement's rows among the three's: the `SELECT`'s, one or none.
+    let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "SET enable_indexscan = on; {statement}; SET enable_indexscan = off"
+    )))
+    .fetch_all(conn)
+    .await?;
+    rows.first().map(|row| row.try_get::<Vec<u8>, _>(0)).transpose().map_err(Into::into)
+}
+
+/// [`last_voter_of_chunk`]'s statement: the voter `take` votes of `proposal_id` after `after`, in
+/// voter order.
+pub fn chunk_end(proposal_id: i64, after: Option<&[u8]>, take: usize) -> Select<vote::Entity> {
+    use vote::Column as V;
+    let mut q = vote::Entity::find().select_only().column(V::Voter).filter(V::ProposalId.eq(proposal_id));
+    if let Some(voter) = after {
+        q = q.filter(V::Voter.gt(AccountBytes(voter.to_vec())));
+    }
+    q.order_by_asc(V::Voter).offset(u64::try_from(take.saturating_sub(1)).unwrap_or(u64::MAX)).limit(1)
+}
+
+/// The exported columns of the votes of `proposal_id` whose voter is after `after` and up to
+/// `upto`, in no order: [`copy_chunks`]' chunk.
+pub fn in_voter_range(proposal_id: i64, after: Option<Vec<u8>>, upto: Option<Vec<u8>>) -> Select<vote::Entity> {
+    use vote::Column as V;
+    let mut q = exported(vote::Entity::find()).filter(V::ProposalId.eq(proposal_id));
+    if let Some(voter) = after {
+        q = q.filter(V::Voter.gt(AccountBytes(voter)));
+    }
+    if let Some(voter) = upto {
+        q = q.filter(V::Voter.lte(AccountBytes(voter)));
+    }
+    q
 }
 
 /// [`read`] on SQLite: every proposal's votes on the view's own rusqlite connection (`conn`, on
@@ -215,22 +326,9 @@ pub async fn read_sqlite_in_chunks(
             emptied.send(Chunk::default())?;
         }
         std::thread::scope(|threads| {
-            let handing = threads.spawn(|| -> anyhow::Result<()> {
+            let handing = threads.spawn(|| {
                 let emptied = emptied;
-                let mut batch = Batch::new();
-                for message in filled {
-                    let Filled::Chunk(at, chunk) = message else { return send(batch) };
-                    for vote in 0..chunk.ids.len() {
-                        batch.push(&proposals[at], &chunk.vote(vote));
-                        if batch.rows == BATCH_ROWS as usize {
-                            send(std::mem::replace(&mut batch, Batch::new()))?;
-                        }
-                    }
-                    // The reader may have stopped already (an error of its own).
-                    let _ = emptied.send(chunk);
-                }
-                // Never a short file: without the end, the last batch is not sent.
-                anyhow::bail!("the votes export's reader stopped before its end")
+                hand_on(filled, |chunk| emptied.send(chunk).is_ok(), &proposals, send)
             });
             let read = read_chunks(&conn, &ids, chunk_rows, &full, &empty);
             drop(full);
@@ -245,11 +343,47 @@ pub async fn read_sqlite_in_chunks(
     read
 }
 
-/// What [`read_chunks`] hands on: a chunk of the votes of the proposal at an index of the
+/// What a reader of chunks hands on: a chunk of the votes of the proposal at an index of the
 /// export's list, or the end of the votes, after the last chunk.
 enum Filled {
+    /// In voter order already ([`read_chunks`]).
     Chunk(usize, Chunk),
+    /// In the order the table holds them ([`copy_chunks`]), for [`hand_on`] to put in voter order.
+    InTableOrder(usize, Chunk),
     End,
+}
+
+/// Hands each chunk of `filled` to the batches in voter order, sends each full batch, and gives
+/// the chunk back to be filled again; after [`Filled::End`], sends the last batch. Run on a thread
+/// of its own beside the reader, which it took this work off (docs/benchmarks.md, "Two threads").
+/// Ends with an error when the reader stopped before the end: never a short file.
+fn hand_on(
+    filled: impl IntoIterator<Item = Filled>,
+    give_back: impl Fn(Chunk) -> bool,
+    proposals: &[Proposal<'_>],
+    send: impl Fn(Batch) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut batch = Batch::new();
+    for message in filled {
+        let (at, chunk) = match message {
+            Filled::Chunk(at, chunk) => (at, chunk),
+            Filled::InTableOrder(at, mut chunk) => {
+                chunk.order_by_voter();
+                (at, chunk)
+            }
+            Filled::End => return send(batch),
+        };
+        let proposal = proposals.get(at).ok_or_else(|| anyhow::anyhow!("a chunk of no proposal listed ({at})"))?;
+        for vote in 0..chunk.read_at.len() {
+            batch.push(proposal, &chunk.vote(vote));
+            if batch.rows == BATCH_ROWS as usize {
+                send(std::mem::replace(&mut batch, Batch::new()))?;
+            }
+        }
+        // The reader may have stopped already (an error of its own), and with it the way back.
+        let _ = give_back(chunk);
+    }
+    anyhow::bail!("the votes export's reader stopped before its end")
 }
 
 /// Fills the chunks of `empty` with the votes of `proposals` (ids, in the export's order), in
@@ -280,7 +414,7 @@ fn read_chunks(
             }
             let last = chunk.ids.len() < take;
             chunk.fetch(&mut rows)?;
-            take = chunk.next_take(chunk_rows);
+            take = chunk.next_take(chunk_rows, std::mem::size_of::<(i64, u32)>());
             if full.send(Filled::Chunk(at, chunk)).is_err() {
                 return Ok(());
             }
@@ -359,31 +493,35 @@ fn prepared<'c>(
     Ok(stmt)
 }
 
-/// Up to a chunk's worth of one proposal's votes, read as SQLite reads them fastest.
+/// Up to a chunk's worth of one proposal's votes, read as the store reads them fastest.
 ///
 /// A proposal's votes lie in the table in the order they were written and are exported in voter
 /// order, so read one by one in that order each vote reads a table page its neighbour did not
-/// (issue 49; docs/benchmarks.md, "The votes in chunks"). A chunk takes the next ids in voter
-/// order from the natural key's index, reads their rows in id order (the table's order:
+/// (issue 49; docs/benchmarks.md, "The votes in chunks"). On SQLite a chunk takes the next ids in
+/// voter order from the natural key's index, reads their rows in id order (the table's order:
 /// neighbours share pages, each page read once a chunk; a walk of the id range when the chunk's
 /// votes were written together), keeps their values in that order, and hands them back in voter
-/// order. The same votes in the same order, so the same file; memory bounded by the chunk,
-/// whatever the proposal holds.
+/// order. On PostgreSQL it is a range of voters, copied in the table's order and sorted by voter
+/// ([`Chunk::copy`], [`Chunk::order_by_voter`]). The same votes in the same order, so the same
+/// file; memory bounded by the chunk, whatever the proposal holds.
 #[derive(Default)]
 struct Chunk {
-    /// The chunk's vote ids, in voter order.
+    /// The chunk's vote ids, in voter order (SQLite's; a copied chunk has none).
     ids: Vec<i64>,
     /// Each vote's id and its position in `ids`, sorted by id: the order the rows are seeked in.
     by_id: Vec<(i64, u32)>,
+    /// Each vote's first bytes of address and its position in `kept`, sorted: the voter order
+    /// of votes copied in the table's order ([`Chunk::order_by_voter`]).
+    by_voter: Vec<(u128, u32)>,
     /// For each id of the range a walk reads (its first id at 0), the position in `ids` of the
     /// vote of that id, or [`ABSENT`]: a walk keeps the rows whose slot is set, so the ids need no
     /// sort into the table's order.
     slots: Vec<u32>,
-    /// Each vote's values, in the order they were read (id order): written one after another,
-    /// so the reading thread writes its memory in order
+    /// Each vote's values, in the order they were read (id order, or a `COPY`'s): written one
+    /// after another, so the reading thread writes its memory in order
     /// (docs/benchmarks.md, "Kept in the order read").
     kept: Vec<Kept>,
-    /// For each position in `ids`, where its vote is in `kept`.
+    /// For each position in voter order, where its vote is in `kept`.
     read_at: Vec<u32>,
     /// The votes' addresses, and their text values, each vote's one after another.
     voters: Vec<u8>,
@@ -420,7 +558,7 @@ impl Chunk {
     /// were written together: a table walk reads a row for a fraction of a seek's cost), else by
     /// seeking each id.
     fn fetch(&mut self, rows: &mut Rows<'_>) -> anyhow::Result<()> {
-        let Self { ids, by_id, slots, kept, read_at, voters, text } = self;
+        let Self { ids, by_id, slots, kept, read_at, voters, text, .. } = self;
         kept.clear();
         read_at.clear();
         read_at.resize(ids.len(), 0);
@@ -498,16 +636,63 @@ impl Chunk {
     }
 
     /// How many votes the next chunk takes: as many as [`CHUNK_BYTES`] holds at this chunk's
-    /// bytes per vote, at least one and at most `most`.
-    fn next_take(&self, most: usize) -> usize {
-        let Some(per_vote) = (self.voters.len() + self.text.len()).checked_div(self.ids.len()) else {
+    /// bytes per vote, at least one and at most `most`. `entry`: the bytes of the entry per vote
+    /// the reader orders its votes by (an id's for [`Chunk::fetch`], a voter's for
+    /// [`Chunk::order_by_voter`]).
+    fn next_take(&self, most: usize, entry: usize) -> usize {
+        let Some(per_vote) = (self.voters.len() + self.text.len()).checked_div(self.kept.len()) else {
             return most;
         };
-        // Each vote's values, its `Kept`, its `by_id` pair (more than a walk's two and a half
-        // slots) and its `read_at` entry.
-        let per_vote =
-            per_vote + std::mem::size_of::<Kept>() + std::mem::size_of::<(i64, u32)>() + std::mem::size_of::<u32>();
+        // Each vote's values, its `Kept`, its ordering entry (for `fetch`, more than a walk's two
+        // and a half slots) and its `read_at` entry.
+        let per_vote = per_vote + std::mem::size_of::<Kept>() + entry + std::mem::size_of::<u32>();
         (CHUNK_BYTES / per_vote).clamp(1, most)
+    }
+
+    /// Keeps the votes of one `COPY` of the table, in the order it sends them, in place of the
+    /// chunk's last ones.
+    async fn copy(&mut self, conn: &mut PgConnection, statement: &str) -> anyhow::Result<()> {
+        let Self { ids, kept, read_at, voters, text, .. } = self;
+        ids.clear();
+        kept.clear();
+        read_at.clear();
+        voters.clear();
+        text.clear();
+        let mut copied = conn.copy_out_raw(statement).await?;
+        let mut tuples = Tuples::<{ EXPORTED.len() }>::default();
+        while let Some(message) = copied.try_next().await? {
+            tuples.feed(&message);
+            while let Some(fields) = tuples.next_tuple()? {
+                kept.push(Kept::of(&VoteRow::copied(&fields)?, voters, text)?);
+            }
+        }
+        anyhow::ensure!(tuples.ended(), "the votes' COPY ended before its trailer: {statement}");
+        Ok(())
+    }
+
+    /// Puts the votes kept in voter order ([`Chunk::vote`] reads them so): sorts each vote's
+    /// first 16 bytes of address, as a number, and its position, comparing whole addresses only
+    /// where those are equal. The order is bytea's in PostgreSQL (and a byte slice's in Rust):
+    /// byte by byte, a prefix first, so the natural key's index's, and the file's.
+    fn order_by_voter(&mut self) {
+        let Self { by_voter, kept, read_at, voters, .. } = self;
+        let voter = |at: u32| {
+            let k = &kept[at as usize];
+            &voters[k.voter_at..k.voter_at + k.voter_len as usize]
+        };
+        by_voter.clear();
+        by_voter.extend((0..kept.len()).map(|at| {
+            // Kept's positions fit in u32: `read_at` holds them so.
+            let at = at as u32;
+            let mut first = [0u8; 16];
+            let address = voter(at);
+            let n = address.len().min(first.len());
+            first[..n].copy_from_slice(&address[..n]);
+            (u128::from_be_bytes(first), at)
+        }));
+        by_voter.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| voter(a.1).cmp(voter(b.1))));
+        read_at.clear();
+        read_at.extend(by_voter.iter().map(|&(_, at)| at));
     }
 }
 

@@ -194,10 +194,76 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
             "pages of {page_rows}: the same file"
         );
     }
-    if backend == crate::helpers::Backend::Sqlite {
-        sqlite_chunks_write_the_pages_file(&db, dao, &whole).await;
+    match backend {
+        crate::helpers::Backend::Sqlite => sqlite_chunks_write_the_pages_file(&db, dao, &whole).await,
+        _ => pg_chunks_write_the_pages_file(&db, dao, &whole).await,
     }
 });
+
+/// `dao`'s votes written to `path` as a build reads them, in one view of the store, on its own
+/// connection (SQLite's, or PostgreSQL's snapshot), in chunks of `chunk_rows`.
+async fn export_in_chunks(
+    db: &DatabaseConnection,
+    dao: &str,
+    path: &std::path::Path,
+    format: ExportFormat,
+    chunk_rows: usize,
+) -> govdata::exports::writer::Written {
+    use govdata::exports::view::{Snapshot, View};
+    let view = View::begin(db, true).await.unwrap();
+    let w = export(path, &VOTES, format, |out| async {
+        match view.snapshot() {
+            Some(Snapshot::Sqlite(conn)) => votes::read_sqlite_in_chunks(conn, dao, out, chunk_rows).await,
+            Some(Snapshot::Postgres(snapshot)) => {
+                votes::read_pg_in_chunks(&view.txn, snapshot, dao, out, chunk_rows).await
+            }
+            None => panic!("a view with a snapshot for the votes"),
+        }
+    })
+    .await
+    .unwrap();
+    view.end().await.unwrap();
+    w
+}
+
+/// Each size of `chunks` writes the CSV file of `dao`'s `rows` votes that the pages wrote (`pages`).
+async fn chunks_write_the_pages_file<const N: usize>(
+    db: &DatabaseConnection,
+    dao: &str,
+    pages: &std::path::Path,
+    rows: usize,
+    chunks: [usize; N],
+) {
+    let dir = tempfile::tempdir().unwrap();
+    for chunk_rows in chunks {
+        let path = dir.path().join(format!("chunks-{chunk_rows}.csv"));
+        let w = export_in_chunks(db, dao, &path, ExportFormat::Csv, chunk_rows).await;
+        assert_eq!(w.rows, rows as u64);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            std::fs::read(pages).unwrap(),
+            "chunks of {chunk_rows}: the same file"
+        );
+    }
+}
+
+/// The id of `dao`'s one proposal, and its votes' ids in voter order, which `synth` did not write
+/// them in: the order a chunk must restore.
+async fn one_proposal_in_voter_order(db: &DatabaseConnection, dao: &str) -> (i64, Vec<i64>) {
+    use sea_orm::QuerySelect;
+    let proposal: i64 = e::proposal::Entity::find()
+        .select_only()
+        .column(e::proposal::Column::Id)
+        .filter(e::proposal::Column::DaoId.eq(dao))
+        .into_tuple()
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap();
+    let ids: Vec<i64> = votes::voter_ordered_ids(proposal).into_tuple().all(db).await.unwrap();
+    assert!(ids.windows(2).any(|w| w[0] > w[1]), "voter order is not the table's order");
+    (proposal, ids)
+}
 
 /// On SQLite a build reads the votes in chunks ([`votes::read_sqlite_in_chunks`]): each chunk's
 /// ids from the natural key's index in voter order (its plan reads that index alone, no sort),
@@ -210,59 +276,77 @@ on_both_backends!(votes_export_resumes_a_proposal_past_a_page, |backend: Backend
 /// 2,500 ids), and of one vote each (a walk of one id) all write the file the pages wrote
 /// (`pages`).
 async fn sqlite_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, pages: &std::path::Path) {
-    use govdata::exports::view::{Snapshot, View};
-    use sea_orm::{QuerySelect, QueryTrait};
-    let proposal: i64 = e::proposal::Entity::find()
-        .select_only()
-        .column(e::proposal::Column::Id)
-        .filter(e::proposal::Column::DaoId.eq(dao))
-        .into_tuple()
-        .one(db)
-        .await
-        .unwrap()
-        .unwrap();
-    let ids: Vec<i64> = votes::voter_ordered_ids(proposal).into_tuple().all(db).await.unwrap();
-    assert!(ids.windows(2).any(|w| w[0] > w[1]), "voter order is not the table's order");
+    use sea_orm::QueryTrait;
+    let (proposal, ids) = one_proposal_in_voter_order(db, dao).await;
     let plan =
         crate::vote_lists::sqlite_plan(db, votes::voter_ordered_ids(proposal).build(db.get_database_backend())).await;
     assert_eq!(plan, "SEARCH votes USING COVERING INDEX idx-votes-vote_natural (proposal_id=?)");
-    let dir = tempfile::tempdir().unwrap();
-    for chunk_rows in [2_500, 1_300, 1_000, 500, 1] {
-        let view = View::begin(db, true).await.unwrap();
-        let Some(Snapshot::Sqlite(conn)) = view.snapshot() else { panic!("a SQLite view of its own connection") };
-        let path = dir.path().join(format!("chunks-{chunk_rows}.csv"));
-        let w =
-            export(&path, &VOTES, ExportFormat::Csv, |out| votes::read_sqlite_in_chunks(conn, dao, out, chunk_rows))
-                .await
-                .unwrap();
-        view.end().await.unwrap();
-        assert_eq!(w.rows, ids.len() as u64);
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            std::fs::read(pages).unwrap(),
-            "chunks of {chunk_rows}: the same file"
-        );
+    chunks_write_the_pages_file(db, dao, pages, ids.len(), [2_500, 1_300, 1_000, 500, 1]).await;
+}
+
+/// On PostgreSQL a build copies the votes in chunks ([`votes::read_pg_in_chunks`]): a proposal
+/// whose vote count fits a chunk in one `COPY`, a larger one in ranges of voters, each ending at the
+/// voter an index-only scan finds the chunk's count of votes on. Each chunk is copied in the
+/// table's order (a bitmap scan of an index: each table page once, nothing sorted by the
+/// server) and put in voter order by the reader. `synth` writes a proposal's votes in random
+/// voter order, so every chunk is reordered. The proposal's 2,500 votes in one chunk (its count
+/// fits: no range), in chunks of 1,300 (two ranges), of 1,000 (the last of 500), of 500 (dividing
+/// the votes exactly: the last range is empty) and of 7 all write the file the pages wrote.
+async fn pg_chunks_write_the_pages_file(db: &DatabaseConnection, dao: &str, pages: &std::path::Path) {
+    use sea_orm::{ConnectionTrait, DbBackend, QueryTrait, Statement, TransactionTrait};
+    let (proposal, ids) = one_proposal_in_voter_order(db, dao).await;
+
+    // The plans, with the settings the votes' connection is given: a chunk's rows by a bitmap
+    // scan of an index (the table's pages in their order), a chunk's end by an index-only scan of
+    // the natural key's index; nothing sorted.
+    let txn = db.begin().await.unwrap();
+    for set in votes::IN_TABLE_ORDER.split(';') {
+        txn.execute_unprepared(set).await.unwrap();
     }
+    let explain = |select: sea_orm::Select<e::vote::Entity>| {
+        let sql = format!("EXPLAIN {}", select.build(DbBackend::Postgres));
+        let txn = &txn;
+        async move {
+            let rows = txn.query_all_raw(Statement::from_string(DbBackend::Postgres, sql)).await.unwrap();
+            rows.iter().map(|r| r.try_get::<String>("", "QUERY PLAN").unwrap()).collect::<Vec<_>>().join("\n")
+        }
+    };
+    let chunk = explain(votes::in_voter_range(proposal, Some(vec![0x40]), Some(vec![0xc0]))).await;
+    assert!(chunk.contains("Bitmap Heap Scan on votes"), "{chunk}");
+    assert!(chunk.contains("Bitmap Index Scan on"), "{chunk}");
+    assert!(!chunk.contains("Sort") && !chunk.contains("Seq Scan"), "{chunk}");
+    txn.execute_unprepared("SET enable_indexscan = on").await.unwrap();
+    let end = explain(votes::chunk_end(proposal, Some(&[0x40]), 500)).await;
+    assert!(end.contains(r#"Index Only Scan using "idx-votes-vote_natural" on votes"#), "{end}");
+    assert!(!end.contains("Sort"), "{end}");
+    txn.rollback().await.unwrap();
+
+    chunks_write_the_pages_file(db, dao, pages, ids.len(), [2_500, 1_300, 1_000, 500, 7]).await;
 }
 
 // A chunk keeps each vote's values in the order it reads them (the table's) and hands them back
 // in voter order. Votes with every optional column set (a reason, an IPFS hash, a transaction and
-// its block, a multiple choice), with an empty reason, and with none, read in one chunk (a walk
-// of the range), in chunks of 500 (each seeks its rows) and of 7, write the Parquet file the pages
-// write, byte for byte: each value in its vote's row, each null a null and each empty text empty.
-#[tokio::test]
-async fn sqlite_chunks_keep_every_column_of_each_vote() {
+// its block, a multiple choice), with an empty reason, and with none, read in one chunk, in chunks
+// of 500 and of 7 (on SQLite: a walk of the range, then seeks of each row; on PostgreSQL: one
+// `COPY`, then ranges of voters), write the Parquet file the pages write, byte for byte: each value
+// in its vote's row, each null a null and each empty text empty.
+on_both_backends!(chunks_keep_every_column_of_each_vote, |backend: Backend| async move {
     use arrow_array::Int64Array;
-    use govdata::exports::view::{Snapshot, View};
     use sea_orm::ConnectionTrait;
     let (dao, votes) = ("kept", 1_200u64);
-    let db = synth_store(crate::helpers::Backend::Sqlite, dao, votes, 1).await;
+    let db = synth_store(backend, dao, votes, 1).await;
+    let tx_hash = match backend {
+        crate::helpers::Backend::Sqlite => "printf('0x%064x', id)",
+        _ => "'0x' || lpad(to_hex(id), 64, '0')",
+    };
     for sql in [
-        "UPDATE votes SET reason = 'because ' || id, ipfs = 'bafy' || id, tx_hash = printf('0x%064x', id), \
-         block_number = 1000 + id, choice = '1,2' WHERE id % 3 = 0",
-        "UPDATE votes SET reason = '' WHERE id % 3 = 1",
+        format!(
+            "UPDATE votes SET reason = 'because ' || id, ipfs = 'bafy' || id, tx_hash = {tx_hash}, \
+             block_number = 1000 + id, choice = '1,2' WHERE id % 3 = 0"
+        ),
+        "UPDATE votes SET reason = '' WHERE id % 3 = 1".to_owned(),
     ] {
-        db.execute_unprepared(sql).await.unwrap();
+        db.execute_unprepared(&sql).await.unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
     let pages = dir.path().join("pages.parquet");
@@ -288,19 +372,12 @@ async fn sqlite_chunks_keep_every_column_of_each_vote() {
     assert_eq!((set, empty, null, blocks), ([400; 3], 400, [400, 800, 800], 400));
 
     for chunk_rows in [votes as usize, 500, 7] {
-        let view = View::begin(&db, true).await.unwrap();
-        let Some(Snapshot::Sqlite(conn)) = view.snapshot() else { panic!("a SQLite view of its own connection") };
         let path = dir.path().join(format!("chunks-{chunk_rows}.parquet"));
-        let w = export(&path, &VOTES, ExportFormat::Parquet, |out| {
-            votes::read_sqlite_in_chunks(conn, dao, out, chunk_rows)
-        })
-        .await
-        .unwrap();
-        view.end().await.unwrap();
+        let w = export_in_chunks(&db, dao, &path, ExportFormat::Parquet, chunk_rows).await;
         assert_eq!(w.rows, votes);
         assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&pages).unwrap(), "chunks of {chunk_rows}");
     }
-}
+});
 
 // On SQLite the votes are read on one thread and put in batches on another: when the writer
 // stops (here on the first batch, which does not fit the table it writes), the reader returns

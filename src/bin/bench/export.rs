@@ -1,8 +1,9 @@
 //! `bench --export`: the whole-table export of a DAO's votes (issue 30), measured.
 //!
 //! 1. govdata's export of the DAO's votes to Parquet, and to CSV, read as a build reads them (in
-//!    one view of the store, the votes on a connection of their own: by `COPY` on PostgreSQL, in
-//!    chunks on SQLite, stepped on one thread and put in batches on another; and to Parquet by
+//!    one view of the store, the votes on a connection of their own, in chunks read in the
+//!    table's order on one side and put in batches on another: by `COPY` on PostgreSQL, stepped
+//!    on one thread on SQLite; and to Parquet by
 //!    keyset pages through the view's transaction too, the reader those replaced, for the
 //!    difference in one run): time, MB/s, bytes per vote, and the process's peak RSS right after
 //!    (the export streams; the goal is under 200 MB);
@@ -35,11 +36,11 @@ pub async fn run(db: &DatabaseConnection, dao: &str, dir: &Path, pages: bool) ->
     std::fs::create_dir_all(dir)?;
     let rss_before = peak_rss_mb();
     // As a build reads: in one view of the store, the votes on a connection of their own (issue
-    // 49: by `COPY` on PostgreSQL, in chunks on SQLite); the keyset pages through
+    // 49: in chunks, by `COPY` on PostgreSQL); the keyset pages through
     // the view's transaction they replaced are measured first, in the same run, for the
     // difference.
     let apart_how = match db.get_database_backend() {
-        DbBackend::Postgres => "by COPY",
+        DbBackend::Postgres => "in chunks by COPY",
         _ => "in chunks",
     };
     let runs = [(ExportFormat::Parquet, false), (ExportFormat::Parquet, true), (ExportFormat::Csv, true)];
